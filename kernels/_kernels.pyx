@@ -1,0 +1,412 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled kernels of fastsched (private: use the public API in fastsched).
+
+The counted-pool engine: a machine of ``P`` interchangeable nodes where each job
+takes ``procs`` whole nodes (an SWF machine is P single-processor nodes). Plans
+are counts of free nodes over time, so they reduce exactly to the textbook
+algorithms (Lifka's EASY, Mu'alem and Feitelson's conservative backfilling);
+concrete nodes are only chosen when a job starts (lowest free indices first).
+
+Semantics are defined by ``tests/naive.py``; this file must give identical
+start times. Jobs are passed in queue order: sorted by (submit_time, job_id).
+"""
+import numpy as np
+cimport numpy as cnp
+from libc.stdint cimport int64_t
+
+cnp.import_array()
+
+cdef enum:
+    POLICY_FCFS = 0
+    POLICY_EASY = 1
+    POLICY_CONSERVATIVE = 2
+
+POLICIES = {"fcfs": POLICY_FCFS, "easy": POLICY_EASY, "conservative": POLICY_CONSERVATIVE}
+
+# --------------------------------------------------------------------------- heaps
+# Two binary min-heaps: running jobs keyed by actual end time (the event queue),
+# and free node indices (so a starting job gets the lowest-numbered free nodes).
+
+cdef inline void _heap_push(int64_t[::1] key, int64_t[::1] val, int64_t* size,
+                            int64_t k, int64_t v) noexcept nogil:
+    cdef int64_t i = size[0], parent
+    size[0] += 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if key[parent] < k or (key[parent] == k and val[parent] <= v):
+            break
+        key[i] = key[parent]
+        val[i] = val[parent]
+        i = parent
+    key[i] = k
+    val[i] = v
+
+
+cdef inline void _heap_pop(int64_t[::1] key, int64_t[::1] val, int64_t* size) noexcept nogil:
+    """Remove the smallest entry (read key[0], val[0] first)."""
+    cdef int64_t n = size[0] - 1, i = 0, child
+    cdef int64_t k = key[n], v = val[n]
+    size[0] = n
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and (key[child + 1] < key[child] or
+                              (key[child + 1] == key[child] and val[child + 1] < val[child])):
+            child += 1
+        if k < key[child] or (k == key[child] and v <= val[child]):
+            break
+        key[i] = key[child]
+        val[i] = val[child]
+        i = child
+    if n > 0:
+        key[i] = k
+        val[i] = v
+
+# ------------------------------------------------------------ planned releases
+# Running jobs as a sorted list of (planned end time, nodes released then),
+# aggregated by time. Planning only ever needs these counts.
+
+cdef inline int64_t _lower_bound(int64_t[::1] a, int64_t n, int64_t x) noexcept nogil:
+    cdef int64_t lo = 0, hi = n, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline void _release_add(int64_t[::1] rt, int64_t[::1] rn, int64_t* m,
+                              int64_t t, int64_t n) noexcept nogil:
+    cdef int64_t i = _lower_bound(rt, m[0], t), j
+    if i < m[0] and rt[i] == t:
+        rn[i] += n
+        return
+    j = m[0]
+    while j > i:
+        rt[j] = rt[j - 1]
+        rn[j] = rn[j - 1]
+        j -= 1
+    rt[i] = t
+    rn[i] = n
+    m[0] += 1
+
+
+cdef inline void _release_remove(int64_t[::1] rt, int64_t[::1] rn, int64_t* m,
+                                 int64_t t, int64_t n) noexcept nogil:
+    cdef int64_t i = _lower_bound(rt, m[0], t), j
+    rn[i] -= n
+    if rn[i] == 0:
+        m[0] -= 1
+        for j in range(i, m[0]):
+            rt[j] = rt[j + 1]
+            rn[j] = rn[j + 1]
+
+# --------------------------------------------------------------------- profile
+# Free nodes over time for one pass: free[i] nodes from time pt[i] until
+# pt[i + 1] (the last segment lasts forever). pt[0] is the pass time.
+
+cdef inline int64_t _profile_build(int64_t now, int64_t free_now, int64_t[::1] rt,
+                                   int64_t[::1] rn, int64_t m,
+                                   int64_t[::1] pt, int64_t[::1] pf) noexcept nogil:
+    cdef int64_t i, free = free_now
+    pt[0] = now
+    pf[0] = free
+    for i in range(m):
+        free += rn[i]
+        pt[i + 1] = rt[i]
+        pf[i + 1] = free
+    return m + 1
+
+
+cdef inline int64_t _profile_earliest(int64_t[::1] pt, int64_t[::1] pf, int64_t size,
+                                      int64_t need, int64_t duration) noexcept nogil:
+    """Index of the first breakpoint at which ``need`` nodes stay free for ``duration``."""
+    cdef int64_t i = 0, j, end
+    while i < size:
+        if pf[i] < need:
+            i += 1
+            continue
+        end = pt[i] + duration
+        j = i + 1
+        while j < size and pt[j] < end and pf[j] >= need:
+            j += 1
+        if j < size and pt[j] < end:   # segment j is too small: no start before it works
+            i = j + 1
+            continue
+        return i
+    return size   # unreachable when need <= P: the last segment has every node free
+
+
+cdef inline bint _profile_fits_now(int64_t[::1] pt, int64_t[::1] pf, int64_t size,
+                                   int64_t need, int64_t duration) noexcept nogil:
+    cdef int64_t j = 0, end = pt[0] + duration
+    while j < size and pt[j] < end:
+        if pf[j] < need:
+            return False
+        j += 1
+    return True
+
+
+cdef inline int64_t _profile_insert(int64_t[::1] pt, int64_t[::1] pf, int64_t* size,
+                                    int64_t t) noexcept nogil:
+    """Make ``t`` (> pt[0]) a breakpoint; return its index."""
+    cdef int64_t i = _lower_bound(pt, size[0], t), j
+    if i < size[0] and pt[i] == t:
+        return i
+    for j in range(size[0], i, -1):
+        pt[j] = pt[j - 1]
+        pf[j] = pf[j - 1]
+    pt[i] = t
+    pf[i] = pf[i - 1]
+    size[0] += 1
+    return i
+
+
+cdef inline void _profile_reserve(int64_t[::1] pt, int64_t[::1] pf, int64_t* size,
+                                  int64_t start_index, int64_t need,
+                                  int64_t duration) noexcept nogil:
+    """Hold ``need`` nodes over [pt[start_index], pt[start_index] + duration)."""
+    cdef int64_t end_index = _profile_insert(pt, pf, size, pt[start_index] + duration), i
+    for i in range(start_index, end_index):
+        pf[i] -= need
+
+# ------------------------------------------------------------------ the passes
+# Each pass walks the queue (job indices in queue order) and writes the jobs to
+# start now into ``starts``; it returns how many. It does not change state.
+
+cdef int64_t _pass_fcfs(int64_t[::1] queue, int64_t qlen, int64_t free,
+                        int64_t[::1] procs, int64_t[::1] starts) noexcept nogil:
+    cdef int64_t q, job, nstart = 0
+    for q in range(qlen):
+        job = queue[q]
+        if procs[job] > free:
+            break
+        free -= procs[job]
+        starts[nstart] = job
+        nstart += 1
+    return nstart
+
+
+cdef int64_t _pass_easy1(int64_t now, int64_t[::1] queue, int64_t qlen, int64_t free,
+                         int64_t[::1] procs, int64_t[::1] limit,
+                         int64_t[::1] rt, int64_t[::1] rn, int64_t m,
+                         int64_t[::1] suffix_min, int64_t[::1] starts) noexcept nogil:
+    """Lifka's EASY backfill behind a blocked head ``queue[0]``.
+
+    The head's shadow time is when enough running jobs will have ended for it;
+    ``extra`` is what is free then beyond its need. A later job starts now if
+    it fits now and either ends by the shadow time or uses only extra nodes.
+    """
+    cdef int64_t q = 0, job, nstart = 0, i, shadow, extra, avail
+    job = queue[0]                      # the head: blocked (the FCFS part already ran)
+    avail = free
+    shadow = -1
+    for i in range(m):
+        avail += rn[i]
+        if avail >= procs[job]:
+            shadow = rt[i]
+            break
+    extra = avail - procs[job]
+    q += 1
+    while q < qlen and free >= suffix_min[q]:
+        job = queue[q]
+        if procs[job] <= free:
+            if now + limit[job] <= shadow:
+                free -= procs[job]
+                starts[nstart] = job
+                nstart += 1
+            elif procs[job] <= extra:
+                free -= procs[job]
+                extra -= procs[job]
+                starts[nstart] = job
+                nstart += 1
+        q += 1
+    return nstart
+
+
+cdef int64_t _pass_profile(int64_t now, int64_t[::1] queue, int64_t qlen, int64_t free,
+                           int64_t[::1] procs, int64_t[::1] limit,
+                           int64_t[::1] rt, int64_t[::1] rn, int64_t m,
+                           int64_t reserve_depth, int64_t[::1] suffix_min,
+                           int64_t[::1] pt, int64_t[::1] pf,
+                           int64_t[::1] starts, int64_t[::1] planned) noexcept nogil:
+    """EASY with ``reserve_depth`` reservations, or conservative (depth >= queue).
+
+    Each job in order either fits now (and starts), or gets a reservation at
+    its earliest start while fewer than ``reserve_depth`` were made, or is
+    skipped. ``planned[job]`` receives the reserved start (or now).
+    The walk stops once no later job could start now (fewer free nodes now
+    than the smallest later request), since reservations after that point
+    cannot change this pass's starts.
+    """
+    cdef int64_t size = _profile_build(now, free, rt, rn, m, pt, pf)
+    cdef int64_t q, job, i, nstart = 0, reserved = 0
+    for q in range(qlen):
+        if pf[0] < suffix_min[q]:
+            break
+        job = queue[q]
+        if reserved < reserve_depth:
+            i = _profile_earliest(pt, pf, size, procs[job], limit[job])
+            if i > 0:
+                reserved += 1
+        elif _profile_fits_now(pt, pf, size, procs[job], limit[job]):
+            i = 0
+        else:
+            continue
+        planned[job] = pt[i]
+        _profile_reserve(pt, pf, &size, i, procs[job], limit[job])
+        if i == 0:
+            starts[nstart] = job
+            nstart += 1
+    return nstart
+
+
+cdef inline int64_t _suffix_min(int64_t[::1] queue, int64_t qlen, int64_t[::1] procs,
+                                int64_t[::1] suffix_min, int64_t big) noexcept nogil:
+    """suffix_min[q] = smallest request among queue[q:]; returns suffix_min[0]."""
+    cdef int64_t q
+    suffix_min[qlen] = big
+    for q in range(qlen - 1, -1, -1):
+        suffix_min[q] = min(suffix_min[q + 1], procs[queue[q]])
+    return suffix_min[0]
+
+
+cdef inline int64_t _drop_started(int64_t[::1] queue, int64_t qlen,
+                                  int64_t[::1] start) noexcept nogil:
+    """Remove started jobs from the queue, keeping order; return the new length."""
+    cdef int64_t q, w = 0
+    for q in range(qlen):
+        if start[queue[q]] < 0:
+            queue[w] = queue[q]
+            w += 1
+    return w
+
+
+cdef int64_t _start_jobs(int64_t now, int64_t[::1] starts, int64_t nstart,
+                         int64_t[::1] procs, int64_t[::1] limit, const int64_t[::1] runtime,
+                         int64_t[::1] offsets, int64_t[::1] start, int64_t[::1] end,
+                         int64_t[::1] alloc, int64_t free,
+                         int64_t[::1] free_nodes, int64_t[::1] free_dummy, int64_t* nfree,
+                         int64_t[::1] rt, int64_t[::1] rn, int64_t* m,
+                         int64_t[::1] ev_key, int64_t[::1] ev_job, int64_t* nev) noexcept nogil:
+    """Start jobs now on the lowest-numbered free nodes; return the nodes left free."""
+    cdef int64_t k, s, job
+    for k in range(nstart):
+        job = starts[k]
+        start[job] = now
+        end[job] = now + min(runtime[job], limit[job])
+        free -= procs[job]
+        for s in range(offsets[job], offsets[job + 1]):
+            alloc[s] = free_nodes[0]
+            _heap_pop(free_nodes, free_dummy, nfree)
+        _release_add(rt, rn, m, now + limit[job], procs[job])
+        _heap_push(ev_key, ev_job, nev, end[job], job)
+    return free
+
+
+# --------------------------------------------------------------- the simulator
+
+def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
+                  const int64_t[::1] limit_in, const int64_t[::1] runtime,
+                  int64_t num_nodes, int policy, int64_t reserve_depth,
+                  progress=None):
+    """Event-driven simulation of jobs on a pool of ``num_nodes`` identical nodes.
+
+    Jobs must be in queue order (sorted by submit time, then job id).
+
+    submit, procs_in, limit_in, runtime : int64[n]  submit time, nodes, time limit (>= 1), runtime (>= 0)
+    num_nodes : int64                      nodes in the pool; every procs_in[i] in 1..num_nodes
+    policy : int                           POLICIES["fcfs" | "easy" | "conservative"]
+    reserve_depth : int64                  reservations per pass for easy (ignored otherwise)
+    progress : callable(int) or None       called with the number of jobs finished so far, now and then
+
+    Returns (start int64[n], end int64[n], alloc_nodes int64[sum(procs)], passes int64):
+    job i ran on alloc_nodes[offset[i]:offset[i] + procs[i]] with offset = cumsum of procs.
+    """
+    cdef int64_t n = submit.shape[0]
+    cdef int64_t[::1] procs = np.ascontiguousarray(procs_in, dtype=np.int64)
+    cdef int64_t[::1] limit = np.ascontiguousarray(limit_in, dtype=np.int64)
+    start_arr = np.full(n, -1, dtype=np.int64)
+    end_arr = np.full(n, -1, dtype=np.int64)
+    offsets_arr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(procs_in, out=offsets_arr[1:])
+    alloc_arr = np.full(offsets_arr[n], -1, dtype=np.int64)
+    cdef int64_t[::1] start = start_arr, end = end_arr
+    cdef int64_t[::1] offsets = offsets_arr, alloc = alloc_arr
+    # Work arrays, sized once: no allocation inside the loop.
+    cdef int64_t[::1] queue = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] suffix_min = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] starts = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] planned = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] ev_key = np.empty(num_nodes + 1, dtype=np.int64)
+    cdef int64_t[::1] ev_job = np.empty(num_nodes + 1, dtype=np.int64)
+    cdef int64_t[::1] free_nodes = np.arange(num_nodes + 1, dtype=np.int64)
+    cdef int64_t[::1] free_dummy = np.zeros(num_nodes + 1, dtype=np.int64)
+    cdef int64_t[::1] rt = np.empty(num_nodes + 1, dtype=np.int64)
+    cdef int64_t[::1] rn = np.empty(num_nodes + 1, dtype=np.int64)
+    cdef int64_t[::1] pt = np.empty(num_nodes + 2 * n + 2, dtype=np.int64)
+    cdef int64_t[::1] pf = np.empty(num_nodes + 2 * n + 2, dtype=np.int64)
+    cdef int64_t nev = 0, nfree = num_nodes, m = 0, qlen = 0, a = 0, done = 0
+    cdef int64_t free = num_nodes, now, job, k, s, q, w, nstart, passes = 0
+    cdef int64_t depth = reserve_depth if policy == POLICY_EASY else n + 1
+    cdef int64_t report_every = max(n // 200, 1000), next_report = report_every
+    cdef bint want_progress = progress is not None
+    with nogil:
+        while a < n or nev > 0:
+            now = submit[a] if a < n else ev_key[0]
+            if nev > 0 and ev_key[0] < now:
+                now = ev_key[0]
+            while True:
+                # 1. completions at `now`
+                while nev > 0 and ev_key[0] == now:
+                    job = ev_job[0]
+                    _heap_pop(ev_key, ev_job, &nev)
+                    free += procs[job]
+                    _release_remove(rt, rn, &m, start[job] + limit[job], procs[job])
+                    for k in range(offsets[job], offsets[job + 1]):
+                        _heap_push(free_nodes, free_dummy, &nfree, alloc[k], 0)
+                    done += 1
+                # 2. arrivals at `now` (only on the first round at this time)
+                while a < n and submit[a] == now:
+                    queue[qlen] = a
+                    qlen += 1
+                    a += 1
+                if qlen == 0:
+                    break
+                # 3. one pass: the FCFS part (jobs in order while they fit) ...
+                if policy == POLICY_FCFS:
+                    if procs[queue[0]] > free:   # FCFS never looks past the head
+                        break
+                elif free < _suffix_min(queue, qlen, procs, suffix_min, num_nodes):
+                    break
+                passes += 1
+                nstart = _pass_fcfs(queue, qlen, free, procs, starts)
+                # 4. apply: FCFS part first, so the backfill plans see those jobs running
+                free = _start_jobs(now, starts, nstart, procs, limit, runtime, offsets, start,
+                                   end, alloc, free, free_nodes, free_dummy, &nfree, rt, rn, &m,
+                                   ev_key, ev_job, &nev)
+                qlen = _drop_started(queue, qlen, start) if nstart > 0 else qlen
+                if policy != POLICY_FCFS and qlen > 0 and free >= _suffix_min(queue, qlen, procs, suffix_min, num_nodes):
+                    if policy == POLICY_EASY and depth == 1:
+                        nstart = _pass_easy1(now, queue, qlen, free, procs, limit, rt, rn, m,
+                                             suffix_min, starts)
+                    else:
+                        nstart = _pass_profile(now, queue, qlen, free, procs, limit, rt, rn, m,
+                                               depth, suffix_min, pt, pf, starts, planned)
+                    free = _start_jobs(now, starts, nstart, procs, limit, runtime, offsets, start,
+                                       end, alloc, free, free_nodes, free_dummy, &nfree, rt, rn,
+                                       &m, ev_key, ev_job, &nev)
+                    qlen = _drop_started(queue, qlen, start)
+                # zero-length jobs end at `now`: complete them and pass again
+                if nev == 0 or ev_key[0] != now:
+                    break
+            if want_progress and done >= next_report:
+                next_report = done + report_every
+                with gil:
+                    progress(done)
+    if want_progress:
+        progress(done)
+    return start_arr, end_arr, alloc_arr, passes

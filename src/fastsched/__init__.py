@@ -1,0 +1,31 @@
+"""fastsched: a Slurm-compatible scheduling core with a compiled backfill engine.
+
+Public API (everything else is private)::
+
+    import fastsched as fs
+    trace = fs.read_swf(fs.bundled_trace("KTH-SP2"))
+    result = fs.simulate(fs.Cluster.homogeneous(trace.procs), trace.jobs, "easy")
+    result.summary, result.jobs          # dict, pandas DataFrame
+    fs.verify(result.cluster, result.workload, result.schedule, policy="easy").raise_if_failed()
+"""
+from .cluster import Cluster, ClusterState, NodeState, Partition
+from .errors import FastschedError, InputError, UnsupportedError
+from .hostlist import compress as compress_hostlist, expand as expand_hostlist
+from .jobs import JobRequest, JobTable
+from .policies import POLICIES
+from .results import SimulationResult
+from .schedule import Schedule
+from .sim import simulate, simulate_swf
+from .swf import SWFTrace, bundled_trace, read_swf
+from .verify import ScheduleError, VerifyReport, Violation, schedule_from_frame, verify
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Cluster", "ClusterState", "NodeState", "Partition",
+    "FastschedError", "InputError", "UnsupportedError", "ScheduleError",
+    "JobRequest", "JobTable", "Schedule", "SimulationResult", "POLICIES",
+    "simulate", "simulate_swf", "read_swf", "SWFTrace", "bundled_trace",
+    "verify", "VerifyReport", "Violation", "schedule_from_frame",
+    "compress_hostlist", "expand_hostlist",
+]

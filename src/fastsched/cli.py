@@ -1,0 +1,190 @@
+"""The ``fastsched`` command: a thin layer, each subcommand calls one public function."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import FastschedError
+from .policies import POLICIES
+
+SUMMARY_ROWS = [
+    ("jobs", "jobs", "{:,}"), ("skipped", "skipped", "{:,}"), ("timeouts", "killed at limit", "{:,}"),
+    ("avg_wait", "avg wait (s)", "{:,.1f}"), ("median_wait", "median wait (s)", "{:,.1f}"),
+    ("max_wait", "max wait (s)", "{:,}"), ("avg_bounded_slowdown", "avg bounded slowdown", "{:,.2f}"),
+    ("utilisation", "utilisation", "{:.2%}"), ("makespan", "makespan (s)", "{:,}"),
+    ("passes", "scheduling passes", "{:,}"), ("sim_seconds", "simulation wall time (s)", "{:.4f}"),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        parser.print_help()
+        return 2
+    try:
+        return args.run(args) or 0
+    except FastschedError as e:
+        print(f"fastsched: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"fastsched: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fastsched", description=(
+        "Slurm-compatible scheduling core: replay workload traces under FCFS, EASY and "
+        "conservative backfilling, check schedules, run benchmarks."))
+    from . import __version__
+    p.add_argument("--version", action="version", version=f"fastsched {__version__}")
+    sub = p.add_subparsers(title="commands", metavar="COMMAND")
+
+    s = sub.add_parser("simulate", help="replay an SWF trace under a policy and print the summary",
+                       description="Replay an SWF trace (plain, .gz or .xz) on its machine "
+                       "(P single-processor nodes) and print the summary.")
+    s.add_argument("trace", help="SWF trace file")
+    _policy_args(s)
+    s.add_argument("--procs", type=int, help="machine size (default: the MaxProcs/MaxNodes header)")
+    s.add_argument("--strict", action="store_true",
+                   help="a job that cannot run is an error instead of being skipped")
+    s.add_argument("--jobs-out", metavar="FILE.csv", help="write one record per job as CSV")
+    s.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON")
+    s.add_argument("--show-skipped", action="store_true", help="list every skipped job")
+    s.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    s.set_defaults(run=_cmd_simulate)
+
+    d = sub.add_parser("demo", help="replay the bundled KTH-SP2 trace under fcfs, easy and "
+                       "conservative, side by side",
+                       description="Replay the bundled KTH-SP2 trace (Parallel Workloads "
+                       "Archive) under the three policies, verify each schedule, and print the "
+                       "summaries side by side.")
+    d.add_argument("--trace", help="another SWF trace instead of the bundled one")
+    d.add_argument("--procs", type=int, help="machine size (default: from the header)")
+    d.set_defaults(run=_cmd_demo)
+
+    c = sub.add_parser("check", help="verify a schedule (jobs CSV) against its trace",
+                       description="Check a schedule independently of the scheduler: no "
+                       "overcommit, no start before submit, end = start + min(runtime, limit), "
+                       "and the policy's promises (fcfs order; no reservation delayed under "
+                       "easy/conservative). Exit status 1 if it finds violations.")
+    c.add_argument("jobs_csv", metavar="JOBS.csv", help="records written by simulate --jobs-out")
+    c.add_argument("--trace", required=True, help="the SWF trace the schedule replays")
+    c.add_argument("--policy", choices=sorted(POLICIES),
+                   help="also check this policy's promises")
+    c.add_argument("--reserve-depth", type=int, default=1, help="EASY reservations (default 1)")
+    c.add_argument("--procs", type=int, help="machine size (default: from the header)")
+    c.set_defaults(run=_cmd_check)
+
+    b = sub.add_parser("bench", help="run a standard benchmark scenario",
+                       description="Run a standard benchmark scenario in-process and print "
+                       "the median wall time over several runs and the peak memory.")
+    from .bench import SCENARIOS
+    b.add_argument("scenario", choices=sorted(SCENARIOS), help="scenario (see BENCHMARKS.md)")
+    b.add_argument("--repeat", type=int, default=7, help="timed runs (default 7)")
+    b.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    b.set_defaults(run=_cmd_bench)
+    return p
+
+
+def _policy_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", choices=sorted(POLICIES), default="easy",
+                   help="scheduling policy (default: easy)")
+    p.add_argument("--reserve-depth", type=int, default=1,
+                   help="number of blocked jobs EASY reserves for (default 1, Lifka's EASY)")
+
+
+def _cmd_simulate(args) -> int:
+    from .sim import simulate_swf
+    result = simulate_swf(args.trace, args.policy, procs=args.procs, strict=args.strict,
+                          reserve_depth=args.reserve_depth,
+                          progress=False if args.no_progress else None)
+    print(f"{args.trace}: {result.summary['nodes']} processors, policy {args.policy}")
+    print(_table([("", result.summary)]))
+    _print_skipped(result.skipped, show_all=args.show_skipped)
+    if args.jobs_out:
+        result.to_csv(args.jobs_out)
+        print(f"wrote {len(result.workload):,} job records to {args.jobs_out}")
+    if args.summary_json:
+        result.summary_json(args.summary_json)
+        print(f"wrote summary to {args.summary_json}")
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from .sim import simulate_swf
+    from .swf import bundled_trace
+    from .verify import verify
+    trace = args.trace or bundled_trace("KTH-SP2")
+    results = []
+    for policy in ("fcfs", "easy", "conservative"):
+        r = simulate_swf(trace, policy, procs=args.procs, progress=False)
+        report = verify(r.cluster, r.workload, r.schedule, policy=policy)
+        r.summary["verified"] = "ok" if report.ok else f"{len(report.violations)} violations"
+        results.append((policy, r.summary))
+    first = results[0][1]
+    print(f"{trace}\n{first['nodes']} processors, {first['jobs']:,} jobs "
+          f"({first['skipped']} skipped); every schedule checked by fastsched.verify\n")
+    print(_table(results, extra=[("verified", "verified", "{}")]))
+    print("\nSemantics: " + "; ".join(f"{k}: {v}" for k, v in first["semantics"].items()))
+    return 0 if all(s["verified"] == "ok" for _, s in results) else 1
+
+
+def _cmd_check(args) -> int:
+    import pandas as pd
+    from .cluster import Cluster
+    from .swf import read_swf
+    from .verify import check_frame
+    trace = read_swf(args.trace, procs=args.procs)
+    frame = pd.read_csv(args.jobs_csv, keep_default_na=False)
+    report = check_frame(Cluster.homogeneous(trace.procs), trace.jobs, frame,
+                         source=args.jobs_csv, policy=args.policy,
+                         reserve_depth=args.reserve_depth)
+    print(report)
+    for v in report.violations[:20]:
+        print(f"  {v.kind}: {v.message}")
+    if len(report.violations) > 20:
+        print(f"  ... and {len(report.violations) - 20} more")
+    return 0 if report.ok else 1
+
+
+def _cmd_bench(args) -> int:
+    from .bench import run_scenario
+    figures = run_scenario(args.scenario, repeat=args.repeat)
+    for key, value in figures.items():
+        print(f"{key:>28}: {value}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+    return 0
+
+
+def _table(columns: list[tuple[str, dict]], extra=()) -> str:
+    rows = [(label, [fmt.format(s[key]) if s.get(key) is not None else "-" for _, s in columns])
+            for key, label, fmt in list(SUMMARY_ROWS) + list(extra)]
+    width = max(len(label) for label, _ in rows)
+    colw = [max(len(name), *(len(v[i]) for _, v in rows)) for i, (name, _) in enumerate(columns)]
+    lines = []
+    if any(name for name, _ in columns):
+        lines.append(" " * width + "  " + "  ".join(n.rjust(w) for (n, _), w in zip(columns, colw)))
+    for label, values in rows:
+        lines.append(label.ljust(width) + "  " + "  ".join(v.rjust(w) for v, w in zip(values, colw)))
+    return "\n".join(lines)
+
+
+def _print_skipped(skipped: list, show_all: bool) -> None:
+    if not skipped:
+        return
+    shown = skipped if show_all else skipped[:5]
+    print(f"skipped {len(skipped)} job(s) that cannot run on this machine:")
+    for s in shown:
+        print(f"  job {s.job_id} (line {s.line}): {s.reason}")
+    if len(shown) < len(skipped):
+        print(f"  ... {len(skipped) - len(shown)} more (--show-skipped lists them all)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

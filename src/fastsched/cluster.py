@@ -1,0 +1,121 @@
+"""The cluster: a fixed spec (what nodes exist) and a mutable state (what is free).
+
+Everything per node is a NumPy array indexed by node number, so a cluster of
+125,000 nodes is a handful of arrays, not 125,000 objects.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+from .errors import InputError
+
+
+class NodeState(IntEnum):
+    """Node states set by events (IDLE/MIXED/ALLOCATED follow from usage)."""
+
+    UP = 0
+    DOWN = 1
+    DRAIN = 2
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A named set of nodes; partitions may overlap."""
+
+    name: str
+    nodes: np.ndarray            # int64 node indices, sorted
+    priority_tier: int = 1
+    max_time: int | None = None  # seconds; None = unlimited
+
+
+@dataclass
+class Cluster:
+    """What the cluster has: one entry per node, plus partitions.
+
+    ``gpus`` is the number of GPUs per node (at most 64, kept as a bitmask in
+    :class:`ClusterState`); ``cpus`` and ``mem_mb`` are totals per node.
+    """
+
+    node_names: list[str]
+    cpus: np.ndarray
+    gpus: np.ndarray
+    mem_mb: np.ndarray
+    partitions: list[Partition] = field(default_factory=list)
+    gpu_type: str = ""
+
+    def __post_init__(self):
+        n = len(self.node_names)
+        self.cpus = np.ascontiguousarray(self.cpus, dtype=np.int32)
+        self.gpus = np.ascontiguousarray(self.gpus, dtype=np.int32)
+        self.mem_mb = np.ascontiguousarray(self.mem_mb, dtype=np.int64)
+        for name in ("cpus", "gpus", "mem_mb"):
+            if len(getattr(self, name)) != n:
+                raise InputError(f"cluster: {name} has {len(getattr(self, name))} entries "
+                                 f"for {n} nodes")
+        if n == 0:
+            raise InputError("cluster: needs at least one node")
+        if (self.cpus < 0).any() or (self.mem_mb < 0).any():
+            raise InputError("cluster: CPUs and memory must be >= 0")
+        if ((self.gpus < 0) | (self.gpus > 64)).any():
+            raise InputError("cluster: GPUs per node must be in 0..64")
+        if not self.partitions:
+            self.partitions = [Partition("all", np.arange(n, dtype=np.int64))]
+
+    @classmethod
+    def homogeneous(cls, num_nodes: int, *, cpus: int = 1, gpus: int = 0, mem_mb: int = 0,
+                    prefix: str = "node", gpu_type: str = "") -> "Cluster":
+        """``num_nodes`` identical nodes named ``prefix001``... in one partition ``all``.
+
+        An SWF machine of P processors is ``Cluster.homogeneous(P)``: P
+        single-CPU nodes, so a job of p processors asks for p nodes.
+        """
+        if num_nodes <= 0:
+            raise InputError(f"cluster: number of nodes must be > 0, got {num_nodes}")
+        width = max(3, len(str(num_nodes)))
+        names = [f"{prefix}{i:0{width}d}" for i in range(1, num_nodes + 1)]
+        return cls(names, np.full(num_nodes, cpus), np.full(num_nodes, gpus),
+                   np.full(num_nodes, mem_mb), gpu_type=gpu_type)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_names)
+
+    def partition_index(self, name: str) -> int:
+        for i, p in enumerate(self.partitions):
+            if p.name == name:
+                return i
+        raise InputError(f"unknown partition {name!r}; cluster has "
+                         f"{[p.name for p in self.partitions]}")
+
+    def is_homogeneous(self) -> bool:
+        """All nodes alike and one partition holding them all (the counted fast path)."""
+        return (len(self.partitions) == 1
+                and len(self.partitions[0].nodes) == self.num_nodes
+                and (self.cpus == self.cpus[0]).all()
+                and (self.gpus == self.gpus[0]).all()
+                and (self.mem_mb == self.mem_mb[0]).all())
+
+    def new_state(self) -> "ClusterState":
+        """All nodes up and fully free."""
+        full = np.where(self.gpus >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
+                        (np.uint64(1) << self.gpus.astype(np.uint64)) - np.uint64(1))
+        return ClusterState(free_gpu_mask=full.astype(np.uint64), free_cpus=self.cpus.copy(),
+                            free_mem_mb=self.mem_mb.copy(),
+                            state=np.zeros(self.num_nodes, dtype=np.uint8))
+
+
+@dataclass
+class ClusterState:
+    """What is free now, per node: a GPU bitmask, CPUs, memory, and the node state."""
+
+    free_gpu_mask: np.ndarray   # uint64, bit i set = GPU i free
+    free_cpus: np.ndarray       # int32
+    free_mem_mb: np.ndarray     # int64
+    state: np.ndarray           # uint8, NodeState
+
+    def copy(self) -> "ClusterState":
+        return ClusterState(self.free_gpu_mask.copy(), self.free_cpus.copy(),
+                            self.free_mem_mb.copy(), self.state.copy())

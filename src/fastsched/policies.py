@@ -1,0 +1,37 @@
+"""Named scheduling policies, registered in one table (not spread through ``if``s)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    kernel_code: int       # the policy number the compiled engine understands
+    uses_reservations: bool
+    description: str
+
+
+POLICIES: dict[str, Policy] = {
+    "fcfs": Policy("fcfs", 0, False,
+                   "first come, first served: start jobs in queue order while they fit; "
+                   "the first job that does not fit blocks every later one"),
+    "easy": Policy("easy", 1, True,
+                   "EASY backfilling (Lifka): FCFS, then the first reserve_depth blocked jobs "
+                   "get reservations; a later job starts now only if it fits now and delays "
+                   "no reservation"),
+    "conservative": Policy("conservative", 2, True,
+                           "conservative backfilling (Mu'alem and Feitelson): every pending job, "
+                           "in queue order, gets the earliest start that delays no earlier job; "
+                           "re-planned from scratch every pass"),
+}
+
+
+def get_policy(name: str) -> Policy:
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise InputError(f"unknown policy {name!r}; choose one of {sorted(POLICIES)}",
+                         field="policy") from None

@@ -1,0 +1,152 @@
+"""The simulator: replay a workload on a cluster under a policy.
+
+The event loop itself (completions, then arrivals, then one pass, again while
+zero-length jobs end at the same instant) runs in the compiled core; this module
+validates the input once, calls it, and packages the result.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import _kernels
+from .cluster import Cluster
+from .errors import InputError, UnsupportedError
+from .jobs import JobTable
+from .policies import get_policy
+from .results import BSLD_TAU, SimulationResult, summarize
+from .schedule import Schedule
+
+#: The choices that make simulators' numbers comparable (or not); every result records them.
+SEMANTICS = {
+    "event_order": "at one timestamp: completions, then arrivals, then one pass "
+                   "(repeated while zero-length jobs end at that timestamp)",
+    "queue_order": "submit_time asc, job_id asc",
+    "planning": "requested time limits only, never actual runtimes",
+    "replanning": "the whole queue is re-planned from scratch at every pass",
+    "runtime_over_limit": "killed at its limit (state TIMEOUT)",
+    "allocation": "whole nodes; a job takes the lowest-numbered free nodes",
+    "bounded_slowdown_tau": BSLD_TAU,
+}
+
+
+def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
+             reserve_depth: int = 1, progress: bool | None = False,
+             skipped: list | None = None) -> SimulationResult:
+    """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
+
+    ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
+    (1 = Lifka's EASY). ``progress`` shows a progress bar (None: only on long
+    runs at a terminal). ``skipped`` (e.g. from the trace reader) is carried
+    into the result and counted in its summary.
+
+    Raises InputError for a job that can never run here (naming the job) and
+    UnsupportedError for what this engine cannot schedule yet.
+    """
+    wall = time.perf_counter()
+    spec = get_policy(policy)
+    if reserve_depth < 1:
+        raise InputError(f"reserve_depth must be >= 1, got {reserve_depth}", field="reserve_depth")
+    _check_whole_node_pool(cluster, jobs)
+    order = np.lexsort((jobs.job_id, jobs.submit_time))      # queue order
+    as_i64 = lambda a: np.ascontiguousarray(a[order], dtype=np.int64)  # noqa: E731
+    bar = _progress_bar(len(jobs), progress)
+    try:
+        start, end, alloc, passes = _kernels.simulate_pool(
+            as_i64(jobs.submit_time), as_i64(jobs.num_nodes), as_i64(jobs.time_limit),
+            as_i64(jobs.runtime), cluster.num_nodes, spec.kernel_code, reserve_depth,
+            None if bar is None else (lambda done: bar.update(done - bar.n)))
+    finally:
+        if bar is not None:
+            bar.close()
+    schedule = _unsort(jobs, order, start, end, alloc)
+    wall = time.perf_counter() - wall
+    summary = summarize(cluster, jobs, schedule)
+    skipped = list(skipped or [])
+    summary.update({
+        "policy": spec.name,
+        "reserve_depth": reserve_depth if spec.name == "easy" else None,
+        "nodes": cluster.num_nodes,
+        "skipped": len(skipped),
+        "passes": int(passes),
+        "sim_seconds": wall,
+        "semantics": dict(SEMANTICS),
+    })
+    return SimulationResult(cluster, jobs, schedule, summary, skipped)
+
+
+def _check_whole_node_pool(cluster: Cluster, jobs: JobTable) -> None:
+    """Validate once, at the boundary: the kernel then trusts its arrays."""
+    if not cluster.is_homogeneous():
+        raise UnsupportedError(
+            "this engine schedules a single pool of identical nodes (e.g. an SWF machine); "
+            "heterogeneous nodes and several partitions need the GPU-granular profile")
+    if len(jobs) == 0:
+        return
+    ids = np.sort(jobs.job_id)
+    dup = ids[1:][ids[1:] == ids[:-1]]
+    if len(dup):
+        raise InputError(f"job id {dup[0]} appears more than once", field="job_id")
+    _reject(jobs, jobs.num_nodes < 1, "num_nodes", "asks for {v} nodes (at least 1 needed)")
+    _reject(jobs, jobs.num_nodes > cluster.num_nodes, "num_nodes",
+            f"asks for {{v}} nodes, the cluster has {cluster.num_nodes}")
+    _reject(jobs, jobs.time_limit < 1, "time_limit", "has time limit {v} s (at least 1 s needed)")
+    _reject(jobs, jobs.runtime < 0, "runtime", "has negative runtime {v}")
+    _reject(jobs, jobs.submit_time < 0, "submit_time", "has negative submit time {v}")
+    node_cpus, node_gpus = int(cluster.cpus[0]), int(cluster.gpus[0])
+    _reject(jobs, jobs.cpus_per_node > node_cpus, "cpus_per_node",
+            f"asks for {{v}} CPUs per node, nodes have {node_cpus}")
+    _reject(jobs, jobs.gpus_per_node > node_gpus, "gpus_per_node",
+            f"asks for {{v}} GPUs per node, nodes have {node_gpus}")
+    _reject(jobs, jobs.mem_per_node > cluster.mem_mb[0], "mem_per_node",
+            f"asks for {{v}} MB per node, nodes have {int(cluster.mem_mb[0])}")
+    partial = (jobs.cpus_per_node < node_cpus) & (jobs.gpus_per_node < max(node_gpus, 1))
+    if partial.any():
+        i = int(np.flatnonzero(partial)[0])
+        raise UnsupportedError(
+            f"job {jobs.job_id[i]} asks for part of a node ({jobs.cpus_per_node[i]} of "
+            f"{node_cpus} CPUs, {jobs.gpus_per_node[i]} of {node_gpus} GPUs); this engine "
+            "allocates whole nodes, partial-node jobs need the GPU-granular profile")
+
+
+def _reject(jobs: JobTable, bad: np.ndarray, field: str, message: str) -> None:
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        value = getattr(jobs, field)[i]
+        raise InputError(f"job {jobs.job_id[i]} " + message.format(v=value), field=field)
+
+
+def _unsort(jobs: JobTable, order: np.ndarray, start, end, alloc) -> Schedule:
+    """Kernel output is in queue order; give it back in the caller's job order."""
+    n = len(jobs)
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = np.arange(n)
+    sorted_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(jobs.num_nodes[order], out=sorted_offsets[1:])
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(jobs.num_nodes, out=offsets[1:])
+    # gather each job's node block from its queue-order position
+    lengths = jobs.num_nodes.astype(np.int64)
+    src = np.repeat(sorted_offsets[inverse] - offsets[:-1], lengths) + np.arange(offsets[-1])
+    return Schedule(job_id=jobs.job_id.copy(), start_time=start[inverse], end_time=end[inverse],
+                    alloc_offsets=offsets, alloc_nodes=alloc[src])
+
+
+def _progress_bar(total: int, progress: bool | None):
+    if progress is False or (progress is None and total < 200_000):
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, unit="job", desc="simulating", disable=None if progress is None else False,
+                leave=False)
+
+
+def simulate_swf(path, policy: str = "easy", *, procs: int | None = None, strict: bool = False,
+                 reserve_depth: int = 1, progress: bool | None = False) -> SimulationResult:
+    """Read an SWF trace and replay it on its machine (P single-processor nodes)."""
+    from .swf import read_swf
+    trace = read_swf(path, procs=procs, strict=strict)
+    result = simulate(Cluster.homogeneous(trace.procs), trace.jobs, policy,
+                      reserve_depth=reserve_depth, progress=progress, skipped=trace.skipped)
+    result.summary["trace"] = str(path)
+    return result

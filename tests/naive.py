@@ -1,0 +1,205 @@
+"""The slow, obviously-correct twin of the fast engine: THE DEFINITION of the semantics.
+
+A machine of ``P`` interchangeable processors (an SWF machine; in fastsched terms
+``Cluster.homogeneous(P)``, a job of p processors takes p single-CPU nodes).
+
+* A job's actual end is ``start + min(runtime, limit)`` (runtime > limit: killed
+  at its limit). Planning uses ONLY limits: a running job is expected to hold its
+  processors over ``[start, start + limit)``. Intervals are half-open.
+* Queue order: ``(submit, job_id)`` ascending.
+* Event loop: at each distinct timestamp t (submits and actual ends, increasing):
+  first every job whose actual end == t completes, then every job with
+  submit == t joins the queue, then ONE scheduling pass at t. If that pass
+  started jobs of actual duration 0, they complete at t and another pass runs
+  at t; repeat until a pass starts no zero-length job.
+* Passes:
+  - ``fcfs``: start jobs in queue order while they fit; stop at the first that
+    does not (the head is never skipped).
+  - ``easy`` (Lifka), reserve_depth=1: start jobs in order while they fit. For
+    the first that does not (the head): shadow = earliest expected end of a
+    running job at which the head fits, extra = free at shadow - head.procs.
+    Each later job starts now iff procs <= free and (now + limit <= shadow or
+    procs <= extra); on start free -= procs, and extra -= procs if it runs past
+    the shadow.
+  - ``easy`` with reserve_depth=k > 1 (and ``easy-profile``, the same for any k,
+    a test-only second formulation): availability profile. Each job in order
+    starts if it fits now in the profile (running jobs, reservations and jobs
+    started in this pass); otherwise, while fewer than k reservations were made
+    in this pass, it is reserved at its earliest feasible start; else skipped.
+  - ``conservative`` (Mu'alem & Feitelson, replanned every pass): each job in
+    order gets the earliest s >= now at which it fits over [s, s + limit) given
+    running jobs and earlier jobs' reservations; it starts iff s == now.
+* "Fits at s": at every instant of [s, s + limit), used + procs <= P.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NaiveJob:
+    job_id: int
+    submit: int
+    procs: int     # 1 <= procs <= P
+    limit: int     # >= 1, what planning uses
+    runtime: int   # >= 0, what really happens (capped at limit)
+
+    def duration(self) -> int:
+        return min(self.runtime, self.limit)
+
+
+def jobs_from_table(table) -> list[NaiveJob]:
+    """NaiveJobs from a :class:`fastsched.jobs.JobTable` (procs = num_nodes)."""
+    return [NaiveJob(int(table.job_id[i]), int(table.submit_time[i]), int(table.num_nodes[i]),
+                     int(table.time_limit[i]), int(table.runtime[i]))
+            for i in range(len(table))]
+
+
+# ---- the availability profile: a list of (begin, end, procs) half-open intervals ----
+
+def _used_at(t, intervals):
+    return sum(p for (b, e, p) in intervals if b <= t < e)
+
+
+def _fits(s, job, intervals, total):
+    """Does ``job`` fit over [s, s + limit)? Usage only rises where an interval
+    begins, so checking s and every interval beginning inside the window is enough."""
+    instants = [s] + [b for (b, e, p) in intervals if s < b < s + job.limit]
+    return all(_used_at(t, intervals) + job.procs <= total for t in instants)
+
+
+def _earliest_start(now, job, intervals, total):
+    """Earliest s >= now where ``job`` fits. The first feasible instant is now or
+    an instant where usage drops, i.e. an interval end."""
+    for s in sorted({now} | {e for (b, e, p) in intervals if e > now}):
+        if _fits(s, job, intervals, total):
+            return s
+    raise AssertionError("unreachable: after the last end the machine is empty")
+
+
+def _running_intervals(running):
+    return [(start, start + job.limit, job.procs) for job, start in running]
+
+
+# ---- one scheduling pass per policy: returns the jobs to start at ``now`` ----
+
+def _fcfs_pass(now, queue, running, total):
+    free = total - sum(job.procs for job, _ in running)
+    started = []
+    for job in queue:
+        if job.procs > free:
+            break
+        started.append(job)
+        free -= job.procs
+    return started
+
+
+def _shadow_and_extra(head, expected, total):
+    """``expected``: (procs, expected_end) of every running job. Walk expected end
+    times in increasing order; the first at which the head fits is the shadow."""
+    for t in sorted({end for _, end in expected}):
+        free_at_t = total - sum(p for p, end in expected if end > t)
+        if free_at_t >= head.procs:
+            return t, free_at_t - head.procs
+    raise AssertionError("unreachable: the head fits on an empty machine")
+
+
+def _easy_pass(now, queue, running, total):
+    free = total - sum(job.procs for job, _ in running)
+    started = []
+    k = 0
+    while k < len(queue) and queue[k].procs <= free:
+        started.append(queue[k])
+        free -= queue[k].procs
+        k += 1
+    if k == len(queue):
+        return started
+    head = queue[k]
+    expected = ([(job.procs, start + job.limit) for job, start in running]
+                + [(job.procs, now + job.limit) for job in started])
+    shadow, extra = _shadow_and_extra(head, expected, total)
+    for job in queue[k + 1:]:
+        if job.procs <= free and (now + job.limit <= shadow or job.procs <= extra):
+            started.append(job)
+            free -= job.procs
+            if now + job.limit > shadow:
+                extra -= job.procs
+    return started
+
+
+def _profile_pass(now, queue, running, total, max_reservations):
+    intervals = _running_intervals(running)
+    started, reservations = [], 0
+    for job in queue:
+        if _fits(now, job, intervals, total):
+            started.append(job)
+            intervals.append((now, now + job.limit, job.procs))
+        elif reservations < max_reservations:
+            s = _earliest_start(now, job, intervals, total)
+            intervals.append((s, s + job.limit, job.procs))
+            reservations += 1
+    return started
+
+
+def _conservative_pass(now, queue, running, total):
+    intervals = _running_intervals(running)
+    started = []
+    for job in queue:
+        s = _earliest_start(now, job, intervals, total)
+        intervals.append((s, s + job.limit, job.procs))
+        if s == now:
+            started.append(job)
+    return started
+
+
+# ---- the event loop ----
+
+def simulate(jobs: list[NaiveJob], procs: int, policy: str,
+             reserve_depth: int = 1) -> dict[int, tuple[int, int]]:
+    """Simulate ``jobs`` on ``procs`` processors; returns job_id -> (start, end).
+
+    ``policy``: ``"fcfs"``, ``"easy"`` (reserve_depth reservations; k=1 is
+    Lifka's shadow/extra, k>1 the profile), ``"conservative"``, or the test-only
+    ``"easy-profile"`` (the profile formulation for any k, including 1).
+    """
+    if procs < 1 or reserve_depth < 1:
+        raise ValueError("need procs >= 1 and reserve_depth >= 1")
+    if len({job.job_id for job in jobs}) != len(jobs):
+        raise ValueError("job ids must be unique")
+    for job in jobs:
+        if not (1 <= job.procs <= procs and job.limit >= 1 and job.runtime >= 0):
+            raise ValueError(f"invalid job {job}")
+    if policy == "fcfs":
+        run_pass = _fcfs_pass
+    elif policy == "easy" and reserve_depth == 1:
+        run_pass = _easy_pass
+    elif policy in ("easy", "easy-profile"):
+        def run_pass(now, queue, running, total):
+            return _profile_pass(now, queue, running, total, reserve_depth)
+    elif policy == "conservative":
+        run_pass = _conservative_pass
+    else:
+        raise ValueError(f"unknown policy {policy!r}")
+
+    future = sorted(jobs, key=lambda job: (job.submit, job.job_id))  # not yet submitted
+    queue = []     # submitted, waiting; stays in (submit, job_id) order
+    running = []   # (job, start)
+    result = {}
+    while future or running:
+        now = min([job.submit for job in future[:1]]
+                  + [start + job.duration() for job, start in running])
+        running = [(job, start) for job, start in running if start + job.duration() != now]
+        while future and future[0].submit == now:
+            queue.append(future.pop(0))
+        while True:
+            started = run_pass(now, queue, running, procs)
+            for job in started:
+                queue.remove(job)
+                running.append((job, now))
+                result[job.job_id] = (now, now + job.duration())
+            zero_ids = {job.job_id for job in started if job.duration() == 0}
+            if not zero_ids:
+                break
+            running = [(job, start) for job, start in running if job.job_id not in zero_ids]
+    assert not queue, "unreachable: on an empty machine every pass starts the head"
+    return result

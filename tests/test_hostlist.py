@@ -1,0 +1,86 @@
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fastsched.errors import InputError
+from fastsched.hostlist import compress, expand
+
+
+def test_expand_basic():
+    assert expand("node[001-003,010],gpu7") == ["node001", "node002", "node003", "node010", "gpu7"]
+
+
+def test_expand_width_from_low_bound():
+    assert expand("n[8-10]") == ["n8", "n9", "n10"]
+    assert expand("n[001-010]")[0] == "n001"
+    assert expand("n[001-010]")[-1] == "n010"
+    assert len(expand("n[001-010]")) == 10
+
+
+def test_expand_cartesian_product_and_suffix():
+    assert expand("a[1-2]b[3-4]") == ["a1b3", "a1b4", "a2b3", "a2b4"]
+    assert expand("rack[1-2]-ib") == ["rack1-ib", "rack2-ib"]
+
+
+def test_expand_plain_names_and_empty():
+    assert expand("login") == ["login"]
+    assert expand("a,b , c") == ["a", "b", "c"]
+    assert expand("") == []
+
+
+@pytest.mark.parametrize("bad", ["a[1-2", "a]1", "a[3-1]", "a[x]", "a[1-y]", "a[]", "a[[1]]", "a[-1]"])
+def test_expand_errors(bad):
+    with pytest.raises(InputError) as ei:
+        expand(bad)
+    assert bad in str(ei.value)
+
+
+def test_compress_basic():
+    assert compress(["node001", "node002", "node003", "node010"]) == "node[001-003,010]"
+    assert compress(["node010", "node003", "node001", "node002", "node001"]) == "node[001-003,010]"
+
+
+def test_compress_lone_name_stays_bare():
+    assert compress(["node001"]) == "node001"
+    assert compress(["login"]) == "login"
+    assert compress([]) == ""
+
+
+def test_compress_widths_are_separate_groups():
+    assert compress(["node9", "node010", "node011"]) == "node9,node[010-011]"
+    # unpadded numbers of different lengths belong together, like Slurm's [8-10]
+    assert compress(["n10", "n8", "n9"]) == "n[8-10]"
+
+
+def test_compress_group_order_is_first_appearance():
+    assert compress(["gpu2", "cpu1", "gpu1", "cpu3", "login"]) == "gpu[1-2],cpu[1,3],login"
+
+
+def test_compress_rejects_bad_names():
+    with pytest.raises(InputError):
+        compress(["a,b"])
+    with pytest.raises(InputError):
+        compress(["a[1]"])
+
+
+@pytest.mark.parametrize("s", ["node[001-003,010],gpu7", "n[8-10]", "a[1-3,5,7-9],b01",
+                               "node[098-100]", "x", "c[0-1]"])
+def test_canonical_roundtrip(s):
+    assert compress(expand(s)) == s
+
+
+names_strategy = st.lists(
+    st.tuples(st.sampled_from(["node", "gpu", "r1n", "x-"]),
+              st.integers(min_value=0, max_value=1200),
+              st.sampled_from([0, 1, 3, 4]))
+    .map(lambda t: f"{t[0]}{t[1]:0{t[2]}d}" if t[2] else f"{t[0]}{t[1]}"),
+    max_size=60,
+) | st.lists(st.sampled_from(["login", "gpu", "node007", "node7", "node07"]), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(names_strategy)
+def test_roundtrip_property(names):
+    c = compress(names)
+    assert sorted(set(expand(c))) == sorted(set(names))
+    # the compressed form is canonical: compressing its expansion gives it back
+    assert compress(expand(c)) == c
