@@ -410,3 +410,53 @@ def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
     if want_progress:
         progress(done)
     return start_arr, end_arr, alloc_arr, passes
+
+
+# ------------------------------------------------------------ one pass, as data
+
+def plan_pool(int64_t now, int64_t free_now, const int64_t[::1] release_time,
+              const int64_t[::1] release_nodes, const int64_t[::1] procs_in,
+              const int64_t[::1] limit_in, int policy, int64_t reserve_depth):
+    """One scheduling pass over a queue, reported for every pending job (no early stop).
+
+    now, free_now : int64                 pass time and nodes free now
+    release_time, release_nodes : int64[m] running jobs' planned ends (strictly
+                                          increasing, > now) and the nodes freed then
+    procs_in, limit_in : int64[q]         pending jobs in queue order: nodes, time limit
+    policy, reserve_depth                 as for simulate_pool; "fcfs" plans only the head
+
+    Returns (outcome int8[q], planned_start int64[q]): outcome 0 = start now,
+    1 = reserved to start at planned_start, 2 = blocked (not planned).
+    """
+    cdef int64_t q = procs_in.shape[0], m = release_time.shape[0], j, i, reserved = 0
+    cdef int64_t depth = reserve_depth if policy == POLICY_EASY else (q + 1 if policy == POLICY_CONSERVATIVE else 1)
+    outcome_arr = np.full(q, 2, dtype=np.int8)
+    planned_arr = np.full(q, -1, dtype=np.int64)
+    cdef signed char[::1] outcome = outcome_arr
+    cdef int64_t[::1] planned = planned_arr
+    cdef int64_t[::1] procs = np.ascontiguousarray(procs_in, dtype=np.int64)
+    cdef int64_t[::1] limit = np.ascontiguousarray(limit_in, dtype=np.int64)
+    cdef int64_t[::1] rt = np.ascontiguousarray(release_time, dtype=np.int64)
+    cdef int64_t[::1] rn = np.ascontiguousarray(release_nodes, dtype=np.int64)
+    cdef int64_t[::1] pt = np.empty(m + q + 2, dtype=np.int64)
+    cdef int64_t[::1] pf = np.empty(m + q + 2, dtype=np.int64)
+    cdef int64_t size
+    cdef bint blocked = False
+    with nogil:
+        size = _profile_build(now, free_now, rt, rn, m, pt, pf)
+        for j in range(q):
+            if policy == POLICY_FCFS and blocked:
+                break
+            if reserved < depth:
+                i = _profile_earliest(pt, pf, size, procs[j], limit[j])
+            elif _profile_fits_now(pt, pf, size, procs[j], limit[j]):
+                i = 0
+            else:
+                continue
+            if i > 0:
+                reserved += 1
+                blocked = True
+            planned[j] = pt[i]
+            outcome[j] = 0 if i == 0 else 1
+            _profile_reserve(pt, pf, &size, i, procs[j], limit[j])
+    return outcome_arr, planned_arr

@@ -7,6 +7,8 @@ Public API (everything else is private)::
     result = fs.simulate(fs.Cluster.homogeneous(trace.procs), trace.jobs, "easy")
     result.summary, result.jobs          # dict, pandas DataFrame
     fs.verify(result.cluster, result.workload, result.schedule, policy="easy").raise_if_failed()
+
+    sched = fs.Scheduler(cluster, "easy")     # embed: submit / schedule (pure) / apply / complete
 """
 from .cluster import Cluster, ClusterState, NodeState, Partition
 from .errors import FastschedError, InputError, UnsupportedError
@@ -15,6 +17,7 @@ from .jobs import JobRequest, JobTable
 from .policies import POLICIES
 from .results import SimulationResult
 from .schedule import Schedule
+from .scheduler import Decisions, Scheduler, StaleDecisionsError
 from .sim import simulate, simulate_swf
 from .swf import SWFTrace, bundled_trace, read_swf
 from .verify import ScheduleError, VerifyReport, Violation, schedule_from_frame, verify
@@ -25,6 +28,7 @@ __all__ = [
     "Cluster", "ClusterState", "NodeState", "Partition",
     "FastschedError", "InputError", "UnsupportedError", "ScheduleError",
     "JobRequest", "JobTable", "Schedule", "SimulationResult", "POLICIES",
+    "Scheduler", "Decisions", "StaleDecisionsError",
     "simulate", "simulate_swf", "read_swf", "SWFTrace", "bundled_trace",
     "verify", "VerifyReport", "Violation", "schedule_from_frame",
     "compress_hostlist", "expand_hostlist",

@@ -45,6 +45,9 @@ class Cluster:
     mem_mb: np.ndarray
     partitions: list[Partition] = field(default_factory=list)
     gpu_type: str = ""
+    #: topology levels, leaf first: level name -> int32 block/switch id per node
+    #: (e.g. {"leaf": ..., "spine": ...}); empty = flat
+    topology: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self):
         n = len(self.node_names)
@@ -61,6 +64,12 @@ class Cluster:
             raise InputError("cluster: CPUs and memory must be >= 0")
         if ((self.gpus < 0) | (self.gpus > 64)).any():
             raise InputError("cluster: GPUs per node must be in 0..64")
+        for level, ids in list(self.topology.items()):
+            ids = np.ascontiguousarray(ids, dtype=np.int32)
+            if len(ids) != n:
+                raise InputError(f"cluster: topology level {level!r} has {len(ids)} entries "
+                                 f"for {n} nodes")
+            self.topology[level] = ids
         if not self.partitions:
             self.partitions = [Partition("all", np.arange(n, dtype=np.int64))]
 

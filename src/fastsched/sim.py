@@ -12,11 +12,12 @@ import numpy as np
 
 from . import _kernels
 from .cluster import Cluster
-from .errors import InputError, UnsupportedError
+from .errors import InputError
 from .jobs import JobTable
 from .policies import get_policy
 from .results import BSLD_TAU, SimulationResult, summarize
 from .schedule import Schedule
+from .validation import check_jobs
 
 #: The choices that make simulators' numbers comparable (or not); every result records them.
 SEMANTICS = {
@@ -48,7 +49,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     spec = get_policy(policy)
     if reserve_depth < 1:
         raise InputError(f"reserve_depth must be >= 1, got {reserve_depth}", field="reserve_depth")
-    _check_whole_node_pool(cluster, jobs)
+    check_jobs(cluster, jobs)
     order = np.lexsort((jobs.job_id, jobs.submit_time))      # queue order
     as_i64 = lambda a: np.ascontiguousarray(a[order], dtype=np.int64)  # noqa: E731
     bar = _progress_bar(len(jobs), progress)
@@ -74,47 +75,6 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         "semantics": dict(SEMANTICS),
     })
     return SimulationResult(cluster, jobs, schedule, summary, skipped)
-
-
-def _check_whole_node_pool(cluster: Cluster, jobs: JobTable) -> None:
-    """Validate once, at the boundary: the kernel then trusts its arrays."""
-    if not cluster.is_homogeneous():
-        raise UnsupportedError(
-            "this engine schedules a single pool of identical nodes (e.g. an SWF machine); "
-            "heterogeneous nodes and several partitions need the GPU-granular profile")
-    if len(jobs) == 0:
-        return
-    ids = np.sort(jobs.job_id)
-    dup = ids[1:][ids[1:] == ids[:-1]]
-    if len(dup):
-        raise InputError(f"job id {dup[0]} appears more than once", field="job_id")
-    _reject(jobs, jobs.num_nodes < 1, "num_nodes", "asks for {v} nodes (at least 1 needed)")
-    _reject(jobs, jobs.num_nodes > cluster.num_nodes, "num_nodes",
-            f"asks for {{v}} nodes, the cluster has {cluster.num_nodes}")
-    _reject(jobs, jobs.time_limit < 1, "time_limit", "has time limit {v} s (at least 1 s needed)")
-    _reject(jobs, jobs.runtime < 0, "runtime", "has negative runtime {v}")
-    _reject(jobs, jobs.submit_time < 0, "submit_time", "has negative submit time {v}")
-    node_cpus, node_gpus = int(cluster.cpus[0]), int(cluster.gpus[0])
-    _reject(jobs, jobs.cpus_per_node > node_cpus, "cpus_per_node",
-            f"asks for {{v}} CPUs per node, nodes have {node_cpus}")
-    _reject(jobs, jobs.gpus_per_node > node_gpus, "gpus_per_node",
-            f"asks for {{v}} GPUs per node, nodes have {node_gpus}")
-    _reject(jobs, jobs.mem_per_node > cluster.mem_mb[0], "mem_per_node",
-            f"asks for {{v}} MB per node, nodes have {int(cluster.mem_mb[0])}")
-    partial = (jobs.cpus_per_node < node_cpus) & (jobs.gpus_per_node < max(node_gpus, 1))
-    if partial.any():
-        i = int(np.flatnonzero(partial)[0])
-        raise UnsupportedError(
-            f"job {jobs.job_id[i]} asks for part of a node ({jobs.cpus_per_node[i]} of "
-            f"{node_cpus} CPUs, {jobs.gpus_per_node[i]} of {node_gpus} GPUs); this engine "
-            "allocates whole nodes, partial-node jobs need the GPU-granular profile")
-
-
-def _reject(jobs: JobTable, bad: np.ndarray, field: str, message: str) -> None:
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        value = getattr(jobs, field)[i]
-        raise InputError(f"job {jobs.job_id[i]} " + message.format(v=value), field=field)
 
 
 def _unsort(jobs: JobTable, order: np.ndarray, start, end, alloc) -> Schedule:

@@ -1,0 +1,54 @@
+"""Validation of jobs against a cluster, shared by the simulator and the scheduler."""
+from __future__ import annotations
+
+import numpy as np
+
+from .cluster import Cluster
+from .errors import InputError, UnsupportedError
+from .jobs import JobTable
+
+
+def check_jobs(cluster: Cluster, jobs: JobTable) -> None:
+    """Raise if any job can never run on ``cluster`` with this engine.
+
+    Validate once, at the boundary (submit, simulate): the kernels then trust
+    their arrays. InputError names the first bad job; UnsupportedError says what
+    this engine cannot schedule yet.
+    """
+    if not cluster.is_homogeneous():
+        raise UnsupportedError(
+            "this engine schedules a single pool of identical nodes (e.g. an SWF machine); "
+            "heterogeneous nodes and several partitions need the GPU-granular profile")
+    if len(jobs) == 0:
+        return
+    ids = np.sort(jobs.job_id)
+    dup = ids[1:][ids[1:] == ids[:-1]]
+    if len(dup):
+        raise InputError(f"job id {dup[0]} appears more than once", field="job_id")
+    _reject(jobs, jobs.num_nodes < 1, "num_nodes", "asks for {v} nodes (at least 1 needed)")
+    _reject(jobs, jobs.num_nodes > cluster.num_nodes, "num_nodes",
+            f"asks for {{v}} nodes, the cluster has {cluster.num_nodes}")
+    _reject(jobs, jobs.time_limit < 1, "time_limit", "has time limit {v} s (at least 1 s needed)")
+    _reject(jobs, jobs.runtime < 0, "runtime", "has negative runtime {v}")
+    _reject(jobs, jobs.submit_time < 0, "submit_time", "has negative submit time {v}")
+    node_cpus, node_gpus = int(cluster.cpus[0]), int(cluster.gpus[0])
+    _reject(jobs, jobs.cpus_per_node > node_cpus, "cpus_per_node",
+            f"asks for {{v}} CPUs per node, nodes have {node_cpus}")
+    _reject(jobs, jobs.gpus_per_node > node_gpus, "gpus_per_node",
+            f"asks for {{v}} GPUs per node, nodes have {node_gpus}")
+    _reject(jobs, jobs.mem_per_node > cluster.mem_mb[0], "mem_per_node",
+            f"asks for {{v}} MB per node, nodes have {int(cluster.mem_mb[0])}")
+    partial = (jobs.cpus_per_node < node_cpus) & (jobs.gpus_per_node < max(node_gpus, 1))
+    if partial.any():
+        i = int(np.flatnonzero(partial)[0])
+        raise UnsupportedError(
+            f"job {jobs.job_id[i]} asks for part of a node ({jobs.cpus_per_node[i]} of "
+            f"{node_cpus} CPUs, {jobs.gpus_per_node[i]} of {node_gpus} GPUs); this engine "
+            "allocates whole nodes, partial-node jobs need the GPU-granular profile")
+
+
+def _reject(jobs: JobTable, bad: np.ndarray, field: str, message: str) -> None:
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        value = getattr(jobs, field)[i]
+        raise InputError(f"job {jobs.job_id[i]} " + message.format(v=value), field=field)
