@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from .errors import FastschedError
+from .errors import FastschedError, InputError
 from .policies import POLICIES
 
 SUMMARY_ROWS = [
@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fastsched: error: {e}", file=sys.stderr)
         return 2
     except OSError as e:
-        print(f"fastsched: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"fastsched: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -75,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--trace", required=True, help="the SWF trace the schedule replays")
     c.add_argument("--policy", choices=sorted(POLICIES),
                    help="also check this policy's promises")
-    c.add_argument("--reserve-depth", type=int, default=1, help="EASY reservations (default 1)")
+    c.add_argument("--reserve-depth", type=_positive_int, default=1, help="EASY reservations (default 1)")
     c.add_argument("--procs", type=int, help="machine size (default: from the header)")
     c.set_defaults(run=_cmd_check)
 
@@ -84,16 +85,23 @@ def _parser() -> argparse.ArgumentParser:
                        "the median wall time over several runs and the peak memory.")
     from .bench import SCENARIOS
     b.add_argument("scenario", choices=sorted(SCENARIOS), help="scenario (see BENCHMARKS.md)")
-    b.add_argument("--repeat", type=int, default=7, help="timed runs (default 7)")
+    b.add_argument("--repeat", type=_positive_int, default=7, help="timed runs (default 7)")
     b.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     b.set_defaults(run=_cmd_bench)
     return p
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def _policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", choices=sorted(POLICIES), default="easy",
                    help="scheduling policy (default: easy)")
-    p.add_argument("--reserve-depth", type=int, default=1,
+    p.add_argument("--reserve-depth", type=_positive_int, default=1,
                    help="number of blocked jobs EASY reserves for (default 1, Lifka's EASY)")
 
 
@@ -106,10 +114,10 @@ def _cmd_simulate(args) -> int:
     print(_table([("", result.summary)]))
     _print_skipped(result.skipped, show_all=args.show_skipped)
     if args.jobs_out:
-        result.to_csv(args.jobs_out)
+        _write(result.to_csv, args.jobs_out)
         print(f"wrote {len(result.workload):,} job records to {args.jobs_out}")
     if args.summary_json:
-        result.summary_json(args.summary_json)
+        _write(result.summary_json, args.summary_json)
         print(f"wrote summary to {args.summary_json}")
     return 0
 
@@ -139,7 +147,10 @@ def _cmd_check(args) -> int:
     from .swf import read_swf
     from .verify import check_frame
     trace = read_swf(args.trace, procs=args.procs)
-    frame = pd.read_csv(args.jobs_csv, keep_default_na=False)
+    try:
+        frame = pd.read_csv(args.jobs_csv, keep_default_na=False, index_col=False)
+    except (ValueError, pd.errors.ParserError) as e:   # EmptyDataError is a ValueError
+        raise InputError(f"not a jobs CSV: {str(e).strip()}", file=args.jobs_csv) from None
     report = check_frame(Cluster.homogeneous(trace.procs), trace.jobs, frame,
                          source=args.jobs_csv, policy=args.policy,
                          reserve_depth=args.reserve_depth)
@@ -160,6 +171,14 @@ def _cmd_bench(args) -> int:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)
     return 0
+
+
+def _write(writer, path) -> None:
+    """Run ``writer(path)``; name the path in the error (pandas' OSErrors do not)."""
+    try:
+        writer(path)
+    except OSError as e:
+        raise InputError(f"cannot write: {e.strerror or e}", file=path) from None
 
 
 def _table(columns: list[tuple[str, dict]], extra=()) -> str:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .errors import InputError
 
 
@@ -35,3 +37,12 @@ def get_policy(name: str) -> Policy:
     except KeyError:
         raise InputError(f"unknown policy {name!r}; choose one of {sorted(POLICIES)}",
                          field="policy") from None
+
+
+def check_reserve_depth(reserve_depth) -> int:
+    """EASY's number of reservations: an integer >= 1."""
+    if isinstance(reserve_depth, bool) or not isinstance(reserve_depth, (int, np.integer)) \
+            or reserve_depth < 1:
+        raise InputError(f"reserve_depth must be an integer >= 1, got {reserve_depth!r}",
+                         field="reserve_depth")
+    return int(reserve_depth)

@@ -20,7 +20,7 @@ from . import _kernels
 from .cluster import Cluster
 from .errors import FastschedError, InputError
 from .jobs import JOB_FIELDS, JobRequest, JobTable
-from .policies import get_policy
+from .policies import check_reserve_depth, get_policy
 from .validation import check_jobs
 
 START, RESERVED, BLOCKED = 0, 1, 2
@@ -85,10 +85,7 @@ class Scheduler:
     def __init__(self, cluster: Cluster, policy: str = "easy", *, reserve_depth: int = 1):
         self.cluster = cluster
         self.policy = get_policy(policy)
-        if reserve_depth < 1:
-            raise InputError(f"reserve_depth must be >= 1, got {reserve_depth}",
-                             field="reserve_depth")
-        self.reserve_depth = reserve_depth
+        self.reserve_depth = check_reserve_depth(reserve_depth)
         check_jobs(cluster, JobTable.from_requests([]))     # the cluster itself is supported
         self.state = cluster.new_state()
         self._pending = JobTable.from_requests([])

@@ -14,7 +14,7 @@ from . import _kernels
 from .cluster import Cluster
 from .errors import InputError
 from .jobs import JobTable
-from .policies import get_policy
+from .policies import check_reserve_depth, get_policy
 from .results import BSLD_TAU, SimulationResult, summarize
 from .schedule import Schedule
 from .validation import check_jobs
@@ -47,8 +47,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     """
     wall = time.perf_counter()
     spec = get_policy(policy)
-    if reserve_depth < 1:
-        raise InputError(f"reserve_depth must be >= 1, got {reserve_depth}", field="reserve_depth")
+    reserve_depth = check_reserve_depth(reserve_depth)
     check_jobs(cluster, jobs)
     order = np.lexsort((jobs.job_id, jobs.submit_time))      # queue order
     as_i64 = lambda a: np.ascontiguousarray(a[order], dtype=np.int64)  # noqa: E731

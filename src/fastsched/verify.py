@@ -572,7 +572,11 @@ def schedule_from_frame(cluster: Cluster, df) -> Schedule:
             f = np.asarray(v, dtype=np.float64)
         except (TypeError, ValueError):
             raise InputError(f"column {col!r} must be numeric", field=col) from None
-        return np.where(np.isnan(f), -1, f).astype(np.int64)
+        f = np.where(np.isnan(f), -1, f)
+        if (f != np.round(f)).any():
+            row = int(np.flatnonzero(f != np.round(f))[0])
+            raise InputError(f"row {row}: {v[row]!r} is not a whole number of seconds", field=col)
+        return f.astype(np.int64)
 
     lists = []
     for row, hl in enumerate(df["nodes"].tolist()):
@@ -605,9 +609,12 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
     if "job_id" not in df.columns:
         raise InputError("needs a 'job_id' column", file=source, field="job_id")
     try:
-        ids = np.asarray(df["job_id"].to_numpy(), dtype=np.int64)
+        raw = np.asarray(df["job_id"].to_numpy(), dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError("job_id values must be integers", file=source, field="job_id") from None
+    if (raw != np.round(raw)).any():
+        raise InputError("job_id values must be integers", file=source, field="job_id")
+    ids = raw.astype(np.int64)
     position = {int(j): k for k, j in enumerate(jobs.job_id)}
     seen = np.full(len(jobs), -1, dtype=np.int64)
     for row, j in enumerate(ids):
@@ -624,5 +631,8 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
         raise InputError(f"{len(missing)} job(s) of the trace have no record, e.g. job "
                          f"{missing[0]}", file=source, field="job_id")
     ordered = df.iloc[seen].reset_index(drop=True)
-    return verify(cluster, jobs, schedule_from_frame(cluster, ordered), policy=policy,
-                  reserve_depth=reserve_depth)
+    try:
+        schedule = schedule_from_frame(cluster, ordered)
+    except InputError as e:
+        raise InputError(e.reason, file=source, field=e.field) from None
+    return verify(cluster, jobs, schedule, policy=policy, reserve_depth=reserve_depth)

@@ -1,0 +1,270 @@
+"""Seeded generators for the standard cluster (``ai-100k`` and its scaled
+variants) and the standard workload ``ai-mix`` (see BENCHMARKS.md).
+
+Everything is vectorised NumPy (no per-job Python loop) and deterministic: the
+same arguments and seed give identical arrays on every machine with the same
+NumPy (``np.random.default_rng``, PCG64).
+
+Choices the benchmark text leaves open, fixed here:
+
+* a job "killed at the limit" has ``runtime = time_limit + 60`` s, so its
+  runtime exceeds its limit and it ends in state TIMEOUT;
+* an interactive job's limit is ``min(limit, 4 h)`` (partition MaxTime);
+  any job's node count is capped to the largest power of two that fits its
+  partition (only matters on ``ai-8k``, whose interactive partition has 82 nodes);
+* the offered load counts what jobs really use, ``gpus x min(runtime, limit)``:
+  the arrival rate is ``load x total_gpus / mean(that)`` per second, computed
+  from the drawn jobs; arrivals are a Poisson process, submit times are the
+  floor of the cumulative exponential gaps, the first at 0.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .cluster import Cluster, Partition
+from .errors import InputError
+from .jobs import JobTable
+from .workload import Workload
+
+__all__ = ["CLUSTERS", "WORKLOADS", "ai_cluster", "ai_mix", "add_generate_parser"]
+
+#: standard clusters: name -> (nodes, digits in node names)
+CLUSTERS = {"ai-8k": (1_000, 5), "ai-100k": (12_500, 5), "ai-1m": (125_000, 6)}
+WORKLOADS = ("ai-mix",)
+
+NODE_GPUS = 8
+NODE_CPUS = 112
+NODE_MEM_MB = 2_000_000
+GPU_TYPE = "h100"
+LEAF_NODES = 32
+LEAVES_PER_SPINE = 16
+DAY = 86_400
+HOUR = 3_600
+
+#: ai-mix parameters
+SIZE_SHARES = (0.40, 0.10, 0.10, 0.25, 0.15)   # 1, 2, 4 GPUs, one node, several nodes
+SMALL_GPUS = (1, 2, 4)
+MULTI_K = np.arange(1, 10)                     # 2^1 .. 2^9 nodes
+MULTI_DECAY = 0.7                              # P(k) ~ 2^(-0.7 k)
+LIMIT_MIN_MINUTES, LIMIT_MAX_MINUTES = 10, 7 * 24 * 60
+TIMEOUT_SHARE = 0.10
+TIMEOUT_EXTRA = 60                             # runtime = limit + 60 s for killed jobs
+RUNTIME_FRACTION = (0.05, 1.0)
+NUM_USERS, USERS_PER_ACCOUNT, ACCOUNTS_PER_ORG = 2_000, 10, 10
+ZIPF_EXPONENT = 1.2
+INTERACTIVE_SHARE = 0.10
+
+
+def ai_cluster(name: str = "ai-100k") -> Cluster:
+    """The standard GPU cluster ``ai-8k``, ``ai-100k`` or ``ai-1m``.
+
+    8 h100 GPUs, 112 CPUs and 2,000,000 MB per node; leaf blocks of 32 nodes,
+    16 leaves per spine; partitions ``batch`` (all nodes, tier 1, 14 days) and
+    ``interactive`` (the first 1,024 nodes per 12,500, tier 2, 4 hours).
+    """
+    if name not in CLUSTERS:
+        raise InputError(f"unknown cluster {name!r}; choose one of {sorted(CLUSTERS)}")
+    n, width = CLUSTERS[name]
+    names = [f"gpu{i:0{width}d}" for i in range(1, n + 1)]
+    idx = np.arange(n, dtype=np.int64)
+    n_inter = int(round(1024 * n / 12_500))
+    partitions = [
+        Partition("batch", idx.copy(), priority_tier=1, max_time=14 * DAY),
+        Partition("interactive", idx[:n_inter].copy(), priority_tier=2, max_time=4 * HOUR),
+    ]
+    topology = {"leaf": (idx // LEAF_NODES).astype(np.int32),
+                "spine": (idx // (LEAF_NODES * LEAVES_PER_SPINE)).astype(np.int32)}
+    return Cluster(names, np.full(n, NODE_CPUS), np.full(n, NODE_GPUS), np.full(n, NODE_MEM_MB),
+                   partitions=partitions, gpu_type=GPU_TYPE, topology=topology)
+
+
+def _zipf_probabilities(n: int, exponent: float) -> np.ndarray:
+    p = np.arange(1, n + 1, dtype=np.float64) ** -exponent
+    return p / p.sum()
+
+
+def _pow2_floor(x: np.ndarray) -> np.ndarray:
+    """Largest power of two <= x (x >= 1), elementwise."""
+    x = np.asarray(x, dtype=np.int64)
+    out = np.ones_like(x)
+    while True:
+        nxt = out * 2
+        grow = nxt <= x
+        if not grow.any():
+            return out
+        out = np.where(grow, nxt, out)
+
+
+def ai_mix(cluster: Cluster, num_jobs: int, seed: int = 0, load: float = 1.05) -> Workload:
+    """``num_jobs`` jobs of the standard ``ai-mix`` workload for ``cluster``.
+
+    ``cluster`` needs partitions ``batch`` and ``interactive`` and GPU nodes
+    (as :func:`ai_cluster` makes). ``load`` is the offered load: GPU-seconds
+    used / (cluster GPUs x submission span). Jobs come sorted by submit time,
+    with ids 1..num_jobs. See the module docstring for the exact rules.
+    """
+    num_jobs = int(num_jobs)
+    if num_jobs < 0:
+        raise InputError(f"number of jobs must be >= 0, got {num_jobs}", field="jobs")
+    if not (load > 0 and np.isfinite(load)):
+        raise InputError(f"offered load must be > 0, got {load}", field="load")
+    try:
+        p_batch = cluster.partition_index("batch")
+        p_inter = cluster.partition_index("interactive")
+    except InputError:
+        raise InputError("ai-mix needs a cluster with partitions 'batch' and 'interactive' "
+                         f"(has {[p.name for p in cluster.partitions]}); "
+                         "use fastsched.generate.ai_cluster()") from None
+    batch, inter = cluster.partitions[p_batch], cluster.partitions[p_inter]
+    if len(batch.nodes) == 0 or len(inter.nodes) == 0:
+        raise InputError("ai-mix: partitions 'batch' and 'interactive' must have nodes")
+    ref = int(batch.nodes[0])
+    node_gpus, node_cpus = int(cluster.gpus[ref]), int(cluster.cpus[ref])
+    node_mem = int(cluster.mem_mb[ref])
+    if node_gpus <= 0:
+        raise InputError("ai-mix needs GPU nodes; the cluster's nodes have no GPUs")
+
+    rng = np.random.default_rng(seed)
+    n = num_jobs
+
+    # --- sizes: category 0..2 small (1/2/4 GPUs), 3 one full node, 4 several full nodes
+    category = rng.choice(5, size=n, p=np.array(SIZE_SHARES))
+    pk = 2.0 ** (-MULTI_DECAY * MULTI_K)
+    k = rng.choice(MULTI_K, size=n, p=pk / pk.sum())
+    small = np.minimum(np.array(SMALL_GPUS + (node_gpus, node_gpus)), node_gpus)
+    gpus_per_node = small[category].astype(np.int32)
+    num_nodes = np.where(category == 4, np.int64(1) << k, 1).astype(np.int64)
+
+    # --- partition: 10% interactive; node counts capped to what the partition holds
+    interactive = rng.random(n) < INTERACTIVE_SHARE
+    partition = np.where(interactive, p_inter, p_batch).astype(np.int32)
+    cap = np.where(interactive, _pow2_floor(len(inter.nodes)), _pow2_floor(len(batch.nodes)))
+    num_nodes = np.minimum(num_nodes, cap).astype(np.int32)
+
+    cpus_per_node = (node_cpus * gpus_per_node.astype(np.int64) // node_gpus).astype(np.int32)
+    mem_per_node = node_mem * gpus_per_node.astype(np.int64) // node_gpus
+
+    # --- time limits: log-uniform in whole minutes, capped by the partition's MaxTime
+    lo, hi = np.log(LIMIT_MIN_MINUTES), np.log(LIMIT_MAX_MINUTES)
+    minutes = np.rint(np.exp(rng.uniform(lo, hi, size=n))).astype(np.int64)
+    minutes = np.clip(minutes, LIMIT_MIN_MINUTES, LIMIT_MAX_MINUTES)
+    max_minutes = np.array([(p.max_time // 60) if p.max_time is not None else LIMIT_MAX_MINUTES
+                            for p in cluster.partitions], dtype=np.int64)
+    minutes = np.maximum(np.minimum(minutes, max_minutes[partition]), 1)
+    time_limit = minutes * 60
+
+    # --- runtimes: limit x U(0.05, 1), or killed at the limit for 10%
+    killed = rng.random(n) < TIMEOUT_SHARE
+    frac = rng.uniform(*RUNTIME_FRACTION, size=n)
+    runtime = np.where(killed, time_limit + TIMEOUT_EXTRA,
+                       np.maximum(np.floor(time_limit * frac), 1).astype(np.int64))
+
+    # --- users: truncated Zipf(1.2) over 2,000 users, ranks shuffled by the seed
+    rank_to_user = rng.permutation(NUM_USERS)
+    rank = rng.choice(NUM_USERS, size=n, p=_zipf_probabilities(NUM_USERS, ZIPF_EXPONENT))
+    user = rank_to_user[rank].astype(np.int32)
+    account = (user // USERS_PER_ACCOUNT).astype(np.int32)
+    num_accounts = NUM_USERS // USERS_PER_ACCOUNT
+    org_of_account = (np.arange(num_accounts) // ACCOUNTS_PER_ORG).astype(np.int32)
+    num_orgs = num_accounts // ACCOUNTS_PER_ORG
+
+    # --- arrivals: Poisson at the rate giving the offered load
+    gaps = rng.exponential(1.0, size=n)
+    if n:
+        used = num_nodes.astype(np.float64) * gpus_per_node * np.minimum(runtime, time_limit)
+        rate = load * float(cluster.gpus.sum()) / float(used.mean())   # jobs per second
+        gaps[0] = 0.0
+        submit_time = np.floor(np.cumsum(gaps) / rate).astype(np.int64)
+    else:
+        submit_time = np.zeros(0, dtype=np.int64)
+
+    jobs = JobTable.from_arrays(
+        job_id=np.arange(1, n + 1, dtype=np.int64), submit_time=submit_time,
+        time_limit=time_limit, runtime=runtime, num_nodes=num_nodes,
+        cpus_per_node=cpus_per_node, gpus_per_node=gpus_per_node, mem_per_node=mem_per_node,
+        partition=partition, user=user)
+    return Workload(
+        jobs=jobs, account=account,
+        user_names=[f"user{u:04d}" for u in range(1, NUM_USERS + 1)],
+        account_names=[f"acct{a:03d}" for a in range(1, num_accounts + 1)],
+        org_of_account=org_of_account,
+        org_names=[f"org{o:02d}" for o in range(1, num_orgs + 1)])
+
+
+# --------------------------------------------------------------------------- CLI
+
+def add_generate_parser(sub) -> None:
+    """Add ``generate cluster`` and ``generate workload`` to the CLI's subparsers."""
+    g = sub.add_parser("generate", help="write a standard cluster (slurm.conf) or workload (CSV)",
+                       description="Write the standard benchmark inputs (see BENCHMARKS.md): a "
+                       "cluster as slurm.conf + topology.conf, or a seeded ai-mix workload as CSV.")
+    gsub = g.add_subparsers(title="what", metavar="WHAT")
+    g.set_defaults(run=lambda args: (g.print_help(), 2)[1])
+
+    c = gsub.add_parser("cluster", help="write a standard cluster as slurm.conf (+ topology.conf)",
+                        description="Write a standard cluster as a slurm.conf subset (NodeName, "
+                        "PartitionName) and its tree topology as topology.conf in the same "
+                        "directory (overwritten).")
+    c.add_argument("name", choices=sorted(CLUSTERS), help="cluster (ai-8k, ai-100k, ai-1m)")
+    c.add_argument("-o", "--output", required=True, metavar="slurm.conf",
+                   help="slurm.conf to write; topology.conf goes next to it")
+    c.set_defaults(run=_cmd_generate_cluster)
+
+    w = gsub.add_parser("workload", help="write a seeded standard workload as CSV",
+                        description="Write a seeded standard workload as CSV (.csv or .csv.gz): "
+                        "job_id, submit_time, time_limit, runtime, num_nodes, gpus_per_node, "
+                        "cpus_per_node, mem_per_node, partition, user, account, org.")
+    w.add_argument("name", choices=list(WORKLOADS), help="workload (ai-mix)")
+    w.add_argument("--cluster", required=True, metavar="slurm.conf",
+                   help="cluster file (or a standard cluster name: "
+                        + ", ".join(sorted(CLUSTERS)) + ")")
+    w.add_argument("--jobs", type=int, required=True, metavar="N", help="number of jobs")
+    w.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    w.add_argument("--load", type=float, default=1.05,
+                   help="offered load as a fraction of the cluster's GPU-hours (default 1.05)")
+    w.add_argument("-o", "--output", required=True, metavar="jobs.csv",
+                   help="CSV to write (.csv.gz compresses)")
+    w.set_defaults(run=_cmd_generate_workload)
+
+
+def load_cluster(spec: str) -> Cluster:
+    """A cluster from a slurm.conf path, or a standard name (ai-8k, ai-100k, ai-1m)."""
+    import os
+    if spec in CLUSTERS and not os.path.exists(spec):
+        return ai_cluster(spec)
+    from .slurmconf import read_cluster
+    return read_cluster(spec)
+
+
+def _cmd_generate_cluster(args) -> int:
+    from .slurmconf import topology_path, write_cluster
+    cluster = ai_cluster(args.name)
+    write_cluster(cluster, args.output, name=args.name)
+    extra = f" (+ {topology_path(args.output)})" if cluster.topology else ""
+    print(f"{args.name}: {cluster.num_nodes:,} nodes, {int(cluster.gpus.sum()):,} GPUs "
+          f"({cluster.gpu_type}), partitions "
+          + ", ".join(f"{p.name} ({len(p.nodes):,} nodes)" for p in cluster.partitions)
+          + f" -> {args.output}{extra}")
+    return 0
+
+
+def _cmd_generate_workload(args) -> int:
+    from .workload import write_workload
+    cluster = load_cluster(args.cluster)
+    workload = ai_mix(cluster, args.jobs, seed=args.seed, load=args.load)
+    write_workload(workload, cluster, args.output)
+    span = workload.span
+    print(f"{args.name} (seed {args.seed}): {len(workload):,} jobs over {span:,} s "
+          f"({span / DAY:.1f} days), offered load {workload.offered_load(cluster):.3f} of "
+          f"{int(cluster.gpus.sum()):,} GPUs -> {args.output}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - convenience for manual runs
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m fastsched.generate")
+    add_generate_parser(p.add_subparsers())
+    a = p.parse_args()
+    sys.exit(a.run(a) if hasattr(a, "run") else 2)

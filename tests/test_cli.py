@@ -1,0 +1,238 @@
+"""The ``fastsched`` command, called in-process through ``fastsched.cli.main``."""
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fastsched.cli import main
+from fastsched.results import RECORD_COLUMNS
+
+
+def swf_line(job, submit, run, procs, limit):
+    f = [job, submit, -1, run, procs, -1, -1, procs, limit, -1, 1, -1, -1, -1, -1, -1, -1, -1]
+    return " ".join(str(x) for x in f)
+
+
+# 4 processors. EASY protects only the head (job 2): job 4 backfills at 3 and delays
+# job 3 to 33. Conservative protects job 3 too (job 4 waits until 30); FCFS backfills
+# nothing. Job 5 asks for more than the machine and is skipped.
+EXPECTED_STARTS = {
+    "fcfs": {1: 0, 2: 10, 3: 20, 4: 30},
+    "easy": {1: 0, 2: 10, 3: 33, 4: 3},
+    "conservative": {1: 0, 2: 10, 3: 20, 4: 30},
+}
+
+
+@pytest.fixture
+def trace(tmp_path):
+    lines = ["; Version: 2.2", "; MaxProcs: 4",
+             swf_line(1, 0, 10, 3, 10),
+             swf_line(2, 1, 10, 3, 10),
+             swf_line(3, 2, 10, 4, 10),
+             swf_line(4, 3, 30, 1, 30),
+             swf_line(5, 4, 5, 9, 10)]
+    p = tmp_path / "tiny.swf"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def simulate_to(capsys, trace, tmp_path, policy):
+    csv_path = tmp_path / f"{policy}.csv"
+    json_path = tmp_path / f"{policy}.json"
+    code, out, err = run(capsys, "simulate", trace, "--policy", policy,
+                         "--jobs-out", csv_path, "--summary-json", json_path)
+    assert code == 0, err
+    return csv_path, json_path, out
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# --------------------------------------------------------------------------- simulate
+
+def test_simulate_writes_csv_and_json(capsys, trace, tmp_path):
+    csv_path, json_path, out = simulate_to(capsys, trace, tmp_path, "easy")
+    assert "policy easy" in out
+    assert "skipped 1 job" in out and "job 5" in out
+    assert "wrote 4 job records" in out
+    with open(csv_path, newline="") as f:
+        header = next(csv.reader(f))
+    assert header == RECORD_COLUMNS
+    rows = read_csv(csv_path)
+    assert sorted(int(r["job_id"]) for r in rows) == [1, 2, 3, 4]
+    for r in rows:
+        assert int(r["end_time"]) == int(r["start_time"]) + int(r["run_time"])
+        assert r["state"] == "COMPLETED"
+        assert r["nodes"].startswith("node")
+    summary = json.loads(json_path.read_text())
+    assert summary["jobs"] == 4
+    assert summary["skipped"] == 1
+    assert summary["policy"] == "easy"
+    assert isinstance(summary["sim_seconds"], float)
+    assert isinstance(summary["semantics"], dict) and "queue_order" in summary["semantics"]
+
+
+def test_policies_differ(capsys, trace, tmp_path):
+    for policy, expected in EXPECTED_STARTS.items():
+        csv_path, json_path, _ = simulate_to(capsys, trace, tmp_path, policy)
+        starts = {int(r["job_id"]): int(r["start_time"]) for r in read_csv(csv_path)}
+        assert starts == expected, policy
+        assert json.loads(json_path.read_text())["policy"] == policy
+    assert EXPECTED_STARTS["easy"] != EXPECTED_STARTS["fcfs"]
+
+
+def test_simulate_reserve_depth_changes_easy(capsys, trace, tmp_path):
+    csv_path = tmp_path / "d2.csv"
+    code, _, err = run(capsys, "simulate", trace, "--policy", "easy", "--reserve-depth", "2",
+                       "--jobs-out", csv_path)
+    assert code == 0, err
+    starts = {int(r["job_id"]): int(r["start_time"]) for r in read_csv(csv_path)}
+    assert starts == EXPECTED_STARTS["conservative"]
+
+
+def test_simulate_strict_rejects_skipped_job(capsys, trace):
+    code, out, err = run(capsys, "simulate", trace, "--strict")
+    assert code == 2
+    assert f"{trace}:7" in err and "job 5" in err
+    assert "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- check
+
+def test_check_passes_then_catches_overcommit(capsys, trace, tmp_path):
+    csv_path, _, _ = simulate_to(capsys, trace, tmp_path, "easy")
+    code, out, err = run(capsys, "check", csv_path, "--trace", trace, "--policy", "easy")
+    assert code == 0, out + err
+    assert out.startswith("ok")
+
+    # job 3 (all 4 nodes, [33, 43)) moved to [25, 35): overlaps job 4 ([3, 33))
+    rows = read_csv(csv_path)
+    for r in rows:
+        if r["job_id"] == "3":
+            r["start_time"], r["end_time"] = "25", "35"
+    bad = tmp_path / "bad.csv"
+    with open(bad, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=RECORD_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    code, out, err = run(capsys, "check", bad, "--trace", trace, "--policy", "easy")
+    assert code == 1
+    assert "overcommit" in out
+    assert "job 3" in out
+
+
+def test_check_without_policy_catches_overcommit(capsys, trace, tmp_path):
+    csv_path, _, _ = simulate_to(capsys, trace, tmp_path, "fcfs")
+    code, out, _ = run(capsys, "check", csv_path, "--trace", trace)
+    assert code == 0 and "ok" in out
+    text = csv_path.read_text().splitlines()
+    # move job 4 ([30, 60) on node001) back to [25, 55): overlaps job 3 ([20, 30), all nodes)
+    text = [",".join(["4", "3", "25", "55"] + ln.split(",")[4:]) if ln.startswith("4,") else ln
+            for ln in text]
+    csv_path.write_text("\n".join(text) + "\n")
+    code, out, _ = run(capsys, "check", csv_path, "--trace", trace)
+    assert code == 1
+    assert "overcommit" in out and "node001" in out
+
+
+def test_check_missing_job(capsys, trace, tmp_path):
+    csv_path, _, _ = simulate_to(capsys, trace, tmp_path, "easy")
+    lines = csv_path.read_text().splitlines()
+    short = tmp_path / "short.csv"
+    short.write_text("\n".join(lines[:-1]) + "\n")     # drop the last job
+    code, out, err = run(capsys, "check", short, "--trace", trace)
+    assert code == 2
+    assert str(short) in err
+    assert "no record" in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- demo, bench
+
+def test_demo(capsys):
+    code, out, err = run(capsys, "demo")
+    assert code == 0, err
+    for policy in ("fcfs", "easy", "conservative"):
+        assert policy in out
+    assert "ok" in out
+    assert "28,475 jobs" in out
+
+
+def test_bench(capsys):
+    code, out, err = run(capsys, "bench", "kth-easy", "--repeat", "1")
+    assert code == 0, err
+    assert "easy_median_ms" in out
+    assert "conservative_median_ms" in out
+
+
+# --------------------------------------------------------------------------- errors
+
+def test_malformed_line(capsys, tmp_path):
+    p = tmp_path / "bad.swf"
+    p.write_text("; MaxProcs: 4\n" + swf_line(1, 0, 10, 2, 10) + "\n"
+                 + swf_line(2, 1, 10, 2, 10).replace(" 2 -1 -1 2 ", " x -1 -1 2 ", 1) + "\n")
+    code, out, err = run(capsys, "simulate", p)
+    assert code == 2
+    assert f"{p}:3" in err
+    assert "field 5 (allocated_processors)" in err
+    assert "'x'" in err
+    assert "Traceback" not in err
+    assert err.startswith("fastsched: error:")
+
+
+def test_missing_file(capsys, tmp_path):
+    missing = tmp_path / "nope.swf"
+    code, out, err = run(capsys, "simulate", missing)
+    assert code == 2
+    assert str(missing) in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("fastsched: error:")
+
+
+def test_missing_trace_for_check(capsys, trace, tmp_path):
+    csv_path, _, _ = simulate_to(capsys, trace, tmp_path, "easy")
+    code, _, err = run(capsys, "check", csv_path, "--trace", tmp_path / "nope.swf")
+    assert code == 2
+    assert "nope.swf" in err and len(err.strip().splitlines()) == 1
+
+
+def test_unknown_policy_is_usage_error(capsys, trace):
+    with pytest.raises(SystemExit) as ei:
+        main(["simulate", str(trace), "--policy", "sjf"])
+    assert ei.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice" in err and "sjf" in err
+
+
+@pytest.mark.parametrize("argv", [[], ["simulate"], ["demo"], ["check"], ["bench"]])
+def test_help(capsys, argv):
+    with pytest.raises(SystemExit) as ei:
+        main(argv + ["--help"])
+    assert ei.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage: fastsched" in out
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 2
+    assert "usage: fastsched" in capsys.readouterr().out
+
+
+def test_entry_point_help():
+    p = subprocess.run(["fastsched", "--help"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "usage: fastsched" in p.stdout
+    for cmd in ("simulate", "demo", "check", "bench"):
+        assert cmd in p.stdout
