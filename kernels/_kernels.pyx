@@ -12,7 +12,7 @@ start times. Jobs are passed in queue order: sorted by (submit_time, job_id).
 """
 import numpy as np
 cimport numpy as cnp
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 
 cnp.import_array()
 
@@ -24,8 +24,7 @@ cdef enum:
 POLICIES = {"fcfs": POLICY_FCFS, "easy": POLICY_EASY, "conservative": POLICY_CONSERVATIVE}
 
 # --------------------------------------------------------------------------- heaps
-# Two binary min-heaps: running jobs keyed by actual end time (the event queue),
-# and free node indices (so a starting job gets the lowest-numbered free nodes).
+# A binary min-heap of running jobs keyed by actual end time: the event queue.
 
 cdef inline void _heap_push(int64_t[::1] key, int64_t[::1] val, int64_t* size,
                             int64_t k, int64_t v) noexcept nogil:
@@ -62,6 +61,43 @@ cdef inline void _heap_pop(int64_t[::1] key, int64_t[::1] val, int64_t* size) no
     if n > 0:
         key[i] = k
         val[i] = v
+
+# ---------------------------------------------------------------- free nodes
+# A bitmap of free nodes (bit set = free): a starting job takes the lowest
+# free indices in O(words + nodes), a finishing job sets its bits back.
+
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long) nogil
+
+
+cdef inline int64_t _take_lowest(uint64_t[::1] bits, int64_t first_word, int64_t need,
+                                 int64_t[::1] out, int64_t out_at) noexcept nogil:
+    """Write the ``need`` lowest free node indices to out[out_at:]; return the new first word."""
+    cdef int64_t w = first_word, taken = 0
+    cdef uint64_t x
+    while taken < need:
+        x = bits[w]
+        while x != 0 and taken < need:
+            out[out_at + taken] = (w << 6) + __builtin_ctzll(x)
+            x &= x - 1
+            taken += 1
+        bits[w] = x
+        if x == 0:
+            w += 1
+    return w
+
+
+cdef inline int64_t _give_back(uint64_t[::1] bits, int64_t first_word, int64_t[::1] nodes,
+                               int64_t lo, int64_t hi) noexcept nogil:
+    """Mark nodes[lo:hi] free again; return the new first word."""
+    cdef int64_t k, node
+    for k in range(lo, hi):
+        node = nodes[k]
+        bits[node >> 6] |= (<uint64_t>1) << (node & 63)
+        if (node >> 6) < first_word:
+            first_word = node >> 6
+    return first_word
+
 
 # ------------------------------------------------------------ planned releases
 # Running jobs as a sorted list of (planned end time, nodes released then),
@@ -289,19 +325,17 @@ cdef int64_t _start_jobs(int64_t now, int64_t[::1] starts, int64_t nstart,
                          int64_t[::1] procs, int64_t[::1] limit, const int64_t[::1] runtime,
                          int64_t[::1] offsets, int64_t[::1] start, int64_t[::1] end,
                          int64_t[::1] alloc, int64_t free,
-                         int64_t[::1] free_nodes, int64_t[::1] free_dummy, int64_t* nfree,
+                         uint64_t[::1] free_bits, int64_t* first_word,
                          int64_t[::1] rt, int64_t[::1] rn, int64_t* m,
                          int64_t[::1] ev_key, int64_t[::1] ev_job, int64_t* nev) noexcept nogil:
     """Start jobs now on the lowest-numbered free nodes; return the nodes left free."""
-    cdef int64_t k, s, job
+    cdef int64_t k, job
     for k in range(nstart):
         job = starts[k]
         start[job] = now
         end[job] = now + min(runtime[job], limit[job])
         free -= procs[job]
-        for s in range(offsets[job], offsets[job + 1]):
-            alloc[s] = free_nodes[0]
-            _heap_pop(free_nodes, free_dummy, nfree)
+        first_word[0] = _take_lowest(free_bits, first_word[0], procs[job], alloc, offsets[job])
         _release_add(rt, rn, m, now + limit[job], procs[job])
         _heap_push(ev_key, ev_job, nev, end[job], job)
     return free
@@ -312,7 +346,7 @@ cdef int64_t _start_jobs(int64_t now, int64_t[::1] starts, int64_t nstart,
 def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
                   const int64_t[::1] limit_in, const int64_t[::1] runtime,
                   int64_t num_nodes, int policy, int64_t reserve_depth,
-                  progress=None):
+                  alloc_start_in=None, progress=None):
     """Event-driven simulation of jobs on a pool of ``num_nodes`` identical nodes.
 
     Jobs must be in queue order (sorted by submit time, then job id).
@@ -321,19 +355,25 @@ def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
     num_nodes : int64                      nodes in the pool; every procs_in[i] in 1..num_nodes
     policy : int                           POLICIES["fcfs" | "easy" | "conservative"]
     reserve_depth : int64                  reservations per pass for easy (ignored otherwise)
+    alloc_start_in : int64[n] or None      where job i's nodes go in alloc_nodes (default:
+                                           cumsum of procs, i.e. queue order); lets the
+                                           caller get the nodes in its own job order
     progress : callable(int) or None       called with the number of jobs finished so far, now and then
 
     Returns (start int64[n], end int64[n], alloc_nodes int64[sum(procs)], passes int64):
-    job i ran on alloc_nodes[offset[i]:offset[i] + procs[i]] with offset = cumsum of procs.
+    job i ran on alloc_nodes[alloc_start[i]:alloc_start[i] + procs[i]].
     """
     cdef int64_t n = submit.shape[0]
     cdef int64_t[::1] procs = np.ascontiguousarray(procs_in, dtype=np.int64)
     cdef int64_t[::1] limit = np.ascontiguousarray(limit_in, dtype=np.int64)
     start_arr = np.full(n, -1, dtype=np.int64)
     end_arr = np.full(n, -1, dtype=np.int64)
-    offsets_arr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(procs_in, out=offsets_arr[1:])
-    alloc_arr = np.full(offsets_arr[n], -1, dtype=np.int64)
+    if alloc_start_in is None:
+        offsets_arr = np.zeros(n, dtype=np.int64)
+        np.cumsum(procs_in[:n - 1], out=offsets_arr[1:])
+    else:
+        offsets_arr = np.ascontiguousarray(alloc_start_in, dtype=np.int64)
+    alloc_arr = np.empty(int(np.sum(procs_in)), dtype=np.int64)
     cdef int64_t[::1] start = start_arr, end = end_arr
     cdef int64_t[::1] offsets = offsets_arr, alloc = alloc_arr
     # Work arrays, sized once: no allocation inside the loop.
@@ -343,13 +383,17 @@ def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
     cdef int64_t[::1] planned = np.empty(n + 1, dtype=np.int64)
     cdef int64_t[::1] ev_key = np.empty(num_nodes + 1, dtype=np.int64)
     cdef int64_t[::1] ev_job = np.empty(num_nodes + 1, dtype=np.int64)
-    cdef int64_t[::1] free_nodes = np.arange(num_nodes + 1, dtype=np.int64)
-    cdef int64_t[::1] free_dummy = np.zeros(num_nodes + 1, dtype=np.int64)
+    bits_arr = np.zeros((num_nodes + 63) // 64, dtype=np.uint64)
+    bits_arr[:num_nodes // 64] = ~np.uint64(0)
+    if num_nodes % 64:
+        bits_arr[num_nodes // 64] = (np.uint64(1) << np.uint64(num_nodes % 64)) - np.uint64(1)
+    cdef uint64_t[::1] free_bits = bits_arr
+    cdef int64_t first_word = 0
     cdef int64_t[::1] rt = np.empty(num_nodes + 1, dtype=np.int64)
     cdef int64_t[::1] rn = np.empty(num_nodes + 1, dtype=np.int64)
     cdef int64_t[::1] pt = np.empty(num_nodes + 2 * n + 2, dtype=np.int64)
     cdef int64_t[::1] pf = np.empty(num_nodes + 2 * n + 2, dtype=np.int64)
-    cdef int64_t nev = 0, nfree = num_nodes, m = 0, qlen = 0, a = 0, done = 0
+    cdef int64_t nev = 0, m = 0, qlen = 0, a = 0, done = 0
     cdef int64_t free = num_nodes, now, job, k, s, q, w, nstart, passes = 0
     cdef int64_t depth = reserve_depth if policy == POLICY_EASY else n + 1
     cdef int64_t report_every = max(n // 200, 1000), next_report = report_every
@@ -366,8 +410,8 @@ def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
                     _heap_pop(ev_key, ev_job, &nev)
                     free += procs[job]
                     _release_remove(rt, rn, &m, start[job] + limit[job], procs[job])
-                    for k in range(offsets[job], offsets[job + 1]):
-                        _heap_push(free_nodes, free_dummy, &nfree, alloc[k], 0)
+                    first_word = _give_back(free_bits, first_word, alloc, offsets[job],
+                                            offsets[job] + procs[job])
                     done += 1
                 # 2. arrivals at `now` (only on the first round at this time)
                 while a < n and submit[a] == now:
@@ -386,7 +430,7 @@ def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
                 nstart = _pass_fcfs(queue, qlen, free, procs, starts)
                 # 4. apply: FCFS part first, so the backfill plans see those jobs running
                 free = _start_jobs(now, starts, nstart, procs, limit, runtime, offsets, start,
-                                   end, alloc, free, free_nodes, free_dummy, &nfree, rt, rn, &m,
+                                   end, alloc, free, free_bits, &first_word, rt, rn, &m,
                                    ev_key, ev_job, &nev)
                 qlen = _drop_started(queue, qlen, start) if nstart > 0 else qlen
                 if policy != POLICY_FCFS and qlen > 0 and free >= _suffix_min(queue, qlen, procs, suffix_min, num_nodes):
@@ -397,7 +441,7 @@ def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
                         nstart = _pass_profile(now, queue, qlen, free, procs, limit, rt, rn, m,
                                                depth, suffix_min, pt, pf, starts, planned)
                     free = _start_jobs(now, starts, nstart, procs, limit, runtime, offsets, start,
-                                       end, alloc, free, free_nodes, free_dummy, &nfree, rt, rn,
+                                       end, alloc, free, free_bits, &first_word, rt, rn,
                                        &m, ev_key, ev_job, &nev)
                     qlen = _drop_started(queue, qlen, start)
                 # zero-length jobs end at `now`: complete them and pass again

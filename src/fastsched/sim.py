@@ -51,16 +51,22 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     check_jobs(cluster, jobs)
     order = np.lexsort((jobs.job_id, jobs.submit_time))      # queue order
     as_i64 = lambda a: np.ascontiguousarray(a[order], dtype=np.int64)  # noqa: E731
+    offsets = np.zeros(len(jobs) + 1, dtype=np.int64)     # nodes in the caller's job order
+    np.cumsum(jobs.num_nodes, out=offsets[1:])
     bar = _progress_bar(len(jobs), progress)
     try:
         start, end, alloc, passes = _kernels.simulate_pool(
             as_i64(jobs.submit_time), as_i64(jobs.num_nodes), as_i64(jobs.time_limit),
             as_i64(jobs.runtime), cluster.num_nodes, spec.kernel_code, reserve_depth,
+            offsets[:-1][order],
             None if bar is None else (lambda done: bar.update(done - bar.n)))
     finally:
         if bar is not None:
             bar.close()
-    schedule = _unsort(jobs, order, start, end, alloc)
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    schedule = Schedule(job_id=jobs.job_id.copy(), start_time=start[inverse],
+                        end_time=end[inverse], alloc_offsets=offsets, alloc_nodes=alloc)
     wall = time.perf_counter() - wall
     summary = summarize(cluster, jobs, schedule)
     skipped = list(skipped or [])
@@ -74,22 +80,6 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         "semantics": dict(SEMANTICS),
     })
     return SimulationResult(cluster, jobs, schedule, summary, skipped)
-
-
-def _unsort(jobs: JobTable, order: np.ndarray, start, end, alloc) -> Schedule:
-    """Kernel output is in queue order; give it back in the caller's job order."""
-    n = len(jobs)
-    inverse = np.empty(n, dtype=np.int64)
-    inverse[order] = np.arange(n)
-    sorted_offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(jobs.num_nodes[order], out=sorted_offsets[1:])
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(jobs.num_nodes, out=offsets[1:])
-    # gather each job's node block from its queue-order position
-    lengths = jobs.num_nodes.astype(np.int64)
-    src = np.repeat(sorted_offsets[inverse] - offsets[:-1], lengths) + np.arange(offsets[-1])
-    return Schedule(job_id=jobs.job_id.copy(), start_time=start[inverse], end_time=end[inverse],
-                    alloc_offsets=offsets, alloc_nodes=alloc[src])
 
 
 def _progress_bar(total: int, progress: bool | None):
