@@ -236,3 +236,38 @@ def test_entry_point_help():
     assert "usage: fastsched" in p.stdout
     for cmd in ("simulate", "demo", "check", "bench"):
         assert cmd in p.stdout
+
+
+def test_simulate_workload_csv_on_a_slurm_conf(tmp_path, capsys):
+    """generate -> files -> simulate: whole-node GPU jobs on a homogeneous cluster."""
+    import fastsched as fs
+    conf = tmp_path / "slurm.conf"
+    cluster = fs.Cluster.homogeneous(16, cpus=112, gpus=8, mem_mb=2_000_000, prefix="gpu")
+    fs.write_cluster(cluster, conf)
+    w = fs.ai_mix(fs.ai_cluster("ai-8k"), 400, seed=3)
+    keep = (w.jobs.gpus_per_node == 8) & (w.jobs.num_nodes <= 16)
+    jobs = w.jobs.take(keep)
+    jobs.partition[:] = 0
+    whole = fs.Workload(jobs, w.account[keep], w.user_names, w.account_names,
+                        w.org_of_account, w.org_names)
+    csv = tmp_path / "jobs.csv"
+    fs.write_workload(whole, cluster, csv)
+    out = tmp_path / "out.csv"
+    assert main(["simulate", str(csv), "--cluster", str(conf), "--policy", "conservative",
+                 "--jobs-out", str(out)]) == 0
+    assert f"{int(keep.sum()):,}" in capsys.readouterr().out
+    assert main(["check", str(out), "--trace", str(csv), "--cluster", str(conf),
+                 "--policy", "conservative"]) == 0
+
+
+def test_simulate_workload_csv_needs_cluster_and_says_what_is_unsupported(tmp_path, capsys):
+    import fastsched as fs
+    cluster = fs.ai_cluster("ai-8k")
+    csv = tmp_path / "jobs.csv"
+    fs.write_workload(fs.ai_mix(cluster, 50, seed=1), cluster, csv)
+    assert main(["simulate", str(csv)]) == 2
+    assert "needs --cluster" in capsys.readouterr().err
+    conf = tmp_path / "slurm.conf"
+    fs.write_cluster(cluster, conf)
+    assert main(["simulate", str(csv), "--cluster", str(conf)]) == 2
+    assert "GPU-granular" in capsys.readouterr().err

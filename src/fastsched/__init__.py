@@ -12,6 +12,7 @@ Public API (everything else is private)::
 """
 from .cluster import Cluster, ClusterState, NodeState, Partition
 from .errors import FastschedError, InputError, UnsupportedError
+from .generate import ai_cluster, ai_mix
 from .hostlist import compress as compress_hostlist, expand as expand_hostlist
 from .jobs import JobRequest, JobTable
 from .policies import POLICIES
@@ -19,8 +20,10 @@ from .results import SimulationResult
 from .schedule import Schedule
 from .scheduler import Decisions, Scheduler, StaleDecisionsError
 from .sim import simulate, simulate_swf
+from .slurmconf import read_cluster, write_cluster
 from .swf import SWFTrace, bundled_trace, read_swf
 from .verify import ScheduleError, VerifyReport, Violation, schedule_from_frame, verify
+from .workload import Workload, read_workload, write_workload
 
 __version__ = "0.1.0"
 
@@ -32,4 +35,6 @@ __all__ = [
     "simulate", "simulate_swf", "read_swf", "SWFTrace", "bundled_trace",
     "verify", "VerifyReport", "Violation", "schedule_from_frame",
     "compress_hostlist", "expand_hostlist",
+    "ai_cluster", "ai_mix", "Workload", "read_cluster", "write_cluster", "read_workload",
+    "write_workload",
 ]

@@ -44,12 +44,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"fastsched {__version__}")
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
 
-    s = sub.add_parser("simulate", help="replay an SWF trace under a policy and print the summary",
+    s = sub.add_parser("simulate", help="replay a trace under a policy and print the summary",
                        description="Replay an SWF trace (plain, .gz or .xz) on its machine "
-                       "(P single-processor nodes) and print the summary.")
-    s.add_argument("trace", help="SWF trace file")
+                       "(P single-processor nodes), or a workload CSV (as written by "
+                       "'fastsched generate workload') on --cluster, and print the summary.")
+    s.add_argument("trace", help="SWF trace, or workload CSV (.csv, .csv.gz)")
     _policy_args(s)
-    s.add_argument("--procs", type=int, help="machine size (default: the MaxProcs/MaxNodes header)")
+    s.add_argument("--procs", type=int, help="SWF machine size (default: the MaxProcs/MaxNodes "
+                   "header)")
+    s.add_argument("--cluster", help="for a workload CSV: slurm.conf, or ai-8k / ai-100k / ai-1m")
     s.add_argument("--strict", action="store_true",
                    help="a job that cannot run is an error instead of being skipped")
     s.add_argument("--jobs-out", metavar="FILE.csv", help="write one record per job as CSV")
@@ -73,7 +76,9 @@ def _parser() -> argparse.ArgumentParser:
                        "and the policy's promises (fcfs order; no reservation delayed under "
                        "easy/conservative). Exit status 1 if it finds violations.")
     c.add_argument("jobs_csv", metavar="JOBS.csv", help="records written by simulate --jobs-out")
-    c.add_argument("--trace", required=True, help="the SWF trace the schedule replays")
+    c.add_argument("--trace", required=True,
+                   help="the SWF trace or workload CSV the schedule replays")
+    c.add_argument("--cluster", help="for a workload CSV: slurm.conf, or ai-8k / ai-100k / ai-1m")
     c.add_argument("--policy", choices=sorted(POLICIES),
                    help="also check this policy's promises")
     c.add_argument("--reserve-depth", type=_positive_int, default=1, help="EASY reservations (default 1)")
@@ -88,6 +93,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--repeat", type=_positive_int, default=7, help="timed runs (default 7)")
     b.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     b.set_defaults(run=_cmd_bench)
+
+    from .generate import add_generate_parser
+    add_generate_parser(sub)
     return p
 
 
@@ -105,12 +113,30 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
                    help="number of blocked jobs EASY reserves for (default 1, Lifka's EASY)")
 
 
+def _load_trace(path: str, *, procs=None, strict=False, cluster_spec=None):
+    """(cluster, jobs, skipped) from an SWF trace, or a workload CSV on ``cluster_spec``."""
+    from .cluster import Cluster
+    if str(path).lower().endswith((".csv", ".csv.gz")):
+        from .generate import load_cluster
+        from .workload import read_workload
+        if not cluster_spec:
+            raise InputError("a workload CSV needs --cluster (slurm.conf or a standard name)",
+                             file=path)
+        cluster = load_cluster(cluster_spec)
+        return cluster, read_workload(path, cluster).jobs, []
+    from .swf import read_swf
+    trace = read_swf(path, procs=procs, strict=strict)
+    return Cluster.homogeneous(trace.procs), trace.jobs, trace.skipped
+
+
 def _cmd_simulate(args) -> int:
-    from .sim import simulate_swf
-    result = simulate_swf(args.trace, args.policy, procs=args.procs, strict=args.strict,
-                          reserve_depth=args.reserve_depth,
-                          progress=False if args.no_progress else None)
-    print(f"{args.trace}: {result.summary['nodes']} processors, policy {args.policy}")
+    from .sim import simulate
+    cluster, jobs, skipped = _load_trace(args.trace, procs=args.procs, strict=args.strict,
+                                         cluster_spec=args.cluster)
+    result = simulate(cluster, jobs, args.policy, reserve_depth=args.reserve_depth,
+                      progress=False if args.no_progress else None, skipped=skipped)
+    result.summary["trace"] = str(args.trace)
+    print(f"{args.trace}: {result.summary['nodes']} nodes, policy {args.policy}")
     print(_table([("", result.summary)]))
     _print_skipped(result.skipped, show_all=args.show_skipped)
     if args.jobs_out:
@@ -143,15 +169,13 @@ def _cmd_demo(args) -> int:
 
 def _cmd_check(args) -> int:
     import pandas as pd
-    from .cluster import Cluster
-    from .swf import read_swf
     from .verify import check_frame
-    trace = read_swf(args.trace, procs=args.procs)
+    cluster, jobs, _ = _load_trace(args.trace, procs=args.procs, cluster_spec=args.cluster)
     try:
         frame = pd.read_csv(args.jobs_csv, keep_default_na=False, index_col=False)
     except (ValueError, pd.errors.ParserError) as e:   # EmptyDataError is a ValueError
         raise InputError(f"not a jobs CSV: {str(e).strip()}", file=args.jobs_csv) from None
-    report = check_frame(Cluster.homogeneous(trace.procs), trace.jobs, frame,
+    report = check_frame(cluster, jobs, frame,
                          source=args.jobs_csv, policy=args.policy,
                          reserve_depth=args.reserve_depth)
     print(report)

@@ -15,7 +15,11 @@ Choices the benchmark text leaves open, fixed here:
 * the offered load counts what jobs really use, ``gpus x min(runtime, limit)``:
   the arrival rate is ``load x total_gpus / mean(that)`` per second, computed
   from the drawn jobs; arrivals are a Poisson process, submit times are the
-  floor of the cumulative exponential gaps, the first at 0.
+  floor of the cumulative exponential gaps, the first at 0;
+* user ``u`` (0..1999) is named ``user{u+1:04d}``, belongs to account
+  ``acct{u//10+1:03d}``, which belongs to ``org{u//100+1:02d}``; the Workload
+  lists only the users, accounts and organisations that submit jobs, in name
+  order, so that indices are the same after a round trip through CSV.
 """
 from __future__ import annotations
 
@@ -164,11 +168,15 @@ def ai_mix(cluster: Cluster, num_jobs: int, seed: int = 0, load: float = 1.05) -
     # --- users: truncated Zipf(1.2) over 2,000 users, ranks shuffled by the seed
     rank_to_user = rng.permutation(NUM_USERS)
     rank = rng.choice(NUM_USERS, size=n, p=_zipf_probabilities(NUM_USERS, ZIPF_EXPONENT))
-    user = rank_to_user[rank].astype(np.int32)
-    account = (user // USERS_PER_ACCOUNT).astype(np.int32)
-    num_accounts = NUM_USERS // USERS_PER_ACCOUNT
-    org_of_account = (np.arange(num_accounts) // ACCOUNTS_PER_ORG).astype(np.int32)
-    num_orgs = num_accounts // ACCOUNTS_PER_ORG
+    uid = rank_to_user[rank]                                   # 0..1999
+    # only users (accounts, orgs) that submit jobs are listed, in name order, so that
+    # indices survive a round trip through the CSV file
+    used_users = np.unique(uid)
+    used_accounts = np.unique(used_users // USERS_PER_ACCOUNT)
+    used_orgs = np.unique(used_accounts // ACCOUNTS_PER_ORG)
+    user = np.searchsorted(used_users, uid).astype(np.int32)
+    account = np.searchsorted(used_accounts, uid // USERS_PER_ACCOUNT).astype(np.int32)
+    org_of_account = np.searchsorted(used_orgs, used_accounts // ACCOUNTS_PER_ORG)
 
     # --- arrivals: Poisson at the rate giving the offered load
     gaps = rng.exponential(1.0, size=n)
@@ -187,10 +195,10 @@ def ai_mix(cluster: Cluster, num_jobs: int, seed: int = 0, load: float = 1.05) -
         partition=partition, user=user)
     return Workload(
         jobs=jobs, account=account,
-        user_names=[f"user{u:04d}" for u in range(1, NUM_USERS + 1)],
-        account_names=[f"acct{a:03d}" for a in range(1, num_accounts + 1)],
+        user_names=[f"user{u + 1:04d}" for u in used_users.tolist()],
+        account_names=[f"acct{a + 1:03d}" for a in used_accounts.tolist()],
         org_of_account=org_of_account,
-        org_names=[f"org{o:02d}" for o in range(1, num_orgs + 1)])
+        org_names=[f"org{o + 1:02d}" for o in used_orgs.tolist()])
 
 
 # --------------------------------------------------------------------------- CLI
