@@ -268,15 +268,18 @@ cdef int64_t _pass_profile(int64_t now, int64_t[::1] queue, int64_t qlen, int64_
                            int64_t[::1] rt, int64_t[::1] rn, int64_t m,
                            int64_t reserve_depth, int64_t[::1] suffix_min,
                            int64_t[::1] pt, int64_t[::1] pf,
-                           int64_t[::1] starts, int64_t[::1] planned) noexcept nogil:
+                           int64_t[::1] starts, int64_t[::1] planned,
+                           bint stop_at_first_reservation) noexcept nogil:
     """EASY with ``reserve_depth`` reservations, or conservative (depth >= queue).
 
     Each job in order either fits now (and starts), or gets a reservation at
     its earliest start while fewer than ``reserve_depth`` were made, or is
-    skipped. ``planned[job]`` receives the reserved start (or now).
+    skipped. ``planned[job]`` receives the planned start (now, or the
+    reservation) of every job that got one.
     The walk stops once no later job could start now (fewer free nodes now
-    than the smallest later request), since reservations after that point
-    cannot change this pass's starts.
+    than the smallest later request): reservations after that point cannot
+    change this pass's starts. (A what-if plan passes zeros as suffix_min.)
+    ``stop_at_first_reservation`` gives FCFS: nothing passes a blocked head.
     """
     cdef int64_t size = _profile_build(now, free, rt, rn, m, pt, pf)
     cdef int64_t q, job, i, nstart = 0, reserved = 0
@@ -297,6 +300,8 @@ cdef int64_t _pass_profile(int64_t now, int64_t[::1] queue, int64_t qlen, int64_
         if i == 0:
             starts[nstart] = job
             nstart += 1
+        elif stop_at_first_reservation:
+            break
     return nstart
 
 
@@ -439,7 +444,8 @@ def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
                                              suffix_min, starts)
                     else:
                         nstart = _pass_profile(now, queue, qlen, free, procs, limit, rt, rn, m,
-                                               depth, suffix_min, pt, pf, starts, planned)
+                                               depth, suffix_min, pt, pf, starts, planned,
+                                               False)
                     free = _start_jobs(now, starts, nstart, procs, limit, runtime, offsets, start,
                                        end, alloc, free, free_bits, &first_word, rt, rn,
                                        &m, ev_key, ev_job, &nev)
@@ -470,37 +476,23 @@ def plan_pool(int64_t now, int64_t free_now, const int64_t[::1] release_time,
     policy, reserve_depth                 as for simulate_pool; "fcfs" plans only the head
 
     Returns (outcome int8[q], planned_start int64[q]): outcome 0 = start now,
-    1 = reserved to start at planned_start, 2 = blocked (not planned).
+    1 = reserved to start at planned_start, 2 = blocked (not planned, start -1).
     """
-    cdef int64_t q = procs_in.shape[0], m = release_time.shape[0], j, i, reserved = 0
-    cdef int64_t depth = reserve_depth if policy == POLICY_EASY else (q + 1 if policy == POLICY_CONSERVATIVE else 1)
-    outcome_arr = np.full(q, 2, dtype=np.int8)
+    cdef int64_t q = procs_in.shape[0], m = release_time.shape[0]
+    cdef int64_t depth = reserve_depth if policy == POLICY_EASY else q + 1
     planned_arr = np.full(q, -1, dtype=np.int64)
-    cdef signed char[::1] outcome = outcome_arr
     cdef int64_t[::1] planned = planned_arr
+    cdef int64_t[::1] queue = np.arange(q, dtype=np.int64)
+    cdef int64_t[::1] no_stop = np.zeros(q + 1, dtype=np.int64)
+    cdef int64_t[::1] starts = np.empty(q + 1, dtype=np.int64)
     cdef int64_t[::1] procs = np.ascontiguousarray(procs_in, dtype=np.int64)
     cdef int64_t[::1] limit = np.ascontiguousarray(limit_in, dtype=np.int64)
     cdef int64_t[::1] rt = np.ascontiguousarray(release_time, dtype=np.int64)
     cdef int64_t[::1] rn = np.ascontiguousarray(release_nodes, dtype=np.int64)
     cdef int64_t[::1] pt = np.empty(m + q + 2, dtype=np.int64)
     cdef int64_t[::1] pf = np.empty(m + q + 2, dtype=np.int64)
-    cdef int64_t size
-    cdef bint blocked = False
     with nogil:
-        size = _profile_build(now, free_now, rt, rn, m, pt, pf)
-        for j in range(q):
-            if policy == POLICY_FCFS and blocked:
-                break
-            if reserved < depth:
-                i = _profile_earliest(pt, pf, size, procs[j], limit[j])
-            elif _profile_fits_now(pt, pf, size, procs[j], limit[j]):
-                i = 0
-            else:
-                continue
-            if i > 0:
-                reserved += 1
-                blocked = True
-            planned[j] = pt[i]
-            outcome[j] = 0 if i == 0 else 1
-            _profile_reserve(pt, pf, &size, i, procs[j], limit[j])
-    return outcome_arr, planned_arr
+        _pass_profile(now, queue, q, free_now, procs, limit, rt, rn, m, depth, no_stop,
+                      pt, pf, starts, planned, policy == POLICY_FCFS)
+    outcome = np.where(planned_arr == now, 0, np.where(planned_arr > now, 1, 2)).astype(np.int8)
+    return outcome, planned_arr
