@@ -12,10 +12,13 @@ Public API (everything else is private)::
 """
 from .cluster import Cluster, ClusterState, NodeState, Partition
 from .errors import FastschedError, InputError, UnsupportedError
+from .fairshare import AssociationTree, Usage, classic, fair_tree
 from .generate import ai_cluster, ai_mix
 from .hostlist import compress as compress_hostlist, expand as expand_hostlist
 from .jobs import JobRequest, JobTable
 from .policies import POLICIES
+from .priority import (RESEARCH_ORDERS, PriorityWeights, multifactor, research_order,
+                       research_queue)
 from .results import SimulationResult
 from .schedule import Schedule
 from .scheduler import Decisions, Scheduler, StaleDecisionsError
@@ -37,4 +40,6 @@ __all__ = [
     "compress_hostlist", "expand_hostlist",
     "ai_cluster", "ai_mix", "Workload", "read_cluster", "write_cluster", "read_workload",
     "write_workload",
+    "AssociationTree", "Usage", "fair_tree", "classic",
+    "PriorityWeights", "multifactor", "research_order", "research_queue", "RESEARCH_ORDERS",
 ]
