@@ -20,6 +20,7 @@ from .policies import POLICIES
 from .priority import (RESEARCH_ORDERS, PriorityWeights, multifactor, research_order,
                        research_queue)
 from .results import SimulationResult
+from .sbatch import NormalisedRequest, SlurmRequest, normalise, parse_args, parse_script, to_job_request
 from .schedule import Schedule
 from .scheduler import Decisions, Scheduler, StaleDecisionsError
 from .sim import simulate, simulate_swf
@@ -41,5 +42,7 @@ __all__ = [
     "ai_cluster", "ai_mix", "Workload", "read_cluster", "write_cluster", "read_workload",
     "write_workload",
     "AssociationTree", "Usage", "fair_tree", "classic",
+    "SlurmRequest", "NormalisedRequest", "parse_args", "parse_script", "normalise",
+    "to_job_request",
     "PriorityWeights", "multifactor", "research_order", "research_queue", "RESEARCH_ORDERS",
 ]

@@ -95,7 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     b.set_defaults(run=_cmd_bench)
 
     from .generate import add_generate_parser
+    from .sbatch import add_sbatch_parser
     add_generate_parser(sub)
+    add_sbatch_parser(sub)
     return p
 
 
