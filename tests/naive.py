@@ -203,3 +203,80 @@ def simulate(jobs: list[NaiveJob], procs: int, policy: str,
             running = [(job, start) for job, start in running if job.job_id not in zero_ids]
     assert not queue, "unreachable: on an empty machine every pass starts the head"
     return result
+
+
+# ---- the policy checks of fastsched.verify, restated (twin of its Numba kernels) ----
+#
+# What fastsched.verify's module docstring promises, written as directly as
+# possible: no sweep, no incremental profile; every instant is rebuilt from
+# scratch out of the schedule. Only the job counts matter (num_nodes = procs).
+
+POLICY_KINDS = ("fcfs_order", "reservation_delayed", "could_start")
+
+
+def _window(job):
+    """The job as the checks see it when asking "does it fit?": a job needs its
+    nodes at the instant it starts, so a window is never shorter than 1."""
+    return NaiveJob(job.job_id, job.submit, job.procs, max(job.limit, 1), job.runtime)
+
+
+def check_policy(jobs: list[NaiveJob], schedule: dict[int, tuple[int, int]], procs: int,
+                 policy: str, reserve_depth: int = 1) -> list[tuple[str, int]]:
+    """The policy violations fastsched.verify must report for ``schedule``
+    (job_id -> (start, end), -1 for a job that never started) on ``procs``
+    interchangeable nodes, as sorted (kind, job_id) pairs.
+
+    * Jobs that never started or started before their submit are left out:
+      they are neither judged nor ever waiting (they may still be running).
+    * ``fcfs``: a judged job j violates ``fcfs_order`` if an earlier-queued,
+      judged job started later than j.
+    * ``easy`` / ``conservative``: for each judged job j, at t = start(j),
+      unless some started job of zero length (end <= start) started at t:
+      the plan = every started job with start < t < end, and every started
+      job with start == t, earlier in queue order than j and end > start, each
+      over [start, start + limit). The first ``reserve_depth`` (easy) / all
+      (conservative) earlier-queued judged jobs with submit <= t < start are
+      reserved, in queue order, at their earliest fitting s >= t (added to the
+      plan over [s, s + limit)); one reserved at t is ``could_start``. Then j
+      must fit over [t, t + limit) in the plan, else ``reservation_delayed``.
+    """
+    if policy not in ("fcfs", "easy", "conservative"):
+        raise ValueError(f"unknown policy {policy!r}")
+    queue = sorted(jobs, key=lambda job: (job.submit, job.job_id))
+    start = {job.job_id: schedule[job.job_id][0] for job in jobs}
+    end = {job.job_id: schedule[job.job_id][1] for job in jobs}
+    started = [job for job in queue if start[job.job_id] >= 0]
+    judged = [job for job in started if start[job.job_id] >= job.submit]
+    found = set()
+
+    if policy == "fcfs":
+        for k, j in enumerate(judged):
+            if any(start[i.job_id] > start[j.job_id] for i in judged[:k]):
+                found.add(("fcfs_order", j.job_id))
+        return sorted(found)
+
+    depth = len(jobs) if policy == "conservative" else reserve_depth
+    zero_instants = {start[job.job_id] for job in started if end[job.job_id] <= start[job.job_id]}
+    for j in judged:
+        t = start[j.job_id]
+        if t in zero_instants:
+            continue
+        before_j = queue[:queue.index(j)]
+        plan = []
+        for i in started:
+            s, e = start[i.job_id], end[i.job_id]
+            running = s < t < e
+            placed_before_j = s == t and i in before_j and e > s
+            if running or placed_before_j:
+                plan.append((s, s + i.limit, i.procs))
+        waiting = [w for w in before_j if w in judged and w.submit <= t < start[w.job_id]]
+        for w in waiting[:depth]:
+            if w.procs > procs:
+                continue                     # never fits: no reservation
+            s = _earliest_start(t, _window(w), plan, procs)
+            if s == t:
+                found.add(("could_start", w.job_id))
+            plan.append((s, s + w.limit, w.procs))
+        if not _fits(t, _window(j), plan, procs):
+            found.add(("reservation_delayed", j.job_id))
+    return sorted(found)

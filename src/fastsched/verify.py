@@ -50,6 +50,9 @@ What the checks do NOT guarantee:
   they need ``cluster.is_homogeneous()``; jobs that never started and jobs that
   started before their submit are reported by the basic checks and left out of
   the policy checks (they neither wait in nor are judged by them).
+* a job whose start overcommits the machine together with the jobs already
+  running is reported as ``overcommit`` only: no plan exists at that instant,
+  so neither it nor the waiting jobs are judged there.
 """
 from __future__ import annotations
 
@@ -483,11 +486,6 @@ def _policy(cluster, jobs, start, end, policy, reserve_depth, out):
     qpos[qorder] = np.arange(n, dtype=np.int64)
     eligible = start >= 0
     check = eligible & (start >= submit)
-    # An instant where a zero-length job started may have had several passes
-    # (the job ends at once and the scheduler runs again): the plan of each pass
-    # cannot be rebuilt from the schedule alone, so such instants are not judged.
-    zero_t = np.unique(start[eligible & (end <= start)])
-    check &= ~np.isin(start, zero_t)
     jid = jobs.job_id
     if policy == "fcfs":
         blocker = _fcfs_kernel(start, eligible, check, qorder)
@@ -498,6 +496,12 @@ def _policy(cluster, jobs, start, end, policy, reserve_depth, out):
                 f"job {jid[j]} started at {start[j]} while earlier-queued job {jid[b]} "
                 f"(submitted {submit[b]}) was waiting until {start[b]}"))
         return
+    # An instant where a zero-length job started may have had several passes
+    # (the job ends at once and the scheduler runs again): the plan of each pass
+    # cannot be rebuilt from the schedule alone, so the reservation checks skip
+    # such instants (fcfs order, above, needs no plan and covers them).
+    zero_t = np.unique(start[eligible & (end <= start)])
+    check &= ~np.isin(start, zero_t)
     depth = n + 1 if policy == "conservative" else int(reserve_depth)
     if depth < 1:
         return
