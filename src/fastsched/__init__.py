@@ -16,6 +16,8 @@ from .fairshare import AssociationTree, Usage, classic, fair_tree
 from .generate import ai_cluster, ai_mix
 from .hostlist import compress as compress_hostlist, expand as expand_hostlist
 from .jobs import JobRequest, JobTable
+from .launch import Allocation, allocate_local, task_environments
+from .launch import run as launch_run
 from .policies import POLICIES
 from .priority import (RESEARCH_ORDERS, PriorityWeights, multifactor, research_order,
                        research_queue)
@@ -42,6 +44,7 @@ __all__ = [
     "ai_cluster", "ai_mix", "Workload", "read_cluster", "write_cluster", "read_workload",
     "write_workload",
     "AssociationTree", "Usage", "fair_tree", "classic",
+    "Allocation", "allocate_local", "task_environments", "launch_run",
     "SlurmRequest", "NormalisedRequest", "parse_args", "parse_script", "normalise",
     "to_job_request",
     "PriorityWeights", "multifactor", "research_order", "research_queue", "RESEARCH_ORDERS",

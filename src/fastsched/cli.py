@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .errors import FastschedError, InputError
@@ -28,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     except FastschedError as e:
         print(f"fastsched: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:               # e.g. `fastsched ... | head`: not an error
+        sys.stdout = open(os.devnull, "w")
+        return 0
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
         print(f"fastsched: error: {where}{e.strerror or e}", file=sys.stderr)
@@ -95,9 +99,11 @@ def _parser() -> argparse.ArgumentParser:
     b.set_defaults(run=_cmd_bench)
 
     from .generate import add_generate_parser
+    from .launch import add_run_parser
     from .sbatch import add_sbatch_parser
     add_generate_parser(sub)
     add_sbatch_parser(sub)
+    add_run_parser(sub)
     return p
 
 

@@ -1,0 +1,647 @@
+"""The node-level (GPU-granular) engine: heterogeneous nodes, overlapping
+partitions, partial-node jobs, unavailable nodes.
+
+Semantics: docs/gpu-semantics.md; the executable definition is
+``tests/naive_nodes.py``, and this engine must give identical starts, nodes
+and GPU masks. The whole event loop runs inside one Numba function.
+
+Data layout (all flat NumPy arrays, one row per node):
+
+* free now: ``fg/fc/fm`` (GPUs, CPUs, MB not used by running jobs) and
+  ``fmask`` (bit k set = GPU k free);
+* running jobs per node: ``RT/RG/RC/RM/RJ[node, :rlen[node]]`` = planned end
+  and (g, c, m) of each running job on the node, sorted by planned end;
+* the pass's work profile per node: breakpoints ``WT[node, k]`` with the free
+  (g, c, m) from ``WT[node, k]`` to ``WT[node, k + 1]`` (the last segment runs
+  forever). It is rebuilt lazily, the first time a pass touches a node, from
+  the running jobs, and then receives the pass's starts and reservations.
+
+Speed: a job can only start now if its partition has N nodes whose free-now
+resources (running jobs only) cover its request. Those counts are computed per
+request *type* (partition, g, c, m) and cached until the next start; a pass is
+skipped when no queued job passes, and the walk stops after the last that does
+(what follows cannot change this pass's starts).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .cluster import Cluster, NodeState
+from .errors import InputError
+from .jobs import JobTable
+
+__all__ = ["simulate_nodes", "check_node_jobs", "node_availability", "POLICY_CODES"]
+
+POLICY_CODES = {"fcfs": 0, "easy": 1, "conservative": 2}
+_FCFS, _EASY, _CONS = 0, 1, 2
+_INF = np.int64(1) << np.int64(62)
+
+
+# --------------------------------------------------------------------------- inputs
+
+def node_availability(cluster: Cluster, available=None) -> np.ndarray:
+    """Per-node bool: usable by the scheduler.
+
+    ``available``: None (all nodes), a bool array, or an integer array of
+    :class:`NodeState` codes (available iff ``UP``).
+    """
+    n = cluster.num_nodes
+    if available is None:
+        return np.ones(n, dtype=np.bool_)
+    a = np.asarray(available)
+    if a.shape != (n,):
+        raise InputError(f"availability has {a.size} entries for {n} nodes")
+    if a.dtype == np.bool_:
+        return a.copy()
+    return a.astype(np.int64) == int(NodeState.UP)
+
+
+def _request_types(jobs: JobTable):
+    """Distinct (partition, gpus, cpus, mem) requests and each job's type index."""
+    rows = np.stack([jobs.partition.astype(np.int64), jobs.gpus_per_node.astype(np.int64),
+                     jobs.cpus_per_node.astype(np.int64), jobs.mem_per_node.astype(np.int64)],
+                    axis=1)
+    if len(rows) == 0:
+        return np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    types, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return types, inverse.reshape(-1).astype(np.int64)
+
+
+def _partition_nodes(cluster: Cluster, avail: np.ndarray):
+    """CSR of each partition's available nodes, ascending."""
+    offsets = np.zeros(len(cluster.partitions) + 1, dtype=np.int64)
+    lists = []
+    for p, part in enumerate(cluster.partitions):
+        nodes = np.unique(np.asarray(part.nodes, dtype=np.int64))
+        nodes = nodes[(nodes >= 0) & (nodes < cluster.num_nodes)]
+        nodes = nodes[avail[nodes]]
+        lists.append(nodes)
+        offsets[p + 1] = offsets[p] + len(nodes)
+    flat = np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64)
+    return offsets, flat.astype(np.int64)
+
+
+def _reject(jobs: JobTable, bad: np.ndarray, field: str, message: str) -> None:
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        value = getattr(jobs, field)[i]
+        raise InputError(f"job {jobs.job_id[i]} " + message.format(v=value), field=field)
+
+
+def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None) -> None:
+    """Raise InputError (naming the first bad job) for a job the node engine can never run.
+
+    Beyond the basic checks (unique ids, limit >= 1, runtime >= 0, submit >= 0,
+    num_nodes >= 1, requests >= 0, a valid partition index), a job needs
+    ``num_nodes`` available nodes of its partition whose capacity covers its
+    per-node request.
+    """
+    if len(jobs) == 0:
+        return
+    ids = np.sort(jobs.job_id)
+    dup = ids[1:][ids[1:] == ids[:-1]]
+    if len(dup):
+        raise InputError(f"job id {dup[0]} appears more than once", field="job_id")
+    _reject(jobs, jobs.num_nodes < 1, "num_nodes", "asks for {v} nodes (at least 1 needed)")
+    _reject(jobs, jobs.time_limit < 1, "time_limit", "has time limit {v} s (at least 1 s needed)")
+    _reject(jobs, jobs.runtime < 0, "runtime", "has negative runtime {v}")
+    _reject(jobs, jobs.submit_time < 0, "submit_time", "has negative submit time {v}")
+    for name in ("gpus_per_node", "cpus_per_node", "mem_per_node"):
+        _reject(jobs, getattr(jobs, name) < 0, name, "asks for {v} " + name + " (negative)")
+    P = len(cluster.partitions)
+    _reject(jobs, (jobs.partition < 0) | (jobs.partition >= P), "partition",
+            f"names partition index {{v}}, the cluster has {P} partition(s)")
+    avail = node_availability(cluster, available)
+    offsets, flat = _partition_nodes(cluster, avail)
+    types, inverse = _request_types(jobs)
+    capacity = np.zeros(len(types), dtype=np.int64)
+    for k, (p, g, c, m) in enumerate(types):
+        nodes = flat[offsets[p]:offsets[p + 1]]
+        capacity[k] = int(np.count_nonzero((cluster.gpus[nodes] >= g) & (cluster.cpus[nodes] >= c)
+                                           & (cluster.mem_mb[nodes] >= m)))
+    bad = jobs.num_nodes > capacity[inverse]
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        k = inverse[i]
+        name = cluster.partitions[int(jobs.partition[i])].name
+        raise InputError(
+            f"job {jobs.job_id[i]} needs {jobs.num_nodes[i]} nodes with {jobs.gpus_per_node[i]} "
+            f"GPUs, {jobs.cpus_per_node[i]} CPUs and {jobs.mem_per_node[i]} MB in partition "
+            f"{name!r}, which has {capacity[k]} such available node(s)", field="num_nodes")
+
+
+# --------------------------------------------------------------------------- kernels
+
+@njit(cache=True)
+def _widen(A, width):
+    B = np.empty((A.shape[0], width), dtype=A.dtype)
+    B[:, :A.shape[1]] = A
+    return B
+
+
+@njit(cache=True)
+def _heap_push(key, val, size, k, v):
+    i = size
+    while i > 0:
+        parent = (i - 1) // 2
+        if key[parent] < k or (key[parent] == k and val[parent] <= v):
+            break
+        key[i] = key[parent]
+        val[i] = val[parent]
+        i = parent
+    key[i] = k
+    val[i] = v
+    return size + 1
+
+
+@njit(cache=True)
+def _heap_pop(key, val, size):
+    """Drop the smallest entry; returns the new size."""
+    size -= 1
+    k = key[size]
+    v = val[size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and (key[child + 1] < key[child] or
+                                 (key[child + 1] == key[child] and val[child + 1] < val[child])):
+            child += 1
+        if k < key[child] or (k == key[child] and v <= val[child]):
+            break
+        key[i] = key[child]
+        val[i] = val[child]
+        i = child
+    if size > 0:
+        key[i] = k
+        val[i] = v
+    return size
+
+
+@njit(cache=True)
+def _build(x, now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
+    """Work profile of node x from its running jobs (planned ends all > now)."""
+    WT[x, 0] = now
+    WG[x, 0] = fg[x]
+    WC[x, 0] = fc[x]
+    WM[x, 0] = fm[x]
+    L = 1
+    for r in range(rlen[x]):
+        if RT[x, r] == WT[x, L - 1]:
+            WG[x, L - 1] += RG[x, r]
+            WC[x, L - 1] += RC[x, r]
+            WM[x, L - 1] += RM[x, r]
+        else:
+            WT[x, L] = RT[x, r]
+            WG[x, L] = WG[x, L - 1] + RG[x, r]
+            WC[x, L] = WC[x, L - 1] + RC[x, r]
+            WM[x, L] = WM[x, L - 1] + RM[x, r]
+            L += 1
+    wlen[x] = L
+
+
+@njit(cache=True)
+def _split(x, t, WT, WG, WC, WM, wlen):
+    """Make t (>= WT[x, 0]) a breakpoint of node x; return its index. Needs room for one more."""
+    L = wlen[x]
+    k = L - 1
+    while WT[x, k] > t:
+        k -= 1
+    if WT[x, k] == t:
+        return k
+    for r in range(L, k + 1, -1):
+        WT[x, r] = WT[x, r - 1]
+        WG[x, r] = WG[x, r - 1]
+        WC[x, r] = WC[x, r - 1]
+        WM[x, r] = WM[x, r - 1]
+    WT[x, k + 1] = t
+    WG[x, k + 1] = WG[x, k]
+    WC[x, k + 1] = WC[x, k]
+    WM[x, k + 1] = WM[x, k]
+    wlen[x] = L + 1
+    return k + 1
+
+
+@njit(cache=True)
+def _hold(x, s, e, g, c, m, WT, WG, WC, WM, wlen):
+    a = _split(x, s, WT, WG, WC, WM, wlen)
+    b = _split(x, e, WT, WG, WC, WM, wlen)
+    for k in range(a, b):
+        WG[x, k] -= g
+        WC[x, k] -= c
+        WM[x, k] -= m
+
+
+@njit(cache=True)
+def _segment_at(x, t, WT, wlen):
+    k = wlen[x] - 1
+    while WT[x, k] > t:
+        k -= 1
+    return k
+
+
+@njit(cache=True)
+def _lex_order(k0, k1, k2, k3, count):
+    """Order of 0..count-1 by (k0, k1, k2, k3, position): stable sorts, least significant first."""
+    order = np.arange(count)
+    for key in (k3, k2, k1, k0):
+        sub = key[order]
+        order = order[np.argsort(sub, kind="mergesort")]
+    return order
+
+
+@njit(cache=True)
+def _plan_job(now, g, c, m, d, need, only_now, plist, capG, capC, capM,
+              WT, WG, WC, WM, wlen, stamp, pass_id, RT, RG, RC, RM, rlen, fg, fc, fm, chosen):
+    """Earliest start of a job (or only "now?" when ``only_now``); fills ``chosen[:need]``
+    with its nodes, ascending. Returns the start, or -1 (only_now and it does not fit)."""
+    P = plist.shape[0]
+    # --- fits now?
+    cand = np.empty(P, dtype=np.int64)
+    nc = 0
+    for i in range(P):
+        x = plist[i]
+        if capG[x] < g or capC[x] < c or capM[x] < m:
+            continue
+        if stamp[x] != pass_id:
+            _build(x, now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
+            stamp[x] = pass_id
+        if WG[x, 0] < g or WC[x, 0] < c or WM[x, 0] < m:
+            continue
+        ok = True
+        k = 1
+        L = wlen[x]
+        while k < L and WT[x, k] < now + d:
+            if WG[x, k] < g or WC[x, k] < c or WM[x, k] < m:
+                ok = False
+                break
+            k += 1
+        if ok:
+            cand[nc] = x
+            nc += 1
+    if nc >= need:
+        k0 = np.zeros(nc, dtype=np.int64)
+        k1 = np.empty(nc, dtype=np.int64)
+        k2 = np.empty(nc, dtype=np.int64)
+        k3 = np.empty(nc, dtype=np.int64)
+        for i in range(nc):
+            x = cand[i]
+            k1[i] = WG[x, 0]
+            k2[i] = WC[x, 0]
+            k3[i] = WM[x, 0]
+        if need == 1:
+            best = 0
+            for i in range(1, nc):
+                if (k1[i] < k1[best] or (k1[i] == k1[best] and (k2[i] < k2[best] or (
+                        k2[i] == k2[best] and k3[i] < k3[best])))):
+                    best = i
+            chosen[0] = cand[best]
+        else:
+            order = _lex_order(k0, k1, k2, k3, nc)
+            for i in range(need):
+                chosen[i] = cand[order[i]]
+            chosen[:need].sort()
+        return now
+    if only_now:
+        return -1
+    # --- the feasible start intervals [a, b] of every eligible node
+    total = 0
+    for i in range(P):
+        x = plist[i]
+        if capG[x] >= g and capC[x] >= c and capM[x] >= m:
+            total += (wlen[x] + 1) // 2 + 1
+    ra = np.empty(total, dtype=np.int64)
+    rb = np.empty(total, dtype=np.int64)
+    rx = np.empty(total, dtype=np.int64)
+    nr = 0
+    for i in range(P):
+        x = plist[i]
+        if capG[x] < g or capC[x] < c or capM[x] < m:
+            continue
+        L = wlen[x]
+        k = 0
+        while k < L:
+            if WG[x, k] >= g and WC[x, k] >= c and WM[x, k] >= m:
+                k2 = k + 1
+                while k2 < L and WG[x, k2] >= g and WC[x, k2] >= c and WM[x, k2] >= m:
+                    k2 += 1
+                a = WT[x, k]
+                if k2 == L:
+                    ra[nr] = a
+                    rb[nr] = _INF
+                    rx[nr] = x
+                    nr += 1
+                elif WT[x, k2] - a >= d:
+                    ra[nr] = a
+                    rb[nr] = WT[x, k2] - d
+                    rx[nr] = x
+                    nr += 1
+                k = k2 + 1
+            else:
+                k += 1
+    # --- smallest t covered by `need` intervals: sweep starts, min-heap of ends
+    order = np.argsort(ra[:nr], kind="mergesort")
+    hk = np.empty(nr, dtype=np.int64)
+    hv = np.empty(nr, dtype=np.int64)
+    hs = 0
+    t = -1
+    i = 0
+    while i < nr:
+        t = ra[order[i]]
+        while i < nr and ra[order[i]] == t:
+            hs = _heap_push(hk, hv, hs, rb[order[i]], 0)
+            i += 1
+        while hs > 0 and hk[0] < t:
+            hs = _heap_pop(hk, hv, hs)
+        if hs >= need:
+            break
+        t = -1
+    # --- choose: (-run start, free at t, index)
+    k0 = np.empty(nr, dtype=np.int64)
+    k1 = np.empty(nr, dtype=np.int64)
+    k2 = np.empty(nr, dtype=np.int64)
+    k3 = np.empty(nr, dtype=np.int64)
+    cx = np.empty(nr, dtype=np.int64)
+    nc = 0
+    for r in range(nr):         # runs are in node order, each node's in time order
+        if ra[r] <= t and t <= rb[r]:
+            x = rx[r]
+            s = _segment_at(x, t, WT, wlen)
+            k0[nc] = -ra[r]
+            k1[nc] = WG[x, s]
+            k2[nc] = WC[x, s]
+            k3[nc] = WM[x, s]
+            cx[nc] = x
+            nc += 1
+    order = _lex_order(k0, k1, k2, k3, nc)
+    for i in range(need):
+        chosen[i] = cx[order[i]]
+    chosen[:need].sort()
+    return t
+
+
+@njit(cache=True)
+def _type_count(ty, tcount, type_p, type_g, type_c, type_m, poff, pflat, fg, fc, fm):
+    """Available nodes of the type's partition whose free-now (running jobs only) covers it."""
+    if tcount[ty] < 0:
+        p = type_p[ty]
+        g = type_g[ty]
+        c = type_c[ty]
+        m = type_m[ty]
+        cnt = 0
+        for i in range(poff[p], poff[p + 1]):
+            x = pflat[i]
+            if fg[x] >= g and fc[x] >= c and fm[x] >= m:
+                cnt += 1
+        tcount[ty] = cnt
+    return tcount[ty]
+
+
+@njit(cache=True)
+def _simulate(submit, limit, runtime, nn, rg, rc, rm, rp, rtype, offsets,
+              type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat, policy, depth):
+    n = submit.shape[0]
+    X = capG.shape[0]
+    start = np.full(n, -1, dtype=np.int64)
+    end = np.full(n, -1, dtype=np.int64)
+    total = 0
+    for j in range(n):
+        total += nn[j]
+    alloc_nodes = np.empty(total, dtype=np.int64)
+    alloc_mask = np.zeros(total, dtype=np.uint64)
+    fg = capG.copy()
+    fc = capC.copy()
+    fm = capM.copy()
+    fmask = np.zeros(X, dtype=np.uint64)
+    for x in range(X):
+        for b in range(capG[x]):
+            fmask[x] |= np.uint64(1) << np.uint64(b)
+    K = 8
+    WT = np.empty((X, K), dtype=np.int64)
+    WG = np.empty((X, K), dtype=np.int64)
+    WC = np.empty((X, K), dtype=np.int64)
+    WM = np.empty((X, K), dtype=np.int64)
+    wlen = np.zeros(X, dtype=np.int64)
+    R = 4
+    RT = np.empty((X, R), dtype=np.int64)
+    RG = np.empty((X, R), dtype=np.int64)
+    RC = np.empty((X, R), dtype=np.int64)
+    RM = np.empty((X, R), dtype=np.int64)
+    RJ = np.empty((X, R), dtype=np.int64)
+    rlen = np.zeros(X, dtype=np.int64)
+    stamp = np.full(X, -1, dtype=np.int64)
+    pass_id = 0
+    ntypes = type_p.shape[0]
+    tcount = np.full(ntypes, -1, dtype=np.int64)
+    queue = np.empty(n + 1, dtype=np.int64)
+    qlen = 0
+    evk = np.empty(n + 1, dtype=np.int64)
+    evj = np.empty(n + 1, dtype=np.int64)
+    nev = 0
+    maxN = 1
+    for j in range(n):
+        maxN = max(maxN, nn[j])
+    chosen = np.empty(maxN, dtype=np.int64)
+    passes = 0
+    a = 0
+    while a < n or nev > 0:
+        now = submit[a] if a < n else evk[0]
+        if nev > 0 and evk[0] < now:
+            now = evk[0]
+        while True:
+            # 1. completions
+            while nev > 0 and evk[0] == now:
+                j = evj[0]
+                nev = _heap_pop(evk, evj, nev)
+                for q in range(offsets[j], offsets[j] + nn[j]):
+                    x = alloc_nodes[q]
+                    fmask[x] |= alloc_mask[q]
+                    fg[x] += rg[j]
+                    fc[x] += rc[j]
+                    fm[x] += rm[j]
+                    w = 0
+                    for r in range(rlen[x]):
+                        if RJ[x, r] != j:
+                            RT[x, w] = RT[x, r]
+                            RG[x, w] = RG[x, r]
+                            RC[x, w] = RC[x, r]
+                            RM[x, w] = RM[x, r]
+                            RJ[x, w] = RJ[x, r]
+                            w += 1
+                    rlen[x] = w
+            # 2. arrivals
+            while a < n and submit[a] == now:
+                queue[qlen] = a
+                qlen += 1
+                a += 1
+            if qlen == 0:
+                break
+            # 3. one pass
+            tcount[:] = -1
+            last = -1
+            if policy == _FCFS:
+                last = qlen - 1
+            else:
+                for q in range(qlen - 1, -1, -1):
+                    j = queue[q]
+                    if _type_count(rtype[j], tcount, type_p, type_g, type_c, type_m,
+                                   poff, pflat, fg, fc, fm) >= nn[j]:
+                        last = q
+                        break
+            if last < 0:
+                break
+            passes += 1
+            pass_id += 1
+            reserved = 0
+            nstarted = 0
+            for q in range(last + 1):
+                j = queue[q]
+                plist = pflat[poff[rp[j]]:poff[rp[j] + 1]]
+                maybe_now = _type_count(rtype[j], tcount, type_p, type_g, type_c, type_m,
+                                        poff, pflat, fg, fc, fm) >= nn[j]
+                if policy == _FCFS:
+                    if not maybe_now:
+                        break
+                    only_now = True
+                elif policy == _EASY:
+                    if reserved >= depth:
+                        if not maybe_now:
+                            continue
+                        only_now = True
+                    else:
+                        only_now = False
+                else:
+                    only_now = False
+                # room for two more breakpoints on every node
+                need_w = 0
+                for i in range(plist.shape[0]):
+                    need_w = max(need_w, wlen[plist[i]] + 2, rlen[plist[i]] + 3)
+                if need_w > K:
+                    while K < need_w:
+                        K *= 2
+                    WT = _widen(WT, K)
+                    WG = _widen(WG, K)
+                    WC = _widen(WC, K)
+                    WM = _widen(WM, K)
+                t = _plan_job(now, rg[j], rc[j], rm[j], limit[j], nn[j], only_now, plist,
+                              capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
+                              RT, RG, RC, RM, rlen, fg, fc, fm, chosen)
+                if t < 0:
+                    if policy == _FCFS:
+                        break
+                    continue
+                for i in range(nn[j]):
+                    _hold(chosen[i], t, t + limit[j], rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
+                if t > now:
+                    reserved += 1
+                    continue
+                # start j now on `chosen`
+                start[j] = now
+                end[j] = now + min(runtime[j], limit[j])
+                pe = now + limit[j]
+                for i in range(nn[j]):
+                    x = chosen[i]
+                    o = offsets[j] + i
+                    alloc_nodes[o] = x
+                    taken = np.uint64(0)
+                    left = rg[j]
+                    free_bits = fmask[x]
+                    b = 0
+                    while left > 0:
+                        bit = np.uint64(1) << np.uint64(b)
+                        if free_bits & bit:
+                            taken |= bit
+                            left -= 1
+                        b += 1
+                    alloc_mask[o] = taken
+                    fmask[x] &= ~taken
+                    fg[x] -= rg[j]
+                    fc[x] -= rc[j]
+                    fm[x] -= rm[j]
+                    if rlen[x] + 1 > R:
+                        R *= 2
+                        RT = _widen(RT, R)
+                        RG = _widen(RG, R)
+                        RC = _widen(RC, R)
+                        RM = _widen(RM, R)
+                        RJ = _widen(RJ, R)
+                    r = rlen[x]
+                    while r > 0 and RT[x, r - 1] > pe:
+                        RT[x, r] = RT[x, r - 1]
+                        RG[x, r] = RG[x, r - 1]
+                        RC[x, r] = RC[x, r - 1]
+                        RM[x, r] = RM[x, r - 1]
+                        RJ[x, r] = RJ[x, r - 1]
+                        r -= 1
+                    RT[x, r] = pe
+                    RG[x, r] = rg[j]
+                    RC[x, r] = rc[j]
+                    RM[x, r] = rm[j]
+                    RJ[x, r] = j
+                    rlen[x] += 1
+                nev = _heap_push(evk, evj, nev, end[j], j)
+                nstarted += 1
+                tcount[:] = -1
+            if nstarted > 0:
+                w = 0
+                for q in range(qlen):
+                    if start[queue[q]] < 0:
+                        queue[w] = queue[q]
+                        w += 1
+                qlen = w
+            # zero-length jobs end now: complete them and pass again
+            if nev == 0 or evk[0] != now:
+                break
+    return start, end, alloc_nodes, alloc_mask, passes
+
+
+# --------------------------------------------------------------------------- API
+
+def simulate_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,
+                   available=None, *, return_passes: bool = False):
+    """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular).
+
+    ``policy``: "fcfs", "easy" (``reserve_depth`` reservations per pass) or
+    "conservative". ``available``: see :func:`node_availability` (static for
+    the whole run). Validates with :func:`check_node_jobs`.
+
+    Returns, in the caller's job order, ``(start int64[n], end int64[n],
+    alloc_offsets int64[n+1], alloc_nodes int64[sum N], alloc_gpu_mask
+    uint64[sum N])``: job i ran on ``alloc_nodes[alloc_offsets[i]:alloc_offsets[i+1]]``
+    (ascending), using GPU bits ``alloc_gpu_mask`` there (bit k = GPU k).
+    With ``return_passes`` a sixth item: the number of scheduling passes run.
+    """
+    if policy not in POLICY_CODES:
+        raise InputError(f"unknown policy {policy!r}; choose one of {sorted(POLICY_CODES)}",
+                         field="policy")
+    if isinstance(reserve_depth, bool) or not isinstance(reserve_depth, (int, np.integer)) \
+            or reserve_depth < 1:
+        raise InputError(f"reserve_depth must be an integer >= 1, got {reserve_depth!r}",
+                         field="reserve_depth")
+    check_node_jobs(cluster, jobs, available)
+    n = len(jobs)
+    avail = node_availability(cluster, available)
+    poff, pflat = _partition_nodes(cluster, avail)
+    types, rtype = _request_types(jobs)
+    order = np.lexsort((jobs.job_id, jobs.submit_time))
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(jobs.num_nodes, out=offsets[1:])
+
+    def q(a):
+        return np.ascontiguousarray(np.asarray(a)[order], dtype=np.int64)
+
+    depth = int(reserve_depth) if policy == "easy" else n + 1
+    start, end, alloc_nodes, alloc_mask, passes = _simulate(
+        q(jobs.submit_time), q(jobs.time_limit), q(jobs.runtime), q(jobs.num_nodes),
+        q(jobs.gpus_per_node), q(jobs.cpus_per_node), q(jobs.mem_per_node), q(jobs.partition),
+        q(rtype), q(offsets[:-1]),
+        np.ascontiguousarray(types[:, 0]), np.ascontiguousarray(types[:, 1]),
+        np.ascontiguousarray(types[:, 2]), np.ascontiguousarray(types[:, 3]),
+        cluster.gpus.astype(np.int64), cluster.cpus.astype(np.int64),
+        cluster.mem_mb.astype(np.int64), poff, pflat, POLICY_CODES[policy], np.int64(depth))
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(n)
+    out = (start[inverse], end[inverse], offsets, alloc_nodes, alloc_mask)
+    return out + (int(passes),) if return_passes else out

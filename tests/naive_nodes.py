@@ -1,0 +1,233 @@
+"""The slow, obviously-correct twin of the node-level engine (``fastsched.nodeplan``).
+
+THE DEFINITION of the GPU-granular semantics (docs/gpu-semantics.md says the same
+in words). Plain Python lists and dicts, no cleverness: every question ("how much
+is free on node n at instant t?") is answered by summing over intervals.
+
+* Node n has capacity (G_n GPUs, C_n CPUs, M_n MB), belongs to every partition
+  whose ``nodes`` contain it, and is available or not (never used when not).
+* A job asks for N nodes of its partition p with (g, c, m) on each, for a limit
+  d >= 1; its actual end is start + min(runtime, d), its planned end start + d.
+* Plans hold (g, c, m) on concrete nodes over half-open [begin, begin + d):
+  running jobs (planned, from their start), jobs started in this pass, and
+  reservations made earlier in this pass.
+* A node is *eligible* for a job when it is available, in the job's partition,
+  and its capacity is at least the request. It is *free for the job over [s, e)*
+  when at every instant of [s, e) its capacity minus the plan's holds covers
+  (g, c, m). A job *fits at t* when N eligible nodes are free for it over
+  [t, t + d). Its *earliest start* is the smallest t >= now at which it fits.
+* Node choice at t: the feasible nodes sorted by
+  (-run_start, free GPUs at t, free CPUs at t, free MB at t, node index), the
+  first N, where run_start is the smallest s with now <= s <= t such that the
+  node is free for the job over [s, t + d). At t == now every run_start is now,
+  so this is plain best fit; for t > now it prefers nodes that free up closest
+  before t and leaves nodes idle now for backfill. Nodes are reported ascending.
+* GPU indices: a starting job takes, on each node, the lowest-numbered GPU
+  indices not used by running jobs. Reservations hold counts only.
+* Passes (queue order: submit, then job id) and the event loop are those of
+  ``tests/naive.py``: fcfs stops at the first job that does not fit now; easy
+  starts what fits now, reserves the first ``reserve_depth`` jobs that do not
+  (at their earliest start) and skips the rest (the profile formulation for
+  every depth, including 1: there is no Lifka shadow/extra special case);
+  conservative gives every job its earliest start and starts those at now.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NaiveNodeJob:
+    job_id: int
+    submit: int
+    nodes: int          # N >= 1
+    gpus: int = 0       # per node
+    cpus: int = 1       # per node
+    mem: int = 0        # MB per node
+    limit: int = 1      # >= 1, what planning uses
+    runtime: int = 0    # >= 0, what really happens (capped at limit)
+    partition: int = 0  # index into cluster.partitions
+
+    def duration(self) -> int:
+        return min(self.runtime, self.limit)
+
+
+def jobs_from_table(table) -> list[NaiveNodeJob]:
+    """NaiveNodeJobs from a :class:`fastsched.jobs.JobTable`."""
+    return [NaiveNodeJob(job_id=int(table.job_id[i]), submit=int(table.submit_time[i]),
+                         nodes=int(table.num_nodes[i]), gpus=int(table.gpus_per_node[i]),
+                         cpus=int(table.cpus_per_node[i]), mem=int(table.mem_per_node[i]),
+                         limit=int(table.time_limit[i]), runtime=int(table.runtime[i]),
+                         partition=int(table.partition[i]))
+            for i in range(len(table))]
+
+
+def _as_job(job) -> NaiveNodeJob:
+    return job if isinstance(job, NaiveNodeJob) else NaiveNodeJob(**job)
+
+
+@dataclass
+class _Node:
+    gpus: int
+    cpus: int
+    mem: int
+    partitions: set
+    available: bool
+
+
+def _nodes_of(cluster, available) -> list[_Node]:
+    nodes = []
+    for n in range(cluster.num_nodes):
+        parts = {p for p, part in enumerate(cluster.partitions) if n in set(int(x) for x in part.nodes)}
+        ok = True if available is None else bool(available[n])
+        nodes.append(_Node(int(cluster.gpus[n]), int(cluster.cpus[n]), int(cluster.mem_mb[n]),
+                           parts, ok))
+    return nodes
+
+
+# ---- the plan: per node, a list of holds (begin, end, gpus, cpus, mem), half-open ----
+
+def _free_at(node, holds, t):
+    g = node.gpus - sum(h[2] for h in holds if h[0] <= t < h[1])
+    c = node.cpus - sum(h[3] for h in holds if h[0] <= t < h[1])
+    m = node.mem - sum(h[4] for h in holds if h[0] <= t < h[1])
+    return g, c, m
+
+
+def _eligible(node, job):
+    return (node.available and job.partition in node.partitions
+            and node.gpus >= job.gpus and node.cpus >= job.cpus and node.mem >= job.mem)
+
+
+def _free_over(node, holds, job, s, e):
+    """Is the job's request free on the node at every instant of [s, e)? Free
+    capacity only drops where a hold begins, so s and those beginnings suffice."""
+    instants = [s] + [h[0] for h in holds if s < h[0] < e]
+    for t in instants:
+        g, c, m = _free_at(node, holds, t)
+        if g < job.gpus or c < job.cpus or m < job.mem:
+            return False
+    return True
+
+
+def _feasible_nodes(nodes, plan, job, t):
+    return [n for n, node in enumerate(nodes)
+            if _eligible(node, job) and _free_over(node, plan[n], job, t, t + job.limit)]
+
+
+def _earliest_start(now, nodes, plan, job):
+    """The first instant at which a job can fit is now or the end of some hold."""
+    candidates = {now}
+    for n, node in enumerate(nodes):
+        if _eligible(node, job):
+            candidates |= {h[1] for h in plan[n] if h[1] > now}
+    for t in sorted(candidates):
+        if len(_feasible_nodes(nodes, plan, job, t)) >= job.nodes:
+            return t
+    raise AssertionError("unreachable: check_node_jobs guarantees enough eligible nodes")
+
+
+def _run_start(now, node, holds, job, t):
+    """Smallest s in [now, t] with the request free over [s, t + d): now or a hold's end."""
+    for s in sorted({now} | {h[1] for h in holds if now < h[1] <= t}):
+        if _free_over(node, holds, job, s, t + job.limit):
+            return s
+    raise AssertionError("unreachable: s = t works")
+
+
+def _choose_nodes(now, nodes, plan, job, t):
+    def key(n):
+        return (-_run_start(now, nodes[n], plan[n], job, t),) + _free_at(nodes[n], plan[n], t) + (n,)
+    feasible = sorted(_feasible_nodes(nodes, plan, job, t), key=key)
+    return sorted(feasible[:job.nodes])
+
+
+def _fits_now(now, nodes, plan, job):
+    return len(_feasible_nodes(nodes, plan, job, now)) >= job.nodes
+
+
+def _hold(plan, job, t, chosen):
+    for n in chosen:
+        plan[n].append((t, t + job.limit, job.gpus, job.cpus, job.mem))
+
+
+# ---- one pass: returns [(job, nodes)] to start now ----
+
+def _pass(policy, depth, now, queue, nodes, running):
+    plan = [[] for _ in nodes]
+    for job, start, chosen, _ in running:
+        _hold(plan, job, start, chosen)
+    started, reservations = [], 0
+    for job in queue:
+        if policy == "fcfs":
+            if not _fits_now(now, nodes, plan, job):
+                break
+            t = now
+        elif policy == "easy":
+            if _fits_now(now, nodes, plan, job):
+                t = now
+            elif reservations < depth:
+                t = _earliest_start(now, nodes, plan, job)
+                reservations += 1
+            else:
+                continue
+        else:  # conservative
+            t = _earliest_start(now, nodes, plan, job)
+        chosen = _choose_nodes(now, nodes, plan, job, t)
+        _hold(plan, job, t, chosen)
+        if t == now:
+            started.append((job, chosen))
+    return started
+
+
+def _lowest_free_gpus(node_index, node, running, count):
+    busy = {k for _, _, chosen, gpus in running
+            for n, lst in zip(chosen, gpus) if n == node_index for k in lst}
+    free = [k for k in range(node.gpus) if k not in busy]
+    assert len(free) >= count, "unreachable: the plan said the GPUs are free"
+    return free[:count]
+
+
+# ---- the event loop ----
+
+def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None):
+    """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
+    (a fastsched.Cluster). ``available``: per-node bools (None: all available).
+
+    Returns job_id -> (start, end, [node indices ascending], [[GPU indices] per node]).
+    """
+    if policy not in ("fcfs", "easy", "conservative") or reserve_depth < 1:
+        raise ValueError(f"bad policy {policy!r} or reserve_depth {reserve_depth}")
+    jobs = [_as_job(j) for j in jobs]
+    if len({j.job_id for j in jobs}) != len(jobs):
+        raise ValueError("job ids must be unique")
+    nodes = _nodes_of(cluster, available)
+    for job in jobs:
+        if job.limit < 1 or job.runtime < 0 or job.nodes < 1:
+            raise ValueError(f"invalid job {job}")
+        if sum(_eligible(node, job) for node in nodes) < job.nodes:
+            raise ValueError(f"job {job.job_id} can never fit")
+
+    future = sorted(jobs, key=lambda j: (j.submit, j.job_id))
+    queue = []       # waiting, in (submit, job_id) order
+    running = []     # (job, start, [nodes], [[gpu indices] per node])
+    result = {}
+    while future or running:
+        now = min([j.submit for j in future[:1]]
+                  + [start + j.duration() for j, start, _, _ in running])
+        running = [r for r in running if r[1] + r[0].duration() != now]
+        while future and future[0].submit == now:
+            queue.append(future.pop(0))
+        while True:
+            started = _pass(policy, reserve_depth, now, queue, nodes, running)
+            for job, chosen in started:
+                gpus = [_lowest_free_gpus(n, nodes[n], running, job.gpus) for n in chosen]
+                queue.remove(job)
+                running.append((job, now, chosen, gpus))
+                result[job.job_id] = (now, now + job.duration(), chosen, gpus)
+            zero = {job.job_id for job, _ in started if job.duration() == 0}
+            if not zero:
+                break
+            running = [r for r in running if r[0].job_id not in zero]
+    assert not queue
+    return result

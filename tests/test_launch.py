@@ -1,0 +1,342 @@
+"""fastsched.launch: task environments worked by hand, and real local launches."""
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fastsched.errors import InputError
+from fastsched.launch import (Allocation, allocate_local, block_distribution, compress_counts,
+                              expand_counts, master_port, run, task_environments)
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+
+
+def col(envs, key):
+    return [e.get(key) for e in envs]
+
+
+# --------------------------------------------------------------------------- layout
+
+def test_three_nodes_seven_tasks_worked_by_hand():
+    # Block distribution: counts dealt round-robin (3, 2, 2), ranks numbered node by node.
+    alloc = allocate_local(3, 7, job_id=4242)
+    assert alloc.nodes == ("node001", "node002", "node003")
+    assert alloc.tasks_per_node == (3, 2, 2)
+    envs = task_environments(alloc)
+    assert len(envs) == 7
+    assert col(envs, "RANK") == ["0", "1", "2", "3", "4", "5", "6"]
+    assert col(envs, "SLURM_PROCID") == col(envs, "RANK")
+    assert col(envs, "LOCAL_RANK") == ["0", "1", "2", "0", "1", "0", "1"]
+    assert col(envs, "SLURM_LOCALID") == col(envs, "LOCAL_RANK")
+    assert col(envs, "SLURM_NODEID") == ["0", "0", "0", "1", "1", "2", "2"]
+    assert col(envs, "SLURMD_NODENAME") == ["node001"] * 3 + ["node002"] * 2 + ["node003"] * 2
+    assert col(envs, "LOCAL_WORLD_SIZE") == ["3", "3", "3", "2", "2", "2", "2"]
+    assert col(envs, "SLURM_GTIDS")[0] == "0,1,2" and col(envs, "SLURM_GTIDS")[5] == "5,6"
+    for e in envs:
+        assert e["SLURM_JOB_ID"] == "4242"
+        assert e["SLURM_NTASKS"] == e["WORLD_SIZE"] == "7"
+        assert e["SLURM_JOB_NUM_NODES"] == "3"
+        assert e["SLURM_JOB_NODELIST"] == "node[001-003]"
+        assert e["SLURM_TASKS_PER_NODE"] == "3,2(x2)"
+        assert e["MASTER_ADDR"] == "node001"
+        assert e["MASTER_PORT"] == str(10000 + 4242)
+        # no GPUs allocated: no GPU variables at all
+        assert "CUDA_VISIBLE_DEVICES" not in e and "SLURM_JOB_GPUS" not in e
+        assert all(isinstance(v, str) for v in e.values())
+
+
+@pytest.mark.parametrize("nodes,tasks,per_node,expected", [
+    (1, 1, None, [1]),
+    (4, None, None, [1, 1, 1, 1]),             # -N alone: one task per node
+    (4, 7, None, [2, 2, 2, 1]),
+    (2, 4, None, [2, 2]),
+    (3, 10, None, [4, 3, 3]),
+    (3, None, 2, [2, 2, 2]),                    # --ntasks-per-node alone: exactly K each
+    (3, 5, 2, [2, 2, 1]),                       # with -n: at most K each
+])
+def test_block_distribution(nodes, tasks, per_node, expected):
+    assert block_distribution(nodes, tasks, per_node) == expected
+
+
+@pytest.mark.parametrize("counts,text", [
+    ([2, 2, 2, 1], "2(x3),1"),
+    ([1, 1, 1, 1], "1(x4)"),
+    ([3, 2, 2], "3,2(x2)"),
+    ([5], "5"),
+    ([1, 2, 1], "1,2,1"),                        # only consecutive runs merge
+    ([2, 2, 1, 1, 2], "2(x2),1(x2),2"),
+])
+def test_tasks_per_node_format(counts, text):
+    assert compress_counts(counts) == text
+    assert expand_counts(text) == counts
+
+
+@pytest.mark.parametrize("bad", ["", "2(x", "2(3)", "a", "2(xb)", "1,,2"])
+def test_expand_counts_rejects_garbage(bad):
+    with pytest.raises(InputError):
+        expand_counts(bad)
+
+
+def test_nodelist_is_compressed_hostlist():
+    alloc = Allocation(job_id=7, nodes=["gpu7", "node010", "node011", "node012", "node020"],
+                       tasks_per_node=[1, 2, 2, 2, 1])
+    env = task_environments(alloc)[0]
+    assert env["SLURM_JOB_NODELIST"] == "gpu7,node[010-012,020]"
+    assert env["SLURM_TASKS_PER_NODE"] == "1,2(x3),1"
+    assert env["SLURM_JOB_NUM_NODES"] == "5"
+    assert env["MASTER_ADDR"] == "gpu7"
+    assert allocate_local(12, 12, job_id=1).nodelist == "node[001-012]"
+
+
+# --------------------------------------------------------------------------- GPUs
+
+def test_gpus_per_task_binds_each_task_to_its_own_gpus():
+    alloc = allocate_local(2, 4, gpus_per_node=4, gpus_per_task=2, job_id=9)
+    envs = task_environments(alloc)
+    assert col(envs, "CUDA_VISIBLE_DEVICES") == ["0,1", "2,3", "0,1", "2,3"]
+    assert col(envs, "SLURM_JOB_GPUS") == ["0,1,2,3"] * 4
+    assert col(envs, "SLURM_STEP_GPUS") == ["0,1,2,3"] * 4
+    assert col(envs, "SLURM_GPUS_ON_NODE") == ["4"] * 4
+    assert col(envs, "SLURM_GPUS_PER_TASK") == ["2"] * 4
+
+
+def test_without_gpus_per_task_every_task_sees_the_node_gpus():
+    envs = task_environments(allocate_local(2, 3, gpus_per_node=2, job_id=9))
+    assert col(envs, "CUDA_VISIBLE_DEVICES") == ["0,1"] * 3
+    assert "SLURM_GPUS_PER_TASK" not in envs[0]
+
+
+def test_gpus_per_task_alone_allocates_what_the_tasks_need():
+    alloc = allocate_local(2, 3, gpus_per_task=1, job_id=9)      # counts 2, 1
+    assert alloc.gpus == ((0, 1), (0,))
+    assert col(task_environments(alloc), "CUDA_VISIBLE_DEVICES") == ["0", "1", "0"]
+
+
+def test_cuda_visible_devices_relative_unless_unconstrained():
+    # Node 0 holds GPUs 4-7, node 1 GPUs 2-3; one GPU per task.
+    kw = dict(job_id=3, nodes=["a1", "a2"], tasks_per_node=[2, 2],
+              gpus=[[4, 5, 6, 7], [2, 3]], gpus_per_task=1)
+    envs = task_environments(Allocation(**kw))
+    assert col(envs, "SLURM_JOB_GPUS") == ["4,5,6,7", "4,5,6,7", "2,3", "2,3"]
+    assert col(envs, "CUDA_VISIBLE_DEVICES") == ["0", "1", "0", "1"]     # cgroup-relative
+    envs = task_environments(Allocation(**kw, constrain_devices=False))
+    assert col(envs, "CUDA_VISIBLE_DEVICES") == ["4", "5", "2", "3"]     # global indices
+
+
+# --------------------------------------------------------------------------- MASTER_PORT
+
+def test_master_port_deterministic_and_in_range():
+    assert master_port(0) == 10000
+    assert master_port(4242) == 14242
+    assert master_port(20000) == 10000
+    assert master_port(123456789) == 10000 + 123456789 % 20000
+    for job in random.Random(1).sample(range(10**9), 200):
+        assert 10000 <= master_port(job) < 30000
+    a = task_environments(allocate_local(2, 4, job_id=777))
+    b = task_environments(allocate_local(2, 4, job_id=777))
+    assert a == b
+    assert {e["MASTER_PORT"] for e in a} == {"10777"}
+    override = allocate_local(1, 1, job_id=777, master_port=29500)
+    assert task_environments(override)[0]["MASTER_PORT"] == "29500"
+
+
+# --------------------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(num_nodes=3, num_tasks=2), "every node needs at least one task"),
+    (dict(num_nodes=0, num_tasks=2), "number of nodes"),
+    (dict(num_nodes=2, num_tasks=0), "number of tasks"),
+    (dict(num_nodes=2, num_tasks=5, ntasks_per_node=2), "do not fit"),
+    (dict(num_nodes=2, num_tasks=4, gpus_per_node=2, gpus_per_task=2), "need 4 GPUs"),
+    (dict(num_nodes=1, num_tasks=1, gpus_per_task=0), "gpus per task"),
+    (dict(num_nodes=1, num_tasks=1, gpus_per_node=-1), "gpus per node"),
+    (dict(num_nodes=1, num_tasks=1, job_id=-5), "job id"),
+    (dict(num_nodes=1, num_tasks=1, node_prefix="n1"), "node prefix"),
+    (dict(num_nodes=1, num_tasks=1, master_port=70000), "master port"),
+    (dict(num_nodes=2.0, num_tasks=2), "must be an integer"),
+])
+def test_allocate_local_errors(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        allocate_local(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(nodes=[], tasks_per_node=[]), "at least one node"),
+    (dict(nodes=["a", "a"], tasks_per_node=[1, 1]), "twice"),
+    (dict(nodes=["a", "b"], tasks_per_node=[1]), "1 task counts for 2 nodes"),
+    (dict(nodes=["a"], tasks_per_node=[0]), "task count of node a"),
+    (dict(nodes=["a[1]"], tasks_per_node=[1]), "bad host name"),
+    (dict(nodes=["a"], tasks_per_node=[1], gpus=[[0, 0]]), "GPU twice"),
+    (dict(nodes=["a", "b"], tasks_per_node=[1, 1], gpus=[[0]]), "1 GPU lists for 2 nodes"),
+])
+def test_allocation_errors(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        Allocation(job_id=1, **kwargs)
+
+
+def test_run_rejects_bad_commands():
+    alloc = allocate_local(1, 1, job_id=1)
+    with pytest.raises(InputError):
+        run("echo hi", alloc)
+    with pytest.raises(InputError):
+        run([], alloc)
+    with pytest.raises(InputError, match="cannot start task 0"):
+        run(["/nonexistent/fastsched-no-such-program"], alloc)
+
+
+# --------------------------------------------------------------------------- real launches
+
+PRINT_ENV = ("import os; print(' '.join(os.environ.get(k, '-') for k in "
+             "('RANK', 'LOCAL_RANK', 'SLURM_NODEID', 'WORLD_SIZE', 'MASTER_ADDR', "
+             "'SLURMD_NODENAME', 'SLURM_TASKS_PER_NODE', 'OUTSIDE', 'SLURM_STALE')))")
+
+
+def test_run_gives_every_task_its_environment(capsys, monkeypatch):
+    monkeypatch.setenv("SLURM_STALE", "from-an-enclosing-job")    # inherited SLURM_* dropped
+    alloc = allocate_local(2, 3, job_id=31)
+    status = run([sys.executable, "-c", PRINT_ENV], alloc, label=True,
+                 env={"OUTSIDE": "yes"}, timeout=30)
+    assert status == 0
+    lines = sorted(capsys.readouterr().out.splitlines())
+    assert lines == [
+        "0: 0 0 0 3 127.0.0.1 node001 2,1 yes -",
+        "1: 1 1 0 3 127.0.0.1 node001 2,1 yes -",
+        "2: 2 0 1 3 127.0.0.1 node002 2,1 yes -",
+    ]
+
+
+def test_label_width_and_stderr(capsys):
+    alloc = allocate_local(1, 11, job_id=2)
+    code = "import os, sys; print('err', os.environ['RANK'], file=sys.stderr)"
+    assert run([sys.executable, "-c", code], alloc, label=True, timeout=30) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert sorted(err)[:2] == [" 0: err 0", " 1: err 1"] and "10: err 10" in err
+
+
+def test_failing_task_exit_code_propagates_and_others_are_killed():
+    # Rank 2 fails at once with 3; the others would sleep for a minute.
+    code = ("import os, sys, time\n"
+            "r = int(os.environ['RANK'])\n"
+            "if r == 2: sys.exit(3)\n"
+            "time.sleep(60)\n")
+    t0 = time.monotonic()
+    assert run([sys.executable, "-c", code], allocate_local(2, 4, job_id=5), timeout=50) == 3
+    assert time.monotonic() - t0 < 20
+
+
+def test_without_kill_on_bad_exit_others_finish(tmp_path):
+    code = ("import os, sys, time\n"
+            "r = int(os.environ['RANK'])\n"
+            "if r == 0: sys.exit(7)\n"
+            "time.sleep(0.3)\n"
+            "open(os.path.join(sys.argv[1], r'done%d' % r), 'w').close()\n")
+    status = run([sys.executable, "-c", code, str(tmp_path)], allocate_local(1, 3, job_id=5),
+                 kill_on_bad_exit=False, timeout=30)
+    assert status == 7
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["done1", "done2"]
+
+
+def test_signal_death_reported_as_128_plus_signal():
+    code = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    assert run([sys.executable, "-c", code], allocate_local(1, 1, job_id=5), timeout=30) == 137
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purpose
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+def test_timeout_leaves_no_orphans(tmp_path):
+    # Each task starts a grandchild and records both pids; all must be gone afterwards.
+    code = ("import os, subprocess, sys, time\n"
+            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            "p = os.path.join(sys.argv[1], os.environ['RANK'])\n"
+            "open(p + '.tmp', 'w').write('%d %d' % (os.getpid(), c.pid))\n"
+            "os.replace(p + '.tmp', p)\n"
+            "time.sleep(60)\n")
+    alloc = allocate_local(2, 2, job_id=5)
+    t0 = time.monotonic()
+    status = run([sys.executable, "-c", code, str(tmp_path)], alloc, timeout=3)
+    assert status == 124
+    assert time.monotonic() - t0 < 15
+    pids = [int(x) for f in tmp_path.iterdir() for x in f.read_text().split()]
+    assert len(pids) == 4
+    assert not [p for p in pids if _pid_alive(p)]
+
+
+# --------------------------------------------------------------------------- the CLI
+
+def cli(*args, timeout=60, **kw):
+    return subprocess.run([sys.executable, "-m", "fastsched.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO, **kw)
+
+
+def test_cli_print_env():
+    r = cli("run", "-N", "3", "-n", "7", "--job-id", "99", "--print-env")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "0: SLURM_TASKS_PER_NODE=3,2(x2)" in lines
+    assert "6: RANK=6" in lines and "6: SLURM_NODEID=2" in lines
+    assert "0: MASTER_ADDR=127.0.0.1" in lines and "3: MASTER_PORT=10099" in lines
+    assert "4: SLURM_JOB_NODELIST=node[001-003]" in lines
+
+
+def test_cli_runs_command_and_returns_its_status():
+    code = "import os, sys; print('rank', os.environ['RANK']); sys.exit(int(os.environ['RANK']) == 1)"
+    r = cli("run", "-N", "2", "-n", "2", "--label", "--", sys.executable, "-c", code)
+    assert r.returncode == 1
+    assert "0: rank 0" in r.stdout.splitlines()
+
+
+@pytest.mark.parametrize("args,match", [
+    (["run", "-N", "3", "-n", "2", "--", "true"], "at least one task"),
+    (["run", "-N", "2"], "no command"),
+    (["run", "-N", "1", "--gpus-per-node", "1", "--gpus-per-task", "2", "--", "true"],
+     "need 2 GPUs"),
+])
+def test_cli_errors_exit_2(args, match):
+    r = cli(*args)
+    assert r.returncode == 2
+    assert r.stderr.startswith("fastsched: error:") and match in r.stderr
+
+
+def _free_job_id() -> int:
+    """A job id whose MASTER_PORT is free on loopback right now."""
+    rng = random.Random()
+    for _ in range(100):
+        job = rng.randrange(1, 20000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", master_port(job)))
+            except OSError:
+                continue
+            return job
+    raise RuntimeError("no free port in 10000-29999")
+
+
+def test_torch_distributed_allreduce_through_cli(tmp_path):
+    pytest.importorskip("torch")
+    out = tmp_path / "sum.json"
+    r = cli("run", "-N", "2", "-n", "4", "--job-id", str(_free_job_id()), "--timeout", "55",
+            "--", sys.executable, str(TESTS / "ddp_allreduce.py"), str(out), timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    result = json.loads(out.read_text())
+    assert result["sum"] == 10.0 and result["world_size"] == 4
+    assert [(x["rank"], x["local_rank"], x["node_id"], x["node"]) for x in result["layout"]] == [
+        (0, 0, 0, "node001"), (1, 1, 0, "node001"), (2, 0, 1, "node002"), (3, 1, 1, "node002")]
