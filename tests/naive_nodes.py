@@ -78,7 +78,8 @@ class _Node:
 def _nodes_of(cluster, available) -> list[_Node]:
     nodes = []
     for n in range(cluster.num_nodes):
-        parts = {p for p, part in enumerate(cluster.partitions) if n in set(int(x) for x in part.nodes)}
+        parts = {p for p, part in enumerate(cluster.partitions)
+                 if n in {int(x) for x in part.nodes}}
         ok = True if available is None else bool(available[n])
         nodes.append(_Node(int(cluster.gpus[n]), int(cluster.cpus[n]), int(cluster.mem_mb[n]),
                            parts, ok))
@@ -137,7 +138,8 @@ def _run_start(now, node, holds, job, t):
 
 def _choose_nodes(now, nodes, plan, job, t):
     def key(n):
-        return (-_run_start(now, nodes[n], plan[n], job, t),) + _free_at(nodes[n], plan[n], t) + (n,)
+        run_start = _run_start(now, nodes[n], plan[n], job, t)
+        return (-run_start,) + _free_at(nodes[n], plan[n], t) + (n,)
     feasible = sorted(_feasible_nodes(nodes, plan, job, t), key=key)
     return sorted(feasible[:job.nodes])
 

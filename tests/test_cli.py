@@ -260,14 +260,23 @@ def test_simulate_workload_csv_on_a_slurm_conf(tmp_path, capsys):
                  "--policy", "conservative"]) == 0
 
 
-def test_simulate_workload_csv_needs_cluster_and_says_what_is_unsupported(tmp_path, capsys):
+def test_simulate_workload_csv_needs_cluster_and_runs_gpu_granular(tmp_path, capsys):
+    """ai-mix (1-GPU jobs, two partitions) goes to the node engine; check accepts it."""
     import fastsched as fs
     cluster = fs.ai_cluster("ai-8k")
-    csv = tmp_path / "jobs.csv"
-    fs.write_workload(fs.ai_mix(cluster, 50, seed=1), cluster, csv)
-    assert main(["simulate", str(csv)]) == 2
+    jobs_csv = tmp_path / "jobs.csv"
+    fs.write_workload(fs.ai_mix(cluster, 200, seed=1), cluster, jobs_csv)
+    assert main(["simulate", str(jobs_csv)]) == 2
     assert "needs --cluster" in capsys.readouterr().err
     conf = tmp_path / "slurm.conf"
     fs.write_cluster(cluster, conf)
-    assert main(["simulate", str(csv), "--cluster", str(conf)]) == 2
-    assert "GPU-granular" in capsys.readouterr().err
+    out = tmp_path / "out.csv"
+    assert main(["simulate", str(jobs_csv), "--cluster", str(conf), "--jobs-out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "nodes" in text and "GPU utilisation" in text
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) == 200 and all("(IDX:" in r["gpu_ids"] for r in rows)
+    assert main(["check", str(out), "--trace", str(jobs_csv), "--cluster", str(conf)]) == 0
+    assert main(["check", str(out), "--trace", str(jobs_csv), "--cluster", str(conf),
+                 "--policy", "easy"]) == 2
+    assert "homogeneous" in capsys.readouterr().err

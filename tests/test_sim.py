@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import naive
 import fastsched as fs
-from fastsched import Cluster, InputError, JobTable, UnsupportedError, simulate, simulate_swf
+from fastsched import Cluster, InputError, JobTable, simulate, simulate_swf, verify
 from fastsched.results import RECORD_COLUMNS
 from fastsched.testing import cluster_and_workload
 
@@ -33,8 +33,9 @@ def test_jobs_frame_columns_and_dtypes():
     assert isinstance(df, pd.DataFrame)
     assert list(df.columns) == RECORD_COLUMNS == [
         "job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time",
-        "time_limit", "state", "num_nodes", "procs", "gpus", "nodes"]
+        "time_limit", "state", "num_nodes", "procs", "gpus", "nodes", "gpu_ids"]
     assert len(df) == 4
+    assert (df["gpu_ids"] == "").all()                     # an SWF machine has no GPUs
     for col in ("job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time",
                 "time_limit", "procs", "gpus"):
         assert df[col].dtype == np.int64, col
@@ -238,21 +239,28 @@ def test_unknown_policy_and_bad_reserve_depth():
 
 def test_errors_are_fastsched_errors():
     assert issubclass(InputError, fs.FastschedError)
-    assert issubclass(UnsupportedError, fs.FastschedError)
+    assert issubclass(fs.UnsupportedError, fs.FastschedError)
 
 
-def test_heterogeneous_cluster_unsupported():
+def test_heterogeneous_cluster_goes_to_the_node_engine():
     cluster = Cluster(["a1", "a2", "b1"], cpus=[1, 1, 2], gpus=[0, 0, 0], mem_mb=[0, 0, 0])
-    with pytest.raises(UnsupportedError):
-        simulate(cluster, table(num_nodes=[1, 1, 1, 1]), "easy")
+    r = simulate(cluster, table(num_nodes=[1, 1, 1, 1]), "easy")
+    assert r.summary["engine"] == "nodes"
+    assert "concrete nodes" in r.summary["semantics"]["allocation"]
+    assert verify(cluster, r.workload, r.schedule).ok
+    with pytest.raises(InputError, match="job 1"):
+        simulate(cluster, table(num_nodes=[4, 1, 1, 1]), "easy")
 
 
-def test_partial_node_request_unsupported():
+def test_partial_node_requests_go_to_the_node_engine():
     cluster = Cluster.homogeneous(4, cpus=8)
-    with pytest.raises(UnsupportedError, match="job 1"):
-        simulate(cluster, table(cpus_per_node=[4, 8, 8, 8]), "easy")
-    # whole nodes on the same cluster are fine
+    r = simulate(cluster, table(num_nodes=[1, 1, 1, 1], cpus_per_node=[4, 4, 8, 8]), "easy")
+    assert r.summary["engine"] == "nodes"
+    # jobs 1 and 2 (4 CPUs each) share node 0 (best fit), the rest take whole nodes
+    assert [r.schedule.nodes_of(i).tolist() for i in range(4)] == [[0], [0], [1], [2]]
+    # whole nodes on the same cluster use the counted pool engine
     r = simulate(cluster, table(cpus_per_node=8), "easy")
+    assert r.summary["engine"] == "pool"
     assert r.schedule.start_time.tolist() == [0, 10, 2, 20]
     assert r.jobs["procs"].tolist() == [24, 32, 8, 16]
 

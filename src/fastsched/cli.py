@@ -13,7 +13,9 @@ SUMMARY_ROWS = [
     ("jobs", "jobs", "{:,}"), ("skipped", "skipped", "{:,}"), ("timeouts", "killed at limit", "{:,}"),
     ("avg_wait", "avg wait (s)", "{:,.1f}"), ("median_wait", "median wait (s)", "{:,.1f}"),
     ("max_wait", "max wait (s)", "{:,}"), ("avg_bounded_slowdown", "avg bounded slowdown", "{:,.2f}"),
-    ("utilisation", "utilisation", "{:.2%}"), ("makespan", "makespan (s)", "{:,}"),
+    ("utilisation", "utilisation (nodes)", "{:.2%}"),
+    ("gpu_utilisation", "GPU utilisation", "{:.2%}"), ("makespan", "makespan (s)", "{:,}"),
+    ("engine", "engine", "{}"),
     ("passes", "scheduling passes", "{:,}"), ("sim_seconds", "simulation wall time (s)", "{:.4f}"),
 ]
 

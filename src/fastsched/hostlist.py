@@ -114,6 +114,12 @@ def _ranges(nums: list[int], width: int) -> str:
     return ",".join(parts)
 
 
+def compress_numbers(numbers: Iterable[int]) -> str:
+    """Sorted, de-duplicated integers as ranges, Slurm style: [0, 1, 2, 5] -> "0-2,5"."""
+    nums = sorted(set(int(n) for n in numbers))
+    return _ranges(nums, 0) if nums else ""
+
+
 def compress(names: Iterable[str]) -> str:
     """A Slurm hostlist naming exactly the set ``names``.
 

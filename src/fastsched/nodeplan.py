@@ -253,10 +253,11 @@ def _lex_order(k0, k1, k2, k3, count):
 
 
 @njit(cache=True)
-def _plan_job(now, g, c, m, d, need, only_now, plist, capG, capC, capM,
+def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM,
               WT, WG, WC, WM, wlen, stamp, pass_id, RT, RG, RC, RM, rlen, fg, fc, fm, chosen):
     """Earliest start of a job (or only "now?" when ``only_now``); fills ``chosen[:need]``
-    with its nodes, ascending. Returns the start, or -1 (only_now and it does not fit)."""
+    with its nodes, ascending. Returns the start, or -1 (only_now and it does not fit).
+    ``skip_now``: the caller knows it cannot fit now (only builds the profiles)."""
     P = plist.shape[0]
     # --- fits now?
     cand = np.empty(P, dtype=np.int64)
@@ -268,7 +269,7 @@ def _plan_job(now, g, c, m, d, need, only_now, plist, capG, capC, capM,
         if stamp[x] != pass_id:
             _build(x, now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
             stamp[x] = pass_id
-        if WG[x, 0] < g or WC[x, 0] < c or WM[x, 0] < m:
+        if skip_now or WG[x, 0] < g or WC[x, 0] < c or WM[x, 0] < m:
             continue
         ok = True
         k = 1
@@ -281,7 +282,7 @@ def _plan_job(now, g, c, m, d, need, only_now, plist, capG, capC, capM,
         if ok:
             cand[nc] = x
             nc += 1
-    if nc >= need:
+    if nc >= need and not skip_now:
         k0 = np.zeros(nc, dtype=np.int64)
         k1 = np.empty(nc, dtype=np.int64)
         k2 = np.empty(nc, dtype=np.int64)
@@ -306,6 +307,38 @@ def _plan_job(now, g, c, m, d, need, only_now, plist, capG, capC, capM,
         return now
     if only_now:
         return -1
+    if need == 1:
+        # t = the earliest run start over all nodes; every candidate's run starts
+        # at t, so the choice is by (free at t, index): no sort needed.
+        bt = _INF
+        bx = -1
+        bg = bc = bm = 0
+        for i in range(P):
+            x = plist[i]
+            if capG[x] < g or capC[x] < c or capM[x] < m:
+                continue
+            L = wlen[x]
+            k = 0
+            while k < L and WT[x, k] <= bt:
+                if WG[x, k] >= g and WC[x, k] >= c and WM[x, k] >= m:
+                    k2 = k + 1
+                    while k2 < L and WG[x, k2] >= g and WC[x, k2] >= c and WM[x, k2] >= m:
+                        k2 += 1
+                    if k2 == L or WT[x, k2] - WT[x, k] >= d:
+                        a = WT[x, k]
+                        if (a < bt or (a == bt and (WG[x, k] < bg or (WG[x, k] == bg and (
+                                WC[x, k] < bc or (WC[x, k] == bc and WM[x, k] < bm)))))):
+                            bt = a
+                            bx = x
+                            bg = WG[x, k]
+                            bc = WC[x, k]
+                            bm = WM[x, k]
+                        break
+                    k = k2 + 1
+                else:
+                    k += 1
+        chosen[0] = bx
+        return bt
     # --- the feasible start intervals [a, b] of every eligible node
     total = 0
     for i in range(P):
@@ -525,7 +558,8 @@ def _simulate(submit, limit, runtime, nn, rg, rc, rm, rp, rtype, offsets,
                     WG = _widen(WG, K)
                     WC = _widen(WC, K)
                     WM = _widen(WM, K)
-                t = _plan_job(now, rg[j], rc[j], rm[j], limit[j], nn[j], only_now, plist,
+                t = _plan_job(now, rg[j], rc[j], rm[j], limit[j], nn[j], only_now,
+                              not maybe_now, plist,
                               capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
                               RT, RG, RC, RM, rlen, fg, fc, fm, chosen)
                 if t < 0:

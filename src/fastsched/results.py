@@ -20,7 +20,7 @@ BSLD_TAU = 10
 
 #: columns of the per-job records, in CSV order
 RECORD_COLUMNS = ["job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time",
-                  "time_limit", "state", "num_nodes", "procs", "gpus", "nodes"]
+                  "time_limit", "state", "num_nodes", "procs", "gpus", "nodes", "gpu_ids"]
 
 
 @dataclass
@@ -41,6 +41,7 @@ class SimulationResult:
         w, s = self.workload, self.schedule
         names = self.cluster.node_names
         hostlists = [compress([names[k] for k in s.nodes_of(i)]) for i in range(len(s))]
+        gpu_ids = [_gpu_ids(names, s.nodes_of(i), s.gpus_of(i)) for i in range(len(s))]
         return pd.DataFrame({
             "job_id": s.job_id,
             "submit_time": w.submit_time,
@@ -54,6 +55,7 @@ class SimulationResult:
             "procs": w.num_nodes.astype(np.int64) * w.cpus_per_node,
             "gpus": w.num_nodes.astype(np.int64) * w.gpus_per_node,
             "nodes": hostlists,
+            "gpu_ids": gpu_ids,
         }, columns=RECORD_COLUMNS)
 
     def to_csv(self, path) -> None:
@@ -63,6 +65,12 @@ class SimulationResult:
         with open(path, "w") as f:
             json.dump(self.summary, f, indent=2)
             f.write("\n")
+
+
+def _gpu_ids(names, nodes, gpus) -> str:
+    """GPU indices per node, as ``scontrol show job -d`` shows them: ``gpu001(IDX:0-3)``."""
+    from .hostlist import compress_numbers
+    return ",".join(f"{names[n]}(IDX:{compress_numbers(g)})" for n, g in zip(nodes, gpus) if g)
 
 
 def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule) -> dict:
@@ -77,6 +85,9 @@ def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule) -> dict:
     makespan = last - first
     node_seconds = float(np.dot(workload.num_nodes.astype(np.float64), run))
     capacity = float(cluster.num_nodes) * makespan
+    total_gpus = float(cluster.gpus.sum())
+    gpu_seconds = float(np.dot((workload.num_nodes.astype(np.float64)
+                                * workload.gpus_per_node), run))
     return {
         "jobs": n,
         "timeouts": int((workload.runtime > workload.time_limit).sum()),
@@ -85,6 +96,8 @@ def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule) -> dict:
         "max_wait": int(wait.max()),
         "avg_bounded_slowdown": float(bsld.mean()),
         "utilisation": node_seconds / capacity if capacity > 0 else 0.0,
+        "gpu_utilisation": (gpu_seconds / (total_gpus * makespan)
+                            if total_gpus > 0 and makespan > 0 else None),
         "makespan": makespan,
         "first_submit": first,
         "last_end": last,

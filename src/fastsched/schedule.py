@@ -22,9 +22,18 @@ class Schedule:
     end_time: np.ndarray       # int64
     alloc_offsets: np.ndarray  # int64, len = jobs + 1
     alloc_nodes: np.ndarray    # int64 node indices
+    #: uint64 per entry of alloc_nodes: bit k = GPU k of that node (None: no GPUs tracked)
+    alloc_gpu_mask: np.ndarray | None = None
 
     def nodes_of(self, i: int) -> np.ndarray:
         return self.alloc_nodes[self.alloc_offsets[i]:self.alloc_offsets[i + 1]]
+
+    def gpus_of(self, i: int) -> list[list[int]]:
+        """GPU indices job ``i`` holds on each of its nodes (empty lists if none)."""
+        if self.alloc_gpu_mask is None:
+            return [[] for _ in self.nodes_of(i)]
+        masks = self.alloc_gpu_mask[self.alloc_offsets[i]:self.alloc_offsets[i + 1]]
+        return [[k for k in range(64) if (int(m) >> k) & 1] for m in masks]
 
     def __len__(self) -> int:
         return len(self.job_id)

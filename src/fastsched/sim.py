@@ -1,8 +1,17 @@
 """The simulator: replay a workload on a cluster under a policy.
 
 The event loop itself (completions, then arrivals, then one pass, again while
-zero-length jobs end at the same instant) runs in the compiled core; this module
-validates the input once, calls it, and packages the result.
+zero-length jobs end at the same instant) runs in compiled code; this module
+validates the input once, picks the engine, calls it, and packages the result.
+
+Two engines, one semantics of events and policies:
+
+* ``pool``: a single pool of identical nodes and whole-node jobs (every SWF
+  trace). Plans count free nodes, so it reduces exactly to the textbook
+  algorithms (Cython, ``kernels/_kernels.pyx``; see docs/semantics.md).
+* ``nodes``: anything else (heterogeneous nodes, overlapping partitions,
+  1-GPU jobs, unavailable nodes). Plans hold concrete nodes and GPU counts
+  (Numba, ``fastsched.nodeplan``; see docs/gpu-semantics.md).
 """
 from __future__ import annotations
 
@@ -12,10 +21,11 @@ import numpy as np
 
 from . import _kernels
 from .cluster import Cluster
-from .errors import InputError
+from .errors import UnsupportedError
 from .jobs import JobTable
 from .policies import check_reserve_depth, get_policy
 from .results import BSLD_TAU, SimulationResult, summarize
+from .nodeplan import check_node_jobs, simulate_nodes
 from .schedule import Schedule
 from .validation import check_jobs
 
@@ -27,8 +37,16 @@ SEMANTICS = {
     "planning": "requested time limits only, never actual runtimes",
     "replanning": "the whole queue is re-planned from scratch at every pass",
     "runtime_over_limit": "killed at its limit (state TIMEOUT)",
-    "allocation": "whole nodes; a job takes the lowest-numbered free nodes",
     "bounded_slowdown_tau": BSLD_TAU,
+}
+
+#: what differs between the engines, recorded as summary["semantics"]["allocation"]
+ALLOCATION = {
+    "pool": "whole nodes of one pool; plans count free nodes (textbook EASY: Lifka's "
+            "shadow time and extra nodes); a starting job takes the lowest-numbered free nodes",
+    "nodes": "GPUs, CPUs and memory per node; a starting job takes best-fit nodes and their "
+             "lowest free GPU indices; reservations hold concrete nodes, preferring nodes "
+             "that free up closest before the reserved start",
 }
 
 
@@ -48,25 +66,20 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     wall = time.perf_counter()
     spec = get_policy(policy)
     reserve_depth = check_reserve_depth(reserve_depth)
-    check_jobs(cluster, jobs)
-    order = np.lexsort((jobs.job_id, jobs.submit_time))      # queue order
-    as_i64 = lambda a: np.ascontiguousarray(a[order], dtype=np.int64)  # noqa: E731
-    offsets = np.zeros(len(jobs) + 1, dtype=np.int64)     # nodes in the caller's job order
-    np.cumsum(jobs.num_nodes, out=offsets[1:])
-    bar = _progress_bar(len(jobs), progress)
     try:
-        start, end, alloc, passes = _kernels.simulate_pool(
-            as_i64(jobs.submit_time), as_i64(jobs.num_nodes), as_i64(jobs.time_limit),
-            as_i64(jobs.runtime), cluster.num_nodes, spec.kernel_code, reserve_depth,
-            offsets[:-1][order],
-            None if bar is None else (lambda done: bar.update(done - bar.n)))
-    finally:
-        if bar is not None:
-            bar.close()
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(len(order))
-    schedule = Schedule(job_id=jobs.job_id.copy(), start_time=start[inverse],
-                        end_time=end[inverse], alloc_offsets=offsets, alloc_nodes=alloc)
+        check_jobs(cluster, jobs)
+        engine = "pool"
+    except UnsupportedError:
+        check_node_jobs(cluster, jobs)
+        engine = "nodes"
+    if engine == "pool":
+        schedule, passes = _simulate_pool(cluster, jobs, spec.kernel_code, reserve_depth,
+                                          progress)
+    else:
+        start, end, offsets, nodes, gpu_mask, passes = simulate_nodes(
+            cluster, jobs, spec.name, reserve_depth, return_passes=True)
+        schedule = Schedule(job_id=jobs.job_id.copy(), start_time=start, end_time=end,
+                            alloc_offsets=offsets, alloc_nodes=nodes, alloc_gpu_mask=gpu_mask)
     wall = time.perf_counter() - wall
     summary = summarize(cluster, jobs, schedule)
     skipped = list(skipped or [])
@@ -75,11 +88,34 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         "reserve_depth": reserve_depth if spec.name == "easy" else None,
         "nodes": cluster.num_nodes,
         "skipped": len(skipped),
+        "engine": engine,
         "passes": int(passes),
         "sim_seconds": wall,
-        "semantics": dict(SEMANTICS),
+        "semantics": dict(SEMANTICS, allocation=ALLOCATION[engine]),
     })
     return SimulationResult(cluster, jobs, schedule, summary, skipped)
+
+
+def _simulate_pool(cluster: Cluster, jobs: JobTable, policy_code: int, reserve_depth: int,
+                   progress) -> tuple[Schedule, int]:
+    order = np.lexsort((jobs.job_id, jobs.submit_time))      # queue order
+    as_i64 = lambda a: np.ascontiguousarray(a[order], dtype=np.int64)  # noqa: E731
+    offsets = np.zeros(len(jobs) + 1, dtype=np.int64)     # nodes in the caller's job order
+    np.cumsum(jobs.num_nodes, out=offsets[1:])
+    bar = _progress_bar(len(jobs), progress)
+    try:
+        start, end, alloc, passes = _kernels.simulate_pool(
+            as_i64(jobs.submit_time), as_i64(jobs.num_nodes), as_i64(jobs.time_limit),
+            as_i64(jobs.runtime), cluster.num_nodes, policy_code, reserve_depth,
+            offsets[:-1][order],
+            None if bar is None else (lambda done: bar.update(done - bar.n)))
+    finally:
+        if bar is not None:
+            bar.close()
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    return Schedule(job_id=jobs.job_id.copy(), start_time=start[inverse],
+                    end_time=end[inverse], alloc_offsets=offsets, alloc_nodes=alloc), passes
 
 
 def _progress_bar(total: int, progress: bool | None):
