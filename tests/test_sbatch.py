@@ -307,11 +307,10 @@ def test_cli_options_override_script(capsys, script):
     assert "expected start: not computed" in out
 
 
-def test_cli_unschedulable_cluster_says_so(capsys, script):
+def test_cli_gpu_cluster_uses_the_node_engine(capsys, script):
     code, out = run(capsys, "--test-only", "--cluster", "ai-8k", script, "--gpus-per-node=1")
     assert code == 0 and "TresPerNode=cpu=1,gres/gpu=1" in out
-    assert "GPU-granular engine" in out and "not yet available" in out
-    assert "expected start: 0" not in out
+    assert "expected start: 0 s after submission" in out
 
 
 def test_cli_without_test_only(capsys, script):

@@ -975,16 +975,22 @@ def _cmd_sbatch(args) -> int:
 
 
 def _expected_start(norm: NormalisedRequest, cluster) -> str:
+    """Expected start on an empty ``cluster``: the Scheduler (pool engine) where it
+    applies, else a one-job simulation on the node engine (same planning rules)."""
     if cluster is None:
         return "expected start: not computed (no --cluster given)"
+    from .jobs import JobTable
     from .scheduler import Scheduler
+    from .sim import simulate
+    partition = cluster.partition_index(norm.partitions[0]) if norm.partitions else 0
+    request = to_job_request(norm, job_id=1, submit_time=0, partition=partition)
     try:
         sched = Scheduler(cluster, "conservative")
-        sched.submit(to_job_request(norm, job_id=1, submit_time=0))
+        sched.submit(request)
         start = int(sched.expected_start_times(now=0)["expected_start"].iloc[0])
-    except UnsupportedError as e:
-        return ("expected start: not available - this request on this cluster needs the "
-                f"GPU-granular engine, which is not yet available ({e})")
+    except UnsupportedError:
+        result = simulate(cluster, JobTable.from_requests([request]), "conservative")
+        start = int(result.schedule.start_time[0])
     extra = []
     if norm.dependencies:
         extra.append("assuming its dependencies are satisfied")

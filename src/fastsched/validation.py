@@ -9,7 +9,7 @@ from .jobs import JobTable
 
 
 def check_jobs(cluster: Cluster, jobs: JobTable) -> None:
-    """Raise if any job can never run on ``cluster`` with this engine.
+    """Raise if any job can never run on ``cluster`` with the counted-pool engine.
 
     Validate once, at the boundary (submit, simulate): the kernels then trust
     their arrays. InputError names the first bad job; UnsupportedError says what
@@ -17,8 +17,9 @@ def check_jobs(cluster: Cluster, jobs: JobTable) -> None:
     """
     if not cluster.is_homogeneous():
         raise UnsupportedError(
-            "this engine schedules a single pool of identical nodes (e.g. an SWF machine); "
-            "heterogeneous nodes and several partitions need the GPU-granular profile")
+            "the counted-pool engine schedules a single pool of identical nodes (e.g. an SWF "
+            "machine); heterogeneous nodes and several partitions need the node engine "
+            "(simulate() uses it; the Scheduler pass API does not yet)")
     if len(jobs) == 0:
         return
     ids = np.sort(jobs.job_id)
@@ -43,8 +44,9 @@ def check_jobs(cluster: Cluster, jobs: JobTable) -> None:
         i = int(np.flatnonzero(partial)[0])
         raise UnsupportedError(
             f"job {jobs.job_id[i]} asks for part of a node ({jobs.cpus_per_node[i]} of "
-            f"{node_cpus} CPUs, {jobs.gpus_per_node[i]} of {node_gpus} GPUs); this engine "
-            "allocates whole nodes, partial-node jobs need the GPU-granular profile")
+            f"{node_cpus} CPUs, {jobs.gpus_per_node[i]} of {node_gpus} GPUs); the counted-pool "
+            "engine allocates whole nodes, partial-node jobs need the node engine "
+            "(simulate() uses it; the Scheduler pass API does not yet)")
 
 
 def _reject(jobs: JobTable, bad: np.ndarray, field: str, message: str) -> None:
