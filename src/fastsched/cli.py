@@ -14,7 +14,9 @@ SUMMARY_ROWS = [
     ("avg_wait", "avg wait (s)", "{:,.1f}"), ("median_wait", "median wait (s)", "{:,.1f}"),
     ("max_wait", "max wait (s)", "{:,}"), ("avg_bounded_slowdown", "avg bounded slowdown", "{:,.2f}"),
     ("utilisation", "utilisation (nodes)", "{:.2%}"),
-    ("gpu_utilisation", "GPU utilisation", "{:.2%}"), ("makespan", "makespan (s)", "{:,}"),
+    ("gpu_utilisation", "GPU utilisation", "{:.2%}"),
+    ("gpu_fragmentation", "free GPUs stranded on partly used nodes", "{:.2%}"),
+    ("makespan", "makespan (s)", "{:,}"),
     ("engine", "engine", "{}"),
     ("passes", "scheduling passes", "{:,}"), ("sim_seconds", "simulation wall time (s)", "{:.4f}"),
 ]

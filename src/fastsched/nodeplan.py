@@ -24,6 +24,8 @@ skipped when no queued job passes, and the walk stops after the last that does
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 
@@ -31,7 +33,8 @@ from .cluster import Cluster, NodeState
 from .errors import InputError
 from .jobs import JobTable
 
-__all__ = ["simulate_nodes", "check_node_jobs", "node_availability", "POLICY_CODES"]
+__all__ = ["simulate_nodes", "plan_nodes", "RunningJobs", "NodeDecisions", "check_node_jobs",
+           "node_availability", "POLICY_CODES", "START", "RESERVED", "BLOCKED"]
 
 POLICY_CODES = {"fcfs": 0, "easy": 1, "conservative": 2}
 _FCFS, _EASY, _CONS = 0, 1, 2
@@ -433,12 +436,142 @@ def _type_count(ty, tcount, type_p, type_g, type_c, type_m, poff, pflat, fg, fc,
 
 
 @njit(cache=True)
+def _pass(now, queue, qlen, policy, depth, full, pass_id,
+          limit, runtime, nn, rg, rc, rm, rp, rtype, offsets,
+          type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
+          fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
+          stamp, tcount, chosen, start, end, planned, alloc_nodes, alloc_mask):
+    """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
+
+    The one copy of the planning logic: the event loop (:func:`_simulate`) and
+    the single pass (:func:`plan_nodes`) both call it. It starts jobs (sets
+    ``start/end/planned``, ``alloc_nodes/alloc_mask`` at ``offsets[j]``, and
+    updates the free-now state ``fg/fc/fm/fmask`` and the running lists
+    ``RT..RJ/rlen``), and records reservations (``planned[j] = t > now`` and
+    their nodes in ``alloc_nodes``; no mask). Jobs it does not reach or skips
+    are left untouched. ``full``: walk the whole queue (no early stop, no
+    skipped pass). ``pass_id`` must differ from every earlier pass's.
+
+    Returns ``(nstarted or -1 when the pass was skipped, WT, WG, WC, WM, K,
+    RT, RG, RC, RM, RJ, R)``: the work arrays may have been widened.
+    """
+    tcount[:] = -1
+    last = -1
+    if policy == _FCFS or full:
+        last = qlen - 1
+    else:
+        for q in range(qlen - 1, -1, -1):
+            j = queue[q]
+            if _type_count(rtype[j], tcount, type_p, type_g, type_c, type_m,
+                           poff, pflat, fg, fc, fm) >= nn[j]:
+                last = q
+                break
+    if last < 0:
+        return -1, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R
+    reserved = 0
+    nstarted = 0
+    for q in range(last + 1):
+        j = queue[q]
+        plist = pflat[poff[rp[j]]:poff[rp[j] + 1]]
+        maybe_now = _type_count(rtype[j], tcount, type_p, type_g, type_c, type_m,
+                                poff, pflat, fg, fc, fm) >= nn[j]
+        if policy == _FCFS:
+            if not maybe_now:
+                break
+            only_now = True
+        elif policy == _EASY:
+            if reserved >= depth:
+                if not maybe_now:
+                    continue
+                only_now = True
+            else:
+                only_now = False
+        else:
+            only_now = False
+        # room for two more breakpoints on every node
+        need_w = 0
+        for i in range(plist.shape[0]):
+            need_w = max(need_w, wlen[plist[i]] + 2, rlen[plist[i]] + 3)
+        if need_w > K:
+            while K < need_w:
+                K *= 2
+            WT = _widen(WT, K)
+            WG = _widen(WG, K)
+            WC = _widen(WC, K)
+            WM = _widen(WM, K)
+        t = _plan_job(now, rg[j], rc[j], rm[j], limit[j], nn[j], only_now,
+                      not maybe_now, plist,
+                      capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
+                      RT, RG, RC, RM, rlen, fg, fc, fm, chosen)
+        if t < 0:
+            if policy == _FCFS:
+                break
+            continue
+        for i in range(nn[j]):
+            _hold(chosen[i], t, t + limit[j], rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
+        planned[j] = t
+        if t > now:
+            reserved += 1
+            for i in range(nn[j]):
+                alloc_nodes[offsets[j] + i] = chosen[i]
+            continue
+        # start j now on `chosen`
+        start[j] = now
+        end[j] = now + min(runtime[j], limit[j])
+        pe = now + limit[j]
+        for i in range(nn[j]):
+            x = chosen[i]
+            o = offsets[j] + i
+            alloc_nodes[o] = x
+            taken = np.uint64(0)
+            left = rg[j]
+            free_bits = fmask[x]
+            b = 0
+            while left > 0:
+                bit = np.uint64(1) << np.uint64(b)
+                if free_bits & bit:
+                    taken |= bit
+                    left -= 1
+                b += 1
+            alloc_mask[o] = taken
+            fmask[x] &= ~taken
+            fg[x] -= rg[j]
+            fc[x] -= rc[j]
+            fm[x] -= rm[j]
+            if rlen[x] + 1 > R:
+                R *= 2
+                RT = _widen(RT, R)
+                RG = _widen(RG, R)
+                RC = _widen(RC, R)
+                RM = _widen(RM, R)
+                RJ = _widen(RJ, R)
+            r = rlen[x]
+            while r > 0 and RT[x, r - 1] > pe:
+                RT[x, r] = RT[x, r - 1]
+                RG[x, r] = RG[x, r - 1]
+                RC[x, r] = RC[x, r - 1]
+                RM[x, r] = RM[x, r - 1]
+                RJ[x, r] = RJ[x, r - 1]
+                r -= 1
+            RT[x, r] = pe
+            RG[x, r] = rg[j]
+            RC[x, r] = rc[j]
+            RM[x, r] = rm[j]
+            RJ[x, r] = j
+            rlen[x] += 1
+        nstarted += 1
+        tcount[:] = -1
+    return nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R
+
+
+@njit(cache=True)
 def _simulate(submit, limit, runtime, nn, rg, rc, rm, rp, rtype, offsets,
               type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat, policy, depth):
     n = submit.shape[0]
     X = capG.shape[0]
     start = np.full(n, -1, dtype=np.int64)
     end = np.full(n, -1, dtype=np.int64)
+    planned = np.full(n, -1, dtype=np.int64)
     total = 0
     for j in range(n):
         total += nn[j]
@@ -512,118 +645,25 @@ def _simulate(submit, limit, runtime, nn, rg, rc, rm, rp, rtype, offsets,
             if qlen == 0:
                 break
             # 3. one pass
-            tcount[:] = -1
-            last = -1
-            if policy == _FCFS:
-                last = qlen - 1
-            else:
-                for q in range(qlen - 1, -1, -1):
-                    j = queue[q]
-                    if _type_count(rtype[j], tcount, type_p, type_g, type_c, type_m,
-                                   poff, pflat, fg, fc, fm) >= nn[j]:
-                        last = q
-                        break
-            if last < 0:
+            pass_id += 1
+            nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R = _pass(
+                now, queue, qlen, policy, depth, False, pass_id,
+                limit, runtime, nn, rg, rc, rm, rp, rtype, offsets,
+                type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
+                fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
+                stamp, tcount, chosen, start, end, planned, alloc_nodes, alloc_mask)
+            if nstarted < 0:
                 break
             passes += 1
-            pass_id += 1
-            reserved = 0
-            nstarted = 0
-            for q in range(last + 1):
-                j = queue[q]
-                plist = pflat[poff[rp[j]]:poff[rp[j] + 1]]
-                maybe_now = _type_count(rtype[j], tcount, type_p, type_g, type_c, type_m,
-                                        poff, pflat, fg, fc, fm) >= nn[j]
-                if policy == _FCFS:
-                    if not maybe_now:
-                        break
-                    only_now = True
-                elif policy == _EASY:
-                    if reserved >= depth:
-                        if not maybe_now:
-                            continue
-                        only_now = True
-                    else:
-                        only_now = False
-                else:
-                    only_now = False
-                # room for two more breakpoints on every node
-                need_w = 0
-                for i in range(plist.shape[0]):
-                    need_w = max(need_w, wlen[plist[i]] + 2, rlen[plist[i]] + 3)
-                if need_w > K:
-                    while K < need_w:
-                        K *= 2
-                    WT = _widen(WT, K)
-                    WG = _widen(WG, K)
-                    WC = _widen(WC, K)
-                    WM = _widen(WM, K)
-                t = _plan_job(now, rg[j], rc[j], rm[j], limit[j], nn[j], only_now,
-                              not maybe_now, plist,
-                              capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
-                              RT, RG, RC, RM, rlen, fg, fc, fm, chosen)
-                if t < 0:
-                    if policy == _FCFS:
-                        break
-                    continue
-                for i in range(nn[j]):
-                    _hold(chosen[i], t, t + limit[j], rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
-                if t > now:
-                    reserved += 1
-                    continue
-                # start j now on `chosen`
-                start[j] = now
-                end[j] = now + min(runtime[j], limit[j])
-                pe = now + limit[j]
-                for i in range(nn[j]):
-                    x = chosen[i]
-                    o = offsets[j] + i
-                    alloc_nodes[o] = x
-                    taken = np.uint64(0)
-                    left = rg[j]
-                    free_bits = fmask[x]
-                    b = 0
-                    while left > 0:
-                        bit = np.uint64(1) << np.uint64(b)
-                        if free_bits & bit:
-                            taken |= bit
-                            left -= 1
-                        b += 1
-                    alloc_mask[o] = taken
-                    fmask[x] &= ~taken
-                    fg[x] -= rg[j]
-                    fc[x] -= rc[j]
-                    fm[x] -= rm[j]
-                    if rlen[x] + 1 > R:
-                        R *= 2
-                        RT = _widen(RT, R)
-                        RG = _widen(RG, R)
-                        RC = _widen(RC, R)
-                        RM = _widen(RM, R)
-                        RJ = _widen(RJ, R)
-                    r = rlen[x]
-                    while r > 0 and RT[x, r - 1] > pe:
-                        RT[x, r] = RT[x, r - 1]
-                        RG[x, r] = RG[x, r - 1]
-                        RC[x, r] = RC[x, r - 1]
-                        RM[x, r] = RM[x, r - 1]
-                        RJ[x, r] = RJ[x, r - 1]
-                        r -= 1
-                    RT[x, r] = pe
-                    RG[x, r] = rg[j]
-                    RC[x, r] = rc[j]
-                    RM[x, r] = rm[j]
-                    RJ[x, r] = j
-                    rlen[x] += 1
-                nev = _heap_push(evk, evj, nev, end[j], j)
-                nstarted += 1
-                tcount[:] = -1
             if nstarted > 0:
                 w = 0
                 for q in range(qlen):
-                    if start[queue[q]] < 0:
-                        queue[w] = queue[q]
+                    j = queue[q]
+                    if start[j] < 0:
+                        queue[w] = j
                         w += 1
+                    else:
+                        nev = _heap_push(evk, evj, nev, end[j], j)
                 qlen = w
             # zero-length jobs end now: complete them and pass again
             if nev == 0 or evk[0] != now:
@@ -647,13 +687,7 @@ def simulate_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth:
     (ascending), using GPU bits ``alloc_gpu_mask`` there (bit k = GPU k).
     With ``return_passes`` a sixth item: the number of scheduling passes run.
     """
-    if policy not in POLICY_CODES:
-        raise InputError(f"unknown policy {policy!r}; choose one of {sorted(POLICY_CODES)}",
-                         field="policy")
-    if isinstance(reserve_depth, bool) or not isinstance(reserve_depth, (int, np.integer)) \
-            or reserve_depth < 1:
-        raise InputError(f"reserve_depth must be an integer >= 1, got {reserve_depth!r}",
-                         field="reserve_depth")
+    _check_policy(policy, reserve_depth)
     check_node_jobs(cluster, jobs, available)
     n = len(jobs)
     avail = node_availability(cluster, available)
@@ -679,3 +713,277 @@ def simulate_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth:
     inverse[order] = np.arange(n)
     out = (start[inverse], end[inverse], offsets, alloc_nodes, alloc_mask)
     return out + (int(passes),) if return_passes else out
+
+
+def _check_policy(policy, reserve_depth) -> None:
+    if policy not in POLICY_CODES:
+        raise InputError(f"unknown policy {policy!r}; choose one of {sorted(POLICY_CODES)}",
+                         field="policy")
+    if isinstance(reserve_depth, bool) or not isinstance(reserve_depth, (int, np.integer)) \
+            or reserve_depth < 1:
+        raise InputError(f"reserve_depth must be an integer >= 1, got {reserve_depth!r}",
+                         field="reserve_depth")
+
+
+# --------------------------------------------------------------------------- single pass
+
+START, RESERVED, BLOCKED = 0, 1, 2
+OUTCOME_NAMES = ("start", "reserved", "blocked")
+
+
+@dataclass(frozen=True)
+class RunningJobs:
+    """Jobs holding resources at the time of a pass.
+
+    Job r holds, on each node ``nodes[node_offsets[r]:node_offsets[r+1]]``, the
+    matching entries of ``gpus``/``cpus``/``mem`` (one entry per (job, node))
+    until ``planned_end[r]`` (= start + time limit), on GPU indices
+    ``gpu_mask`` (per entry; None: each node's lowest free indices, taken in
+    job order).
+    """
+
+    job_id: np.ndarray        # int64 [r]
+    planned_end: np.ndarray   # int64 [r]
+    node_offsets: np.ndarray  # int64 [r+1]
+    nodes: np.ndarray         # int64 [E]
+    gpus: np.ndarray          # int64 [E]
+    cpus: np.ndarray          # int64 [E]
+    mem: np.ndarray           # int64 [E]
+    gpu_mask: np.ndarray | None = None   # uint64 [E]
+
+    @classmethod
+    def from_arrays(cls, *, job_id, planned_end, node_offsets, nodes, gpus, cpus, mem,
+                    gpu_mask=None) -> "RunningJobs":
+        """Arrays, with ``gpus``/``cpus``/``mem`` either per entry or per job (repeated)."""
+        job_id = np.asarray(job_id, dtype=np.int64)
+        node_offsets = np.asarray(node_offsets, dtype=np.int64)
+        nodes = np.asarray(nodes, dtype=np.int64)
+        counts = np.diff(node_offsets)
+
+        def per_entry(a):
+            a = np.asarray(a, dtype=np.int64)
+            if a.ndim == 0:
+                return np.full(len(nodes), a, dtype=np.int64)
+            if len(a) == len(job_id) and len(a) != len(nodes):
+                return np.repeat(a, counts)
+            return a
+        return cls(job_id, np.asarray(planned_end, dtype=np.int64), node_offsets, nodes,
+                   per_entry(gpus), per_entry(cpus), per_entry(mem),
+                   None if gpu_mask is None else np.asarray(gpu_mask, dtype=np.uint64))
+
+    @classmethod
+    def empty(cls) -> "RunningJobs":
+        z = np.zeros(0, dtype=np.int64)
+        return cls(z, z, np.zeros(1, dtype=np.int64), z, z, z, z, None)
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+
+@dataclass(frozen=True)
+class NodeDecisions:
+    """One node-level pass: an outcome for every pending job, in queue order.
+
+    ``outcome[i]``: START (start now on ``nodes_of(i)`` with GPU bits
+    ``gpu_masks_of(i)``), RESERVED (planned to start at ``planned_start[i]``
+    on ``nodes_of(i)``; masks 0) or BLOCKED (``planned_start`` -1, no nodes:
+    skipped by EASY beyond its depth, after FCFS's stop, or after the pass's
+    early stop when not ``full``).
+    """
+
+    now: int
+    policy: str
+    job_id: np.ndarray          # int64, queue order
+    outcome: np.ndarray         # int8
+    planned_start: np.ndarray   # int64, -1 when blocked
+    node_offsets: np.ndarray    # int64 [n+1]
+    nodes: np.ndarray           # int64, ascending per job
+    gpu_mask: np.ndarray        # uint64, per node entry (0 for reservations)
+    walked: int                 # queue positions the pass looked at (the rest: early stop)
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    def nodes_of(self, i: int) -> np.ndarray:
+        return self.nodes[self.node_offsets[i]:self.node_offsets[i + 1]]
+
+    def gpu_masks_of(self, i: int) -> np.ndarray:
+        return self.gpu_mask[self.node_offsets[i]:self.node_offsets[i + 1]]
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Job ids to start now, in queue order."""
+        return self.job_id[self.outcome == START]
+
+    def to_pandas(self):
+        import pandas as pd
+        return pd.DataFrame({"job_id": self.job_id,
+                             "outcome": [OUTCOME_NAMES[o] for o in self.outcome],
+                             "planned_start": self.planned_start,
+                             "num_nodes": np.diff(self.node_offsets)})
+
+
+def _running_state(cluster: Cluster, running: RunningJobs, now: int):
+    """Free-now arrays and per-node running lists (sorted by planned end) from ``running``."""
+    X = cluster.num_nodes
+    capG = cluster.gpus.astype(np.int64)
+    capC = cluster.cpus.astype(np.int64)
+    capM = cluster.mem_mb.astype(np.int64)
+    offs = np.asarray(running.node_offsets, dtype=np.int64)
+    x = np.asarray(running.nodes, dtype=np.int64)
+    E = len(x)
+    if len(offs) != len(running.job_id) + 1 or offs[0] != 0 or offs[-1] != E \
+            or (np.diff(offs) < 1).any():
+        raise InputError("running: node_offsets must be a CSR (0, ..., len(nodes)) with at least "
+                         "one node per job", field="running")
+    if len(running.planned_end) != len(running.job_id):
+        raise InputError("running: planned_end needs one entry per job", field="running")
+    g = np.asarray(running.gpus, dtype=np.int64)
+    c = np.asarray(running.cpus, dtype=np.int64)
+    m = np.asarray(running.mem, dtype=np.int64)
+    if not (len(g) == len(c) == len(m) == E):
+        raise InputError("running: gpus/cpus/mem need one entry per (job, node)", field="running")
+    if E and ((x < 0).any() or (x >= X).any()):
+        raise InputError("running: node index out of range", field="running")
+    pe_job = np.asarray(running.planned_end, dtype=np.int64)
+    if len(pe_job) and pe_job.min() <= now:
+        r = int(np.argmin(pe_job))
+        raise InputError(f"running job {running.job_id[r]} has planned end {pe_job[r]} <= now "
+                         f"({now}): complete it first", field="running")
+    pe = np.repeat(pe_job, np.diff(offs))
+    fg = capG - np.bincount(x, weights=g, minlength=X).astype(np.int64)
+    fc = capC - np.bincount(x, weights=c, minlength=X).astype(np.int64)
+    fm = capM - np.bincount(x, weights=m, minlength=X).astype(np.int64)
+    if (fg < 0).any() or (fc < 0).any() or (fm < 0).any():
+        bad = int(np.flatnonzero((fg < 0) | (fc < 0) | (fm < 0))[0])
+        raise InputError(f"running jobs hold more than node {bad} has", field="running")
+    full = np.where(capG >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
+                    (np.uint64(1) << capG.astype(np.uint64)) - np.uint64(1)).astype(np.uint64)
+    if running.gpu_mask is not None:
+        mask = np.asarray(running.gpu_mask, dtype=np.uint64)
+    else:   # lowest free indices per node, in entry order: bits [used before, + g)
+        order = np.argsort(x, kind="stable")
+        gs = g[order]
+        csum = np.cumsum(gs) - gs
+        first = np.searchsorted(x[order], x[order], side="left")
+        before = np.empty(E, dtype=np.int64)
+        before[order] = csum - csum[first]
+        mask = (((np.uint64(1) << g.astype(np.uint64)) - np.uint64(1))
+                << before.astype(np.uint64)).astype(np.uint64)
+    used = np.zeros(X, dtype=np.uint64)
+    np.bitwise_or.at(used, x, mask)
+    fmask = full & ~used
+    # per-node running lists sorted by planned end
+    order = np.lexsort((pe, x))
+    xs = x[order]
+    rlen = np.bincount(x, minlength=X).astype(np.int64)
+    R = 4
+    while R < int(rlen.max(initial=0)) + 1:
+        R *= 2
+    K = 8
+    while K < int(rlen.max(initial=0)) + 3:
+        K *= 2
+    first = np.zeros(X + 1, dtype=np.int64)
+    np.cumsum(rlen, out=first[1:])
+    col = np.arange(E, dtype=np.int64) - first[xs]
+    RT = np.zeros((X, R), dtype=np.int64)
+    RG = np.zeros((X, R), dtype=np.int64)
+    RC = np.zeros((X, R), dtype=np.int64)
+    RM = np.zeros((X, R), dtype=np.int64)
+    RJ = np.full((X, R), -1, dtype=np.int64)
+    RT[xs, col] = pe[order]
+    RG[xs, col] = g[order]
+    RC[xs, col] = c[order]
+    RM[xs, col] = m[order]
+    return capG, capC, capM, fg, fc, fm, fmask, RT, RG, RC, RM, RJ, rlen, R, K
+
+
+def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: int,
+               policy: str, reserve_depth: int = 1, available=None, *,
+               full: bool = False) -> NodeDecisions:
+    """One scheduling pass at ``now`` of the node-level engine; changes nothing.
+
+    The same compiled pass as :func:`simulate_nodes` (docs/gpu-semantics.md):
+    ``running`` holds resources until its planned ends (all > ``now``),
+    ``pending`` is planned in queue order (submit time, then job id; submit
+    times are not compared with ``now``). fcfs/easy/conservative stop after
+    the last job that could start now, like the simulator (later jobs are
+    BLOCKED); ``full=True`` walks the whole queue, so conservative gives every
+    job a planned start (``squeue --start``) and easy makes its reservations
+    even when nothing can start now.
+    """
+    _check_policy(policy, reserve_depth)
+    check_node_jobs(cluster, pending, available)
+    now = int(now)
+    avail = node_availability(cluster, available)
+    poff, pflat = _partition_nodes(cluster, avail)
+    (capG, capC, capM, fg, fc, fm, fmask, RT, RG, RC, RM, RJ, rlen, R,
+     K) = _running_state(cluster, running, now)
+    n = len(pending)
+    X = cluster.num_nodes
+    order = np.lexsort((pending.job_id, pending.submit_time))
+    types, rtype = _request_types(pending)
+
+    def q(a):
+        return np.ascontiguousarray(np.asarray(a)[order], dtype=np.int64)
+
+    nn = q(pending.num_nodes)
+    limit = q(pending.time_limit)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(nn, out=offsets[1:])
+    total = int(offsets[-1])
+    start = np.full(n, -1, dtype=np.int64)
+    end = np.full(n, -1, dtype=np.int64)
+    planned = np.full(n, -1, dtype=np.int64)
+    alloc_nodes = np.full(total, -1, dtype=np.int64)
+    alloc_mask = np.zeros(total, dtype=np.uint64)
+    WT = np.empty((X, K), dtype=np.int64)
+    WG = np.empty((X, K), dtype=np.int64)
+    WC = np.empty((X, K), dtype=np.int64)
+    WM = np.empty((X, K), dtype=np.int64)
+    wlen = np.zeros(X, dtype=np.int64)
+    stamp = np.full(X, -1, dtype=np.int64)
+    tcount = np.full(len(types), -1, dtype=np.int64)
+    chosen = np.empty(max(1, int(nn.max(initial=1))), dtype=np.int64)
+    depth = int(reserve_depth) if policy == "easy" else n + 1
+    code = POLICY_CODES[policy]
+    walked = _walked(code, bool(full), rtype[order] if n else rtype, nn, types, poff, pflat,
+                     fg, fc, fm) if n else 0
+    if n:
+        nst = _pass(np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), code, np.int64(depth),
+              bool(full), np.int64(0), limit, limit, nn, q(pending.gpus_per_node),
+              q(pending.cpus_per_node), q(pending.mem_per_node), q(pending.partition),
+              q(rtype), offsets[:-1].copy(),
+              np.ascontiguousarray(types[:, 0]), np.ascontiguousarray(types[:, 1]),
+              np.ascontiguousarray(types[:, 2]), np.ascontiguousarray(types[:, 3]),
+              capG, capC, capM, poff, pflat, fg, fc, fm, fmask, WT, WG, WC, WM, wlen,
+              np.int64(K), RT, RG, RC, RM, RJ, rlen, np.int64(R), stamp, tcount, chosen,
+              start, end, planned, alloc_nodes, alloc_mask)[0]
+        if code == _FCFS:       # fcfs starts a prefix of the queue, then stops
+            walked = min(n, int(nst) + 1)
+    outcome = np.full(n, BLOCKED, dtype=np.int8)
+    outcome[planned > now] = RESERVED
+    outcome[start >= 0] = START
+    keep = outcome != BLOCKED
+    counts = np.where(keep, nn, 0)
+    node_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=node_offsets[1:])
+    entry_keep = np.repeat(keep, nn)
+    return NodeDecisions(now=now, policy=policy, job_id=pending.job_id[order].copy(),
+                         outcome=outcome, planned_start=planned, node_offsets=node_offsets,
+                         nodes=alloc_nodes[entry_keep], gpu_mask=alloc_mask[entry_keep],
+                         walked=walked)
+
+
+def _walked(code, full, rtype_q, nn, types, poff, pflat, fg, fc, fm) -> int:
+    """How many queue positions the pass walks (before it changes any state)."""
+    n = len(nn)
+    if code == _FCFS or full:
+        return n
+    # free-now eligibility count per request type (running jobs only)
+    cnt = np.zeros(len(types), dtype=np.int64)
+    for k, (p, g, c, m) in enumerate(types):
+        nodes = pflat[poff[p]:poff[p + 1]]
+        cnt[k] = int(np.count_nonzero((fg[nodes] >= g) & (fc[nodes] >= c) & (fm[nodes] >= m)))
+    ok = np.flatnonzero(cnt[rtype_q] >= nn)
+    return int(ok[-1]) + 1 if len(ok) else 0

@@ -13,6 +13,7 @@ import numpy as np
 
 from .cluster import Cluster
 from .jobs import JobTable
+from .metrics import gpu_fragmentation
 from .schedule import Schedule
 
 #: bounded slowdown threshold (seconds), as in Feitelson's metrics
@@ -98,6 +99,7 @@ def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule) -> dict:
         "utilisation": node_seconds / capacity if capacity > 0 else 0.0,
         "gpu_utilisation": (gpu_seconds / (total_gpus * makespan)
                             if total_gpus > 0 and makespan > 0 else None),
+        "gpu_fragmentation": gpu_fragmentation(cluster, workload, schedule),
         "makespan": makespan,
         "first_submit": first,
         "last_end": last,

@@ -1,0 +1,66 @@
+"""Cluster-level metrics of a finished schedule that need a sweep over time."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .cluster import Cluster
+from .jobs import JobTable
+from .schedule import Schedule
+
+
+def gpu_fragmentation(cluster: Cluster, jobs: JobTable, schedule: Schedule) -> float | None:
+    """Share of free GPU-time stranded on partly used nodes.
+
+    At each instant, a node with some but not all of its GPUs in use strands its
+    free GPUs (a job wanting whole nodes cannot use them). Returns
+    integral(stranded free GPUs) / integral(free GPUs) over [first submit, last
+    end), or None when the cluster has no GPUs or nothing was ever free.
+    """
+    if cluster.gpus.sum() == 0 or len(jobs) == 0:
+        return None
+    counts = np.diff(schedule.alloc_offsets)
+    job_of = np.repeat(np.arange(len(jobs)), counts)
+    start = schedule.start_time[job_of]
+    end = schedule.end_time[job_of]
+    gpus = jobs.gpus_per_node[job_of].astype(np.int64)
+    keep = (end > start) & (gpus > 0)
+    node = schedule.alloc_nodes[keep]
+    times = np.concatenate([start[keep], end[keep]])
+    nodes = np.concatenate([node, node])
+    deltas = np.concatenate([gpus[keep], -gpus[keep]])
+    order = np.lexsort((deltas, times))         # at one instant, releases before holds
+    first, last = int(jobs.submit_time.min()), int(schedule.end_time.max())
+    stranded, free = _sweep(times[order], nodes[order], deltas[order],
+                            cluster.gpus.astype(np.int64), first, last)
+    return stranded / free if free > 0 else None
+
+
+@njit(cache=True)
+def _sweep(times, nodes, deltas, capacity, first, last):
+    """Integrals of stranded and of all free GPUs over [first, last).
+
+    times, nodes, deltas : int64[e]  GPU holds (+) and releases (-) per node, sorted by time
+    capacity : int64[n]              GPUs per node
+    """
+    used = np.zeros(len(capacity), dtype=np.int64)
+    free = capacity.sum()
+    stranded = 0
+    total_stranded = 0.0
+    total_free = 0.0
+    t = first
+    for k in range(len(times)):
+        if times[k] > t:
+            total_stranded += stranded * (times[k] - t)
+            total_free += free * (times[k] - t)
+            t = times[k]
+        n = nodes[k]
+        before = capacity[n] - used[n] if used[n] > 0 else 0
+        used[n] += deltas[k]
+        after = capacity[n] - used[n] if used[n] > 0 else 0
+        stranded += after - before
+        free -= deltas[k]
+    if last > t:
+        total_stranded += stranded * (last - t)
+        total_free += free * (last - t)
+    return total_stranded, total_free
