@@ -103,7 +103,19 @@ def _priority_1m(repeat: int) -> dict:
             "machine": machine()}
 
 
-SCENARIOS = {"kth-easy": _kth_easy, "priority-1m": _priority_1m}
+def _node_engine(name: str):
+    """B2 / B3 / B6 on the node engine (state builders live in fastsched.benchstate)."""
+    def run(repeat: int) -> dict:
+        from . import benchstate
+        return {"easy-100k": benchstate._b2, "conservative-100k": benchstate._b3,
+                "scaling": benchstate._b6}[name](repeat)
+    return run
+
+
+SCENARIOS = {"kth-easy": _kth_easy, "priority-1m": _priority_1m,
+             "easy-100k": _node_engine("easy-100k"),
+             "conservative-100k": _node_engine("conservative-100k"),
+             "scaling": _node_engine("scaling")}
 
 
 def run_scenario(name: str, repeat: int = 7) -> dict:

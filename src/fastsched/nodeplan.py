@@ -62,13 +62,22 @@ def node_availability(cluster: Cluster, available=None) -> np.ndarray:
 
 def _request_types(jobs: JobTable):
     """Distinct (partition, gpus, cpus, mem) requests and each job's type index."""
-    rows = np.stack([jobs.partition.astype(np.int64), jobs.gpus_per_node.astype(np.int64),
-                     jobs.cpus_per_node.astype(np.int64), jobs.mem_per_node.astype(np.int64)],
-                    axis=1)
-    if len(rows) == 0:
+    cols = (jobs.partition.astype(np.int64), jobs.gpus_per_node.astype(np.int64),
+            jobs.cpus_per_node.astype(np.int64), jobs.mem_per_node.astype(np.int64))
+    n = len(cols[0])
+    if n == 0:
         return np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    types, inverse = np.unique(rows, axis=0, return_inverse=True)
-    return types, inverse.reshape(-1).astype(np.int64)
+    # rows in lexicographic order (what np.unique(axis=0) gives, much faster)
+    order = np.lexsort(cols[::-1])
+    new = np.zeros(n, dtype=np.bool_)
+    new[0] = True
+    for col in cols:
+        s = col[order]
+        new[1:] |= s[1:] != s[:-1]
+    types = np.stack([col[order][new] for col in cols], axis=1)
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return types, inverse
 
 
 def _partition_nodes(cluster: Cluster, avail: np.ndarray):

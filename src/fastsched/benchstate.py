@@ -1,0 +1,206 @@
+"""Standard benchmark *states* for single scheduling passes (B2, B3, B6 in BENCHMARKS.md).
+
+:func:`busy_state` builds, deterministically from a seed, a standard cluster
+whose GPUs are ``busy`` (85%) held by running ``ai-mix`` jobs, plus a queue of
+pending ``ai-mix`` jobs. The ``_b2``/``_b3``/``_b6`` functions time one node
+engine pass (:func:`fastsched.nodeplan.plan_nodes`) on it; each point runs in
+a child process so that a pass that takes too long can be stopped and
+reported as not measured, and so that peak RSS is per point.
+
+Choices fixed here:
+
+* ``now`` = 30 days; running jobs are ai-mix jobs (seed ``seed``) taken in
+  order and placed best fit (fewest free GPUs, then lowest index; CPUs and
+  memory are proportional to GPUs in ai-mix, so GPUs decide) on nodes of their
+  partition, skipped when they do not fit, until ``busy`` of all GPUs are held;
+  each has been running for ``floor(U(0, 1) x limit)`` s, so its planned end
+  (start + limit) is after ``now``. GPU masks: each node's lowest free indices.
+* pending jobs are ai-mix jobs (seed ``seed + 1``), ids after the running
+  ones, submit times rescaled into [0, now) keeping their order.
+"""
+from __future__ import annotations
+
+import resource
+import statistics
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cluster import Cluster
+from .generate import ai_cluster, ai_mix
+from .jobs import JobTable
+from .nodeplan import RunningJobs, plan_nodes
+
+__all__ = ["BusyState", "busy_state", "run_pass", "measure_point"]
+
+NOW = 30 * 86_400
+
+
+@dataclass(frozen=True)
+class BusyState:
+    cluster: Cluster
+    running: RunningJobs
+    pending: JobTable
+    now: int
+
+    @property
+    def busy_fraction(self) -> float:
+        return float(self.running.gpus.sum()) / float(self.cluster.gpus.sum())
+
+
+def _place(cluster: Cluster, jobs: JobTable, target_gpus: int):
+    """Best-fit placement in order until ``target_gpus`` are held: (taken job indices,
+    CSR offsets, nodes, per-entry GPU masks)."""
+    X = cluster.num_nodes
+    free = cluster.gpus.astype(np.int64).copy()
+    idx = np.arange(X, dtype=np.int64)
+    member = np.zeros((len(cluster.partitions), X), dtype=np.bool_)
+    for p, part in enumerate(cluster.partitions):
+        member[p, part.nodes] = True
+    taken, offsets, nodes, masks = [], [0], [], []
+    held = 0
+    for i in range(len(jobs)):
+        if held >= target_gpus:
+            break
+        g = int(jobs.gpus_per_node[i])
+        n = int(jobs.num_nodes[i])
+        ok = member[jobs.partition[i]] & (free >= g)
+        cand = idx[ok]
+        if len(cand) < n:
+            continue
+        key = free[cand] * X + cand          # best fit: fewest free GPUs, then lowest index
+        if n == 1:
+            pick = cand[[int(np.argmin(key))]]
+        else:
+            pick = np.sort(cand[np.argpartition(key, n - 1)[:n]])
+        before = cluster.gpus[pick].astype(np.int64) - free[pick]   # used bits are 0..before-1
+        masks.append(((np.uint64(1) << np.uint64(g)) - np.uint64(1)) << before.astype(np.uint64))
+        free[pick] -= g
+        nodes.append(pick)
+        offsets.append(offsets[-1] + n)
+        taken.append(i)
+        held += g * n
+    return (np.array(taken, dtype=np.int64), np.array(offsets, dtype=np.int64),
+            np.concatenate(nodes).astype(np.int64), np.concatenate(masks).astype(np.uint64))
+
+
+def busy_state(cluster_name: str = "ai-100k", busy: float = 0.85, pending: int = 100_000,
+               seed: int = 0) -> BusyState:
+    """The standard single-pass benchmark state (deterministic for given arguments)."""
+    cluster = ai_cluster(cluster_name)
+    total = int(cluster.gpus.sum())
+    target = int(np.ceil(busy * total))
+    # enough candidates: ai-mix averages ~25 GPUs per job
+    cand = ai_mix(cluster, max(1000, 4 * target // 20), seed=seed).jobs
+    taken, offsets, nodes, masks = _place(cluster, cand, target)
+    run = cand.take(taken)
+    rng = np.random.default_rng(seed + 1_000_003)
+    elapsed = np.floor(rng.random(len(run)) * run.time_limit).astype(np.int64)
+    start = NOW - elapsed
+    counts = np.diff(offsets)
+    running = RunningJobs.from_arrays(
+        job_id=run.job_id, planned_end=start + run.time_limit, node_offsets=offsets,
+        nodes=nodes, gpus=np.repeat(run.gpus_per_node, counts),
+        cpus=np.repeat(run.cpus_per_node, counts), mem=np.repeat(run.mem_per_node, counts),
+        gpu_mask=masks)
+    pend = ai_mix(cluster, pending, seed=seed + 1).jobs
+    sub = pend.submit_time
+    span = int(sub.max()) + 1 if len(sub) else 1
+    cols = pend.to_dict()
+    cols["submit_time"] = sub * (NOW - 1) // span
+    cols["job_id"] = pend.job_id + int(cand.job_id.max())
+    return BusyState(cluster, running, JobTable(**cols), NOW)
+
+
+def run_pass(state: BusyState, policy: str, full: bool, depth: int = 1):
+    return plan_nodes(state.cluster, state.running, state.pending, state.now, policy, depth,
+                      full=full)
+
+
+def _child(cluster_name, pending, policy, full, repeat, seed, out):
+    t = time.perf_counter()
+    state = busy_state(cluster_name, pending=pending, seed=seed)
+    out.put(("state", time.perf_counter() - t, len(state.running), state.busy_fraction))
+    for k in range(repeat + 1):                      # run 0 is the warm-up
+        t = time.perf_counter()
+        d = run_pass(state, policy, full)
+        dt = time.perf_counter() - t
+        counts = np.bincount(d.outcome, minlength=3).tolist()
+        out.put(("run", dt, counts, d.walked))
+    out.put(("done", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+
+
+def measure_point(cluster_name: str, pending: int, policy: str, full: bool, repeat: int = 3,
+                  seed: int = 0, max_seconds: float = 120.0) -> dict:
+    """Time one pass (median of ``repeat`` after a warm-up) in a child process; a run
+    that takes longer than ``max_seconds`` stops the point (reported not measured)."""
+    import multiprocessing as mp
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(cluster_name, pending, policy, full, repeat, seed, q))
+    proc.start()
+    fig = {"cluster": cluster_name, "pending": pending, "policy": policy, "full": full}
+    times = []
+    try:
+        while True:
+            try:
+                msg = q.get(timeout=max_seconds + 60)
+            except Exception:
+                fig["not_measured"] = (f"a run took more than {max_seconds:.0f} s "
+                                       f"({len(times)} run(s) done, warm-up included)")
+                if times:
+                    fig["first_runs_s"] = [round(x, 3) for x in times]
+                break
+            if msg[0] == "state":
+                fig.update(state_s=round(msg[1], 2), running_jobs=msg[2],
+                           busy=round(msg[3], 4))
+            elif msg[0] == "run":
+                times.append(msg[1])
+                fig.update(outcomes=dict(zip(("start", "reserved", "blocked"), msg[2])),
+                           walked=msg[3])
+                if msg[1] > max_seconds:
+                    fig["not_measured"] = f"a run took {msg[1]:.1f} s > {max_seconds:.0f} s"
+                    fig["first_runs_s"] = [round(x, 3) for x in times]
+                    break
+            else:
+                fig["peak_rss_mb"] = round(msg[1], 1)
+                break
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+    if "not_measured" not in fig and len(times) > 1:
+        runs = times[1:]
+        med = statistics.median(runs)
+        fig.update(median_ms=round(1000 * med, 1), min_ms=round(1000 * min(runs), 1),
+                   warmup_ms=round(1000 * times[0], 1), runs=len(runs),
+                   decisions_per_s=round(pending / med),
+                   walked_per_s=round(fig["walked"] / med))
+    return fig
+
+
+def _b2(repeat: int) -> dict:
+    """B2 easy-100k: one EASY pass (depth 1) on ai-100k, 85% busy, 100,000 pending."""
+    from .bench import machine
+    fig = measure_point("ai-100k", 100_000, "easy", False, repeat)
+    return {"scenario": "easy-100k (B2)", **fig, "machine": machine()}
+
+
+def _b3(repeat: int) -> dict:
+    """B3 conservative-100k: one conservative pass, full depth, same state."""
+    from .bench import machine
+    fig = measure_point("ai-100k", 100_000, "conservative", True, repeat)
+    return {"scenario": "conservative-100k (B3)", **fig, "machine": machine()}
+
+
+def _b6(repeat: int) -> dict:
+    """B6-style scaling points: B2 and B3 on ai-8k (1k, 10k) and ai-100k (1k, 10k, 100k)."""
+    from .bench import machine
+    points = []
+    for cluster_name, sizes in (("ai-8k", (1_000, 10_000)),
+                                ("ai-100k", (1_000, 10_000, 100_000))):
+        for pending in sizes:
+            for policy, full in (("easy", False), ("conservative", True)):
+                points.append(measure_point(cluster_name, pending, policy, full, repeat))
+    return {"scenario": "scaling (B6, node engine)", "points": points, "machine": machine()}
