@@ -361,9 +361,9 @@ def _terminate(procs: Sequence[subprocess.Popen], grace: float = KILL_GRACE) -> 
         except subprocess.TimeoutExpired:
             pass
     for i in running:
-        if procs[i].poll() is None:
-            _signal_group(procs[i], signal.SIGKILL)
-            procs[i].wait()
+        # the whole group, even if its leader is gone: a grandchild may ignore SIGTERM
+        _signal_group(procs[i], signal.SIGKILL)
+        procs[i].wait()
     return running
 
 
