@@ -32,6 +32,7 @@ from numba import njit
 from .cluster import Cluster, NodeState
 from .errors import InputError
 from .jobs import JobTable
+from .validation import check_basic, reject
 
 __all__ = ["simulate_nodes", "plan_nodes", "RunningJobs", "NodeDecisions", "check_node_jobs",
            "node_availability", "POLICY_CODES", "START", "RESERVED", "BLOCKED"]
@@ -94,13 +95,6 @@ def _partition_nodes(cluster: Cluster, avail: np.ndarray):
     return offsets, flat.astype(np.int64)
 
 
-def _reject(jobs: JobTable, bad: np.ndarray, field: str, message: str) -> None:
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        value = getattr(jobs, field)[i]
-        raise InputError(f"job {jobs.job_id[i]} " + message.format(v=value), field=field)
-
-
 def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None) -> None:
     """Raise InputError (naming the first bad job) for a job the node engine can never run.
 
@@ -111,18 +105,9 @@ def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None) -> None:
     """
     if len(jobs) == 0:
         return
-    ids = np.sort(jobs.job_id)
-    dup = ids[1:][ids[1:] == ids[:-1]]
-    if len(dup):
-        raise InputError(f"job id {dup[0]} appears more than once", field="job_id")
-    _reject(jobs, jobs.num_nodes < 1, "num_nodes", "asks for {v} nodes (at least 1 needed)")
-    _reject(jobs, jobs.time_limit < 1, "time_limit", "has time limit {v} s (at least 1 s needed)")
-    _reject(jobs, jobs.runtime < 0, "runtime", "has negative runtime {v}")
-    _reject(jobs, jobs.submit_time < 0, "submit_time", "has negative submit time {v}")
-    for name in ("gpus_per_node", "cpus_per_node", "mem_per_node"):
-        _reject(jobs, getattr(jobs, name) < 0, name, "asks for {v} " + name + " (negative)")
+    check_basic(jobs)
     P = len(cluster.partitions)
-    _reject(jobs, (jobs.partition < 0) | (jobs.partition >= P), "partition",
+    reject(jobs, (jobs.partition < 0) | (jobs.partition >= P), "partition",
             f"names partition index {{v}}, the cluster has {P} partition(s)")
     avail = node_availability(cluster, available)
     offsets, flat = _partition_nodes(cluster, avail)

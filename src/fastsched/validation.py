@@ -8,6 +8,21 @@ from .errors import InputError, UnsupportedError
 from .jobs import JobTable
 
 
+def check_basic(jobs: JobTable) -> None:
+    """What every engine needs: unique ids, at least one node, a limit of at least
+    1 s, no negative runtime, submit time or request."""
+    ids = np.sort(jobs.job_id)
+    dup = ids[1:][ids[1:] == ids[:-1]]
+    if len(dup):
+        raise InputError(f"job id {dup[0]} appears more than once", field="job_id")
+    reject(jobs, jobs.num_nodes < 1, "num_nodes", "asks for {v} nodes (at least 1 needed)")
+    reject(jobs, jobs.time_limit < 1, "time_limit", "has time limit {v} s (at least 1 s needed)")
+    reject(jobs, jobs.runtime < 0, "runtime", "has negative runtime {v}")
+    reject(jobs, jobs.submit_time < 0, "submit_time", "has negative submit time {v}")
+    for name in ("gpus_per_node", "cpus_per_node", "mem_per_node"):
+        reject(jobs, getattr(jobs, name) < 0, name, "asks for {v} " + name + " (negative)")
+
+
 def check_jobs(cluster: Cluster, jobs: JobTable) -> None:
     """Raise if any job can never run on ``cluster`` with the counted-pool engine.
 
@@ -22,22 +37,15 @@ def check_jobs(cluster: Cluster, jobs: JobTable) -> None:
             "(simulate() uses it; the Scheduler pass API does not yet)")
     if len(jobs) == 0:
         return
-    ids = np.sort(jobs.job_id)
-    dup = ids[1:][ids[1:] == ids[:-1]]
-    if len(dup):
-        raise InputError(f"job id {dup[0]} appears more than once", field="job_id")
-    _reject(jobs, jobs.num_nodes < 1, "num_nodes", "asks for {v} nodes (at least 1 needed)")
-    _reject(jobs, jobs.num_nodes > cluster.num_nodes, "num_nodes",
+    check_basic(jobs)
+    reject(jobs, jobs.num_nodes > cluster.num_nodes, "num_nodes",
             f"asks for {{v}} nodes, the cluster has {cluster.num_nodes}")
-    _reject(jobs, jobs.time_limit < 1, "time_limit", "has time limit {v} s (at least 1 s needed)")
-    _reject(jobs, jobs.runtime < 0, "runtime", "has negative runtime {v}")
-    _reject(jobs, jobs.submit_time < 0, "submit_time", "has negative submit time {v}")
     node_cpus, node_gpus = int(cluster.cpus[0]), int(cluster.gpus[0])
-    _reject(jobs, jobs.cpus_per_node > node_cpus, "cpus_per_node",
+    reject(jobs, jobs.cpus_per_node > node_cpus, "cpus_per_node",
             f"asks for {{v}} CPUs per node, nodes have {node_cpus}")
-    _reject(jobs, jobs.gpus_per_node > node_gpus, "gpus_per_node",
+    reject(jobs, jobs.gpus_per_node > node_gpus, "gpus_per_node",
             f"asks for {{v}} GPUs per node, nodes have {node_gpus}")
-    _reject(jobs, jobs.mem_per_node > cluster.mem_mb[0], "mem_per_node",
+    reject(jobs, jobs.mem_per_node > cluster.mem_mb[0], "mem_per_node",
             f"asks for {{v}} MB per node, nodes have {int(cluster.mem_mb[0])}")
     partial = (jobs.cpus_per_node < node_cpus) & (jobs.gpus_per_node < max(node_gpus, 1))
     if partial.any():
@@ -49,7 +57,8 @@ def check_jobs(cluster: Cluster, jobs: JobTable) -> None:
             "(simulate() uses it; the Scheduler pass API does not yet)")
 
 
-def _reject(jobs: JobTable, bad: np.ndarray, field: str, message: str) -> None:
+def reject(jobs: JobTable, bad: np.ndarray, field: str, message: str) -> None:
+    """InputError naming the first job where ``bad`` holds ({v} = its ``field``)."""
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         value = getattr(jobs, field)[i]
