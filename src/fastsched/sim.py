@@ -60,8 +60,10 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     runs at a terminal). ``skipped`` (e.g. from the trace reader) is carried
     into the result and counted in its summary.
 
-    Raises InputError for a job that can never run here (naming the job) and
-    UnsupportedError for what this engine cannot schedule yet.
+    The counted-pool engine runs when the cluster is one pool of identical
+    nodes and every job takes whole nodes; otherwise the node engine does
+    (``summary["engine"]`` says which). Raises InputError naming the first job
+    that can never run on this cluster. (The progress bar is the pool engine's.)
     """
     wall = time.perf_counter()
     spec = get_policy(policy)
