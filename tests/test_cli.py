@@ -2,7 +2,6 @@
 import csv
 import json
 import subprocess
-import sys
 
 import pytest
 

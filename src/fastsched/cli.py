@@ -6,6 +6,7 @@ import json
 import os
 import sys
 
+from .argtypes import positive_int
 from .errors import FastschedError, InputError
 from .policies import POLICIES
 
@@ -89,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--cluster", help="for a workload CSV: slurm.conf, or ai-8k / ai-100k / ai-1m")
     c.add_argument("--policy", choices=sorted(POLICIES),
                    help="also check this policy's promises")
-    c.add_argument("--reserve-depth", type=_positive_int, default=1, help="EASY reservations (default 1)")
+    c.add_argument("--reserve-depth", type=positive_int, default=1, help="EASY reservations (default 1)")
     c.add_argument("--procs", type=int, help="machine size (default: from the header)")
     c.set_defaults(run=_cmd_check)
 
@@ -98,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
                        "the median wall time over several runs and the peak memory.")
     from .bench import SCENARIOS
     b.add_argument("scenario", choices=sorted(SCENARIOS), help="scenario (see BENCHMARKS.md)")
-    b.add_argument("--repeat", type=_positive_int, default=7, help="timed runs (default 7)")
+    b.add_argument("--repeat", type=positive_int, default=7, help="timed runs (default 7)")
     b.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     b.set_defaults(run=_cmd_bench)
 
@@ -111,17 +112,10 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def _policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", choices=sorted(POLICIES), default="easy",
                    help="scheduling policy (default: easy)")
-    p.add_argument("--reserve-depth", type=_positive_int, default=1,
+    p.add_argument("--reserve-depth", type=positive_int, default=1,
                    help="number of blocked jobs EASY reserves for (default 1, Lifka's EASY)")
 
 

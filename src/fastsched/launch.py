@@ -69,6 +69,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .argtypes import non_negative_int, positive_int
 from .errors import InputError
 from .hostlist import compress
 
@@ -468,26 +469,6 @@ def _wait(procs: list[subprocess.Popen], *, timeout: float | None,
 
 # ----------------------------------------------------------------------------- command line
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -509,18 +490,18 @@ def add_run_parser(sub) -> argparse.ArgumentParser:
         "10000 + job id % 20000). Tasks are laid out block-wise as Slurm's default "
         "distribution. If a task fails the others are terminated; the exit status is the "
         "failing task's.")
-    r.add_argument("-N", "--nodes", type=_positive, default=1, help="number of nodes (default 1)")
-    r.add_argument("-n", "--ntasks", type=_positive,
+    r.add_argument("-N", "--nodes", type=positive_int, default=1, help="number of nodes (default 1)")
+    r.add_argument("-n", "--ntasks", type=positive_int,
                    help="number of tasks (default: one per node, or NODES x --ntasks-per-node)")
-    r.add_argument("--ntasks-per-node", type=_positive, metavar="K",
+    r.add_argument("--ntasks-per-node", type=positive_int, metavar="K",
                    help="tasks per node (a maximum when -n is given too)")
-    r.add_argument("--gpus-per-node", type=_non_negative, metavar="G",
+    r.add_argument("--gpus-per-node", type=non_negative_int, metavar="G",
                    help="GPUs allocated on each node (indices 0..G-1)")
-    r.add_argument("--gpus-per-task", type=_positive, metavar="G",
+    r.add_argument("--gpus-per-task", type=positive_int, metavar="G",
                    help="bind G GPUs to each task (its own CUDA_VISIBLE_DEVICES)")
-    r.add_argument("--job-id", type=_non_negative, metavar="ID",
+    r.add_argument("--job-id", type=non_negative_int, metavar="ID",
                    help="SLURM_JOB_ID (default: derived from this process id); fixes MASTER_PORT")
-    r.add_argument("--master-port", type=_positive, metavar="PORT",
+    r.add_argument("--master-port", type=positive_int, metavar="PORT",
                    help="override MASTER_PORT (default 10000 + job id %% 20000)")
     r.add_argument("--node-prefix", default="node", metavar="NAME",
                    help="node names are NAME001, NAME002, ... (default 'node')")

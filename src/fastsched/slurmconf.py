@@ -28,7 +28,6 @@ exists and ``TopologyPlugin`` is absent or ``topology/tree``.
 """
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from pathlib import Path
