@@ -1,0 +1,136 @@
+"""What constrains a job beyond its resources: dependencies, limits, partition choices.
+
+These are the engine-level forms (flat NumPy arrays, CSR over jobs by row
+index in the :class:`~fastsched.jobs.JobTable`), built by higher layers
+(``--dependency`` / ``--array`` / ``--partition=a,b`` in a workload, QOS and
+association limits from a config) and consumed by the node engine.
+
+* :class:`Dependencies`: job ``i`` may not start before every entry in
+  ``parent[offsets[i]:offsets[i+1]]`` is satisfied (``kind``: ``AFTER`` = the
+  parent started, ``AFTERANY`` = it ended, ``AFTEROK`` = it ended COMPLETED,
+  ``AFTERNOTOK`` = it ended otherwise, e.g. TIMEOUT). A dependency that can no
+  longer be satisfied leaves the job pending forever (Slurm's
+  ``DependencyNeverSatisfied``); the simulator reports it, never starts it.
+* :class:`LimitGroups`: each job counts against the groups
+  ``group[offsets[i]:offsets[i+1]]`` (a user's QOS usage, an association and
+  its parents, an array's running tasks). A group caps its *running* jobs and
+  their GPUs, CPUs and memory (``-1`` = no cap) and the jobs a submitter may
+  have in the system (``max_submit``: pending + running; a job over it is
+  rejected at submit). A job held by a cap is skipped by the pass (no start,
+  no reservation, blocks nobody) with ``reasons[g][cap]`` as its reason.
+* :class:`PartitionChoices`: the partitions a job may run in, in the order
+  the user gave them; it runs in the one that lets it start first (ties: the
+  earlier in the list).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError
+
+__all__ = ["Dependencies", "LimitGroups", "PartitionChoices", "AFTER", "AFTERANY", "AFTEROK",
+           "AFTERNOTOK", "DEPENDENCY_KINDS", "CAPS"]
+
+AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
+DEPENDENCY_KINDS = {"after": AFTER, "afterany": AFTERANY, "afterok": AFTEROK,
+                    "afternotok": AFTERNOTOK}
+#: the caps of a limit group, in the column order of ``LimitGroups.caps``
+CAPS = ("max_jobs", "max_gpus", "max_cpus", "max_mem", "max_submit")
+
+
+def _csr(offsets, values, n: int, what: str):
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    if offsets.shape != (n + 1,) or offsets[0] != 0 or (np.diff(offsets) < 0).any() \
+            or offsets[-1] != len(values):
+        raise InputError(f"{what}: offsets must be {n + 1} non-decreasing entries from 0 "
+                         f"to {len(values)}")
+    return offsets
+
+
+@dataclass
+class Dependencies:
+    """Per-job dependency lists (CSR by job row)."""
+
+    offsets: np.ndarray   # int64[n + 1]
+    parent: np.ndarray    # int64[m], job rows
+    kind: np.ndarray      # int8[m], AFTER..AFTERNOTOK
+
+    def __post_init__(self):
+        self.parent = np.ascontiguousarray(self.parent, dtype=np.int64)
+        self.kind = np.ascontiguousarray(self.kind, dtype=np.int8)
+        n = len(self.offsets) - 1
+        self.offsets = _csr(self.offsets, self.parent, n, "dependencies")
+        if len(self.kind) != len(self.parent):
+            raise InputError("dependencies: kind and parent differ in length")
+        if len(self.parent) and (self.parent.min() < 0 or self.parent.max() >= n):
+            raise InputError("dependencies: parent row out of range")
+        if len(self.kind) and (self.kind.min() < AFTER or self.kind.max() > AFTERNOTOK):
+            raise InputError("dependencies: unknown kind code")
+        own = np.repeat(np.arange(n), np.diff(self.offsets))
+        if (own == self.parent).any():
+            raise InputError(f"dependencies: job row {int(own[own == self.parent][0])} "
+                             "depends on itself")
+
+    @classmethod
+    def none(cls, n: int) -> "Dependencies":
+        return cls(np.zeros(n + 1, dtype=np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+
+@dataclass
+class LimitGroups:
+    """Groups of jobs sharing caps on running jobs/TRES and on submitted jobs."""
+
+    offsets: np.ndarray           # int64[n + 1]
+    group: np.ndarray             # int64[m], group ids
+    caps: np.ndarray              # int64[G, 5] in CAPS order, -1 = no cap
+    #: per group, the reason name for each cap (squeue's reason column),
+    #: e.g. ("QOSMaxJobsPerUserLimit", "QOSMaxGRESPerUser", ...)
+    reasons: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.group = np.ascontiguousarray(self.group, dtype=np.int64)
+        self.caps = np.ascontiguousarray(self.caps, dtype=np.int64).reshape(-1, len(CAPS))
+        n = len(self.offsets) - 1
+        self.offsets = _csr(self.offsets, self.group, n, "limit groups")
+        G = len(self.caps)
+        if len(self.group) and (self.group.min() < 0 or self.group.max() >= G):
+            raise InputError("limit groups: group id out of range")
+        if len(self.reasons) != G or any(len(r) != len(CAPS) for r in self.reasons):
+            raise InputError(f"limit groups: need {len(CAPS)} reason names for each of {G} groups")
+
+    @classmethod
+    def none(cls, n: int) -> "LimitGroups":
+        return cls(np.zeros(n + 1, dtype=np.int64), np.zeros(0, np.int64),
+                   np.zeros((0, len(CAPS)), np.int64), [])
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+
+@dataclass
+class PartitionChoices:
+    """Per-job partition lists (CSR by job row), in the user's order."""
+
+    offsets: np.ndarray     # int64[n + 1]
+    partition: np.ndarray   # int32[m], cluster partition indices
+
+    def __post_init__(self):
+        self.partition = np.ascontiguousarray(self.partition, dtype=np.int32)
+        n = len(self.offsets) - 1
+        self.offsets = _csr(self.offsets, self.partition, n, "partition choices")
+        if (np.diff(self.offsets) < 1).any():
+            raise InputError("partition choices: every job needs at least one partition")
+
+    @classmethod
+    def single(cls, partition) -> "PartitionChoices":
+        """One partition per job (the JobTable's ``partition`` column)."""
+        p = np.asarray(partition, dtype=np.int32)
+        return cls(np.arange(len(p) + 1, dtype=np.int64), p)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
