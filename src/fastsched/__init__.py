@@ -29,7 +29,7 @@ from .sim import simulate, simulate_swf
 from .slurmconf import read_cluster, write_cluster
 from .swf import SWFTrace, bundled_trace, read_swf
 from .verify import ScheduleError, VerifyReport, Violation, schedule_from_frame, verify
-from .workload import Workload, read_workload, write_workload
+from .workload import Workload, read_workload, requests_to_workload, write_workload
 
 __version__ = "0.1.0"
 
@@ -42,7 +42,7 @@ __all__ = [
     "verify", "VerifyReport", "Violation", "schedule_from_frame",
     "compress_hostlist", "expand_hostlist",
     "ai_cluster", "ai_mix", "Workload", "read_cluster", "write_cluster", "read_workload",
-    "write_workload",
+    "write_workload", "requests_to_workload",
     "AssociationTree", "Usage", "fair_tree", "classic",
     "Allocation", "allocate_local", "task_environments", "launch_run",
     "SlurmRequest", "NormalisedRequest", "parse_args", "parse_script", "normalise",

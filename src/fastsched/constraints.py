@@ -31,13 +31,16 @@ import numpy as np
 from .errors import InputError
 
 __all__ = ["Dependencies", "LimitGroups", "PartitionChoices", "AFTER", "AFTERANY", "AFTEROK",
-           "AFTERNOTOK", "DEPENDENCY_KINDS", "CAPS"]
+           "AFTERNOTOK", "DEPENDENCY_KINDS", "CAPS", "ARRAY_TASK_LIMIT", "dependencies_from_edges",
+           "array_limit_groups", "array_throttle", "csr_take"]
 
 AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
 DEPENDENCY_KINDS = {"after": AFTER, "afterany": AFTERANY, "afterok": AFTEROK,
                     "afternotok": AFTERNOTOK}
 #: the caps of a limit group, in the column order of ``LimitGroups.caps``
 CAPS = ("max_jobs", "max_gpus", "max_cpus", "max_mem", "max_submit")
+#: squeue's reason for an array task held by the array's ``--array=...%max``
+ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
 
 
 def _csr(offsets, values, n: int, what: str):
@@ -134,3 +137,85 @@ class PartitionChoices:
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
+
+
+# --------------------------------------------------------------------------- builders
+
+def csr_take(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gather CSR rows: (new offsets, index into the old values) for ``rows`` in order.
+
+    ``values[index]`` are the entries of ``rows[0]``, then ``rows[1]``, ... so
+    any CSR (parents, partitions, groups) can be reordered or repeated without
+    a per-row loop.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
+    counts = offsets[rows + 1] - offsets[rows]
+    new = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=new[1:])
+    index = np.arange(new[-1], dtype=np.int64) + np.repeat(offsets[rows] - new[:-1], counts)
+    return new, index
+
+
+def dependencies_from_edges(n: int, child, parent, kind) -> Dependencies:
+    """:class:`Dependencies` of ``n`` jobs from edge lists (child row, parent row, kind).
+
+    Edges are sorted by (child, parent, kind) and exact duplicates dropped, so
+    the same edge set always gives the same arrays.
+    """
+    child = np.asarray(child, dtype=np.int64)
+    parent = np.asarray(parent, dtype=np.int64)
+    kind = np.asarray(kind, dtype=np.int8)
+    if len(child) and (child.min() < 0 or child.max() >= n):
+        raise InputError("dependencies: child row out of range")
+    order = np.lexsort((kind, parent, child))
+    child, parent, kind = child[order], parent[order], kind[order]
+    if len(child) > 1:
+        keep = np.ones(len(child), dtype=bool)
+        keep[1:] = (child[1:] != child[:-1]) | (parent[1:] != parent[:-1]) | (kind[1:] != kind[:-1])
+        child, parent, kind = child[keep], parent[keep], kind[keep]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(child, minlength=n), out=offsets[1:])
+    return Dependencies(offsets, parent, kind)
+
+
+def array_limit_groups(array_job, throttle) -> LimitGroups:
+    """One limit group per job array with a ``%max``: its running tasks <= max.
+
+    ``array_job`` (int64 per job, -1 = not an array task) and ``throttle``
+    (per job, the array's ``%max``; <= 0 = none) must agree within an array.
+    Groups are numbered in increasing array job id; the other caps are -1.
+    """
+    array_job = np.asarray(array_job, dtype=np.int64)
+    throttle = np.asarray(throttle, dtype=np.int64)
+    n = len(array_job)
+    held = (array_job >= 0) & (throttle > 0)
+    arrays, group = np.unique(array_job[held], return_inverse=True)
+    caps = np.full((len(arrays), len(CAPS)), -1, dtype=np.int64)
+    caps[group, 0] = throttle[held]
+    if len(arrays) and (caps[group, 0] != throttle[held]).any():
+        raise InputError("array task limits: tasks of one array have different %max")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(held, out=offsets[1:])
+    return LimitGroups(offsets, group.astype(np.int64), caps,
+                       [(ARRAY_TASK_LIMIT,) * len(CAPS)] * len(arrays))
+
+
+def array_throttle(limits: LimitGroups) -> np.ndarray:
+    """Per job, the ``%max`` of its array's limit group (0 = none): the inverse of
+    :func:`array_limit_groups`. Raises InputError for a group that is not an array
+    task limit (QOS and association limits come from the config, not a workload).
+    """
+    n = len(limits)
+    counts = np.diff(limits.offsets)
+    if (counts > 1).any():
+        raise InputError("limit groups: a job is in more than one group; only one "
+                         "array task limit per job can be stored")
+    bad = [g for g, r in enumerate(limits.reasons)
+           if r[0] != ARRAY_TASK_LIMIT or (limits.caps[g, 1:] != -1).any()]
+    if bad:
+        raise InputError(f"limit group {bad[0]} is not an array task limit "
+                         f"({ARRAY_TASK_LIMIT} with only max_jobs)")
+    out = np.zeros(n, dtype=np.int64)
+    out[counts == 1] = limits.caps[limits.group, 0]
+    return out

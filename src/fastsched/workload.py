@@ -1,20 +1,37 @@
-"""A workload: jobs plus who submitted them (users, accounts, organisations).
+"""A workload: jobs plus who submitted them (users, accounts, organisations, QOS)
+and how they were submitted (names, dependencies, arrays, partition lists).
 
 :class:`Workload` wraps a :class:`~fastsched.jobs.JobTable` (whose ``user``
 column indexes ``user_names`` and whose ``partition`` column indexes the
-cluster's partitions) with the per-job account and the account -> organisation
-map, i.e. the three-level fair-share tree organisation / account / user.
+cluster's partitions: a job's first choice) with the per-job account and the
+account -> organisation map, i.e. the three-level fair-share tree organisation
+/ account / user, and the engine constraints of :mod:`fastsched.constraints`.
 
-The CSV format (``.csv`` or ``.csv.gz``) has one row per job, with header::
+The CSV format (``.csv`` or ``.csv.gz``) has one row per submission, with header::
 
     job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,cpus_per_node,
-    mem_per_node,partition,user,account,org
+    mem_per_node,partition,user,account[,org][,qos][,name][,dependency][,array]
+    [,array_job_id,array_task_id[,array_task_throttle]]
 
 Times are integer seconds, memory is MB per node; ``partition``, ``user``,
-``account`` and ``org`` are names. ``org`` is optional on reading (without it
-every account is its own organisation); any other extra column is ignored.
-A job whose ``runtime`` exceeds its ``time_limit`` is killed at the limit
-(state TIMEOUT).
+``account``, ``org`` and ``qos`` are names. A job whose ``runtime`` exceeds its
+``time_limit`` is killed at the limit (state TIMEOUT). Optional columns (in any
+order after the required ones; any other extra column is ignored):
+
+* ``org``: the organisation owning each account (default: each account is its own).
+* ``qos``: the QOS name (default, and when empty, ``normal``).
+* ``name``: the job name (``--job-name``; default empty), used by ``singleton``.
+* ``partition`` may be a list, ``"gpu,debug"`` (``--partition``): the job runs in
+  whichever lets it start first.
+* ``dependency``: Slurm's ``--dependency`` syntax, e.g. ``afterok:12:13,afterany:5``
+  or ``singleton``; ids refer to the ``job_id`` column (``J_T`` = task T of array J).
+  See :mod:`fastsched.submission` for what is supported and why.
+* ``array``: Slurm's ``--array`` syntax (``0-15%4``, ``1,3,5``, ``0-31:2``). The row
+  expands into one job per task at read time; the task at position ``p`` gets job
+  id ``job_id + p`` (Slurm's numbering), ``array_job = job_id``, ``array_task`` =
+  its index, and ``%max`` becomes a limit group (reason ``JobArrayTaskLimit``).
+* ``array_job_id``, ``array_task_id``, ``array_task_throttle``: an already expanded
+  task (what :func:`write_workload` writes; empty = not an array task / no %max).
 """
 from __future__ import annotations
 
@@ -23,10 +40,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cluster import Cluster
+from .constraints import (DEPENDENCY_KINDS, Dependencies, LimitGroups, PartitionChoices,
+                          array_throttle)
 from .errors import InputError
 from .jobs import JobTable
+from .submission import build_jobs
 
-__all__ = ["Workload", "write_workload", "read_workload", "CSV_COLUMNS"]
+__all__ = ["Workload", "write_workload", "read_workload", "requests_to_workload",
+           "CSV_COLUMNS", "DEFAULT_QOS"]
 
 #: the columns every workload CSV has, in this order.
 CSV_COLUMNS = ["job_id", "submit_time", "time_limit", "runtime", "num_nodes", "gpus_per_node",
@@ -35,6 +56,10 @@ CSV_COLUMNS = ["job_id", "submit_time", "time_limit", "runtime", "num_nodes", "g
 ORG_COLUMN = "org"
 _INT_COLUMNS = CSV_COLUMNS[:8]
 _NAME_COLUMNS = ["partition", "user", "account"]
+#: Slurm's default QOS
+DEFAULT_QOS = "normal"
+_TASK_COLUMNS = ["array_job_id", "array_task_id", "array_task_throttle"]
+_TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array"]
 
 
 @dataclass
@@ -43,7 +68,12 @@ class Workload:
 
     ``jobs.user`` indexes ``user_names``; ``account`` (int32, one per job)
     indexes ``account_names``; ``org_of_account`` (int32, one per account)
-    indexes ``org_names``.
+    indexes ``org_names``; ``qos`` (int32 per job) indexes ``qos_names``;
+    ``name`` holds job names (str per job). ``dependencies``, ``partitions``
+    and ``limits`` are the engine constraints (by job row; ``partitions``
+    starts with ``jobs.partition``); ``array_job`` / ``array_task`` (int64) are
+    the array job id and task index of array tasks, -1 otherwise. Everything
+    after ``org_names`` is optional and defaults to "not used".
     """
 
     jobs: JobTable
@@ -52,6 +82,14 @@ class Workload:
     account_names: list[str]
     org_of_account: np.ndarray
     org_names: list[str]
+    qos: np.ndarray | None = None
+    qos_names: list[str] | None = None
+    name: np.ndarray | None = None
+    dependencies: Dependencies | None = None
+    partitions: PartitionChoices | None = None
+    array_job: np.ndarray | None = None
+    array_task: np.ndarray | None = None
+    limits: LimitGroups | None = None
 
     def __post_init__(self):
         self.account = np.ascontiguousarray(self.account, dtype=np.int32)
@@ -62,11 +100,47 @@ class Workload:
         if len(self.org_of_account) != len(self.account_names):
             raise InputError(f"workload: org_of_account has {len(self.org_of_account)} entries "
                              f"for {len(self.account_names)} accounts")
+        self._fill_defaults(n)
         for what, idx, names in (("user", self.jobs.user, self.user_names),
                                  ("account", self.account, self.account_names),
-                                 ("org", self.org_of_account, self.org_names)):
+                                 ("org", self.org_of_account, self.org_names),
+                                 ("qos", self.qos, self.qos_names)):
             if len(idx) and (idx.min() < 0 or idx.max() >= len(names)):
                 raise InputError(f"workload: {what} index out of range 0..{len(names) - 1}")
+        for what, value in (("qos", self.qos), ("name", self.name),
+                            ("array_job", self.array_job), ("array_task", self.array_task),
+                            ("dependencies", self.dependencies),
+                            ("partitions", self.partitions), ("limits", self.limits)):
+            if len(value) != n:
+                raise InputError(f"workload: {what} has {len(value)} entries for {n} jobs")
+        if n and not np.array_equal(self.partitions.partition[self.partitions.offsets[:-1]],
+                                    self.jobs.partition):
+            raise InputError("workload: jobs.partition must be each job's first partition "
+                             "choice")
+        if ((self.array_job < 0) != (self.array_task < 0)).any():
+            raise InputError("workload: array_job and array_task must both be set "
+                             "(>= 0) or both -1")
+
+    def _fill_defaults(self, n: int) -> None:
+        if self.qos is None:
+            self.qos = np.zeros(n, dtype=np.int32)
+        self.qos = np.ascontiguousarray(self.qos, dtype=np.int32)
+        if self.qos_names is None:
+            self.qos_names = [DEFAULT_QOS]
+        if self.name is None:
+            self.name = np.empty(n, dtype=object)
+            self.name[:] = ""          # 4x faster than np.full for object arrays
+        self.name = np.asarray(self.name, dtype=object)
+        if self.dependencies is None:
+            self.dependencies = Dependencies.none(n)
+        if self.partitions is None:
+            self.partitions = PartitionChoices.single(self.jobs.partition)
+        for attr in ("array_job", "array_task"):
+            value = getattr(self, attr)
+            setattr(self, attr, np.full(n, -1, dtype=np.int64) if value is None else
+                    np.ascontiguousarray(value, dtype=np.int64))
+        if self.limits is None:
+            self.limits = LimitGroups.none(n)
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -109,11 +183,18 @@ class Workload:
 # --------------------------------------------------------------------------- CSV
 
 def write_workload(workload: Workload, cluster: Cluster, path) -> None:
-    """Write ``workload`` as CSV (gzip-compressed if ``path`` ends in ``.gz``)."""
+    """Write ``workload`` as CSV (gzip-compressed if ``path`` ends in ``.gz``).
+
+    Optional columns are written only when some job uses them; array tasks are
+    written one row each (``array_job_id``, ``array_task_id``,
+    ``array_task_throttle``), so :func:`read_workload` gives the same workload back.
+    """
     import pandas as pd
     jobs = workload.jobs
     part_names = [p.name for p in cluster.partitions]
-    if len(jobs) and (jobs.partition.min() < 0 or jobs.partition.max() >= len(part_names)):
+    choices = workload.partitions
+    if len(choices.partition) and (choices.partition.min() < 0
+                                   or choices.partition.max() >= len(part_names)):
         raise InputError(f"workload: partition index out of range for cluster partitions "
                          f"{part_names}")
     cat = pd.Categorical.from_codes
@@ -128,9 +209,69 @@ def write_workload(workload: Workload, cluster: Cluster, path) -> None:
                        categories=_unique_categories(workload.account_names, "account")),
         ORG_COLUMN: cat(workload.org, categories=_unique_categories(workload.org_names, "org")),
     })
+    if len(choices.partition) > len(choices):
+        frame["partition"] = _partition_text(choices, part_names)
+    for col, values in _optional_columns(workload).items():
+        frame[col] = values
     compression = ({"method": "gzip", "compresslevel": 6, "mtime": 0}
                    if str(path).endswith(".gz") else None)
     frame.to_csv(path, index=False, compression=compression, lineterminator="\n")
+
+
+def _partition_text(choices: PartitionChoices, part_names: list[str]) -> np.ndarray:
+    """Each job's partition list as ``"a,b"`` (a Python loop over multi-choice jobs only)."""
+    names = np.array(part_names, dtype=object)
+    out = names[choices.partition[choices.offsets[:-1]]]
+    counts = np.diff(choices.offsets)
+    for i in np.flatnonzero(counts > 1).tolist():
+        out[i] = ",".join(names[choices.partition[choices.offsets[i]:choices.offsets[i + 1]]])
+    return out
+
+
+def _optional_columns(w: Workload) -> dict:
+    """The optional CSV columns this workload needs (none for a plain workload)."""
+    import pandas as pd
+    out = {}
+    if len(w) and any(w.qos_names[q] != DEFAULT_QOS for q in np.unique(w.qos).tolist()):
+        out["qos"] = pd.Categorical.from_codes(w.qos, categories=_unique_categories(
+            w.qos_names, "qos"))
+    named = w.name != ""
+    if named.any():
+        for job_name in set(w.name[named].tolist()):
+            if not isinstance(job_name, str) or "\n" in job_name or "\r" in job_name:
+                raise InputError(f"workload: bad job name {job_name!r}")
+        out["name"] = w.name
+    if len(w.dependencies.parent):
+        out["dependency"] = _dependency_text(w)
+    throttle = array_throttle(w.limits) if len(w.limits.caps) else np.zeros(len(w), np.int64)
+    is_task = w.array_job >= 0
+    if (throttle[~is_task] != 0).any():
+        raise InputError("workload: an array task limit holds a job that is not an array task")
+    if is_task.any():
+        na = pd.array([None] * len(w), dtype="Int64")
+        for col, values in zip(_TASK_COLUMNS, (w.array_job, w.array_task, throttle)):
+            column = na.copy()
+            keep = is_task & (values > 0) if col == "array_task_throttle" else is_task
+            column[keep] = values[keep]
+            out[col] = column
+    return out
+
+
+def _dependency_text(w: Workload) -> np.ndarray:
+    """Each job's dependencies in Slurm syntax (array tasks as ``J_T``); a Python
+    loop over the dependency edges only."""
+    deps, ids = w.dependencies, w.jobs.job_id
+    kind_names = {code: kind for kind, code in DEPENDENCY_KINDS.items()}
+    out = np.full(len(w), "", dtype=object)
+    counts = np.diff(deps.offsets)
+    for i in np.flatnonzero(counts).tolist():
+        by_kind: dict[int, list[str]] = {}
+        for e in range(deps.offsets[i], deps.offsets[i + 1]):
+            p = int(deps.parent[e])
+            token = f"{w.array_job[p]}_{w.array_task[p]}" if w.array_job[p] >= 0 else str(ids[p])
+            by_kind.setdefault(int(deps.kind[e]), []).append(token)
+        out[i] = ",".join(kind_names[k] + ":" + ":".join(t) for k, t in sorted(by_kind.items()))
+    return out
 
 
 def _unique_categories(names: list[str], what: str) -> list[str]:
@@ -145,16 +286,18 @@ def _unique_categories(names: list[str], what: str) -> list[str]:
 def read_workload(path, cluster: Cluster) -> Workload:
     """Read a workload CSV written by :func:`write_workload` (or by hand).
 
-    Rows may come in any order; the result is sorted by (submit_time, job_id).
-    User, account and organisation indices follow the sorted order of their
-    names. Raises InputError naming file, line and column for a malformed row,
-    a missing column, an unknown partition or an impossible value.
+    Rows may come in any order; the result is sorted by (submit_time, job_id),
+    array rows expanded into their tasks. User, account, organisation and QOS
+    indices follow the sorted order of their names. Raises InputError naming
+    file, line and column for a malformed row, a missing column, an unknown
+    partition, a bad or unknown dependency, a malformed array or an impossible
+    value.
     """
     import pandas as pd
     fname = str(path)
     try:
         frame = pd.read_csv(path, keep_default_na=False, skip_blank_lines=False, engine="c",
-                            dtype={c: str for c in _NAME_COLUMNS + [ORG_COLUMN]})
+                            dtype={c: str for c in _TEXT_COLUMNS})
     except pd.errors.EmptyDataError:
         raise InputError("empty file: expected a header line", file=fname, line=1) from None
     except pd.errors.ParserError as e:
@@ -177,41 +320,9 @@ def read_workload(path, cluster: Cluster) -> Workload:
     names = {}
     for col in _NAME_COLUMNS + ([ORG_COLUMN] if ORG_COLUMN in frame.columns else []):
         names[col] = _name_column(frame[col], fname, col)
+    _check_values(cols, fname)
 
-    _check_range(cols["job_id"], cols["job_id"] < 0, fname, "job_id", "must be >= 0")
-    _check_range(cols["submit_time"], cols["submit_time"] < 0, fname, "submit_time",
-                 "must be >= 0")
-    _check_range(cols["time_limit"], cols["time_limit"] < 1, fname, "time_limit", "must be >= 1")
-    _check_range(cols["runtime"], cols["runtime"] < 0, fname, "runtime", "must be >= 0")
-    _check_range(cols["num_nodes"], cols["num_nodes"] < 1, fname, "num_nodes", "must be >= 1")
-    for col in ("gpus_per_node", "cpus_per_node", "mem_per_node"):
-        _check_range(cols[col], cols[col] < 0, fname, col, "must be >= 0")
-    too_big = (cols["num_nodes"] > np.iinfo(np.int32).max) | \
-        (cols["gpus_per_node"] > 64) | (cols["cpus_per_node"] > np.iinfo(np.int32).max)
-    if too_big.any():
-        i = int(np.flatnonzero(too_big)[0])
-        raise InputError("value out of range", file=fname, line=i + 2)
-
-    ids = cols["job_id"]
-    order_ids = np.argsort(ids, kind="stable")
-    dup = np.flatnonzero(ids[order_ids][1:] == ids[order_ids][:-1])
-    if len(dup):
-        i = int(order_ids[dup[0] + 1])
-        raise InputError(f"job id {ids[i]} appears more than once", file=fname, line=i + 2,
-                         field="job_id")
-
-    # partition names -> cluster partition indices
-    part_names = [p.name for p in cluster.partitions]
-    p_codes, p_uniques = names["partition"]
-    lookup = np.empty(len(p_uniques), dtype=np.int32)
-    for k, name in enumerate(p_uniques):
-        if name not in part_names:
-            i = int(np.flatnonzero(p_codes == k)[0])
-            raise InputError(f"unknown partition {name!r}; cluster has {part_names}",
-                             file=fname, line=i + 2, field="partition")
-        lookup[k] = part_names.index(name)
-    partition = lookup[p_codes]
-
+    partitions = _partition_choices(*names["partition"], cluster, fname)
     user, user_names = names["user"]
     account, account_names = names["account"]
     if ORG_COLUMN in names:
@@ -227,14 +338,176 @@ def read_workload(path, cluster: Cluster) -> Workload:
         org_names = list(account_names)
         org_of_account = np.arange(len(account_names), dtype=np.int32)
 
-    order = np.lexsort((ids, cols["submit_time"]))
-    jobs = JobTable.from_arrays(
-        job_id=ids[order], submit_time=cols["submit_time"][order],
-        time_limit=cols["time_limit"][order], runtime=cols["runtime"][order],
-        num_nodes=cols["num_nodes"][order], cpus_per_node=cols["cpus_per_node"][order],
-        gpus_per_node=cols["gpus_per_node"][order], mem_per_node=cols["mem_per_node"][order],
-        partition=partition[order], user=user[order])
-    return Workload(jobs, account[order], user_names, account_names, org_of_account, org_names)
+    per_row = {"user": user, "account": account}
+    qos_names = None
+    if "qos" in frame.columns:
+        per_row["qos"], qos_names = _name_column(frame["qos"], fname, "qos", default=DEFAULT_QOS)
+    if "name" in frame.columns:
+        per_row["name"] = frame["name"].to_numpy(dtype=object)
+    from .sbatch import parse_array, parse_dependency
+    built = build_jobs(cols, partitions, per_row,
+                       dependency=_parse_sparse(frame, "dependency", parse_dependency, fname),
+                       arrays=_parse_sparse(frame, "array", parse_array, fname),
+                       tasks=_task_columns(frame, fname), where=lambda r: (fname, r + 2))
+    return _assemble(built, user_names, account_names, org_of_account, org_names, qos_names)
+
+
+def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
+                         user: str = "user", account: str = "root") -> Workload:
+    """A workload from ``sbatch`` requests: ``items`` is a sequence of
+    ``(NormalisedRequest, submit_time, runtime)``, in submission order.
+
+    Job ids are given as Slurm gives them: ``first_job_id`` upwards, an array
+    taking one id per task. ``--dependency`` ids refer to those ids.
+    ``--partition`` lists, ``--qos`` (default ``normal``), ``--account``
+    (default ``account``), ``--job-name`` and ``--array`` map exactly as in a
+    workload CSV (:mod:`fastsched.submission`). All requests are ``user``'s.
+    Errors name the request as ``request <index>``.
+    """
+    items = list(items)
+    part_names = [p.name for p in cluster.partitions]
+    rows = {c: np.zeros(len(items), dtype=np.int64) for c in _INT_COLUMNS}
+    dependency, arrays, choices = {}, {}, []
+    next_id = int(first_job_id)
+    for i, (norm, submit_time, runtime) in enumerate(items):
+        def fail(message, field, i=i):
+            return InputError(message, file=f"request {i}", field=field)
+        if norm.time_limit is None:
+            raise fail("an UNLIMITED time limit cannot be simulated: give --time", "time")
+        if int(submit_time) < 0 or int(runtime) < 0:
+            raise fail("submit time and runtime must be >= 0", "begin")
+        unknown = [p for p in norm.partitions if p not in part_names]
+        if not norm.partitions or unknown:
+            raise fail(f"unknown partition {unknown[0] if unknown else ''!r}; cluster has "
+                       f"{part_names}", "partition")
+        choices.append([part_names.index(p) for p in norm.partitions])
+        for col, value in (("job_id", next_id), ("submit_time", submit_time),
+                           ("time_limit", norm.time_limit), ("runtime", runtime),
+                           ("num_nodes", norm.num_nodes), ("gpus_per_node", norm.gpus_per_node),
+                           ("cpus_per_node", norm.cpus_per_node),
+                           ("mem_per_node", norm.mem_per_node)):
+            rows[col][i] = int(value)
+        if norm.dependencies:
+            dependency[i] = (list(norm.dependencies), norm.dependency_mode)
+        if norm.array:
+            arrays[i] = (list(norm.array), norm.array_max_running)
+        next_id += len(norm.array) if norm.array else 1
+    lens = np.array([len(c) for c in choices], dtype=np.int64)
+    partitions = PartitionChoices(np.concatenate(([0], np.cumsum(lens))),
+                                  np.array([p for c in choices for p in c], dtype=np.int32))
+    accounts = [norm.account or account for norm, _, _ in items]
+    account_names = sorted(set(accounts))
+    qos = [norm.qos or DEFAULT_QOS for norm, _, _ in items]
+    qos_names = sorted(set(qos)) or [DEFAULT_QOS]
+    per_row = {"user": np.zeros(len(items), dtype=np.int32),
+               "account": np.array([account_names.index(a) for a in accounts], dtype=np.int32),
+               "qos": np.array([qos_names.index(q) for q in qos], dtype=np.int32),
+               "name": np.array([norm.job_name or "" for norm, _, _ in items] + [None],
+                                dtype=object)[:-1]}
+    built = build_jobs(rows, partitions, per_row, dependency=dependency, arrays=arrays,
+                       tasks=None, where=lambda r: (f"request {r}", None))
+    return _assemble(built, [user], account_names, np.arange(len(account_names)),
+                     list(account_names), qos_names)
+
+
+def _check_values(cols: dict, fname: str) -> None:
+    _check_range(cols["job_id"], cols["job_id"] < 0, fname, "job_id", "must be >= 0")
+    _check_range(cols["submit_time"], cols["submit_time"] < 0, fname, "submit_time",
+                 "must be >= 0")
+    _check_range(cols["time_limit"], cols["time_limit"] < 1, fname, "time_limit", "must be >= 1")
+    _check_range(cols["runtime"], cols["runtime"] < 0, fname, "runtime", "must be >= 0")
+    _check_range(cols["num_nodes"], cols["num_nodes"] < 1, fname, "num_nodes", "must be >= 1")
+    for col in ("gpus_per_node", "cpus_per_node", "mem_per_node"):
+        _check_range(cols[col], cols[col] < 0, fname, col, "must be >= 0")
+    too_big = (cols["num_nodes"] > np.iinfo(np.int32).max) | \
+        (cols["gpus_per_node"] > 64) | (cols["cpus_per_node"] > np.iinfo(np.int32).max)
+    if too_big.any():
+        i = int(np.flatnonzero(too_big)[0])
+        raise InputError("value out of range", file=fname, line=i + 2)
+
+
+def _assemble(built: dict, user_names, account_names, org_of_account, org_names,
+              qos_names) -> Workload:
+    jobs = JobTable.from_arrays(**{c: built[c] for c in (
+        "job_id", "submit_time", "time_limit", "runtime", "num_nodes", "cpus_per_node",
+        "gpus_per_node", "mem_per_node", "partition", "user")})
+    return Workload(jobs, built["account"], user_names, account_names, org_of_account,
+                    org_names, qos=built.get("qos"), qos_names=qos_names,
+                    name=built.get("name"), dependencies=built["dependencies"],
+                    partitions=built["partitions"], array_job=built["array_job"],
+                    array_task=built["array_task"], limits=built["limits"])
+
+
+def _partition_choices(codes, uniques: list[str], cluster: Cluster,
+                       fname: str) -> PartitionChoices:
+    """Per-row partition lists from the distinct ``partition`` values (``"a,b"`` = a list)."""
+    part_names = [p.name for p in cluster.partitions]
+    lists = []
+    for k, text in enumerate(uniques):
+        items = [x.strip() for x in text.split(",")]
+        unknown = [name for name in items if name not in part_names]
+        if unknown or len(set(items)) != len(items):
+            what = (f"partition listed twice in {text!r}" if not unknown else
+                    f"{'empty partition name' if not unknown[0] else repr(unknown[0])} in "
+                    f"{text!r} is not a partition of the cluster {part_names}")
+            raise InputError(what, file=fname, line=int(np.flatnonzero(codes == k)[0]) + 2,
+                             field="partition")
+        lists.append([part_names.index(x) for x in items])
+    if all(len(x) == 1 for x in lists):
+        return PartitionChoices.single(np.array([x[0] for x in lists], dtype=np.int32)[codes])
+    from .constraints import csr_take
+    lens = np.array([len(x) for x in lists], dtype=np.int64)
+    u_offsets = np.concatenate(([0], np.cumsum(lens)))
+    u_values = np.array([p for x in lists for p in x], dtype=np.int32)
+    offsets, index = csr_take(u_offsets, codes)
+    return PartitionChoices(offsets, u_values[index])
+
+
+def _parse_sparse(frame, col: str, parse, fname: str) -> dict:
+    """row -> parse(text) for the non-empty cells of an optional text column
+    (a Python loop over those rows only)."""
+    if col not in frame.columns:
+        return {}
+    values = frame[col].to_numpy(dtype=object)
+    out = {}
+    for i in np.flatnonzero(values != "").tolist():
+        text = str(values[i]).strip()
+        if not text:
+            continue
+        try:
+            out[i] = parse(text)
+        except InputError as e:
+            raise InputError(e.reason, file=fname, line=i + 2, field=col) from None
+    return out
+
+
+def _task_columns(frame, fname: str):
+    """(array_job, array_task, throttle) per row from the expanded-task columns, or None."""
+    present = [c for c in _TASK_COLUMNS if c in frame.columns]
+    if not present:
+        return None
+    for col in _TASK_COLUMNS[:2]:
+        if col not in frame.columns:
+            raise InputError(f"column {present[0]!r} needs column {col!r}", file=fname, line=1,
+                             field=col)
+    out = []
+    for col, empty in zip(_TASK_COLUMNS, (-1, -1, 0)):
+        if col not in frame.columns:
+            out.append(np.zeros(len(frame), dtype=np.int64))
+            continue
+        series = frame[col]
+        if series.dtype != np.int64:
+            series = series.where(series.astype(str).str.strip() != "", str(empty))
+        values = _int_column(series, fname, col)
+        _check_range(values, values < empty, fname, col, f"must be >= {empty} (or empty)")
+        out.append(values)
+    array_job, array_task, throttle = out
+    bad = ((array_job < 0) != (array_task < 0)) | ((array_job < 0) & (throttle > 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError("array_job_id, array_task_id (and array_task_throttle) must be "
+                         "given together", file=fname, line=i + 2, field="array_task_id")
+    return array_job, array_task, throttle
 
 
 def _int_column(series, fname: str, col: str) -> np.ndarray:
@@ -253,15 +526,20 @@ def _int_column(series, fname: str, col: str) -> np.ndarray:
     return num.astype(np.int64)
 
 
-def _name_column(series, fname: str, col: str) -> tuple[np.ndarray, list[str]]:
+def _name_column(series, fname: str, col: str, default: str | None = None
+                 ) -> tuple[np.ndarray, list[str]]:
     """(int32 codes, names): the distinct names stripped and sorted, codes index them.
 
     Factorizes first and strips only the distinct values (1M rows hold a few
-    thousand names).
+    thousand names). An empty value is ``default``, or an error without one.
     """
     import pandas as pd
     codes, uniques = pd.factorize(series.to_numpy(dtype=object), sort=False)
     stripped = np.array([str(u).strip() for u in uniques] + [""], dtype=object)[:-1]
+    if default is not None:
+        stripped[stripped == ""] = default
+        codes = np.where(codes < 0, len(stripped), codes)
+        stripped = np.append(stripped, default)
     missing = codes < 0
     empty = np.flatnonzero(stripped == "")
     if len(empty):
