@@ -230,7 +230,8 @@ def submitted_rows(draw):
     return draw(st.permutations(rows))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=submitted_rows())
 def test_fast_reader_matches_naive(tmp_path, rows):
     try:
@@ -257,7 +258,8 @@ def test_fast_reader_matches_naive(tmp_path, rows):
             assert (g[i] == g[k]) == (want[i]["array_job"] == want[k]["array_job"])
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=submitted_rows())
 def test_write_read_round_trip(tmp_path, rows):
     try:

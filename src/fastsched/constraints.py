@@ -32,7 +32,8 @@ from .errors import InputError
 
 __all__ = ["Dependencies", "LimitGroups", "PartitionChoices", "AFTER", "AFTERANY", "AFTEROK",
            "AFTERNOTOK", "DEPENDENCY_KINDS", "CAPS", "ARRAY_TASK_LIMIT", "dependencies_from_edges",
-           "array_limit_groups", "array_throttle", "csr_take"]
+           "array_limit_groups", "array_throttle", "csr_take", "no_dependencies", "no_limits",
+           "one_partition_each"]
 
 AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
 DEPENDENCY_KINDS = {"after": AFTER, "afterany": AFTERANY, "afterok": AFTEROK,
@@ -140,6 +141,37 @@ class PartitionChoices:
 
 
 # --------------------------------------------------------------------------- builders
+
+def _trusted(cls, **fields):
+    """A ``cls`` holding ``fields`` as given, without ``__post_init__``'s O(n) checks.
+
+    Only for the defaults below, which are valid by construction: a workload
+    without dependencies, limits or partition lists is read as fast as before.
+    """
+    obj = object.__new__(cls)
+    for name, value in fields.items():
+        setattr(obj, name, value)
+    return obj
+
+
+def no_dependencies(n: int) -> Dependencies:
+    """Same as ``Dependencies.none(n)``, without the checks (see :func:`_trusted`)."""
+    return _trusted(Dependencies, offsets=np.zeros(n + 1, dtype=np.int64),
+                    parent=np.zeros(0, np.int64), kind=np.zeros(0, np.int8))
+
+
+def no_limits(n: int) -> LimitGroups:
+    """Same as ``LimitGroups.none(n)``, without the checks (see :func:`_trusted`)."""
+    return _trusted(LimitGroups, offsets=np.zeros(n + 1, dtype=np.int64),
+                    group=np.zeros(0, np.int64), caps=np.zeros((0, len(CAPS)), np.int64),
+                    reasons=[])
+
+
+def one_partition_each(partition) -> PartitionChoices:
+    """Same as ``PartitionChoices.single(partition)``, without the checks."""
+    return _trusted(PartitionChoices, offsets=np.arange(len(partition) + 1, dtype=np.int64),
+                    partition=np.ascontiguousarray(partition, dtype=np.int32))
+
 
 def csr_take(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Gather CSR rows: (new offsets, index into the old values) for ``rows`` in order.

@@ -68,6 +68,8 @@ def _expand(row_job_id, arrays: dict, tasks, where: Where):
     single tasks (the form write_workload writes), else None.
     """
     m = len(row_job_id)
+    if not arrays and tasks is None:        # no arrays: nothing to allocate
+        return None, np.asarray(row_job_id, dtype=np.int64), None, None, None
     if tasks is not None:
         array_job, array_task, throttle = (np.asarray(a, dtype=np.int64) for a in tasks)
         if arrays:
@@ -269,12 +271,13 @@ def build_jobs(cols: dict, partitions: PartitionChoices, per_row: dict, *,
     %max or None) from :func:`fastsched.sbatch.parse_array`; ``tasks``:
     (array_job, array_task, throttle) per row, or None. Returns job-level
     arrays in submit order plus ``partitions``, ``dependencies``, ``limits``,
-    ``array_job`` and ``array_task``.
+    ``array_job`` and ``array_task`` (None where the Workload default applies).
     """
     src, job_id, array_job, array_task, throttle = _expand(cols["job_id"], arrays, tasks,
                                                            where)
     by_id = _check_unique(job_id, src, arrays, where)
-    _check_array_ids(job_id, array_job, src, where)
+    if array_job is not None:
+        _check_array_ids(job_id, array_job, src, where)
     take = (lambda a: a) if src is None else (lambda a: a[src])
     submit = take(cols["submit_time"])
     order = np.lexsort((job_id, submit))
@@ -285,7 +288,7 @@ def build_jobs(cols: dict, partitions: PartitionChoices, per_row: dict, *,
     rows = order if src is None else src[order]
     if len(partitions.partition) == len(partitions):   # one partition per row: no CSR work
         out["partition"] = partitions.partition[rows]
-        out["partitions"] = PartitionChoices.single(out["partition"])
+        out["partitions"] = None                        # the Workload default
     else:
         offsets, index = csr_take(partitions.offsets, rows)
         out["partitions"] = PartitionChoices(offsets, partitions.partition[index])
@@ -300,6 +303,8 @@ def build_jobs(cols: dict, partitions: PartitionChoices, per_row: dict, *,
         rank[order] = np.arange(n)
         name = per_row.get("name")
         name = np.full(m, "", dtype=object) if name is None else name
+        if array_job is None:
+            array_job = array_task = np.full(n, -1, dtype=np.int64)
         out["dependencies"] = _dependencies(dependency, src, rep_start, rep, order, rank,
                                             job_id, by_id, array_job, array_task,
                                             take(per_row["user"]), take(name), where)

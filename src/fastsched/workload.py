@@ -41,7 +41,7 @@ import numpy as np
 
 from .cluster import Cluster
 from .constraints import (DEPENDENCY_KINDS, Dependencies, LimitGroups, PartitionChoices,
-                          array_throttle)
+                          array_throttle, no_dependencies, no_limits, one_partition_each)
 from .errors import InputError
 from .jobs import JobTable
 from .submission import build_jobs
@@ -60,6 +60,9 @@ _NAME_COLUMNS = ["partition", "user", "account"]
 DEFAULT_QOS = "normal"
 _TASK_COLUMNS = ["array_job_id", "array_task_id", "array_task_throttle"]
 _TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array"]
+#: the optional Workload fields (None = the default)
+_OPTIONAL = ("qos", "qos_names", "name", "dependencies", "partitions", "array_job",
+             "array_task", "limits")
 
 
 @dataclass
@@ -73,7 +76,8 @@ class Workload:
     and ``limits`` are the engine constraints (by job row; ``partitions``
     starts with ``jobs.partition``); ``array_job`` / ``array_task`` (int64) are
     the array job id and task index of array tasks, -1 otherwise. Everything
-    after ``org_names`` is optional and defaults to "not used".
+    after ``org_names`` is optional and defaults to "not used" (``name``,
+    ``array_job`` and ``array_task`` then are read-only constant views).
     """
 
     jobs: JobTable
@@ -100,6 +104,7 @@ class Workload:
         if len(self.org_of_account) != len(self.account_names):
             raise InputError(f"workload: org_of_account has {len(self.org_of_account)} entries "
                              f"for {len(self.account_names)} accounts")
+        given = {f for f in _OPTIONAL if getattr(self, f) is not None}
         self._fill_defaults(n)
         for what, idx, names in (("user", self.jobs.user, self.user_names),
                                  ("account", self.account, self.account_names),
@@ -107,40 +112,44 @@ class Workload:
                                  ("qos", self.qos, self.qos_names)):
             if len(idx) and (idx.min() < 0 or idx.max() >= len(names)):
                 raise InputError(f"workload: {what} index out of range 0..{len(names) - 1}")
-        for what, value in (("qos", self.qos), ("name", self.name),
-                            ("array_job", self.array_job), ("array_task", self.array_task),
-                            ("dependencies", self.dependencies),
-                            ("partitions", self.partitions), ("limits", self.limits)):
-            if len(value) != n:
-                raise InputError(f"workload: {what} has {len(value)} entries for {n} jobs")
-        if n and not np.array_equal(self.partitions.partition[self.partitions.offsets[:-1]],
-                                    self.jobs.partition):
-            raise InputError("workload: jobs.partition must be each job's first partition "
-                             "choice")
-        if ((self.array_job < 0) != (self.array_task < 0)).any():
-            raise InputError("workload: array_job and array_task must both be set "
-                             "(>= 0) or both -1")
+        self._check_given(given, n)
 
     def _fill_defaults(self, n: int) -> None:
+        """Defaults for the optional parts: one QOS ``normal``, no names,
+        dependencies, arrays or limits, one partition per job."""
         if self.qos is None:
             self.qos = np.zeros(n, dtype=np.int32)
         self.qos = np.ascontiguousarray(self.qos, dtype=np.int32)
         if self.qos_names is None:
             self.qos_names = [DEFAULT_QOS]
-        if self.name is None:
-            self.name = np.empty(n, dtype=object)
-            self.name[:] = ""          # 4x faster than np.full for object arrays
-        self.name = np.asarray(self.name, dtype=object)
+        self.name = _constant("", n, object) if self.name is None else \
+            np.asarray(self.name, dtype=object)
         if self.dependencies is None:
-            self.dependencies = Dependencies.none(n)
+            self.dependencies = no_dependencies(n)
         if self.partitions is None:
-            self.partitions = PartitionChoices.single(self.jobs.partition)
+            self.partitions = one_partition_each(self.jobs.partition)
         for attr in ("array_job", "array_task"):
             value = getattr(self, attr)
-            setattr(self, attr, np.full(n, -1, dtype=np.int64) if value is None else
+            setattr(self, attr, _constant(-1, n, np.int64) if value is None else
                     np.ascontiguousarray(value, dtype=np.int64))
         if self.limits is None:
-            self.limits = LimitGroups.none(n)
+            self.limits = no_limits(n)
+
+    def _check_given(self, given: set, n: int) -> None:
+        """Check the optional parts the caller gave (defaults are right by construction
+        and checking them would slow down reading a plain 1M-job workload)."""
+        for what in sorted(given - {"qos_names"}):
+            if len(getattr(self, what)) != n:
+                raise InputError(f"workload: {what} has {len(getattr(self, what))} entries "
+                                 f"for {n} jobs")
+        if "partitions" in given and n and not np.array_equal(
+                self.partitions.partition[self.partitions.offsets[:-1]], self.jobs.partition):
+            raise InputError("workload: jobs.partition must be each job's first partition "
+                             "choice")
+        if given & {"array_job", "array_task"} and \
+                ((self.array_job < 0) != (self.array_task < 0)).any():
+            raise InputError("workload: array_job and array_task must both be set "
+                             "(>= 0) or both -1")
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -178,6 +187,13 @@ class Workload:
         if total <= 0 or span <= 0:
             return float("nan")
         return self.gpu_seconds() / (total * span)
+
+
+def _constant(value, n: int, dtype) -> np.ndarray:
+    """A read-only length-``n`` view of ``value`` that takes no memory: the defaults
+    ``name`` and ``array_job`` / ``array_task`` cost nothing on a plain 1M-job read
+    (filling 8 MB arrays took ~10 ms each). Index it (or ``np.array`` it) for a copy."""
+    return np.broadcast_to(np.array(value, dtype=dtype), (n,))
 
 
 # --------------------------------------------------------------------------- CSV
@@ -454,7 +470,7 @@ def _partition_choices(codes, uniques: list[str], cluster: Cluster,
                              field="partition")
         lists.append([part_names.index(x) for x in items])
     if all(len(x) == 1 for x in lists):
-        return PartitionChoices.single(np.array([x[0] for x in lists], dtype=np.int32)[codes])
+        return one_partition_each(np.array([x[0] for x in lists], dtype=np.int32)[codes])
     from .constraints import csr_take
     lens = np.array([len(x) for x in lists], dtype=np.int64)
     u_offsets = np.concatenate(([0], np.cumsum(lens)))
