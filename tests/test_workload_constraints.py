@@ -170,6 +170,14 @@ def test_task_columns_must_come_together(tmp_path, cluster):
         "7,0,10,5,1,1,1,0,batch,u,a,,\n"
     with pytest.raises(InputError, match="also an array job id"):
         read_workload(_csv(tmp_path, text), cluster)
+    head = HEADER + ",array_job_id,array_task_id,array_task_throttle\n"
+    text = head + "1,0,10,5,1,1,1,0,batch,u,a,1,0,\n2,0,10,5,1,1,1,0,batch,u,a,1,0,\n"
+    with pytest.raises(InputError, match="task 0 of array 1 appears more than once") as e:
+        read_workload(_csv(tmp_path, text), cluster)
+    assert (e.value.line, e.value.field) == (3, "array_task_id")
+    text = head + "1,0,10,5,1,1,1,0,batch,u,a,1,0,2\n2,0,10,5,1,1,1,0,batch,u,a,1,1,3\n"
+    with pytest.raises(InputError, match="different array_task_throttle"):
+        read_workload(_csv(tmp_path, text), cluster)
 
 
 def test_workload_checks_its_parts(cluster):

@@ -111,17 +111,27 @@ def _check_unique(job_id, src, arrays, where: Where) -> np.ndarray:
     return by_id
 
 
-def _check_array_ids(job_id, array_job, src, where: Where) -> None:
-    """An array job id may name no job outside its array (``J`` in a dependency means
-    the whole array)."""
-    is_task = array_job >= 0
-    if not is_task.any():
+def _check_array_ids(job_id, array_job, array_task, throttle, src, where: Where) -> None:
+    """Each (array job id, task index) once, one %max per array, and no job outside
+    array J has job id J (``J`` in a dependency means the whole array)."""
+    tasks = np.flatnonzero(array_job >= 0)
+    if not len(tasks):
         return
-    clash = ~is_task & np.isin(job_id, array_job[is_task])
-    if clash.any():
-        i = int(np.flatnonzero(clash)[0])
-        raise _fail(f"job id {job_id[i]} is also an array job id", where,
-                    i if src is None else int(src[i]), "job_id")
+    row = (lambda i: int(i)) if src is None else (lambda i: int(src[i]))
+    tasks = tasks[np.lexsort((array_task[tasks], array_job[tasks]))]
+    same_array = array_job[tasks][1:] == array_job[tasks][:-1]
+    for bad, what, field in (
+            (same_array & (array_task[tasks][1:] == array_task[tasks][:-1]),
+             "task {t} of array {a} appears more than once", "array_task_id"),
+            (same_array & (throttle[tasks][1:] != throttle[tasks][:-1]),
+             "tasks of array {a} have different array_task_throttle", "array_task_throttle")):
+        if bad.any():
+            i = tasks[np.flatnonzero(bad)[0] + 1]
+            raise _fail(what.format(t=array_task[i], a=array_job[i]), where, row(i), field)
+    clash = np.flatnonzero((array_job < 0) & np.isin(job_id, array_job[tasks]))
+    if len(clash):
+        raise _fail(f"job id {job_id[clash[0]]} is also an array job id", where,
+                    row(clash[0]), "job_id")
 
 
 # --------------------------------------------------------------------------- dependencies
@@ -277,7 +287,7 @@ def build_jobs(cols: dict, partitions: PartitionChoices, per_row: dict, *,
                                                            where)
     by_id = _check_unique(job_id, src, arrays, where)
     if array_job is not None:
-        _check_array_ids(job_id, array_job, src, where)
+        _check_array_ids(job_id, array_job, array_task, throttle, src, where)
     take = (lambda a: a) if src is None else (lambda a: a[src])
     submit = take(cols["submit_time"])
     order = np.lexsort((job_id, submit))

@@ -248,7 +248,8 @@ def _optional_columns(w: Workload) -> dict:
     """The optional CSV columns this workload needs (none for a plain workload)."""
     import pandas as pd
     out = {}
-    if len(w) and any(w.qos_names[q] != DEFAULT_QOS for q in np.unique(w.qos).tolist()):
+    used = np.flatnonzero(np.bincount(w.qos, minlength=len(w.qos_names)))
+    if any(w.qos_names[q] != DEFAULT_QOS for q in used.tolist()):
         out["qos"] = pd.Categorical.from_codes(w.qos, categories=_unique_categories(
             w.qos_names, "qos"))
     named = w.name != ""
