@@ -44,6 +44,7 @@ from .constraints import (DEPENDENCY_KINDS, Dependencies, LimitGroups, Partition
                           array_throttle, no_dependencies, no_limits, one_partition_each)
 from .errors import InputError
 from .jobs import JobTable
+from .sbatch import parse_array, parse_dependency
 from .submission import build_jobs
 
 __all__ = ["Workload", "write_workload", "read_workload", "requests_to_workload",
@@ -310,8 +311,37 @@ def read_workload(path, cluster: Cluster) -> Workload:
     partition, a bad or unknown dependency, a malformed array or an impossible
     value.
     """
-    import pandas as pd
     fname = str(path)
+    frame = _read_frame(path, fname)
+    cols = {}
+    for col in _INT_COLUMNS:
+        cols[col] = _int_column(frame[col], fname, col)
+    names = {}
+    for col in _NAME_COLUMNS + ([ORG_COLUMN] if ORG_COLUMN in frame.columns else []):
+        names[col] = _name_column(frame[col], fname, col)
+    _check_values(cols, fname)
+
+    partitions = _partition_choices(*names["partition"], cluster, fname)
+    user, user_names = names["user"]
+    account, account_names = names["account"]
+    org_of_account, org_names = _org_map(account, account_names, names.get(ORG_COLUMN), fname)
+
+    per_row = {"user": user, "account": account}
+    qos_names = None
+    if "qos" in frame.columns:
+        per_row["qos"], qos_names = _name_column(frame["qos"], fname, "qos", default=DEFAULT_QOS)
+    if "name" in frame.columns:
+        per_row["name"] = frame["name"].to_numpy(dtype=object)
+    built = build_jobs(cols, partitions, per_row,
+                       dependency=_parse_sparse(frame, "dependency", parse_dependency, fname),
+                       arrays=_parse_sparse(frame, "array", parse_array, fname),
+                       tasks=_task_columns(frame, fname), where=lambda r: (fname, r + 2))
+    return _assemble(built, user_names, account_names, org_of_account, org_names, qos_names)
+
+
+def _read_frame(path, fname: str):
+    """The CSV as a DataFrame with the required columns; pandas errors as InputError."""
+    import pandas as pd
     try:
         frame = pd.read_csv(path, keep_default_na=False, skip_blank_lines=False, engine="c",
                             dtype={c: str for c in _TEXT_COLUMNS})
@@ -330,43 +360,22 @@ def read_workload(path, cluster: Cluster) -> Workload:
         if col not in frame.columns:
             raise InputError(f"missing column {col!r} (header has {list(frame.columns)})",
                              file=fname, line=1, field=col)
+    return frame
 
-    cols = {}
-    for col in _INT_COLUMNS:
-        cols[col] = _int_column(frame[col], fname, col)
-    names = {}
-    for col in _NAME_COLUMNS + ([ORG_COLUMN] if ORG_COLUMN in frame.columns else []):
-        names[col] = _name_column(frame[col], fname, col)
-    _check_values(cols, fname)
 
-    partitions = _partition_choices(*names["partition"], cluster, fname)
-    user, user_names = names["user"]
-    account, account_names = names["account"]
-    if ORG_COLUMN in names:
-        org, org_names = names[ORG_COLUMN]
-        org_of_account = np.full(len(account_names), -1, dtype=np.int32)
-        org_of_account[account] = org
-        clash = org_of_account[account] != org
-        if clash.any():
-            i = int(np.flatnonzero(clash)[0])
-            raise InputError(f"account {account_names[account[i]]!r} belongs to two "
-                             f"organisations", file=fname, line=i + 2, field=ORG_COLUMN)
-    else:
-        org_names = list(account_names)
-        org_of_account = np.arange(len(account_names), dtype=np.int32)
-
-    per_row = {"user": user, "account": account}
-    qos_names = None
-    if "qos" in frame.columns:
-        per_row["qos"], qos_names = _name_column(frame["qos"], fname, "qos", default=DEFAULT_QOS)
-    if "name" in frame.columns:
-        per_row["name"] = frame["name"].to_numpy(dtype=object)
-    from .sbatch import parse_array, parse_dependency
-    built = build_jobs(cols, partitions, per_row,
-                       dependency=_parse_sparse(frame, "dependency", parse_dependency, fname),
-                       arrays=_parse_sparse(frame, "array", parse_array, fname),
-                       tasks=_task_columns(frame, fname), where=lambda r: (fname, r + 2))
-    return _assemble(built, user_names, account_names, org_of_account, org_names, qos_names)
+def _org_map(account, account_names, org, fname: str):
+    """(org_of_account, org_names): from the ``org`` column, or each account its own."""
+    if org is None:
+        return np.arange(len(account_names), dtype=np.int32), list(account_names)
+    org, org_names = org
+    org_of_account = np.full(len(account_names), -1, dtype=np.int32)
+    org_of_account[account] = org
+    clash = org_of_account[account] != org
+    if clash.any():
+        i = int(np.flatnonzero(clash)[0])
+        raise InputError(f"account {account_names[account[i]]!r} belongs to two "
+                         f"organisations", file=fname, line=i + 2, field=ORG_COLUMN)
+    return org_of_account, org_names
 
 
 def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
