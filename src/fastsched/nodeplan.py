@@ -831,6 +831,15 @@ def _permute_csr(offsets, values, order):
     return new_off, np.asarray(values)[idx]
 
 
+@dataclass(frozen=True)
+class Progress:
+    """A simulation so far, in the caller's job order (-1 where not yet)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    eligible: np.ndarray
+
+
 class _EventLoop:
     """The compiled event loop's state between calls: lets a caller stop the
     clock (``run(t_stop)``), change the queue order (``set_rank``) and go on.
@@ -937,6 +946,10 @@ class _EventLoop:
             q = self.queue[:qlen]
             q[:] = q[np.argsort(self.rank[q], kind="stable")]
 
+    def progress(self) -> "Progress":
+        inv = self.inverse
+        return Progress(self.start[inv], self.end[inv], self.eligible[inv])
+
     def run(self, t_stop: int = int(_INF)) -> None:
         W, Rs = self.W, self.Rs
         out = _run(np.int64(t_stop), self.sc, self.submit, self.limit, self.runtime, self.nn,
@@ -973,11 +986,12 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
     (default: the ``partition`` column, none, none). Queue order: ``rank``
-    (per job, lower first; default submit time then job id). ``reorder(now,
-    run) -> rank`` is called at every multiple of ``period`` seconds of
-    simulated time that has events after it (``run``: the :class:`NodeRun` so
-    far) and sets the order for the events after ``now``: priorities
-    recomputed every PriorityCalcPeriod.
+    (per job, lower first; ties by submit time, then job id; default submit
+    time then job id). ``reorder(b, progress) -> rank`` recomputes it at the
+    start ``b`` of every ``period``-second window of simulated time that has an
+    event, for the events in that window (priorities recomputed every
+    PriorityCalcPeriod); ``progress`` is a :class:`Progress` (start, end and
+    eligible times so far, in the caller's order, -1 where not yet).
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)
@@ -998,12 +1012,13 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
         return loop.result()
     if period is None or period < 1:
         raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
+    last = None
     while not loop.done:
-        t = loop.next_time()
-        stop = (t // period + 1) * period - 1      # the last instant before the next boundary
-        loop.run(stop)
-        if not loop.done:
-            loop.set_rank(_unique_rank(reorder(stop + 1, loop.result()), jobs))
+        b = loop.next_time() // period * period     # the period the next instant is in
+        if b != last:
+            loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
+            last = b
+        loop.run(b + period - 1)
     return loop.result()
 
 
