@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import naive_nodes
-from fastsched import Cluster, JobTable
+from fastsched import Cluster, JobTable, simulate, verify
+from fastsched.schedule import Schedule
 from fastsched.cluster import Partition
 from fastsched.constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, CAPS, Dependencies,
                                    LimitGroups, PartitionChoices)
@@ -106,12 +107,22 @@ def assert_same(case, policy, depth=1, reorder=None, period=None):
                 assert run.reason[i] == why[0] * len(CAPS) + why[1], j
             else:
                 assert not run.never[i] and run.reason[i] == -1, j
+    sched = Schedule(job_id=jobs.job_id.copy(), start_time=run.start, end_time=run.end,
+                     alloc_offsets=_sub_offsets(run), alloc_nodes=_sub_alloc(run, run.start >= 0)[1])
+    verify(cluster, jobs, sched, dependencies=dp, limits=lg, partitions=pc).raise_if_failed()
     started = run.start >= 0
     ran = jobs.take(started)
     ran.partition = run.partition[started]        # where each job ran
     assert_valid(cluster, available, ran, run.start[started], run.end[started],
                  *_sub_alloc(run, started))
     return run
+
+
+def _sub_offsets(run):
+    counts = np.where(run.start >= 0, np.diff(run.alloc_offsets), 0)
+    off = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=off[1:])
+    return off
 
 
 def _sub_alloc(run, keep):
@@ -141,7 +152,8 @@ def test_periodic_reorder_matches_twin(case, period, salt):
 
 def _cluster(nodes=2, gpus=4):
     return Cluster([f"n{i}" for i in range(nodes)], [8] * nodes, [gpus] * nodes, [0] * nodes,
-                   partitions=[Partition("a", np.array([0])), Partition("b", np.array([1]))])
+                   partitions=[Partition("a", np.array([0])),
+                               Partition("b", np.array([nodes - 1]))])
 
 
 def _jobs(**cols):
@@ -206,7 +218,8 @@ def test_multi_partition_takes_the_earliest():
 
 def test_unfit_partition_choice_is_dropped_and_all_unfit_rejected():
     c = Cluster(["n0", "n1"], [8, 8], [4, 8], [0, 0],
-                partitions=[Partition("a", np.array([0])), Partition("b", np.array([1]))])
+                partitions=[Partition("a", np.array([0])),
+                               Partition("b", np.array([1]))])
     jobs = _jobs(job_id=[1], gpus_per_node=[8])
     run = run_nodes(c, jobs, "easy", partitions=PartitionChoices([0, 2], [0, 1]))
     assert run.partition[0] == 1
@@ -230,3 +243,34 @@ def test_bad_constraint_inputs():
     jobs = _jobs(job_id=[1, 2])
     with pytest.raises(InputError, match="rank"):
         run_nodes(_cluster(), jobs, "easy", rank=[1])
+
+
+def test_verify_catches_broken_dependency_and_limit():
+    jobs = _jobs(job_id=[1, 2], gpus_per_node=[2, 2])
+    dp = Dependencies([0, 0, 1], [0], [AFTEROK])
+    lg = LimitGroups([0, 1, 2], [0, 0], [[1, -1, -1, -1, -1]], [("AssocMaxJobsLimit",) * 5])
+    sched = Schedule(job_id=jobs.job_id.copy(), start_time=np.array([0, 0]),
+                     end_time=np.array([10, 10]), alloc_offsets=np.array([0, 1, 2]),
+                     alloc_nodes=np.array([0, 0]))
+    report = verify(_cluster(nodes=1), jobs, sched, dependencies=dp, limits=lg)
+    assert report.kinds() == {"dependency", "limit_exceeded"}
+    unstarted = Schedule(job_id=jobs.job_id.copy(), start_time=np.array([0, -1]),
+                         end_time=np.array([10, -1]), alloc_offsets=np.array([0, 1, 1]),
+                         alloc_nodes=np.array([0]))
+    assert verify(_cluster(nodes=1), jobs, unstarted).kinds() == {"not_started"}
+    assert verify(_cluster(nodes=1), jobs, unstarted, limits=lg).ok
+
+
+def test_simulate_records_constraints():
+    jobs = _jobs(job_id=[1, 2, 3, 4], runtime=[10, 10, 99, 10], partition=[0, 0, 0, 0])
+    dp = Dependencies([0, 0, 1, 1, 2], [0, 2], [AFTERANY, AFTEROK])
+    pc = PartitionChoices([0, 1, 2, 4, 5], [0, 0, 1, 0, 0])      # job 3: b, then a
+    result = simulate(_cluster(), jobs, "easy", dependencies=dp, partitions=pc,
+                      priority=[1.0, 1.0, 5.0, 1.0])
+    df = result.jobs
+    assert result.summary["engine"] == "nodes" and result.summary["not_started"] == 1
+    assert list(df.state) == ["COMPLETED", "COMPLETED", "TIMEOUT", "PENDING"]
+    assert list(df.reason) == ["", "", "", "DependencyNeverSatisfied"]
+    assert list(df.partition) == ["a", "a", "b", ""]
+    assert list(df.start_time) == [0, 10, 0, -1]
+    assert df.priority.tolist()[:3] == [1.0, 1.0, 5.0]
