@@ -194,12 +194,25 @@ def _plan(now, nodes, plan, job, parts, only_now):
     return best
 
 
-def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, held_out):
+def _on_grid(t, now, res):
+    """t rounded up to the pass's grid now + k * res."""
+    return now + -(-(t - now) // res) * res
+
+
+def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, held_out,
+          res=1, window=None):
+    """Plans hold every job for its limit rounded up to a multiple of ``res``, and
+    running jobs until their planned end rounded up to the grid now + k * res; a
+    job whose earliest start is more than ``window`` after now gets no
+    reservation (and uses none of EASY's)."""
     plan = [[] for _ in nodes]
     for job, start, chosen, _ in running:
-        _hold(plan, job, start, chosen)
+        for n in chosen:
+            plan[n].append((start, _on_grid(start + job.limit, now, res), job.gpus, job.cpus,
+                            job.mem))
     started, reservations = [], 0
     running = list(running)
+    far = float("inf") if window is None else now + window
     for job in queue:
         held = _held(job, groups, caps, running)
         if held is not None:
@@ -207,21 +220,26 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
             continue
         held_out.pop(job.job_id, None)
         parts = parts_of(job)
+        pj = NaiveNodeJob(**{**job.__dict__, "limit": -(-job.limit // res) * res})
         if policy == "fcfs":
-            best = _plan(now, nodes, plan, job, parts, True)
+            best = _plan(now, nodes, plan, pj, parts, True)
             if best is None:
                 break
         elif policy == "easy":
-            best = _plan(now, nodes, plan, job, parts, True)
+            best = _plan(now, nodes, plan, pj, parts, True)
             if best is None and reservations < depth:
-                best = _plan(now, nodes, plan, job, parts, False)
+                best = _plan(now, nodes, plan, pj, parts, False)
+                if best[0] > far:
+                    continue
                 reservations += 1
             if best is None:
                 continue
         else:  # conservative
-            best = _plan(now, nodes, plan, job, parts, False)
+            best = _plan(now, nodes, plan, pj, parts, False)
+            if best[0] > far:
+                continue
         t, chosen, p = best
-        _hold(plan, job, t, chosen)
+        _hold(plan, pj, t, chosen)
         if t == now:
             started.append((job, chosen, p))
             running.append((job, now, chosen, None))
@@ -243,7 +261,7 @@ AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
 
 def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None, *,
              partitions=None, deps=None, groups=None, caps=None, rank=None,
-             reorder=None, period=None):
+             reorder=None, period=None, resolution=1, window=None):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
@@ -254,6 +272,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     key, lower first, ties by submit then id), ``reorder(b, start, end,
     eligible) -> {job id: key}`` called at the start b of every ``period``
     window that has an instant (dicts by job id of what happened so far).
+    ``resolution``/``window``: see :func:`_pass`.
 
     Returns (job_id -> (start, end, [node indices ascending], [[GPU indices]
     per node], partition) for started jobs, job_id -> "never" | "waiting" |
@@ -335,7 +354,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         while True:
             queue = queue_now(now)
             started = _pass(policy, reserve_depth, now, queue, nodes, running, parts_of,
-                            groups, caps, held)
+                            groups, caps, held, resolution, window)
             for job, chosen, p in started:
                 gpus = [_lowest_free_gpus(n, nodes[n], running, job.gpus) for n in chosen]
                 running.append((job, now, chosen, gpus))

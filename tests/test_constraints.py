@@ -73,7 +73,7 @@ def engine_inputs(jobs, parts, deps, groups, caps):
     return pc, dp, lg
 
 
-def assert_same(case, policy, depth=1, reorder=None, period=None):
+def assert_same(case, policy, depth=1, reorder=None, period=None, resolution=1, window=None):
     cluster, available, jobs, parts, deps, groups, caps, rank = case
     pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
     ids = [int(j) for j in jobs.job_id]
@@ -84,10 +84,12 @@ def assert_same(case, policy, depth=1, reorder=None, period=None):
         eng_reorder = lambda b, prog: np.array([reorder(b, j) for j in ids])  # noqa: E731
         twin_reorder = lambda b, s, e, el: {j: reorder(b, j) for j in ids}  # noqa: E731
     run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
-                    limits=lg, rank=key, reorder=eng_reorder, period=period)
+                    limits=lg, rank=key, reorder=eng_reorder, period=period,
+                    resolution=resolution, window=window)
     out, waiting = naive_nodes.simulate(
         cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
-        deps=deps, groups=groups, caps=caps, rank=rank, reorder=twin_reorder, period=period)
+        deps=deps, groups=groups, caps=caps, rank=rank, reorder=twin_reorder, period=period,
+        resolution=resolution, window=window)
     for i, j in enumerate(ids):
         if j in out:
             s, e, nodes, gpus, p = out[j]
@@ -146,6 +148,14 @@ def test_constraints_match_twin(case, policy, depth):
 def test_periodic_reorder_matches_twin(case, period, salt):
     reorder = lambda b, j: (j * 7 + b * (salt + 1)) % 5  # noqa: E731
     assert_same(case, "easy", 1, reorder=reorder, period=period)
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@SETTINGS
+@given(case=constrained_cases(), resolution=st.sampled_from([1, 2, 5, 7]),
+       window=st.sampled_from([None, 0, 3, 10]))
+def test_resolution_and_window_match_twin(case, policy, resolution, window):
+    assert_same(case, policy, 2, resolution=resolution, window=window)
 
 
 # --------------------------------------------------------------------------- hand-worked

@@ -202,25 +202,35 @@ def _heap_pop(key, val, size):
 
 
 @njit(cache=True)
-def _build(x, now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
-    """Work profile of node x from its running jobs (planned ends all > now)."""
+def _build(x, now, res, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
+    """Work profile of node x from its running jobs (planned ends all > now, each
+    rounded up to the pass's time grid ``now + k * res``)."""
     WT[x, 0] = now
     WG[x, 0] = fg[x]
     WC[x, 0] = fc[x]
     WM[x, 0] = fm[x]
     L = 1
     for r in range(rlen[x]):
-        if RT[x, r] == WT[x, L - 1]:
+        rt = _on_grid(RT[x, r], now, res)
+        if rt == WT[x, L - 1]:
             WG[x, L - 1] += RG[x, r]
             WC[x, L - 1] += RC[x, r]
             WM[x, L - 1] += RM[x, r]
         else:
-            WT[x, L] = RT[x, r]
+            WT[x, L] = rt
             WG[x, L] = WG[x, L - 1] + RG[x, r]
             WC[x, L] = WC[x, L - 1] + RC[x, r]
             WM[x, L] = WM[x, L - 1] + RM[x, r]
             L += 1
     wlen[x] = L
+
+
+@njit(cache=True)
+def _on_grid(t, now, res):
+    """t rounded up to the pass's time grid now + k * res (res = 1: t itself)."""
+    if res == 1:
+        return t
+    return now + (t - now + res - 1) // res * res
 
 
 @njit(cache=True)
@@ -274,7 +284,7 @@ def _lex_order(k0, k1, k2, k3, count):
 
 
 @njit(cache=True)
-def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM,
+def _plan_job(now, res, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM,
               WT, WG, WC, WM, wlen, stamp, pass_id, RT, RG, RC, RM, rlen, fg, fc, fm, chosen):
     """Earliest start of a job (or only "now?" when ``only_now``); fills ``chosen[:need]``
     with its nodes, ascending. Returns the start, or -1 (only_now and it does not fit).
@@ -288,7 +298,7 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
         if capG[x] < g or capC[x] < c or capM[x] < m:
             continue
         if stamp[x] != pass_id:
-            _build(x, now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
+            _build(x, now, res, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
             stamp[x] = pass_id
         if skip_now or WG[x, 0] < g or WC[x, 0] < c or WM[x, 0] < m:
             continue
@@ -497,7 +507,7 @@ def _fits_now_somewhere(j, nn, pc_off, pc_type, tcount, type_p, type_g, type_c, 
 
 
 @njit(cache=True)
-def _pass(now, queue, qlen, policy, depth, full, pass_id,
+def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
           limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
           type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
           fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
@@ -556,7 +566,9 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id,
                 only_now = False
         else:
             only_now = False
-        # the earliest start over the job's partitions (ties: the first listed)
+        # the earliest start over the job's partitions (ties: the first listed);
+        # plans hold the limit rounded up to the time grid
+        dur = (limit[j] + res - 1) // res * res
         t = -1
         for e in range(pc_off[j], pc_off[j + 1]):
             p = pc_part[e]
@@ -576,7 +588,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id,
                                    poff, pflat, fg, fc, fm) >= nn[j]
             if only_now and not now_here:
                 continue
-            te = _plan_job(now, rg[j], rc[j], rm[j], limit[j], nn[j], only_now,
+            te = _plan_job(now, res, rg[j], rc[j], rm[j], dur, nn[j], only_now,
                            not now_here, plist,
                            capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
                            RT, RG, RC, RM, rlen, fg, fc, fm, trial)
@@ -590,8 +602,10 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id,
             if policy == _FCFS:
                 break
             continue
+        if t - now > window:        # beyond the planning window: no reservation
+            continue
         for i in range(nn[j]):
-            _hold(chosen[i], t, t + limit[j], rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
+            _hold(chosen[i], t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
         planned[j] = t
         if t > now:
             reserved += 1
@@ -690,7 +704,7 @@ def _release(j, started, ok, now, ch_off, ch_job, ch_kind, pend, never, arrived,
 
 
 @njit(cache=True)
-def _run(t_stop, sc, submit, limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
+def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
          type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat, policy, depth, rank,
          ch_off, ch_job, ch_kind, pend, never, arrived, eligible, jg_off, jg, caps, gusage,
          reason, part_used, start, end, planned, alloc_nodes, alloc_mask, fg, fc, fm, fmask,
@@ -760,7 +774,7 @@ def _run(t_stop, sc, submit, limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc
             # 3. one pass
             pass_id += 1
             nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R = _pass(
-                now, queue, qlen, policy, depth, False, pass_id,
+                now, queue, qlen, policy, depth, False, pass_id, res, window,
                 limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
                 type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
                 fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
@@ -846,8 +860,9 @@ class _EventLoop:
     Everything is indexed in submit order (``self.order`` maps to the caller's)."""
 
     def __init__(self, cluster, jobs, policy, reserve_depth, available, partitions,
-                 dependencies, limits):
+                 dependencies, limits, resolution=1, window=None):
         n = len(jobs)
+        self.res, self.window = _grid(resolution, window)
         self.n = n
         avail = node_availability(cluster, available)
         self.poff, self.pflat = _partition_nodes(cluster, avail)
@@ -952,7 +967,7 @@ class _EventLoop:
 
     def run(self, t_stop: int = int(_INF)) -> None:
         W, Rs = self.W, self.Rs
-        out = _run(np.int64(t_stop), self.sc, self.submit, self.limit, self.runtime, self.nn,
+        out = _run(np.int64(t_stop), self.sc, self.res, self.window, self.submit, self.limit, self.runtime, self.nn,
                    self.rg, self.rc, self.rm, self.pc_off, self.pc_part, self.pc_type,
                    self.offsets, *self.types, self.capG, self.capC, self.capM, self.poff,
                    self.pflat, self.policy, self.depth, self.rank, self.ch_off, self.ch_job,
@@ -981,7 +996,8 @@ class _EventLoop:
 def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,
               available=None, *, partitions: PartitionChoices | None = None,
               dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
-              rank=None, reorder=None, period: int | None = None) -> NodeRun:
+              rank=None, reorder=None, period: int | None = None, resolution: int = 1,
+              window: int | None = None) -> NodeRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -992,6 +1008,12 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     event, for the events in that window (priorities recomputed every
     PriorityCalcPeriod); ``progress`` is a :class:`Progress` (start, end and
     eligible times so far, in the caller's order, -1 where not yet).
+
+    ``resolution`` (s, Slurm's bf_resolution): plans round every hold's end
+    up to the pass's grid ``now + k * resolution`` (fewer distinct times,
+    coarser plans; 1 = exact). ``window`` (s, bf_window): a job whose
+    earliest start is more than ``window`` after now gets no reservation
+    (and uses none of EASY's); None = no limit.
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)
@@ -1004,7 +1026,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
             raise InputError(f"{what} cover {len(c)} jobs, the table has {n}", field=what)
     partitions = check_node_jobs(cluster, jobs, available, partitions)
     loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
-                      dependencies, limits)
+                      dependencies, limits, resolution, window)
     if rank is not None:
         loop.set_rank(_unique_rank(rank, jobs))
     if reorder is None:
@@ -1020,6 +1042,19 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
             last = b
         loop.run(b + period - 1)
     return loop.result()
+
+
+def _grid(resolution, window) -> tuple[np.int64, np.int64]:
+    """Checked (resolution, window) as the kernels take them (no window: "forever")."""
+    if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)) \
+            or resolution < 1:
+        raise InputError(f"resolution must be an integer >= 1 s, got {resolution!r}",
+                         field="resolution")
+    if window is None:
+        return np.int64(resolution), _INF
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 0:
+        raise InputError(f"window must be an integer >= 0 s, got {window!r}", field="window")
+    return np.int64(resolution), np.int64(window)
 
 
 def _unique_rank(rank, jobs: JobTable) -> np.ndarray:
@@ -1240,7 +1275,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
                policy: str, reserve_depth: int = 1, available=None, *,
                full: bool = False, partitions: PartitionChoices | None = None,
                limits: LimitGroups | None = None, limit_usage=None,
-               rank=None) -> NodeDecisions:
+               rank=None, resolution: int = 1, window: int | None = None) -> NodeDecisions:
     """One scheduling pass at ``now`` of the node-level engine; changes nothing.
 
     The same compiled pass as :func:`run_nodes` (docs/gpu-semantics.md):
@@ -1253,9 +1288,11 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     --start``) and easy makes its reservations even when nothing can start now.
     ``partitions``/``limits``: see :mod:`fastsched.constraints`, over the
     pending jobs; ``limit_usage`` (int64[G, 5]) is what running and pending
-    jobs already count against the groups (default none).
+    jobs already count against the groups (default none). ``resolution`` /
+    ``window``: see :func:`run_nodes`.
     """
     _check_policy(policy, reserve_depth)
+    res, win = _grid(resolution, window)
     partitions = check_node_jobs(cluster, pending, available, partitions)
     n = len(pending)
     limits = LimitGroups.none(n) if limits is None else limits
@@ -1307,7 +1344,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
                      fg, fc, fm) if n else 0
     if n:
         nst = _pass(np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), code, np.int64(depth),
-              bool(full), np.int64(0), limit, limit, nn, q(pending.gpus_per_node),
+              bool(full), np.int64(0), res, win, limit, limit, nn, q(pending.gpus_per_node),
               q(pending.cpus_per_node), q(pending.mem_per_node), pc_off,
               pc_part.astype(np.int64), pc_type, offsets[:-1].copy(),
               *[np.ascontiguousarray(types[:, k]) for k in range(4)],

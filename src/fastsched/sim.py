@@ -55,7 +55,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              reserve_depth: int = 1, progress: bool | None = False,
              skipped: list | None = None, partitions: PartitionChoices | None = None,
              dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
-             priority=None, period: int | None = None) -> SimulationResult:
+             priority=None, period: int | None = None, resolution: int = 1,
+             window: int | None = None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -70,6 +71,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     id) — an array per job, or ``priority(now, progress) -> array`` recomputed
     at the start of every ``period`` seconds of simulated time (Slurm's
     PriorityCalcPeriod); each record carries the priority its job started with.
+    ``resolution`` / ``window``: plan on a coarser time grid / only so far
+    ahead (Slurm's bf_resolution / bf_window; node engine; see
+    :func:`fastsched.nodeplan.run_nodes`).
 
     The counted-pool engine runs when the cluster is one pool of identical
     nodes, every job takes whole nodes and there are no constraints and no
@@ -80,7 +84,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     wall = time.perf_counter()
     spec = get_policy(policy)
     reserve_depth = check_reserve_depth(reserve_depth)
-    constrained = any(c is not None for c in (partitions, dependencies, limits, priority))
+    constrained = any(c is not None for c in (partitions, dependencies, limits, priority,
+                                               window)) or resolution != 1
     try:
         if constrained:
             raise UnsupportedError("constraints and priorities need the node engine")
@@ -94,8 +99,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         schedule, passes = _simulate_pool(cluster, jobs, spec.kernel_code, reserve_depth,
                                           progress)
     else:
-        run, prio = _run_node_engine(cluster, jobs, spec.name, reserve_depth, partitions,
-                                     dependencies, limits, priority, period)
+        run, prio = _run_node_engine(cluster, jobs, spec.name, reserve_depth, priority, period,
+                                     partitions=partitions, dependencies=dependencies,
+                                     limits=limits, resolution=resolution, window=window)
         schedule = _started_schedule(jobs, run)
         passes = run.passes
         extra = {"partition": run.partition, "reason_code": run.reason, "never": run.never,
@@ -120,16 +126,13 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     return SimulationResult(cluster, jobs, schedule, summary, skipped, **extra)
 
 
-def _run_node_engine(cluster, jobs, policy, depth, partitions, dependencies, limits, priority,
-                     period):
+def _run_node_engine(cluster, jobs, policy, depth, priority, period, **constraints):
     """Run the node engine; returns the run and each job's priority at its start (or None)."""
     if priority is None:
-        return run_nodes(cluster, jobs, policy, depth, partitions=partitions,
-                         dependencies=dependencies, limits=limits), None
+        return run_nodes(cluster, jobs, policy, depth, **constraints), None
     if not callable(priority):
         key = np.asarray(priority, dtype=np.float64)
-        run = run_nodes(cluster, jobs, policy, depth, partitions=partitions,
-                        dependencies=dependencies, limits=limits, rank=-key)
+        run = run_nodes(cluster, jobs, policy, depth, rank=-key, **constraints)
         return run, np.where(run.start >= 0, key, np.nan)
     at_start = np.full(len(jobs), np.nan)
     current = {"key": None, "seen": np.zeros(len(jobs), dtype=bool)}
@@ -139,8 +142,7 @@ def _run_node_engine(cluster, jobs, policy, depth, partitions, dependencies, lim
         current["key"] = np.asarray(priority(now, progress), dtype=np.float64)
         return -current["key"]
 
-    run = run_nodes(cluster, jobs, policy, depth, partitions=partitions,
-                    dependencies=dependencies, limits=limits, reorder=reorder, period=period)
+    run = run_nodes(cluster, jobs, policy, depth, reorder=reorder, period=period, **constraints)
     _stamp(current, run.start, at_start)
     return run, at_start
 
