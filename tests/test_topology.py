@@ -341,3 +341,21 @@ def test_placement_summary():
     assert s["mean_groups_spanned"] == pytest.approx(4 / 3)
     with pytest.raises(InputError):
         placement_quality(c, np.array([0, 3]), nodes)
+
+
+# --------------------------------------------------------------------------- sbatch
+
+def test_sbatch_switches_and_segment():
+    from fastsched import normalise, parse_args
+    from fastsched.sbatch import format_request
+    norm = normalise(parse_args(["-N", "8", "--switches=2@1:00:00", "--segment=4"]))
+    assert (norm.switches, norm.switches_wait, norm.segment) == (2, 3600, 4)
+    assert "switches" not in " ".join(norm.ignored)
+    assert "ReqSwitch=2@01:00:00 Segment=4" in format_request(norm)
+    norm = normalise(parse_args(["-N", "8", "--switches=3"]))
+    assert (norm.switches, norm.switches_wait, norm.segment) == (3, None, None)
+    for bad, field in ((["--switches=0"], "switches"), (["--switches=2@x"], "switches"),
+                       (["--switches=a"], "switches"), (["--segment=3"], "segment")):
+        with pytest.raises(InputError) as e:
+            normalise(parse_args(["-N", "8"] + bad))
+        assert e.value.field.lstrip("-") == field

@@ -265,7 +265,9 @@ def _candidates(candidates, n: int) -> np.ndarray:
     cand = np.ascontiguousarray(candidates, dtype=np.int64).ravel()
     if len(cand) and (cand.min() < 0 or cand.max() >= n):
         raise InputError(f"candidate node index out of range 0..{n - 1}")
-    if len(np.unique(cand)) != len(cand):
+    seen = np.zeros(n, dtype=bool)
+    seen[cand] = True
+    if int(np.count_nonzero(seen)) != len(cand):
         raise InputError("candidate nodes must be distinct")
     return cand
 
