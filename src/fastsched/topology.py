@@ -463,6 +463,8 @@ class GpuGroups:
 
 
 _FILE_RE = re.compile(r"^(.*?)(\d+)$")
+_GRES_KEYS = {"nodename", "name", "type", "file", "cores", "links", "count", "flags",
+              "autodetect", "multiplefiles"}
 
 
 def _key_values(raw: str, fname: str, lineno: int) -> dict[str, tuple[str, str]]:
@@ -509,17 +511,15 @@ def parse_gres_conf(text: str, *, file: str = "gres.conf", node: str | None = No
     plain, named = [], []
     for lineno, raw in enumerate(text.splitlines(), 1):
         opts = _key_values(raw, file, lineno)
-        if not opts or "autodetect" in opts and "name" not in opts:
+        if not opts or ("autodetect" in opts and "name" not in opts):
             continue
         if "name" not in opts:
             raise InputError("gres.conf line without Name=", file=file, line=lineno,
                              field=next(iter(opts.values()))[0])
         if opts["name"][1].lower() != "gpu":
             continue
-        known = {"nodename", "name", "type", "file", "cores", "links", "count", "flags",
-                 "autodetect", "multipleFiles".lower()}
         for key, (spelled, _) in opts.items():
-            if key not in known:
+            if key not in _GRES_KEYS:
                 raise InputError(f"unknown key {spelled}=", file=file, line=lineno,
                                  field=spelled)
         (named if "nodename" in opts else plain).append((lineno, opts))
