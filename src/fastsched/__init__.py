@@ -28,6 +28,9 @@ from .scheduler import Decisions, Scheduler, StaleDecisionsError
 from .sim import simulate, simulate_swf
 from .slurmconf import read_cluster, write_cluster
 from .swf import SWFTrace, bundled_trace, read_swf
+from .topology import (BlockTopology, GpuGroups, choose_gpus, levels_array, parse_gres_conf,
+                       place_block, place_tree, placement_quality, placement_summary,
+                       read_block_topology, read_gres_conf)
 from .verify import ScheduleError, VerifyReport, Violation, schedule_from_frame, verify
 from .workload import Workload, read_workload, write_workload
 
@@ -48,4 +51,7 @@ __all__ = [
     "SlurmRequest", "NormalisedRequest", "parse_args", "parse_script", "normalise",
     "to_job_request",
     "PriorityWeights", "multifactor", "research_order", "research_queue", "RESEARCH_ORDERS",
+    "place_tree", "place_block", "levels_array", "BlockTopology", "read_block_topology",
+    "GpuGroups", "parse_gres_conf", "read_gres_conf", "choose_gpus",
+    "placement_quality", "placement_summary",
 ]
