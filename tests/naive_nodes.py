@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import naive_topology
+
 
 @dataclass(frozen=True)
 class NaiveNodeJob:
@@ -175,15 +177,39 @@ def _in_partition(job, p):
     return NaiveNodeJob(**{**job.__dict__, "partition": p})
 
 
-def _plan(now, nodes, plan, job, parts, only_now):
+def _topology_nodes(now, nodes, plan, job, topo):
+    """Nodes for a start now under topology placement: naive_topology.topo_place over
+    the feasible nodes in best-fit order; None when a constraint in force (segment,
+    switches) cannot be met; plain best fit when placement finds none otherwise."""
+    levels, unit, max_leaves = topo
+    feasible = _feasible_nodes(nodes, plan, job, now)
+    pref = sorted(feasible, key=lambda n: _free_at(nodes[n], plan[n], now) + (n,))
+    got = naive_topology.topo_place(pref, levels, job.nodes, unit, max_leaves)
+    if len(got) == job.nodes:
+        return sorted(got)
+    if unit > 1 or max_leaves > 0:
+        return None
+    return _choose_nodes(now, nodes, plan, job, now)
+
+
+def _plan(now, nodes, plan, job, parts, only_now, topo=None):
     """(t, nodes, partition) at the earliest start over the job's partitions (ties:
-    the first listed), only "now" when ``only_now``; None when it does not fit."""
+    the first listed), only "now" when ``only_now``; None when it does not fit.
+    With ``topo`` (levels, unit, max_leaves in force), a partition where the job
+    fits now but not within its constraint is left out."""
     best = None
     for p in parts:
         jp = _in_partition(job, p)
         if sum(_eligible(node, jp) for node in nodes) < job.nodes:
             continue          # can never run there
         if _fits_now(now, nodes, plan, jp):
+            if topo is not None:
+                chosen = _topology_nodes(now, nodes, plan, jp, topo)
+                if chosen is None:
+                    continue
+                if best is None or now < best[0]:
+                    best = (now, chosen, p)
+                continue
             t = now
         elif only_now:
             continue
@@ -200,7 +226,7 @@ def _on_grid(t, now, res):
 
 
 def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, held_out,
-          res=1, window=None):
+          res=1, window=None, topo_of=None):
     """Plans hold every job for its limit rounded up to a multiple of ``res``, and
     running jobs until their planned end rounded up to the grid now + k * res; a
     job whose earliest start is more than ``window`` after now gets no
@@ -221,22 +247,23 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
         held_out.pop(job.job_id, None)
         parts = parts_of(job)
         pj = NaiveNodeJob(**{**job.__dict__, "limit": -(-job.limit // res) * res})
+        topo = None if topo_of is None else topo_of(job, now)
         if policy == "fcfs":
-            best = _plan(now, nodes, plan, pj, parts, True)
+            best = _plan(now, nodes, plan, pj, parts, True, topo)
             if best is None:
                 break
         elif policy == "easy":
-            best = _plan(now, nodes, plan, pj, parts, True)
+            best = _plan(now, nodes, plan, pj, parts, True, topo)
             if best is None and reservations < depth:
-                best = _plan(now, nodes, plan, pj, parts, False)
-                if best[0] > far:
+                best = _plan(now, nodes, plan, pj, parts, False, topo)
+                if best is None or best[0] > far:
                     continue
                 reservations += 1
             if best is None:
                 continue
         else:  # conservative
-            best = _plan(now, nodes, plan, pj, parts, False)
-            if best[0] > far:
+            best = _plan(now, nodes, plan, pj, parts, False, topo)
+            if best is None or best[0] > far:
                 continue
         t, chosen, p = best
         _hold(plan, pj, t, chosen)
@@ -246,11 +273,15 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
     return started
 
 
-def _lowest_free_gpus(node_index, node, running, count):
+def _lowest_free_gpus(node_index, node, running, count, gpu_groups=None):
+    """The lowest free GPU indices, or with ``gpu_groups`` naive_topology.choose_gpus."""
     busy = {k for _, _, chosen, gpus in running
             for n, lst in zip(chosen, gpus) if n == node_index for k in lst}
     free = [k for k in range(node.gpus) if k not in busy]
     assert len(free) >= count, "unreachable: the plan said the GPUs are free"
+    if gpu_groups:
+        mask = naive_topology.choose_gpus(sum(1 << k for k in free), count, gpu_groups)
+        return [k for k in range(64) if mask >> k & 1]
     return free[:count]
 
 
@@ -261,7 +292,7 @@ AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
 
 def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None, *,
              partitions=None, deps=None, groups=None, caps=None, rank=None,
-             reorder=None, period=None, resolution=1, window=None):
+             reorder=None, period=None, resolution=1, window=None, placement=None):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
@@ -272,7 +303,9 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     key, lower first, ties by submit then id), ``reorder(b, start, end,
     eligible) -> {job id: key}`` called at the start b of every ``period``
     window that has an instant (dicts by job id of what happened so far).
-    ``resolution``/``window``: see :func:`_pass`.
+    ``resolution``/``window``: see :func:`_pass`. ``placement``: dict with
+    ``levels`` (list of per-node group lists, leaf first), ``unit``,
+    ``max_leaves``, ``leaf_wait`` (dicts by job id) and ``gpu_groups`` (masks).
 
     Returns (job_id -> (start, end, [node indices ascending], [[GPU indices]
     per node], partition) for started jobs, job_id -> "never" | "waiting" |
@@ -290,6 +323,17 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
 
     def parts_of(job):
         return partitions.get(job.job_id, [job.partition])
+
+    topo_of, gpu_groups = None, None
+    if placement is not None:
+        gpu_groups = list(placement.get("gpu_groups", []))
+        if placement.get("levels"):
+            def topo_of(job, now):
+                ml = placement["max_leaves"].get(job.job_id, 0)
+                wait = placement["leaf_wait"].get(job.job_id, -1)
+                if ml > 0 and wait >= 0 and now - eligible[job.job_id] >= wait:
+                    ml = 0
+                return placement["levels"], placement["unit"].get(job.job_id, 1), ml
 
     for job in jobs:
         if job.limit < 1 or job.runtime < 0 or job.nodes < 1:
@@ -354,9 +398,10 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         while True:
             queue = queue_now(now)
             started = _pass(policy, reserve_depth, now, queue, nodes, running, parts_of,
-                            groups, caps, held, resolution, window)
+                            groups, caps, held, resolution, window, topo_of)
             for job, chosen, p in started:
-                gpus = [_lowest_free_gpus(n, nodes[n], running, job.gpus) for n in chosen]
+                gpus = [_lowest_free_gpus(n, nodes[n], running, job.gpus, gpu_groups)
+                        for n in chosen]
                 running.append((job, now, chosen, gpus))
                 result[job.job_id] = (now, now + job.duration(), chosen, gpus, p)
             zero = {job.job_id for job, _, _ in started if job.duration() == 0}

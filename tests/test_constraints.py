@@ -284,3 +284,84 @@ def test_simulate_records_constraints():
     assert list(df.partition) == ["a", "a", "b", ""]
     assert list(df.start_time) == [0, 10, 0, -1]
     assert df.priority.tolist()[:3] == [1.0, 1.0, 5.0]
+
+
+# --------------------------------------------------------------------------- topology
+
+@st.composite
+def placements(draw, cluster, jobs):
+    """Random two-level trees (some nodes in no switch), segments, switch limits, GPU groups."""
+    n = cluster.num_nodes
+    leaf = draw(st.lists(st.integers(-1, 2), min_size=n, max_size=n))
+    if max(leaf) < 0:
+        leaf[0] = 0
+    used = sorted({x for x in leaf if x >= 0})
+    leaf = [used.index(x) if x >= 0 else -1 for x in leaf]          # ids 0..k-1
+    spine_of = [draw(st.integers(0, 1)) for _ in used]
+    levels = [leaf, [spine_of[x] if x >= 0 else -1 for x in leaf]]
+    ids = [int(j) for j in jobs.job_id]
+    unit = {j: draw(st.sampled_from([1, 1, 2])) for j in ids}
+    unit = {j: (u if jobs.num_nodes[i] % u == 0 else 1) for i, (j, u) in enumerate(unit.items())}
+    max_leaves = {j: draw(st.sampled_from([0, 0, 1, 2])) for j in ids}
+    leaf_wait = {j: draw(st.sampled_from([-1, 0, 5])) for j in ids}
+    groups = draw(st.sampled_from([[], [0b0011, 0b1100], [0b0101], [0b111]]))
+    return dict(levels=levels, unit=unit, max_leaves=max_leaves, leaf_wait=leaf_wait,
+                gpu_groups=groups)
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@SETTINGS
+@given(data=st.data())
+def test_topology_placement_matches_twin(data, policy):
+    from fastsched.constraints import Placement
+    cluster, available = data.draw(node_clusters())
+    jobs = data.draw(node_workloads(cluster, available, max_jobs=10))
+    pl = data.draw(placements(cluster, jobs))
+    ids = [int(j) for j in jobs.job_id]
+    engine_pl = Placement(np.array(pl["levels"]), [pl["unit"][j] for j in ids],
+                          [pl["max_leaves"][j] for j in ids], [pl["leaf_wait"][j] for j in ids],
+                          pl["gpu_groups"])
+    run = run_nodes(cluster, jobs, policy, 1, available, placement=engine_pl)
+    out, waiting = naive_nodes.simulate(cluster, naive_nodes.jobs_from_table(jobs), policy, 1,
+                                        available, placement=pl)
+    for i, j in enumerate(ids):
+        if j not in out:
+            assert run.start[i] == -1, j
+            continue
+        s, e, nodes, gpus, _ = out[j]
+        assert (run.start[i], run.end[i]) == (s, e), j
+        assert list(run.alloc_nodes[run.alloc_offsets[i]:run.alloc_offsets[i + 1]]) == nodes, j
+        masks = run.alloc_gpu_mask[run.alloc_offsets[i]:run.alloc_offsets[i + 1]]
+        assert [int(m) for m in masks] == [sum(1 << k for k in gl) for gl in gpus], j
+
+
+def test_topology_keeps_a_job_on_one_switch():
+    # 4 nodes on two leaf switches {0,1} {2,3}; job 1 takes node 0 (1 node); a 2-node job
+    # then fits on {2,3} (one switch) rather than best-fit {1,2}
+    c = Cluster([f"n{i}" for i in range(4)], [8] * 4, [4] * 4, [0] * 4)
+    jobs = _jobs(job_id=[1, 2], num_nodes=[1, 2], partition=[0, 0])
+    from fastsched.constraints import Placement
+    pl = Placement.topology(np.array([[0, 0, 1, 1]]), 2)
+    run = run_nodes(c, jobs, "easy", placement=pl)
+    assert list(run.alloc_nodes[run.alloc_offsets[1]:run.alloc_offsets[2]]) == [2, 3]
+    result = simulate(c, jobs, "easy", placement=pl)
+    assert result.summary["placement"]["mean_groups_spanned"] == pytest.approx(1.0)
+    assert result.summary["placement"]["multi_node_single_group_share"] == 1.0
+
+
+def test_switch_limit_waits_then_gives_up():
+    # switch 0 = nodes 0,1; switch 1 = nodes 2,3. Jobs 1 and 2 hold nodes 0 and 2 until 100.
+    # Job 3 (2 nodes, --switches=1) cannot start on nodes 1 and 3 (two switches): it waits
+    # until 100, or with @30 until the first pass after its wait ran out (job 4's arrival, 40)
+    from fastsched.constraints import Placement
+    c = Cluster([f"n{i}" for i in range(4)], [8] * 4, [4] * 4, [0] * 4,
+                partitions=[Partition("all", np.arange(4)), Partition("p0", np.array([0])),
+                            Partition("p2", np.array([2]))])
+    jobs = _jobs(job_id=[1, 2, 3, 4], num_nodes=[1, 1, 2, 1], time_limit=[100, 100, 10, 10],
+                 runtime=[100, 100, 10, 10], submit_time=[0, 0, 1, 40], partition=[1, 2, 0, 1])
+    levels = np.array([[0, 0, 1, 1]])
+    for wait, expect, nodes in ((-1, 100, [0, 1]), (30, 40, [1, 3])):
+        pl = Placement.topology(levels, 4, max_leaves=[0, 0, 1, 0], leaf_wait=wait)
+        run = run_nodes(c, jobs, "easy", placement=pl)
+        assert run.start[2] == expect
+        assert list(run.alloc_nodes[run.alloc_offsets[2]:run.alloc_offsets[3]]) == nodes

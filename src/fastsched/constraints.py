@@ -30,7 +30,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["Dependencies", "LimitGroups", "PartitionChoices", "AFTER", "AFTERANY", "AFTEROK",
+__all__ = ["Dependencies", "LimitGroups", "PartitionChoices", "Placement", "AFTER", "AFTERANY", "AFTEROK",
            "AFTERNOTOK", "DEPENDENCY_KINDS", "CAPS"]
 
 AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
@@ -134,3 +134,57 @@ class PartitionChoices:
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
+
+
+@dataclass
+class Placement:
+    """Topology-aware placement for the node engine (see docs/topology.md).
+
+    ``levels``: int32[L, nodes], group per node and level, leaf (switch or base
+    block) first, -1 = in no group (from
+    :func:`fastsched.topology.levels_array` of ``Cluster.topology`` for
+    topology/tree, or ``BlockTopology.levels``); L = 0 turns topology off.
+    Per job: ``unit`` (--segment: nodes that share one leaf; 1 = none),
+    ``max_leaves`` (--switches=k; 0 = none), in force until ``leaf_wait``
+    seconds after the job became eligible (-1 = forever). ``gpu_groups``:
+    uint64 masks of the GPUs that belong together on every node (NVLink /
+    socket groups from gres.conf); empty = lowest free indices.
+    """
+
+    levels: np.ndarray
+    unit: np.ndarray
+    max_leaves: np.ndarray
+    leaf_wait: np.ndarray
+    gpu_groups: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+
+    def __post_init__(self):
+        self.levels = np.ascontiguousarray(self.levels, dtype=np.int32)
+        if self.levels.ndim != 2:
+            raise InputError("placement: levels must be a (levels, nodes) array")
+        self.unit = np.ascontiguousarray(self.unit, dtype=np.int64)
+        self.max_leaves = np.ascontiguousarray(self.max_leaves, dtype=np.int64)
+        self.leaf_wait = np.ascontiguousarray(self.leaf_wait, dtype=np.int64)
+        self.gpu_groups = np.ascontiguousarray(self.gpu_groups, dtype=np.uint64)
+        n = len(self.unit)
+        if len(self.max_leaves) != n or len(self.leaf_wait) != n:
+            raise InputError("placement: unit, max_leaves and leaf_wait need one entry per job")
+        if (self.unit < 1).any() or (self.max_leaves < 0).any():
+            raise InputError("placement: unit must be >= 1 and max_leaves >= 0")
+
+    @classmethod
+    def none(cls, n: int, num_nodes: int = 0) -> "Placement":
+        return cls(np.zeros((0, num_nodes), np.int32), np.ones(n, np.int64),
+                   np.zeros(n, np.int64), np.full(n, -1, np.int64))
+
+    @classmethod
+    def topology(cls, levels, n: int, *, unit=1, max_leaves=0, leaf_wait=-1,
+                 gpu_groups=()) -> "Placement":
+        """Topology placement for ``n`` jobs; per-job values may be scalars."""
+        def col(v):
+            a = np.asarray(v, dtype=np.int64)
+            return np.full(n, a, dtype=np.int64) if a.ndim == 0 else a
+        return cls(levels, col(unit), col(max_leaves), col(leaf_wait),
+                   np.asarray(gpu_groups, dtype=np.uint64))
+
+    def __len__(self) -> int:
+        return len(self.unit)

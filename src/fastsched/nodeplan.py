@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from .cluster import Cluster, NodeState
+from .topology import choose_gpus_kernel, topo_place
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices)
 from .errors import InputError
@@ -285,10 +286,16 @@ def _lex_order(k0, k1, k2, k3, count):
 
 @njit(cache=True)
 def _plan_job(now, res, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM,
-              WT, WG, WC, WM, wlen, stamp, pass_id, RT, RG, RC, RM, rlen, fg, fc, fm, chosen):
+              WT, WG, WC, WM, wlen, stamp, pass_id, RT, RG, RC, RM, rlen, fg, fc, fm, chosen,
+              levels, unit, max_leaves):
     """Earliest start of a job (or only "now?" when ``only_now``); fills ``chosen[:need]``
-    with its nodes, ascending. Returns the start, or -1 (only_now and it does not fit).
-    ``skip_now``: the caller knows it cannot fit now (only builds the profiles)."""
+    with its nodes, ascending. Returns the start, -1 (only_now and it does not fit) or
+    -2 (it fits now, but not within its topology constraint: no plan this pass).
+    ``skip_now``: the caller knows it cannot fit now (only builds the profiles).
+    With topology ``levels`` (L > 0), a start now takes the nodes
+    :func:`fastsched.topology.topo_place` picks from the candidates in best-fit order
+    (``unit``: --segment, ``max_leaves``: --switches in force); when it finds none and
+    no constraint is in force, plain best fit."""
     P = plist.shape[0]
     # --- fits now?
     cand = np.empty(P, dtype=np.int64)
@@ -323,6 +330,14 @@ def _plan_job(now, res, g, c, m, d, need, only_now, skip_now, plist, capG, capC,
             k1[i] = WG[x, 0]
             k2[i] = WC[x, 0]
             k3[i] = WM[x, 0]
+        if levels.shape[0] > 0:
+            pref = cand[:nc][_lex_order(k0, k1, k2, k3, nc)]
+            got = topo_place(pref, levels, need, unit, max_leaves)
+            if got.shape[0] == need:
+                chosen[:need] = got
+                return now
+            if unit > 1 or max_leaves > 0:
+                return -2
         if need == 1:
             best = 0
             for i in range(1, nc):
@@ -512,7 +527,8 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
           type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
           fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
           stamp, tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
-          jg_off, jg, caps, gusage, reason, part_used):
+          jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
+          eligible, gmasks):
     """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
 
     The one copy of the planning logic: the event loop (:func:`_run`) and
@@ -523,7 +539,10 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
     records reservations (``planned[j] = t > now`` and their nodes in
     ``alloc_nodes``; no mask). A job a limit holds gets ``reason[j]`` (group *
     NCAPS + cap) and is skipped: no start, no reservation, blocks nobody. Jobs
-    it does not reach are left untouched. ``full``: walk the whole queue (no
+    it does not reach are left untouched. Topology (``levels``, per job
+    ``unit``, ``max_leaves`` in force until ``eligible + leaf_wait``; wait < 0:
+    forever) shapes starts (see :func:`_plan_job`); GPUs on a node are taken
+    by :func:`fastsched.topology.choose_gpus_kernel` over ``gmasks`` when given. ``full``: walk the whole queue (no
     early stop, no skipped pass). ``pass_id`` must differ from every earlier
     pass's.
 
@@ -569,6 +588,9 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
         # the earliest start over the job's partitions (ties: the first listed);
         # plans hold the limit rounded up to the time grid
         dur = (limit[j] + res - 1) // res * res
+        ml = max_leaves[j]
+        if ml > 0 and leaf_wait[j] >= 0 and now - eligible[j] >= leaf_wait[j]:
+            ml = 0                  # --switches=k@wait: waited long enough
         t = -1
         for e in range(pc_off[j], pc_off[j + 1]):
             p = pc_part[e]
@@ -591,7 +613,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             te = _plan_job(now, res, rg[j], rc[j], rm[j], dur, nn[j], only_now,
                            not now_here, plist,
                            capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
-                           RT, RG, RC, RM, rlen, fg, fc, fm, trial)
+                           RT, RG, RC, RM, rlen, fg, fc, fm, trial, levels, unit[j], ml)
             if te >= 0 and (t < 0 or te < t):
                 t = te
                 part_used[j] = p
@@ -622,15 +644,18 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             o = offsets[j] + i
             alloc_nodes[o] = x
             taken = np.uint64(0)
-            left = rg[j]
-            free_bits = fmask[x]
-            b = 0
-            while left > 0:
-                bit = np.uint64(1) << np.uint64(b)
-                if free_bits & bit:
-                    taken |= bit
-                    left -= 1
-                b += 1
+            if gmasks.shape[0] > 0:
+                taken = choose_gpus_kernel(fmask[x], rg[j], gmasks)
+            else:
+                left = rg[j]
+                free_bits = fmask[x]
+                b = 0
+                while left > 0:
+                    bit = np.uint64(1) << np.uint64(b)
+                    if free_bits & bit:
+                        taken |= bit
+                        left -= 1
+                    b += 1
             alloc_mask[o] = taken
             fmask[x] &= ~taken
             fg[x] -= rg[j]
@@ -709,7 +734,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
          ch_off, ch_job, ch_kind, pend, never, arrived, eligible, jg_off, jg, caps, gusage,
          reason, part_used, start, end, planned, alloc_nodes, alloc_mask, fg, fc, fm, fmask,
          WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, stamp, tcount, queue, evk, evj,
-         chosen, trial, newly):
+         chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks):
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
@@ -779,7 +804,8 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
                 type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
                 fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
                 stamp, tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
-                jg_off, jg, caps, gusage, reason, part_used)
+                jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
+                eligible, gmasks)
             if nstarted < 0:
                 break
             passes += 1
@@ -860,7 +886,7 @@ class _EventLoop:
     Everything is indexed in submit order (``self.order`` maps to the caller's)."""
 
     def __init__(self, cluster, jobs, policy, reserve_depth, available, partitions,
-                 dependencies, limits, resolution=1, window=None):
+                 dependencies, limits, resolution=1, window=None, placement=None):
         n = len(jobs)
         self.res, self.window = _grid(resolution, window)
         self.n = n
@@ -905,6 +931,9 @@ class _EventLoop:
         self.policy = POLICY_CODES[policy]
         self.depth = np.int64(reserve_depth if policy == "easy" else n + 1)
         self.rank = np.arange(n, dtype=np.int64)
+        pl = _placement(placement, cluster, n)
+        self.topo = (pl.levels, pl.unit[order], pl.max_leaves[order], pl.leaf_wait[order],
+                     pl.gpu_groups)
         self._allocate(cluster.num_nodes)
 
     def _allocate(self, X):
@@ -976,7 +1005,7 @@ class _EventLoop:
                    self.end, self.planned, self.alloc_nodes, self.alloc_mask, self.fg, self.fc,
                    self.fm, self.fmask, W[0], W[1], W[2], W[3], self.wlen, Rs[0], Rs[1], Rs[2],
                    Rs[3], Rs[4], self.rlen, self.stamp, self.tcount, self.queue, self.evk,
-                   self.evj, self.chosen, self.trial, self.newly)
+                   self.evj, self.chosen, self.trial, self.newly, *self.topo)
         self.W, self.Rs = list(out[:4]), list(out[4:])
 
     def result(self) -> NodeRun:
@@ -997,7 +1026,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               available=None, *, partitions: PartitionChoices | None = None,
               dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
-              window: int | None = None) -> NodeRun:
+              window: int | None = None, placement=None) -> NodeRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -1013,7 +1042,8 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     up to the pass's grid ``now + k * resolution`` (fewer distinct times,
     coarser plans; 1 = exact). ``window`` (s, bf_window): a job whose
     earliest start is more than ``window`` after now gets no reservation
-    (and uses none of EASY's); None = no limit.
+    (and uses none of EASY's); None = no limit. ``placement``: topology-aware
+    node choice and GPU groups (:class:`fastsched.constraints.Placement`).
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)
@@ -1026,7 +1056,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
             raise InputError(f"{what} cover {len(c)} jobs, the table has {n}", field=what)
     partitions = check_node_jobs(cluster, jobs, available, partitions)
     loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
-                      dependencies, limits, resolution, window)
+                      dependencies, limits, resolution, window, placement)
     if rank is not None:
         loop.set_rank(_unique_rank(rank, jobs))
     if reorder is None:
@@ -1042,6 +1072,20 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
             last = b
         loop.run(b + period - 1)
     return loop.result()
+
+
+def _placement(placement, cluster: Cluster, n: int):
+    """The checked placement spec (none: topology off, lowest free GPU indices)."""
+    from .constraints import Placement
+    if placement is None:
+        return Placement.none(n, cluster.num_nodes)
+    if len(placement) != n:
+        raise InputError(f"placement covers {len(placement)} jobs, the table has {n}",
+                         field="placement")
+    if placement.levels.shape[0] and placement.levels.shape[1] != cluster.num_nodes:
+        raise InputError(f"placement levels cover {placement.levels.shape[1]} nodes, the "
+                         f"cluster has {cluster.num_nodes}", field="placement")
+    return placement
 
 
 def _grid(resolution, window) -> tuple[np.int64, np.int64]:
@@ -1275,7 +1319,8 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
                policy: str, reserve_depth: int = 1, available=None, *,
                full: bool = False, partitions: PartitionChoices | None = None,
                limits: LimitGroups | None = None, limit_usage=None,
-               rank=None, resolution: int = 1, window: int | None = None) -> NodeDecisions:
+               rank=None, resolution: int = 1, window: int | None = None,
+               placement=None, eligible=None) -> NodeDecisions:
     """One scheduling pass at ``now`` of the node-level engine; changes nothing.
 
     The same compiled pass as :func:`run_nodes` (docs/gpu-semantics.md):
@@ -1289,10 +1334,12 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     ``partitions``/``limits``: see :mod:`fastsched.constraints`, over the
     pending jobs; ``limit_usage`` (int64[G, 5]) is what running and pending
     jobs already count against the groups (default none). ``resolution`` /
-    ``window``: see :func:`run_nodes`.
+    ``window`` / ``placement``: see :func:`run_nodes`; ``eligible`` (per
+    pending job, default its submit time) starts a --switches wait.
     """
     _check_policy(policy, reserve_depth)
     res, win = _grid(resolution, window)
+    pl = _placement(placement, cluster, len(pending))
     partitions = check_node_jobs(cluster, pending, available, partitions)
     n = len(pending)
     limits = LimitGroups.none(n) if limits is None else limits
@@ -1352,7 +1399,9 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
               np.int64(K), RT, RG, RC, RM, RJ, rlen, np.int64(R), stamp, tcount, chosen, trial,
               start, end, planned, alloc_nodes, alloc_mask, jg_off, jg.astype(np.int64),
               np.ascontiguousarray(limits.caps, dtype=np.int64).reshape(-1, _NCAPS), usage,
-              reason, part_used)[0]
+              reason, part_used, pl.levels, pl.unit[order], pl.max_leaves[order],
+              pl.leaf_wait[order],
+              q(pending.submit_time if eligible is None else eligible), pl.gpu_groups)[0]
         if code == _FCFS:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, reason, n)
     outcome = np.full(n, BLOCKED, dtype=np.int8)

@@ -56,7 +56,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              skipped: list | None = None, partitions: PartitionChoices | None = None,
              dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
              priority=None, period: int | None = None, resolution: int = 1,
-             window: int | None = None) -> SimulationResult:
+             window: int | None = None, placement=None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -73,7 +73,10 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     PriorityCalcPeriod); each record carries the priority its job started with.
     ``resolution`` / ``window``: plan on a coarser time grid / only so far
     ahead (Slurm's bf_resolution / bf_window; node engine; see
-    :func:`fastsched.nodeplan.run_nodes`).
+    :func:`fastsched.nodeplan.run_nodes`). ``placement``: topology-aware node
+    choice (--switches, --segment) and NVLink/socket GPU groups
+    (:class:`fastsched.constraints.Placement`); the summary then reports how
+    many leaf groups each multi-node job spans.
 
     The counted-pool engine runs when the cluster is one pool of identical
     nodes, every job takes whole nodes and there are no constraints and no
@@ -85,7 +88,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     spec = get_policy(policy)
     reserve_depth = check_reserve_depth(reserve_depth)
     constrained = any(c is not None for c in (partitions, dependencies, limits, priority,
-                                               window)) or resolution != 1
+                                               window, placement)) or resolution != 1
     try:
         if constrained:
             raise UnsupportedError("constraints and priorities need the node engine")
@@ -101,7 +104,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     else:
         run, prio = _run_node_engine(cluster, jobs, spec.name, reserve_depth, priority, period,
                                      partitions=partitions, dependencies=dependencies,
-                                     limits=limits, resolution=resolution, window=window)
+                                     limits=limits, resolution=resolution, window=window,
+                                     placement=placement)
         schedule = _started_schedule(jobs, run)
         passes = run.passes
         extra = {"partition": run.partition, "reason_code": run.reason, "never": run.never,
@@ -119,6 +123,11 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         "sim_seconds": wall,
         "semantics": dict(SEMANTICS, allocation=ALLOCATION[engine]),
     })
+    if placement is not None and placement.levels.shape[0]:
+        from .topology import placement_quality, placement_summary
+        spans = placement_quality(cluster, schedule.alloc_offsets, schedule.alloc_nodes,
+                                  topology={"leaf": placement.levels[0]})
+        summary["placement"] = placement_summary(spans, schedule.alloc_offsets)
     if priority is not None:
         summary["semantics"]["queue_order"] = (
             "priority desc, then submit_time asc, job_id asc" + (
