@@ -155,3 +155,39 @@ def naive_blocked(groups, jobs, running: set, i: int) -> str:
             if caps[c] >= 0 and used[c] + need[c] > caps[c]:
                 return reasons[c]
     return ""
+
+
+def naive_usage(config, tree, workload, start, end, now, reset_every=None):
+    """Usage per user association, stepped one second at a time.
+
+    Each second [t, t+1) a running job adds r * c to its association after
+    the association's usage is multiplied by d (d = 2^(-1/h), c = the decayed
+    weight of one second, h/ln2 * (1 - d); d = c = 1 without decay).
+    ``reset_every``: usage is zeroed at multiples of it (DAILY = 86400).
+    """
+    import math
+    jobs = workload.jobs
+    h = config.decay_half_life
+    d = 2.0 ** (-1.0 / h) if h > 0 else 1.0
+    c = h / math.log(2.0) * (1.0 - d) if h > 0 else 1.0
+    assoc = tree.job_associations(workload)
+    qos = config.job_qos(workload)
+    factors = config.usage_factor()
+    w = config.tres_billing_weights
+    rate = {}
+    for i in range(len(jobs)):
+        nodes = int(jobs.num_nodes[i])
+        rate[i] = (w["CPU"] * nodes * int(jobs.cpus_per_node[i])
+                   + w["Mem"] * nodes * int(jobs.mem_per_node[i]) + w["Node"] * nodes
+                   + w["GRES/gpu"] * nodes * int(jobs.gpus_per_node[i])) * factors[int(qos[i])]
+    usage = [0.0] * tree.num_users
+    t0 = min([int(s) for s in start if s >= 0] + [now])
+    for t in range(t0, now):
+        if reset_every and t % reset_every == 0:
+            usage = [0.0] * tree.num_users
+        usage = [u * d for u in usage]
+        for i in range(len(jobs)):
+            e = int(end[i]) if end[i] >= 0 else now
+            if 0 <= start[i] <= t < e:
+                usage[int(assoc[i])] += rate[i] * c
+    return usage

@@ -152,6 +152,8 @@ class SchedulerConfig:
     users: list = field(default_factory=list)
     partitions: dict = field(default_factory=dict)
     source: str | None = None
+    #: TOML key path -> line, for errors found after parsing (e.g. an unknown partition)
+    key_lines: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ QOS
     @property
@@ -195,7 +197,8 @@ class SchedulerConfig:
         for name in self.partitions:
             if name not in names:
                 raise InputError(f"unknown partition {name!r}; cluster has {names}",
-                                 file=self.source, field=f"partition.{name}")
+                                 file=self.source, line=self.key_lines.get(f"partition.{name}"),
+                                 field=f"partition.{name}")
         return names
 
     def apply_partitions(self, cluster):
@@ -352,7 +355,7 @@ def parse_config(text: str, source: str | None = None) -> SchedulerConfig:
                          line=int(m.group(1)) if m else None) from None
     where = _Where(text, source)
     _check_keys(doc, ("priority", "account", "user", "qos", "partition"), "", where)
-    cfg = SchedulerConfig(source=source)
+    cfg = SchedulerConfig(source=source, key_lines=where.lines)
     _parse_priority(cfg, _table(doc.get("priority", {}), "priority", where), where)
     _parse_qos(cfg, _table(doc.get("qos", {}), "qos", where), where)
     _parse_accounts(cfg, doc.get("account", []), where)
