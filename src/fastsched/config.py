@@ -203,11 +203,10 @@ class SchedulerConfig:
 
     def apply_partitions(self, cluster):
         """A copy of ``cluster`` with the configured PriorityTier overrides."""
-        names = self._check_partitions(cluster)
+        self._check_partitions(cluster)
         parts = [replace(p, priority_tier=self.partitions[p.name]["PriorityTier"])
                  if "PriorityTier" in self.partitions.get(p.name, {}) else p
                  for p in cluster.partitions]
-        del names
         return replace(cluster, partitions=parts)
 
     def partition_factor(self, cluster) -> np.ndarray:

@@ -6,7 +6,8 @@ running job up to ``now`` included) to its user association: billed TRES
 with PriorityDecayHalfLife. A job running from ``s`` to ``e`` at billing rate
 ``r`` contributes, at time ``now``::
 
-    integral_s^e r * 2^(-(now - t) / h) dt = r * h / ln 2 * (2^(-(now - e) / h) - 2^(-(now - s) / h))
+    integral_s^e r * 2^(-(now - t) / h) dt
+        = r * h / ln 2 * (2^(-(now - e) / h) - 2^(-(now - s) / h))
 
 (exactly ``r * (e - s)`` when h = 0, no decay). Slurm decays in steps of
 PriorityCalcPeriod; this is the continuous limit of those steps, so values
