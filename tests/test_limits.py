@@ -120,6 +120,13 @@ def test_unknown_qos_and_account():
         compile_limits(cfg, w2, None)
 
 
+def test_bad_qos_codes():
+    cfg, w = example()
+    w.qos = w.qos + 5
+    with pytest.raises(InputError, match="indices into qos_names"):
+        compile_limits(cfg, w, None)
+
+
 def test_no_qos_column_means_normal():
     cfg, w = example()
     del w.qos, w.qos_names

@@ -179,7 +179,10 @@ class SchedulerConfig:
                                  f"{', '.join(self.qos)})", file=self.source, field="qos")
             lookup[k] = self.qos_names.index(name)
         codes = np.asarray(codes)
-        return lookup[codes] if len(codes) else np.zeros(0, np.int32)
+        if codes.shape != (n,) or (n and (codes.min() < 0 or codes.max() >= len(names))):
+            raise InputError(f"workload.qos must be {n} indices into qos_names "
+                             f"(0..{len(names) - 1})", field="qos")
+        return lookup[codes] if n else np.zeros(0, np.int32)
 
     def qos_factor(self) -> np.ndarray:
         """float64 per QOS: Priority / the highest QOS Priority (0 if that is 0)."""
