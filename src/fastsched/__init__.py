@@ -28,6 +28,7 @@ from .sbatch import NormalisedRequest, SlurmRequest, normalise, parse_args, pars
 from .schedule import Schedule
 from .scheduler import Decisions, Scheduler, StaleDecisionsError
 from .sim import simulate, simulate_swf
+from .site import priority_function, simulate_site
 from .slurmconf import read_cluster, write_cluster
 from .swf import SWFTrace, bundled_trace, read_swf
 from .topology import (BlockTopology, GpuGroups, choose_gpus, levels_array, parse_gres_conf,
@@ -59,5 +60,5 @@ __all__ = [
     "GpuGroups", "parse_gres_conf", "read_gres_conf", "choose_gpus",
     "placement_quality", "placement_summary",
     "SchedulerConfig", "load_config", "parse_config", "compile_limits", "blocked_reasons",
-    "usage_at", "sprio", "sshare",
+    "usage_at", "sprio", "sshare", "simulate_site", "priority_function",
 ]

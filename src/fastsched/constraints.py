@@ -30,7 +30,8 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["Dependencies", "LimitGroups", "PartitionChoices", "Placement", "AFTER", "AFTERANY", "AFTEROK",
+__all__ = ["Dependencies", "LimitGroups", "PartitionChoices", "Placement", "merge_limits",
+           "held_forever", "AFTER", "AFTERANY", "AFTEROK",
            "AFTERNOTOK", "DEPENDENCY_KINDS", "CAPS"]
 
 AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
@@ -188,3 +189,39 @@ class Placement:
 
     def __len__(self) -> int:
         return len(self.unit)
+
+
+def merge_limits(*parts: LimitGroups) -> LimitGroups:
+    """One LimitGroups holding every group of ``parts`` (all over the same jobs)."""
+    parts = [p for p in parts if p is not None]
+    n = len(parts[0])
+    if any(len(p) != n for p in parts):
+        raise InputError("merge_limits: the limit groups cover different jobs")
+    rows, groups, caps, reasons, base = [], [], [], [], 0
+    for p in parts:
+        rows.append(np.repeat(np.arange(n), np.diff(p.offsets)))
+        groups.append(p.group + base)
+        caps.append(p.caps)
+        reasons += list(p.reasons)
+        base += len(p.caps)
+    row = np.concatenate(rows)
+    order = np.argsort(row, kind="stable")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=n), out=offsets[1:])
+    return LimitGroups(offsets, np.concatenate(groups)[order],
+                       np.concatenate(caps).reshape(-1, len(CAPS)), reasons)
+
+
+def held_forever(rows, reasons, n: int) -> LimitGroups:
+    """Groups that never let jobs ``rows`` start (a cap of 0 running jobs), one per
+    distinct reason, so they stay pending with that reason (e.g. a job over its
+    QOS's MaxWallDurationPerJob)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    names, gid = np.unique(np.asarray(reasons, dtype=object).astype(str), return_inverse=True)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])
+    order = np.argsort(rows, kind="stable")
+    caps = np.full((len(names), len(CAPS)), -1, dtype=np.int64)
+    caps[:, 0] = 0
+    return LimitGroups(offsets, gid[order].astype(np.int64), caps,
+                       [(str(r),) * len(CAPS) for r in names])
