@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import naive_topology
+
 
 @dataclass(frozen=True)
 class NaiveNodeJob:
@@ -153,50 +155,161 @@ def _hold(plan, job, t, chosen):
         plan[n].append((t, t + job.limit, job.gpus, job.cpus, job.mem))
 
 
-# ---- one pass: returns [(job, nodes)] to start now ----
+# ---- limits: a job may start only if no group it counts against would exceed a cap ----
 
-def _pass(policy, depth, now, queue, nodes, running):
+def _held(job, groups, caps, running):
+    """(group, cap) of the first cap starting ``job`` would exceed (groups in the
+    job's order, caps jobs/GPUs/CPUs/MB), or None."""
+    want = (1, job.nodes * job.gpus, job.nodes * job.cpus, job.nodes * job.mem)
+    for grp in groups.get(job.job_id, []):
+        members = [r[0] for r in running if grp in groups.get(r[0].job_id, [])]
+        used = (len(members), sum(j.nodes * j.gpus for j in members),
+                sum(j.nodes * j.cpus for j in members), sum(j.nodes * j.mem for j in members))
+        for cap in range(4):
+            if caps[grp][cap] >= 0 and used[cap] + want[cap] > caps[grp][cap]:
+                return grp, cap
+    return None
+
+
+# ---- one pass: returns [(job, nodes, partition)] to start now ----
+
+def _in_partition(job, p):
+    return NaiveNodeJob(**{**job.__dict__, "partition": p})
+
+
+def _topology_nodes(now, nodes, plan, job, topo):
+    """Nodes for a start now under topology placement: naive_topology.topo_place over
+    the feasible nodes in best-fit order; None when a constraint in force (segment,
+    switches) cannot be met; plain best fit when placement finds none otherwise."""
+    levels, unit, max_leaves = topo
+    feasible = _feasible_nodes(nodes, plan, job, now)
+    pref = sorted(feasible, key=lambda n: _free_at(nodes[n], plan[n], now) + (n,))
+    got = naive_topology.topo_place(pref, levels, job.nodes, unit, max_leaves)
+    if len(got) == job.nodes:
+        return sorted(got)
+    if unit > 1 or max_leaves > 0:
+        return None
+    return _choose_nodes(now, nodes, plan, job, now)
+
+
+def _plan(now, nodes, plan, job, parts, only_now, topo=None):
+    """(t, nodes, partition) at the earliest start over the job's partitions (ties:
+    the first listed), only "now" when ``only_now``; None when it does not fit.
+    With ``topo`` (levels, unit, max_leaves in force), a partition where the job
+    fits now but not within its constraint is left out."""
+    best = None
+    for p in parts:
+        jp = _in_partition(job, p)
+        if sum(_eligible(node, jp) for node in nodes) < job.nodes:
+            continue          # can never run there
+        if _fits_now(now, nodes, plan, jp):
+            if topo is not None:
+                chosen = _topology_nodes(now, nodes, plan, jp, topo)
+                if chosen is None:
+                    continue
+                if best is None or now < best[0]:
+                    best = (now, chosen, p)
+                continue
+            t = now
+        elif only_now:
+            continue
+        else:
+            t = _earliest_start(now, nodes, plan, jp)
+        if best is None or t < best[0]:
+            best = (t, _choose_nodes(now, nodes, plan, jp, t), p)
+    return best
+
+
+def _on_grid(t, now, res):
+    """t rounded up to the pass's grid now + k * res."""
+    return now + -(-(t - now) // res) * res
+
+
+def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, held_out,
+          res=1, window=None, topo_of=None):
+    """Plans hold every job for its limit rounded up to a multiple of ``res``, and
+    running jobs until their planned end rounded up to the grid now + k * res; a
+    job whose earliest start is more than ``window`` after now gets no
+    reservation (and uses none of EASY's)."""
     plan = [[] for _ in nodes]
     for job, start, chosen, _ in running:
-        _hold(plan, job, start, chosen)
+        for n in chosen:
+            plan[n].append((start, _on_grid(start + job.limit, now, res), job.gpus, job.cpus,
+                            job.mem))
     started, reservations = [], 0
+    running = list(running)
+    far = float("inf") if window is None else now + window
     for job in queue:
+        held = _held(job, groups, caps, running)
+        if held is not None:
+            held_out[job.job_id] = held
+            continue
+        held_out.pop(job.job_id, None)
+        parts = parts_of(job)
+        pj = NaiveNodeJob(**{**job.__dict__, "limit": -(-job.limit // res) * res})
+        topo = None if topo_of is None else topo_of(job, now)
         if policy == "fcfs":
-            if not _fits_now(now, nodes, plan, job):
+            best = _plan(now, nodes, plan, pj, parts, True, topo)
+            if best is None:
                 break
-            t = now
         elif policy == "easy":
-            if _fits_now(now, nodes, plan, job):
-                t = now
-            elif reservations < depth:
-                t = _earliest_start(now, nodes, plan, job)
+            best = _plan(now, nodes, plan, pj, parts, True, topo)
+            if best is None and reservations < depth:
+                best = _plan(now, nodes, plan, pj, parts, False, topo)
+                if best is None or best[0] > far:
+                    continue
                 reservations += 1
-            else:
+            if best is None:
                 continue
         else:  # conservative
-            t = _earliest_start(now, nodes, plan, job)
-        chosen = _choose_nodes(now, nodes, plan, job, t)
-        _hold(plan, job, t, chosen)
+            best = _plan(now, nodes, plan, pj, parts, False, topo)
+            if best is None or best[0] > far:
+                continue
+        t, chosen, p = best
+        _hold(plan, pj, t, chosen)
         if t == now:
-            started.append((job, chosen))
+            started.append((job, chosen, p))
+            running.append((job, now, chosen, None))
     return started
 
 
-def _lowest_free_gpus(node_index, node, running, count):
+def _lowest_free_gpus(node_index, node, running, count, gpu_groups=None):
+    """The lowest free GPU indices, or with ``gpu_groups`` naive_topology.choose_gpus."""
     busy = {k for _, _, chosen, gpus in running
             for n, lst in zip(chosen, gpus) if n == node_index for k in lst}
     free = [k for k in range(node.gpus) if k not in busy]
     assert len(free) >= count, "unreachable: the plan said the GPUs are free"
+    if gpu_groups:
+        mask = naive_topology.choose_gpus(sum(1 << k for k in free), count, gpu_groups)
+        return [k for k in range(64) if mask >> k & 1]
     return free[:count]
 
 
 # ---- the event loop ----
 
-def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None):
+AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
+
+
+def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None, *,
+             partitions=None, deps=None, groups=None, caps=None, rank=None,
+             reorder=None, period=None, resolution=1, window=None, placement=None):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
-    Returns job_id -> (start, end, [node indices ascending], [[GPU indices] per node]).
+    Constraints, all keyed by job id: ``partitions`` (list of partition indices
+    in preference order; default [job.partition]), ``deps`` (list of (parent id,
+    kind)), ``groups`` (list of limit group ids) with ``caps[group]`` = (max
+    jobs, GPUs, CPUs, MB running, max submitted; -1 = none), ``rank`` (queue
+    key, lower first, ties by submit then id), ``reorder(b, start, end,
+    eligible) -> {job id: key}`` called at the start b of every ``period``
+    window that has an instant (dicts by job id of what happened so far).
+    ``resolution``/``window``: see :func:`_pass`. ``placement``: dict with
+    ``levels`` (list of per-node group lists, leaf first), ``unit``,
+    ``max_leaves``, ``leaf_wait`` (dicts by job id) and ``gpu_groups`` (masks).
+
+    Returns (job_id -> (start, end, [node indices ascending], [[GPU indices]
+    per node], partition) for started jobs, job_id -> "never" | "waiting" |
+    (group, cap) for the others).
     """
     if policy not in ("fcfs", "easy", "conservative") or reserve_depth < 1:
         raise ValueError(f"bad policy {policy!r} or reserve_depth {reserve_depth}")
@@ -204,32 +317,102 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None)
     if len({j.job_id for j in jobs}) != len(jobs):
         raise ValueError("job ids must be unique")
     nodes = _nodes_of(cluster, available)
+    partitions = partitions or {}
+    deps, groups, caps = deps or {}, groups or {}, caps or []
+    key = dict(rank or {})
+
+    def parts_of(job):
+        return partitions.get(job.job_id, [job.partition])
+
+    topo_of, gpu_groups = None, None
+    if placement is not None:
+        gpu_groups = list(placement.get("gpu_groups", []))
+        if placement.get("levels"):
+            def topo_of(job, now):
+                ml = placement["max_leaves"].get(job.job_id, 0)
+                wait = placement["leaf_wait"].get(job.job_id, -1)
+                if ml > 0 and wait >= 0 and now - eligible[job.job_id] >= wait:
+                    ml = 0
+                return placement["levels"], placement["unit"].get(job.job_id, 1), ml
+
     for job in jobs:
         if job.limit < 1 or job.runtime < 0 or job.nodes < 1:
             raise ValueError(f"invalid job {job}")
-        if sum(_eligible(node, job) for node in nodes) < job.nodes:
+        if all(sum(_eligible(node, _in_partition(job, p)) for node in nodes) < job.nodes
+               for p in parts_of(job)):
             raise ValueError(f"job {job.job_id} can never fit")
 
     future = sorted(jobs, key=lambda j: (j.submit, j.job_id))
-    queue = []       # waiting, in (submit, job_id) order
+    arrived, rejected, eligible, never = [], {}, {}, set()
     running = []     # (job, start, [nodes], [[gpu indices] per node])
-    result = {}
+    result, held, ended = {}, {}, {}     # ended: job id -> ok (COMPLETED)
+
+    def satisfied(job):
+        ok = True
+        for parent, kind in deps.get(job.job_id, []):
+            if kind == AFTER:
+                ok = ok and parent in result
+            elif parent not in ended:
+                ok = False
+            elif (kind == AFTEROK and not ended[parent]) or (kind == AFTERNOTOK and ended[parent]):
+                never.add(job.job_id)
+                ok = False
+        return ok and job.job_id not in never
+
+    def in_system(grp):
+        return sum(1 for j in arrived if grp in groups.get(j.job_id, [])
+                   and j.job_id not in ended)
+
+    def queue_now(now):
+        for job in arrived:
+            if job.job_id not in eligible and job.job_id not in result and satisfied(job):
+                eligible[job.job_id] = now
+        q = [j for j in arrived if j.job_id in eligible and j.job_id not in result]
+        return sorted(q, key=lambda j: (key.get(j.job_id, 0), j.submit, j.job_id))
+
+    def end_now(now, zero_ids=None):
+        nonlocal running
+        done = [r for r in running if (r[1] + r[0].duration() == now if zero_ids is None
+                                       else r[0].job_id in zero_ids)]
+        for r in done:
+            ended[r[0].job_id] = r[0].runtime <= r[0].limit
+        running = [r for r in running if r not in done]
+
+    last_window = None
     while future or running:
         now = min([j.submit for j in future[:1]]
                   + [start + j.duration() for j, start, _, _ in running])
-        running = [r for r in running if r[1] + r[0].duration() != now]
+        if reorder is not None and now // period * period != last_window:
+            last_window = now // period * period
+            key = reorder(last_window, {j: r[0] for j, r in result.items()},
+                          {j: r[1] for j, r in result.items()}, dict(eligible))
+        end_now(now)
         while future and future[0].submit == now:
-            queue.append(future.pop(0))
+            job = future.pop(0)
+            over = [g for g in groups.get(job.job_id, []) if caps[g][4] >= 0
+                    and in_system(g) + 1 > caps[g][4]]
+            if over:
+                rejected[job.job_id] = (over[-1], 4)
+            else:
+                arrived.append(job)
         while True:
-            started = _pass(policy, reserve_depth, now, queue, nodes, running)
-            for job, chosen in started:
-                gpus = [_lowest_free_gpus(n, nodes[n], running, job.gpus) for n in chosen]
-                queue.remove(job)
+            queue = queue_now(now)
+            started = _pass(policy, reserve_depth, now, queue, nodes, running, parts_of,
+                            groups, caps, held, resolution, window, topo_of)
+            for job, chosen, p in started:
+                gpus = [_lowest_free_gpus(n, nodes[n], running, job.gpus, gpu_groups)
+                        for n in chosen]
                 running.append((job, now, chosen, gpus))
-                result[job.job_id] = (now, now + job.duration(), chosen, gpus)
-            zero = {job.job_id for job, _ in started if job.duration() == 0}
-            if not zero:
+                result[job.job_id] = (now, now + job.duration(), chosen, gpus, p)
+            zero = {job.job_id for job, _, _ in started if job.duration() == 0}
+            end_now(now, zero)
+            released = len(queue_now(now)) > len(queue) - len(started)
+            if not zero and not released:
                 break
-            running = [r for r in running if r[0].job_id not in zero]
-    assert not queue
-    return result
+    waiting = {}
+    for job in jobs:
+        if job.job_id not in result:
+            waiting[job.job_id] = (rejected.get(job.job_id)
+                                   or ("never" if job.job_id in never else None)
+                                   or held.get(job.job_id) or "waiting")
+    return result, waiting

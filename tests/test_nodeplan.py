@@ -91,8 +91,8 @@ def node_cases(draw):
 
 def twin(cluster, jobs, policy, depth=1, available=None):
     """The twin's result as engine-shaped arrays (caller's job order)."""
-    out = naive_nodes.simulate(cluster, naive_nodes.jobs_from_table(jobs), policy, depth,
-                               available=available)
+    out, _ = naive_nodes.simulate(cluster, naive_nodes.jobs_from_table(jobs), policy, depth,
+                                  available=available)
     start = np.array([out[j][0] for j in jobs.job_id], dtype=np.int64)
     end = np.array([out[j][1] for j in jobs.job_id], dtype=np.int64)
     nodes = np.array([x for j in jobs.job_id for x in out[j][2]], dtype=np.int64)

@@ -379,3 +379,17 @@ def test_requests_to_workload_rejects_what_it_cannot_model(cluster):
     unknown = (normalise(parse_args(["-t", "10", "--dependency=afterok:9"]), cluster), 1, 5)
     with pytest.raises(InputError, match="unknown job id '9'"):
         requests_to_workload([ok, unknown], cluster)
+
+
+# ----------------------------------------------------------------------------- simulator
+
+def test_example_in_the_simulator(tmp_path, cluster):
+    """The engine honours what the reader built: %2, afterok on a whole array,
+    singleton, and afternotok on a task that COMPLETED (never satisfied)."""
+    from fastsched.sim import simulate
+    w = read_workload(_csv(tmp_path, EXAMPLE), cluster)
+    r = simulate(cluster, w.jobs, "easy", dependencies=w.dependencies,
+                 partitions=w.partitions, limits=w.limits)
+    s = r.schedule
+    assert s.job_id.tolist() == w.jobs.job_id.tolist()
+    assert s.start_time.tolist() == [0, 0, 50, 50, 100, 100, -1, -1, -1]

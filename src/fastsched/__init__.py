@@ -11,6 +11,7 @@ Public API (everything else is private)::
     sched = fs.Scheduler(cluster, "easy")     # embed: submit / schedule (pure) / apply / complete
 """
 from .cluster import Cluster, ClusterState, NodeState, Partition
+from .config import SchedulerConfig, load_config, parse_config
 from .errors import FastschedError, InputError, UnsupportedError
 from .fairshare import AssociationTree, Usage, classic, fair_tree
 from .generate import ai_cluster, ai_mix
@@ -18,6 +19,7 @@ from .hostlist import compress as compress_hostlist, expand as expand_hostlist
 from .jobs import JobRequest, JobTable
 from .launch import Allocation, allocate_local, task_environments
 from .launch import run as launch_run
+from .limits import blocked_reasons, compile_limits
 from .policies import POLICIES
 from .priority import (RESEARCH_ORDERS, PriorityWeights, multifactor, research_order,
                        research_queue)
@@ -26,9 +28,15 @@ from .sbatch import NormalisedRequest, SlurmRequest, normalise, parse_args, pars
 from .schedule import Schedule
 from .scheduler import Decisions, Scheduler, StaleDecisionsError
 from .sim import simulate, simulate_swf
+from .site import priority_function, simulate_site
 from .slurmconf import read_cluster, write_cluster
 from .swf import SWFTrace, bundled_trace, read_swf
+from .topology import (BlockTopology, GpuGroups, choose_gpus, levels_array, parse_gres_conf,
+                       place_block, place_tree, placement_quality, placement_summary,
+                       read_block_topology, read_gres_conf)
+from .usage import usage_at
 from .verify import ScheduleError, VerifyReport, Violation, schedule_from_frame, verify
+from .views import sprio, sshare
 from .workload import Workload, read_workload, requests_to_workload, write_workload
 
 __version__ = "0.1.0"
@@ -48,4 +56,9 @@ __all__ = [
     "SlurmRequest", "NormalisedRequest", "parse_args", "parse_script", "normalise",
     "to_job_request",
     "PriorityWeights", "multifactor", "research_order", "research_queue", "RESEARCH_ORDERS",
+    "place_tree", "place_block", "levels_array", "BlockTopology", "read_block_topology",
+    "GpuGroups", "parse_gres_conf", "read_gres_conf", "choose_gpus",
+    "placement_quality", "placement_summary",
+    "SchedulerConfig", "load_config", "parse_config", "compile_limits", "blocked_reasons",
+    "usage_at", "sprio", "sshare", "simulate_site", "priority_function",
 ]

@@ -103,6 +103,51 @@ def _priority_1m(repeat: int) -> dict:
             "machine": machine()}
 
 
+def place_512_inputs(busy: float = 0.85, seed: int = 1):
+    """``place-512``'s input: ai-100k with a seeded random ``1 - busy`` share of nodes free;
+    the tree levels, and a block topology on the 32-node leaves (BlockSizes=32,128,512;
+    the last, partial leaf is in no block)."""
+    import numpy as np
+    from .generate import ai_cluster
+    from .topology import BlockTopology, levels_array
+    cluster = ai_cluster("ai-100k")
+    rng = np.random.default_rng(seed)
+    n = cluster.num_nodes
+    free = np.sort(rng.choice(n, int(round(n * (1 - busy))), replace=False)).astype(np.int64)
+    leaf = cluster.topology["leaf"].copy()
+    counts = np.bincount(leaf)
+    leaf[counts[leaf] < 32] = -1
+    return cluster, levels_array(cluster.topology), BlockTopology(leaf, (32, 128, 512)), free
+
+
+PLACE_CASES = (("tree", 0), ("tree --switches=64", 64), ("block", 0), ("block --segment=4", 4))
+
+
+def _place_512(repeat: int) -> dict:
+    """A 512-node job placed on ai-100k at 85% busy: tree (with and without a
+    --switches limit) and block (with and without --segment), through the public
+    wrappers on a prepared levels array; median microseconds per placement."""
+    import numpy as np
+    from .topology import place_block, place_tree
+    cluster, levels, blocks, free = place_512_inputs()
+    figures = {"scenario": "place-512", "nodes": cluster.num_nodes, "free_nodes": len(free)}
+    for name, k in PLACE_CASES:
+        if name.startswith("tree"):
+            fn = lambda: place_tree(levels, free, 512, max_switches=k)  # noqa: E731
+            groups = cluster.topology["leaf"]
+        else:
+            fn = lambda: place_block(blocks, free, 512, segment=k)  # noqa: E731
+            groups = blocks.block_of_node
+        nodes = fn()
+        times = time_runs(fn, max(repeat, 25))
+        key = name.replace(" --", "_").replace("=", "")
+        figures[f"{key}_median_us"] = round(1e6 * statistics.median(times), 1)
+        figures[f"{key}_groups_spanned"] = int(np.unique(groups[nodes]).size) if len(nodes) else 0
+    figures["runs"] = max(repeat, 25)
+    figures["machine"] = machine()
+    return figures
+
+
 def _node_engine(name: str):
     """B2 / B3 / B6 on the node engine (state builders live in fastsched.benchstate)."""
     def run(repeat: int) -> dict:
@@ -115,7 +160,7 @@ def _node_engine(name: str):
 SCENARIOS = {"kth-easy": _kth_easy, "priority-1m": _priority_1m,
              "easy-100k": _node_engine("easy-100k"),
              "conservative-100k": _node_engine("conservative-100k"),
-             "scaling": _node_engine("scaling")}
+             "scaling": _node_engine("scaling"), "place-512": _place_512}
 
 
 def run_scenario(name: str, repeat: int = 7) -> dict:

@@ -106,9 +106,11 @@ def _parser() -> argparse.ArgumentParser:
     from .generate import add_generate_parser
     from .launch import add_run_parser
     from .sbatch import add_sbatch_parser
+    from .views import add_views_parser
     add_generate_parser(sub)
     add_sbatch_parser(sub)
     add_run_parser(sub)
+    add_views_parser(sub)
     return p
 
 

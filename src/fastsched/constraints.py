@@ -30,7 +30,8 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["Dependencies", "LimitGroups", "PartitionChoices", "AFTER", "AFTERANY", "AFTEROK",
+__all__ = ["Dependencies", "LimitGroups", "PartitionChoices", "Placement", "merge_limits",
+           "held_forever", "AFTER", "AFTERANY", "AFTEROK",
            "AFTERNOTOK", "DEPENDENCY_KINDS", "CAPS", "ARRAY_TASK_LIMIT", "dependencies_from_edges",
            "array_limit_groups", "array_throttle", "csr_take", "no_dependencies", "no_limits",
            "one_partition_each"]
@@ -138,6 +139,96 @@ class PartitionChoices:
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
+
+
+@dataclass
+class Placement:
+    """Topology-aware placement for the node engine (see docs/topology.md).
+
+    ``levels``: int32[L, nodes], group per node and level, leaf (switch or base
+    block) first, -1 = in no group (from
+    :func:`fastsched.topology.levels_array` of ``Cluster.topology`` for
+    topology/tree, or ``BlockTopology.levels``); L = 0 turns topology off.
+    Per job: ``unit`` (--segment: nodes that share one leaf; 1 = none),
+    ``max_leaves`` (--switches=k; 0 = none), in force until ``leaf_wait``
+    seconds after the job became eligible (-1 = forever). ``gpu_groups``:
+    uint64 masks of the GPUs that belong together on every node (NVLink /
+    socket groups from gres.conf); empty = lowest free indices.
+    """
+
+    levels: np.ndarray
+    unit: np.ndarray
+    max_leaves: np.ndarray
+    leaf_wait: np.ndarray
+    gpu_groups: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+
+    def __post_init__(self):
+        self.levels = np.ascontiguousarray(self.levels, dtype=np.int32)
+        if self.levels.ndim != 2:
+            raise InputError("placement: levels must be a (levels, nodes) array")
+        self.unit = np.ascontiguousarray(self.unit, dtype=np.int64)
+        self.max_leaves = np.ascontiguousarray(self.max_leaves, dtype=np.int64)
+        self.leaf_wait = np.ascontiguousarray(self.leaf_wait, dtype=np.int64)
+        self.gpu_groups = np.ascontiguousarray(self.gpu_groups, dtype=np.uint64)
+        n = len(self.unit)
+        if len(self.max_leaves) != n or len(self.leaf_wait) != n:
+            raise InputError("placement: unit, max_leaves and leaf_wait need one entry per job")
+        if (self.unit < 1).any() or (self.max_leaves < 0).any():
+            raise InputError("placement: unit must be >= 1 and max_leaves >= 0")
+
+    @classmethod
+    def none(cls, n: int, num_nodes: int = 0) -> "Placement":
+        return cls(np.zeros((0, num_nodes), np.int32), np.ones(n, np.int64),
+                   np.zeros(n, np.int64), np.full(n, -1, np.int64))
+
+    @classmethod
+    def topology(cls, levels, n: int, *, unit=1, max_leaves=0, leaf_wait=-1,
+                 gpu_groups=()) -> "Placement":
+        """Topology placement for ``n`` jobs; per-job values may be scalars."""
+        def col(v):
+            a = np.asarray(v, dtype=np.int64)
+            return np.full(n, a, dtype=np.int64) if a.ndim == 0 else a
+        return cls(levels, col(unit), col(max_leaves), col(leaf_wait),
+                   np.asarray(gpu_groups, dtype=np.uint64))
+
+    def __len__(self) -> int:
+        return len(self.unit)
+
+
+def merge_limits(*parts: LimitGroups) -> LimitGroups:
+    """One LimitGroups holding every group of ``parts`` (all over the same jobs)."""
+    parts = [p for p in parts if p is not None]
+    n = len(parts[0])
+    if any(len(p) != n for p in parts):
+        raise InputError("merge_limits: the limit groups cover different jobs")
+    rows, groups, caps, reasons, base = [], [], [], [], 0
+    for p in parts:
+        rows.append(np.repeat(np.arange(n), np.diff(p.offsets)))
+        groups.append(p.group + base)
+        caps.append(p.caps)
+        reasons += list(p.reasons)
+        base += len(p.caps)
+    row = np.concatenate(rows)
+    order = np.argsort(row, kind="stable")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=n), out=offsets[1:])
+    return LimitGroups(offsets, np.concatenate(groups)[order],
+                       np.concatenate(caps).reshape(-1, len(CAPS)), reasons)
+
+
+def held_forever(rows, reasons, n: int) -> LimitGroups:
+    """Groups that never let jobs ``rows`` start (a cap of 0 running jobs), one per
+    distinct reason, so they stay pending with that reason (e.g. a job over its
+    QOS's MaxWallDurationPerJob)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    names, gid = np.unique(np.asarray(reasons, dtype=object).astype(str), return_inverse=True)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])
+    order = np.argsort(rows, kind="stable")
+    caps = np.full((len(names), len(CAPS)), -1, dtype=np.int64)
+    caps[:, 0] = 0
+    return LimitGroups(offsets, gid[order].astype(np.int64), caps,
+                       [(str(r),) * len(CAPS) for r in names])
 
 
 # --------------------------------------------------------------------------- builders

@@ -30,16 +30,21 @@ import numpy as np
 from numba import njit
 
 from .cluster import Cluster, NodeState
+from .topology import choose_gpus_kernel, topo_place
+from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
+                          PartitionChoices)
 from .errors import InputError
 from .jobs import JobTable
 from .validation import check_basic, reject
 
-__all__ = ["simulate_nodes", "plan_nodes", "RunningJobs", "NodeDecisions", "check_node_jobs",
+__all__ = ["simulate_nodes", "run_nodes", "NodeRun", "limit_reasons", "plan_nodes", "RunningJobs", "NodeDecisions", "check_node_jobs",
            "node_availability", "POLICY_CODES", "START", "RESERVED", "BLOCKED"]
 
 POLICY_CODES = {"fcfs": 0, "easy": 1, "conservative": 2}
 _FCFS, _EASY, _CONS = 0, 1, 2
+_AFTER, _AFTERANY, _AFTEROK, _AFTERNOTOK = AFTER, AFTERANY, AFTEROK, AFTERNOTOK
 _INF = np.int64(1) << np.int64(62)
+_NCAPS = 5         # columns of LimitGroups.caps (constraints.CAPS)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -61,10 +66,14 @@ def node_availability(cluster: Cluster, available=None) -> np.ndarray:
     return a.astype(np.int64) == int(NodeState.UP)
 
 
-def _request_types(jobs: JobTable):
-    """Distinct (partition, gpus, cpus, mem) requests and each job's type index."""
-    cols = (jobs.partition.astype(np.int64), jobs.gpus_per_node.astype(np.int64),
-            jobs.cpus_per_node.astype(np.int64), jobs.mem_per_node.astype(np.int64))
+def _request_types(jobs: JobTable, partition=None, rows=None):
+    """Distinct (partition, gpus, cpus, mem) requests and each entry's type index.
+
+    Entries are the jobs, or (multi-partition) ``partition[e]`` for job ``rows[e]``."""
+    if partition is None:
+        partition, rows = jobs.partition, slice(None)
+    cols = (np.asarray(partition, dtype=np.int64), jobs.gpus_per_node[rows].astype(np.int64),
+            jobs.cpus_per_node[rows].astype(np.int64), jobs.mem_per_node[rows].astype(np.int64))
     n = len(cols[0])
     if n == 0:
         return np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -95,37 +104,53 @@ def _partition_nodes(cluster: Cluster, avail: np.ndarray):
     return offsets, flat.astype(np.int64)
 
 
-def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None) -> None:
+def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None,
+                    partitions: PartitionChoices | None = None) -> PartitionChoices:
     """Raise InputError (naming the first bad job) for a job the node engine can never run.
 
     Beyond the basic checks (unique ids, limit >= 1, runtime >= 0, submit >= 0,
-    num_nodes >= 1, requests >= 0, a valid partition index), a job needs
-    ``num_nodes`` available nodes of its partition whose capacity covers its
-    per-node request.
+    num_nodes >= 1, requests >= 0, valid partition indices), a job needs
+    ``num_nodes`` available nodes whose capacity covers its per-node request in
+    its partition, or in at least one of its ``partitions``. Returns the
+    choices without the partitions where the job can never run.
     """
+    if partitions is None:
+        partitions = PartitionChoices.single(jobs.partition)
     if len(jobs) == 0:
-        return
+        return partitions
     check_basic(jobs)
     P = len(cluster.partitions)
     reject(jobs, (jobs.partition < 0) | (jobs.partition >= P), "partition",
             f"names partition index {{v}}, the cluster has {P} partition(s)")
+    part = partitions.partition
+    if len(part) and (part.min() < 0 or part.max() >= P):
+        raise InputError(f"partition choices name an index outside 0..{P - 1}", field="partition")
     avail = node_availability(cluster, available)
     offsets, flat = _partition_nodes(cluster, avail)
-    types, inverse = _request_types(jobs)
+    rows = np.repeat(np.arange(len(jobs)), np.diff(partitions.offsets))
+    types, inverse = _request_types(jobs, part, rows)
     capacity = np.zeros(len(types), dtype=np.int64)
     for k, (p, g, c, m) in enumerate(types):
         nodes = flat[offsets[p]:offsets[p + 1]]
         capacity[k] = int(np.count_nonzero((cluster.gpus[nodes] >= g) & (cluster.cpus[nodes] >= c)
                                            & (cluster.mem_mb[nodes] >= m)))
-    bad = jobs.num_nodes > capacity[inverse]
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        k = inverse[i]
-        name = cluster.partitions[int(jobs.partition[i])].name
+    fits = jobs.num_nodes[rows] <= capacity[inverse]
+    ok_jobs = np.bincount(rows[fits], minlength=len(jobs)) > 0
+    if not ok_jobs.all():
+        i = int(np.flatnonzero(~ok_jobs)[0])
+        e = int(partitions.offsets[i])
+        names = ",".join(cluster.partitions[int(p)].name
+                         for p in part[partitions.offsets[i]:partitions.offsets[i + 1]])
         raise InputError(
             f"job {jobs.job_id[i]} needs {jobs.num_nodes[i]} nodes with {jobs.gpus_per_node[i]} "
             f"GPUs, {jobs.cpus_per_node[i]} CPUs and {jobs.mem_per_node[i]} MB in partition "
-            f"{name!r}, which has {capacity[k]} such available node(s)", field="num_nodes")
+            f"{names!r}, which has {capacity[inverse[e]]} such available node(s)",
+            field="num_nodes")
+    if fits.all():
+        return partitions
+    offs = np.zeros(len(jobs) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows[fits], minlength=len(jobs)), out=offs[1:])
+    return PartitionChoices(offs, part[fits])
 
 
 # --------------------------------------------------------------------------- kernels
@@ -178,25 +203,35 @@ def _heap_pop(key, val, size):
 
 
 @njit(cache=True)
-def _build(x, now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
-    """Work profile of node x from its running jobs (planned ends all > now)."""
+def _build(x, now, res, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
+    """Work profile of node x from its running jobs (planned ends all > now, each
+    rounded up to the pass's time grid ``now + k * res``)."""
     WT[x, 0] = now
     WG[x, 0] = fg[x]
     WC[x, 0] = fc[x]
     WM[x, 0] = fm[x]
     L = 1
     for r in range(rlen[x]):
-        if RT[x, r] == WT[x, L - 1]:
+        rt = _on_grid(RT[x, r], now, res)
+        if rt == WT[x, L - 1]:
             WG[x, L - 1] += RG[x, r]
             WC[x, L - 1] += RC[x, r]
             WM[x, L - 1] += RM[x, r]
         else:
-            WT[x, L] = RT[x, r]
+            WT[x, L] = rt
             WG[x, L] = WG[x, L - 1] + RG[x, r]
             WC[x, L] = WC[x, L - 1] + RC[x, r]
             WM[x, L] = WM[x, L - 1] + RM[x, r]
             L += 1
     wlen[x] = L
+
+
+@njit(cache=True)
+def _on_grid(t, now, res):
+    """t rounded up to the pass's time grid now + k * res (res = 1: t itself)."""
+    if res == 1:
+        return t
+    return now + (t - now + res - 1) // res * res
 
 
 @njit(cache=True)
@@ -250,11 +285,17 @@ def _lex_order(k0, k1, k2, k3, count):
 
 
 @njit(cache=True)
-def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM,
-              WT, WG, WC, WM, wlen, stamp, pass_id, RT, RG, RC, RM, rlen, fg, fc, fm, chosen):
+def _plan_job(now, res, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM,
+              WT, WG, WC, WM, wlen, stamp, pass_id, RT, RG, RC, RM, rlen, fg, fc, fm, chosen,
+              levels, unit, max_leaves):
     """Earliest start of a job (or only "now?" when ``only_now``); fills ``chosen[:need]``
-    with its nodes, ascending. Returns the start, or -1 (only_now and it does not fit).
-    ``skip_now``: the caller knows it cannot fit now (only builds the profiles)."""
+    with its nodes, ascending. Returns the start, -1 (only_now and it does not fit) or
+    -2 (it fits now, but not within its topology constraint: no plan this pass).
+    ``skip_now``: the caller knows it cannot fit now (only builds the profiles).
+    With topology ``levels`` (L > 0), a start now takes the nodes
+    :func:`fastsched.topology.topo_place` picks from the candidates in best-fit order
+    (``unit``: --segment, ``max_leaves``: --switches in force); when it finds none and
+    no constraint is in force, plain best fit."""
     P = plist.shape[0]
     # --- fits now?
     cand = np.empty(P, dtype=np.int64)
@@ -264,7 +305,7 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
         if capG[x] < g or capC[x] < c or capM[x] < m:
             continue
         if stamp[x] != pass_id:
-            _build(x, now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
+            _build(x, now, res, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
             stamp[x] = pass_id
         if skip_now or WG[x, 0] < g or WC[x, 0] < c or WM[x, 0] < m:
             continue
@@ -289,6 +330,14 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
             k1[i] = WG[x, 0]
             k2[i] = WC[x, 0]
             k3[i] = WM[x, 0]
+        if levels.shape[0] > 0:
+            pref = cand[:nc][_lex_order(k0, k1, k2, k3, nc)]
+            got = topo_place(pref, levels, need, unit, max_leaves)
+            if got.shape[0] == need:
+                chosen[:need] = got
+                return now
+            if unit > 1 or max_leaves > 0:
+                return -2
         if need == 1:
             best = 0
             for i in range(1, nc):
@@ -430,21 +479,72 @@ def _type_count(ty, tcount, type_p, type_g, type_c, type_m, poff, pflat, fg, fc,
 
 
 @njit(cache=True)
-def _pass(now, queue, qlen, policy, depth, full, pass_id,
-          limit, runtime, nn, rg, rc, rm, rp, rtype, offsets,
+def _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage):
+    """The first cap of a limit group that starting job ``j`` would exceed, as
+    ``group * NCAPS + cap``, or -1 when no limit holds it."""
+    for e in range(jg_off[j], jg_off[j + 1]):
+        grp = jg[e]
+        want0 = 1
+        want1 = nn[j] * rg[j]
+        want2 = nn[j] * rc[j]
+        want3 = nn[j] * rm[j]
+        if caps[grp, 0] >= 0 and gusage[grp, 0] + want0 > caps[grp, 0]:
+            return grp * _NCAPS + 0
+        if caps[grp, 1] >= 0 and gusage[grp, 1] + want1 > caps[grp, 1]:
+            return grp * _NCAPS + 1
+        if caps[grp, 2] >= 0 and gusage[grp, 2] + want2 > caps[grp, 2]:
+            return grp * _NCAPS + 2
+        if caps[grp, 3] >= 0 and gusage[grp, 3] + want3 > caps[grp, 3]:
+            return grp * _NCAPS + 3
+    return -1
+
+
+@njit(cache=True)
+def _charge(j, sign, nn, rg, rc, rm, jg_off, jg, gusage):
+    """Add (sign=1) or remove (sign=-1) running job ``j`` from its groups' usage."""
+    for e in range(jg_off[j], jg_off[j + 1]):
+        grp = jg[e]
+        gusage[grp, 0] += sign
+        gusage[grp, 1] += sign * nn[j] * rg[j]
+        gusage[grp, 2] += sign * nn[j] * rc[j]
+        gusage[grp, 3] += sign * nn[j] * rm[j]
+
+
+@njit(cache=True)
+def _fits_now_somewhere(j, nn, pc_off, pc_type, tcount, type_p, type_g, type_c, type_m,
+                        poff, pflat, fg, fc, fm):
+    """Could job ``j`` start now in one of its partitions, counting running jobs only?"""
+    for e in range(pc_off[j], pc_off[j + 1]):
+        if _type_count(pc_type[e], tcount, type_p, type_g, type_c, type_m,
+                       poff, pflat, fg, fc, fm) >= nn[j]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
+          limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
           type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
           fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
-          stamp, tcount, chosen, start, end, planned, alloc_nodes, alloc_mask):
+          stamp, tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
+          jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
+          eligible, gmasks):
     """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
 
-    The one copy of the planning logic: the event loop (:func:`_simulate`) and
+    The one copy of the planning logic: the event loop (:func:`_run`) and
     the single pass (:func:`plan_nodes`) both call it. It starts jobs (sets
-    ``start/end/planned``, ``alloc_nodes/alloc_mask`` at ``offsets[j]``, and
-    updates the free-now state ``fg/fc/fm/fmask`` and the running lists
-    ``RT..RJ/rlen``), and records reservations (``planned[j] = t > now`` and
-    their nodes in ``alloc_nodes``; no mask). Jobs it does not reach or skips
-    are left untouched. ``full``: walk the whole queue (no early stop, no
-    skipped pass). ``pass_id`` must differ from every earlier pass's.
+    ``start/end/planned``, ``alloc_nodes/alloc_mask`` at ``offsets[j]``,
+    ``part_used``, and updates the free-now state ``fg/fc/fm/fmask``, the
+    running lists ``RT..RJ/rlen`` and the limit groups' ``gusage``), and
+    records reservations (``planned[j] = t > now`` and their nodes in
+    ``alloc_nodes``; no mask). A job a limit holds gets ``reason[j]`` (group *
+    NCAPS + cap) and is skipped: no start, no reservation, blocks nobody. Jobs
+    it does not reach are left untouched. Topology (``levels``, per job
+    ``unit``, ``max_leaves`` in force until ``eligible + leaf_wait``; wait < 0:
+    forever) shapes starts (see :func:`_plan_job`); GPUs on a node are taken
+    by :func:`fastsched.topology.choose_gpus_kernel` over ``gmasks`` when given. ``full``: walk the whole queue (no
+    early stop, no skipped pass). ``pass_id`` must differ from every earlier
+    pass's.
 
     Returns ``(nstarted or -1 when the pass was skipped, WT, WG, WC, WM, K,
     RT, RG, RC, RM, RJ, R)``: the work arrays may have been widened.
@@ -455,9 +555,8 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id,
         last = qlen - 1
     else:
         for q in range(qlen - 1, -1, -1):
-            j = queue[q]
-            if _type_count(rtype[j], tcount, type_p, type_g, type_c, type_m,
-                           poff, pflat, fg, fc, fm) >= nn[j]:
+            if _fits_now_somewhere(queue[q], nn, pc_off, pc_type, tcount, type_p, type_g,
+                                   type_c, type_m, poff, pflat, fg, fc, fm):
                 last = q
                 break
     if last < 0:
@@ -466,9 +565,13 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id,
     nstarted = 0
     for q in range(last + 1):
         j = queue[q]
-        plist = pflat[poff[rp[j]]:poff[rp[j] + 1]]
-        maybe_now = _type_count(rtype[j], tcount, type_p, type_g, type_c, type_m,
-                                poff, pflat, fg, fc, fm) >= nn[j]
+        held = _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage)
+        if held >= 0:
+            reason[j] = held
+            continue
+        reason[j] = -1
+        maybe_now = _fits_now_somewhere(j, nn, pc_off, pc_type, tcount, type_p, type_g,
+                                        type_c, type_m, poff, pflat, fg, fc, fm)
         if policy == _FCFS:
             if not maybe_now:
                 break
@@ -482,27 +585,49 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id,
                 only_now = False
         else:
             only_now = False
-        # room for two more breakpoints on every node
-        need_w = 0
-        for i in range(plist.shape[0]):
-            need_w = max(need_w, wlen[plist[i]] + 2, rlen[plist[i]] + 3)
-        if need_w > K:
-            while K < need_w:
-                K *= 2
-            WT = _widen(WT, K)
-            WG = _widen(WG, K)
-            WC = _widen(WC, K)
-            WM = _widen(WM, K)
-        t = _plan_job(now, rg[j], rc[j], rm[j], limit[j], nn[j], only_now,
-                      not maybe_now, plist,
-                      capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
-                      RT, RG, RC, RM, rlen, fg, fc, fm, chosen)
+        # the earliest start over the job's partitions (ties: the first listed);
+        # plans hold the limit rounded up to the time grid
+        dur = (limit[j] + res - 1) // res * res
+        ml = max_leaves[j]
+        if ml > 0 and leaf_wait[j] >= 0 and now - eligible[j] >= leaf_wait[j]:
+            ml = 0                  # --switches=k@wait: waited long enough
+        t = -1
+        for e in range(pc_off[j], pc_off[j + 1]):
+            p = pc_part[e]
+            plist = pflat[poff[p]:poff[p + 1]]
+            # room for two more breakpoints on every node
+            need_w = 0
+            for i in range(plist.shape[0]):
+                need_w = max(need_w, wlen[plist[i]] + 2, rlen[plist[i]] + 3)
+            if need_w > K:
+                while K < need_w:
+                    K *= 2
+                WT = _widen(WT, K)
+                WG = _widen(WG, K)
+                WC = _widen(WC, K)
+                WM = _widen(WM, K)
+            now_here = _type_count(pc_type[e], tcount, type_p, type_g, type_c, type_m,
+                                   poff, pflat, fg, fc, fm) >= nn[j]
+            if only_now and not now_here:
+                continue
+            te = _plan_job(now, res, rg[j], rc[j], rm[j], dur, nn[j], only_now,
+                           not now_here, plist,
+                           capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
+                           RT, RG, RC, RM, rlen, fg, fc, fm, trial, levels, unit[j], ml)
+            if te >= 0 and (t < 0 or te < t):
+                t = te
+                part_used[j] = p
+                chosen[:nn[j]] = trial[:nn[j]]
+                if t == now:
+                    break
         if t < 0:
             if policy == _FCFS:
                 break
             continue
+        if t - now > window:        # beyond the planning window: no reservation
+            continue
         for i in range(nn[j]):
-            _hold(chosen[i], t, t + limit[j], rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
+            _hold(chosen[i], t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
         planned[j] = t
         if t > now:
             reserved += 1
@@ -512,21 +637,25 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id,
         # start j now on `chosen`
         start[j] = now
         end[j] = now + min(runtime[j], limit[j])
+        _charge(j, 1, nn, rg, rc, rm, jg_off, jg, gusage)
         pe = now + limit[j]
         for i in range(nn[j]):
             x = chosen[i]
             o = offsets[j] + i
             alloc_nodes[o] = x
             taken = np.uint64(0)
-            left = rg[j]
-            free_bits = fmask[x]
-            b = 0
-            while left > 0:
-                bit = np.uint64(1) << np.uint64(b)
-                if free_bits & bit:
-                    taken |= bit
-                    left -= 1
-                b += 1
+            if gmasks.shape[0] > 0:
+                taken = choose_gpus_kernel(fmask[x], rg[j], gmasks)
+            else:
+                left = rg[j]
+                free_bits = fmask[x]
+                b = 0
+                while left > 0:
+                    bit = np.uint64(1) << np.uint64(b)
+                    if free_bits & bit:
+                        taken |= bit
+                        left -= 1
+                    b += 1
             alloc_mask[o] = taken
             fmask[x] &= ~taken
             fg[x] -= rg[j]
@@ -559,57 +688,70 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id,
 
 
 @njit(cache=True)
-def _simulate(submit, limit, runtime, nn, rg, rc, rm, rp, rtype, offsets,
-              type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat, policy, depth):
+def _enqueue(j, queue, qlen, rank):
+    """Insert job ``j`` into ``queue[:qlen]`` (kept sorted by ``rank``); returns the new length."""
+    lo = 0
+    hi = qlen
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if rank[queue[mid]] <= rank[j]:
+            lo = mid + 1
+        else:
+            hi = mid
+    for q in range(qlen, lo, -1):
+        queue[q] = queue[q - 1]
+    queue[lo] = j
+    return qlen + 1
+
+
+@njit(cache=True)
+def _release(j, started, ok, now, ch_off, ch_job, ch_kind, pend, never, arrived,
+             eligible, queue, qlen, rank):
+    """Job ``j`` started (``started``) or ended (``ok``: COMPLETED): count down its
+    dependents' unsatisfied dependencies and queue those now free to run.
+    Returns the new queue length."""
+    for e in range(ch_off[j], ch_off[j + 1]):
+        c = ch_job[e]
+        k = ch_kind[e]
+        if started:
+            if k != _AFTER:
+                continue
+        elif k == _AFTER:
+            continue
+        elif (k == _AFTEROK and not ok) or (k == _AFTERNOTOK and ok):
+            never[c] = True
+            continue
+        pend[c] -= 1
+        if pend[c] == 0 and arrived[c] and not never[c]:
+            eligible[c] = now
+            qlen = _enqueue(c, queue, qlen, rank)
+    return qlen
+
+
+@njit(cache=True)
+def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
+         type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat, policy, depth, rank,
+         ch_off, ch_job, ch_kind, pend, never, arrived, eligible, jg_off, jg, caps, gusage,
+         reason, part_used, start, end, planned, alloc_nodes, alloc_mask, fg, fc, fm, fmask,
+         WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, stamp, tcount, queue, evk, evj,
+         chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks):
+    """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
+
+    Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
+    queue length, events, pass id, passes, K, R]; the widened work arrays are
+    returned. At an instant: completions (freeing resources, limits and
+    dependents), then arrivals (rejected over a max_submit cap; queued when
+    their dependencies are satisfied), then a pass, repeated while zero-length
+    jobs end at the instant or starts released dependents.
+    """
     n = submit.shape[0]
-    X = capG.shape[0]
-    start = np.full(n, -1, dtype=np.int64)
-    end = np.full(n, -1, dtype=np.int64)
-    planned = np.full(n, -1, dtype=np.int64)
-    total = 0
-    for j in range(n):
-        total += nn[j]
-    alloc_nodes = np.empty(total, dtype=np.int64)
-    alloc_mask = np.zeros(total, dtype=np.uint64)
-    fg = capG.copy()
-    fc = capC.copy()
-    fm = capM.copy()
-    fmask = np.zeros(X, dtype=np.uint64)
-    for x in range(X):
-        for b in range(capG[x]):
-            fmask[x] |= np.uint64(1) << np.uint64(b)
-    K = 8
-    WT = np.empty((X, K), dtype=np.int64)
-    WG = np.empty((X, K), dtype=np.int64)
-    WC = np.empty((X, K), dtype=np.int64)
-    WM = np.empty((X, K), dtype=np.int64)
-    wlen = np.zeros(X, dtype=np.int64)
-    R = 4
-    RT = np.empty((X, R), dtype=np.int64)
-    RG = np.empty((X, R), dtype=np.int64)
-    RC = np.empty((X, R), dtype=np.int64)
-    RM = np.empty((X, R), dtype=np.int64)
-    RJ = np.empty((X, R), dtype=np.int64)
-    rlen = np.zeros(X, dtype=np.int64)
-    stamp = np.full(X, -1, dtype=np.int64)
-    pass_id = 0
-    ntypes = type_p.shape[0]
-    tcount = np.full(ntypes, -1, dtype=np.int64)
-    queue = np.empty(n + 1, dtype=np.int64)
-    qlen = 0
-    evk = np.empty(n + 1, dtype=np.int64)
-    evj = np.empty(n + 1, dtype=np.int64)
-    nev = 0
-    maxN = 1
-    for j in range(n):
-        maxN = max(maxN, nn[j])
-    chosen = np.empty(maxN, dtype=np.int64)
-    passes = 0
-    a = 0
+    a, qlen, nev, pass_id, passes, K, R = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5], sc[6]
     while a < n or nev > 0:
         now = submit[a] if a < n else evk[0]
         if nev > 0 and evk[0] < now:
             now = evk[0]
+        if now > t_stop:
+            break
         while True:
             # 1. completions
             while nev > 0 and evk[0] == now:
@@ -631,26 +773,46 @@ def _simulate(submit, limit, runtime, nn, rg, rc, rm, rp, rtype, offsets,
                             RJ[x, w] = RJ[x, r]
                             w += 1
                     rlen[x] = w
+                _charge(j, -1, nn, rg, rc, rm, jg_off, jg, gusage)
+                for e in range(jg_off[j], jg_off[j + 1]):
+                    gusage[jg[e], 4] -= 1
+                qlen = _release(j, False, runtime[j] <= limit[j], now, ch_off, ch_job, ch_kind,
+                                pend, never, arrived, eligible, queue, qlen, rank)
             # 2. arrivals
             while a < n and submit[a] == now:
-                queue[qlen] = a
-                qlen += 1
+                j = a
                 a += 1
+                for e in range(jg_off[j], jg_off[j + 1]):
+                    grp = jg[e]
+                    if caps[grp, 4] >= 0 and gusage[grp, 4] + 1 > caps[grp, 4]:
+                        reason[j] = grp * _NCAPS + 4
+                if reason[j] >= 0:          # rejected at submit
+                    continue
+                for e in range(jg_off[j], jg_off[j + 1]):
+                    gusage[jg[e], 4] += 1
+                arrived[j] = True
+                if pend[j] == 0 and not never[j]:
+                    eligible[j] = now
+                    qlen = _enqueue(j, queue, qlen, rank)
             if qlen == 0:
                 break
             # 3. one pass
             pass_id += 1
             nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R = _pass(
-                now, queue, qlen, policy, depth, False, pass_id,
-                limit, runtime, nn, rg, rc, rm, rp, rtype, offsets,
+                now, queue, qlen, policy, depth, False, pass_id, res, window,
+                limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
                 type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
                 fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
-                stamp, tcount, chosen, start, end, planned, alloc_nodes, alloc_mask)
+                stamp, tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
+                jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
+                eligible, gmasks)
             if nstarted < 0:
                 break
             passes += 1
+            released = False
             if nstarted > 0:
                 w = 0
+                k = 0
                 for q in range(qlen):
                     j = queue[q]
                     if start[j] < 0:
@@ -658,55 +820,311 @@ def _simulate(submit, limit, runtime, nn, rg, rc, rm, rp, rtype, offsets,
                         w += 1
                     else:
                         nev = _heap_push(evk, evj, nev, end[j], j)
+                        newly[k] = j
+                        k += 1
                 qlen = w
-            # zero-length jobs end now: complete them and pass again
-            if nev == 0 or evk[0] != now:
+                for i in range(k):
+                    before = qlen
+                    qlen = _release(newly[i], True, True, now, ch_off, ch_job, ch_kind, pend,
+                                    never, arrived, eligible, queue, qlen, rank)
+                    released = released or qlen > before
+            # zero-length jobs end now, or starts released dependents: pass again
+            if not released and (nev == 0 or evk[0] != now):
                 break
-    return start, end, alloc_nodes, alloc_mask, passes
+    sc[0], sc[1], sc[2], sc[3], sc[4], sc[5], sc[6] = a, qlen, nev, pass_id, passes, K, R
+    return WT, WG, WC, WM, RT, RG, RC, RM, RJ
 
 
 # --------------------------------------------------------------------------- API
 
+@dataclass(frozen=True)
+class NodeRun:
+    """What the node engine's event loop produced, in the caller's job order.
+
+    Job i ran on ``alloc_nodes[alloc_offsets[i]:alloc_offsets[i+1]]``
+    (ascending) with GPU bits ``alloc_gpu_mask`` there, in partition
+    ``partition[i]``. A job that never started has start -1 and says why in
+    ``reason[i]``: a limit group's cap (``group * 5 + cap``, see
+    :mod:`fastsched.constraints`; cap 4 = rejected at submit), or -1 with
+    ``never[i]`` (a dependency can no longer be satisfied) or still waiting for
+    a dependency. ``eligible[i]``: when it entered the queue (-1: never).
+    """
+
+    start: np.ndarray
+    end: np.ndarray
+    alloc_offsets: np.ndarray
+    alloc_nodes: np.ndarray
+    alloc_gpu_mask: np.ndarray
+    partition: np.ndarray
+    reason: np.ndarray
+    never: np.ndarray
+    eligible: np.ndarray
+    passes: int
+
+
+def _permute_csr(offsets, values, order):
+    """CSR rows reordered: new row k is old row ``order[k]``."""
+    counts = np.diff(offsets)[order]
+    new_off = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(counts, out=new_off[1:])
+    idx = np.repeat(offsets[:-1][order] - new_off[:-1], counts) + np.arange(new_off[-1])
+    return new_off, np.asarray(values)[idx]
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A simulation so far, in the caller's job order (-1 where not yet)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    eligible: np.ndarray
+
+
+class _EventLoop:
+    """The compiled event loop's state between calls: lets a caller stop the
+    clock (``run(t_stop)``), change the queue order (``set_rank``) and go on.
+    Everything is indexed in submit order (``self.order`` maps to the caller's)."""
+
+    def __init__(self, cluster, jobs, policy, reserve_depth, available, partitions,
+                 dependencies, limits, resolution=1, window=None, placement=None):
+        n = len(jobs)
+        self.res, self.window = _grid(resolution, window)
+        self.n = n
+        avail = node_availability(cluster, available)
+        self.poff, self.pflat = _partition_nodes(cluster, avail)
+        order = np.lexsort((jobs.job_id, jobs.submit_time))
+        self.order = order
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(n)
+        self.inverse = inverse
+
+        def q(a):
+            return np.ascontiguousarray(np.asarray(a)[order], dtype=np.int64)
+
+        self.submit, self.limit, self.runtime = q(jobs.submit_time), q(jobs.time_limit), \
+            q(jobs.runtime)
+        self.nn, self.rg, self.rc, self.rm = q(jobs.num_nodes), q(jobs.gpus_per_node), \
+            q(jobs.cpus_per_node), q(jobs.mem_per_node)
+        # partition choices -> per (job, partition) request types
+        self.pc_off, pc_part = _permute_csr(partitions.offsets, partitions.partition, order)
+        self.pc_part = pc_part.astype(np.int64)
+        rows = np.repeat(order, np.diff(self.pc_off))
+        types, self.pc_type = _request_types(jobs, self.pc_part, rows)
+        self.types = [np.ascontiguousarray(types[:, k]) for k in range(4)]
+        # dependencies -> each parent's dependents
+        child = inverse[np.repeat(np.arange(n), np.diff(dependencies.offsets))]
+        parent = inverse[dependencies.parent]
+        by_parent = np.argsort(parent, kind="stable")
+        self.ch_off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(parent, minlength=n), out=self.ch_off[1:])
+        self.ch_job = np.ascontiguousarray(child[by_parent], dtype=np.int64)
+        self.ch_kind = np.ascontiguousarray(dependencies.kind[by_parent], dtype=np.int64)
+        self.pend = np.bincount(child, minlength=n).astype(np.int64)
+        # limit groups
+        self.jg_off, jg = _permute_csr(limits.offsets, limits.group, order)
+        self.jg = jg.astype(np.int64)
+        self.caps = np.ascontiguousarray(limits.caps, dtype=np.int64).reshape(-1, _NCAPS)
+        self.gusage = np.zeros((len(self.caps), _NCAPS), dtype=np.int64)
+        self.capG = cluster.gpus.astype(np.int64)
+        self.capC = cluster.cpus.astype(np.int64)
+        self.capM = cluster.mem_mb.astype(np.int64)
+        self.policy = POLICY_CODES[policy]
+        self.depth = np.int64(reserve_depth if policy == "easy" else n + 1)
+        self.rank = np.arange(n, dtype=np.int64)
+        pl = _placement(placement, cluster, n)
+        self.topo = (pl.levels, pl.unit[order], pl.max_leaves[order], pl.leaf_wait[order],
+                     pl.gpu_groups)
+        self._allocate(cluster.num_nodes)
+
+    def _allocate(self, X):
+        n = self.n
+        self.never = np.zeros(n, dtype=np.bool_)
+        self.arrived = np.zeros(n, dtype=np.bool_)
+        self.eligible = np.full(n, -1, dtype=np.int64)
+        self.reason = np.full(n, -1, dtype=np.int64)
+        self.part_used = np.full(n, -1, dtype=np.int64)
+        self.start = np.full(n, -1, dtype=np.int64)
+        self.end = np.full(n, -1, dtype=np.int64)
+        self.planned = np.full(n, -1, dtype=np.int64)
+        self.offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(self.nn, out=self.offsets[1:])
+        total = int(self.offsets[-1])
+        self.alloc_nodes = np.empty(total, dtype=np.int64)
+        self.alloc_mask = np.zeros(total, dtype=np.uint64)
+        self.fg, self.fc, self.fm = self.capG.copy(), self.capC.copy(), self.capM.copy()
+        g = self.capG.astype(np.uint64)
+        self.fmask = np.where(g >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
+                              (np.uint64(1) << g) - np.uint64(1)).astype(np.uint64)
+        K, R = 8, 4
+        self.W = [np.empty((X, K), dtype=np.int64) for _ in range(4)]
+        self.wlen = np.zeros(X, dtype=np.int64)
+        self.Rs = [np.empty((X, R), dtype=np.int64) for _ in range(5)]
+        self.rlen = np.zeros(X, dtype=np.int64)
+        self.stamp = np.full(X, -1, dtype=np.int64)
+        self.tcount = np.full(len(self.types[0]), -1, dtype=np.int64)
+        self.queue = np.empty(n + 1, dtype=np.int64)
+        self.evk = np.empty(n + 1, dtype=np.int64)
+        self.evj = np.empty(n + 1, dtype=np.int64)
+        maxN = max(1, int(self.nn.max(initial=1)))
+        self.chosen = np.empty(maxN, dtype=np.int64)
+        self.trial = np.empty(maxN, dtype=np.int64)
+        self.newly = np.empty(n + 1, dtype=np.int64)
+        self.sc = np.array([0, 0, 0, 0, 0, K, R], dtype=np.int64)
+
+    @property
+    def done(self) -> bool:
+        return self.sc[0] >= self.n and self.sc[2] == 0
+
+    def next_time(self) -> int:
+        """The next instant the loop will process (-1: none)."""
+        a, nev = self.sc[0], self.sc[2]
+        t = [int(self.submit[a])] if a < self.n else []
+        t += [int(self.evk[0])] if nev > 0 else []
+        return min(t) if t else -1
+
+    def set_rank(self, rank) -> None:
+        """New queue order (``rank`` in the caller's job order, lower first, unique)."""
+        self.rank = np.ascontiguousarray(np.asarray(rank)[self.order], dtype=np.int64)
+        qlen = self.sc[1]
+        if qlen:
+            q = self.queue[:qlen]
+            q[:] = q[np.argsort(self.rank[q], kind="stable")]
+
+    def progress(self) -> "Progress":
+        inv = self.inverse
+        return Progress(self.start[inv], self.end[inv], self.eligible[inv])
+
+    def run(self, t_stop: int = int(_INF)) -> None:
+        W, Rs = self.W, self.Rs
+        out = _run(np.int64(t_stop), self.sc, self.res, self.window, self.submit, self.limit, self.runtime, self.nn,
+                   self.rg, self.rc, self.rm, self.pc_off, self.pc_part, self.pc_type,
+                   self.offsets, *self.types, self.capG, self.capC, self.capM, self.poff,
+                   self.pflat, self.policy, self.depth, self.rank, self.ch_off, self.ch_job,
+                   self.ch_kind, self.pend, self.never, self.arrived, self.eligible, self.jg_off,
+                   self.jg, self.caps, self.gusage, self.reason, self.part_used, self.start,
+                   self.end, self.planned, self.alloc_nodes, self.alloc_mask, self.fg, self.fc,
+                   self.fm, self.fmask, W[0], W[1], W[2], W[3], self.wlen, Rs[0], Rs[1], Rs[2],
+                   Rs[3], Rs[4], self.rlen, self.stamp, self.tcount, self.queue, self.evk,
+                   self.evj, self.chosen, self.trial, self.newly, *self.topo)
+        self.W, self.Rs = list(out[:4]), list(out[4:])
+
+    def result(self) -> NodeRun:
+        inv = self.inverse
+        offsets = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(self.nn[inv], out=offsets[1:])
+        # allocations are stored in submit order; the caller's order is a row permutation
+        src_off, nodes = _permute_csr(self.offsets, self.alloc_nodes, inv)
+        _, mask = _permute_csr(self.offsets, self.alloc_mask, inv)
+        return NodeRun(start=self.start[inv], end=self.end[inv], alloc_offsets=src_off,
+                       alloc_nodes=nodes, alloc_gpu_mask=mask,
+                       partition=self.part_used[inv].astype(np.int32), reason=self.reason[inv],
+                       never=self.never[inv], eligible=self.eligible[inv],
+                       passes=int(self.sc[4]))
+
+
+def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,
+              available=None, *, partitions: PartitionChoices | None = None,
+              dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
+              rank=None, reorder=None, period: int | None = None, resolution: int = 1,
+              window: int | None = None, placement=None) -> NodeRun:
+    """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
+
+    ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
+    (default: the ``partition`` column, none, none). Queue order: ``rank``
+    (per job, lower first; ties by submit time, then job id; default submit
+    time then job id). ``reorder(b, progress) -> rank`` recomputes it at the
+    start ``b`` of every ``period``-second window of simulated time that has an
+    event, for the events in that window (priorities recomputed every
+    PriorityCalcPeriod); ``progress`` is a :class:`Progress` (start, end and
+    eligible times so far, in the caller's order, -1 where not yet).
+
+    ``resolution`` (s, Slurm's bf_resolution): plans round every hold's end
+    up to the pass's grid ``now + k * resolution`` (fewer distinct times,
+    coarser plans; 1 = exact). ``window`` (s, bf_window): a job whose
+    earliest start is more than ``window`` after now gets no reservation
+    (and uses none of EASY's); None = no limit. ``placement``: topology-aware
+    node choice and GPU groups (:class:`fastsched.constraints.Placement`).
+    """
+    _check_policy(policy, reserve_depth)
+    n = len(jobs)
+    partitions = PartitionChoices.single(jobs.partition) if partitions is None else partitions
+    dependencies = Dependencies.none(n) if dependencies is None else dependencies
+    limits = LimitGroups.none(n) if limits is None else limits
+    for what, c in (("partitions", partitions), ("dependencies", dependencies),
+                    ("limits", limits)):
+        if len(c) != n:
+            raise InputError(f"{what} cover {len(c)} jobs, the table has {n}", field=what)
+    partitions = check_node_jobs(cluster, jobs, available, partitions)
+    loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
+                      dependencies, limits, resolution, window, placement)
+    if rank is not None:
+        loop.set_rank(_unique_rank(rank, jobs))
+    if reorder is None:
+        loop.run()
+        return loop.result()
+    if period is None or period < 1:
+        raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
+    last = None
+    while not loop.done:
+        b = loop.next_time() // period * period     # the period the next instant is in
+        if b != last:
+            loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
+            last = b
+        loop.run(b + period - 1)
+    return loop.result()
+
+
+def _placement(placement, cluster: Cluster, n: int):
+    """The checked placement spec (none: topology off, lowest free GPU indices)."""
+    from .constraints import Placement
+    if placement is None:
+        return Placement.none(n, cluster.num_nodes)
+    if len(placement) != n:
+        raise InputError(f"placement covers {len(placement)} jobs, the table has {n}",
+                         field="placement")
+    if placement.levels.shape[0] and placement.levels.shape[1] != cluster.num_nodes:
+        raise InputError(f"placement levels cover {placement.levels.shape[1]} nodes, the "
+                         f"cluster has {cluster.num_nodes}", field="placement")
+    return placement
+
+
+def _grid(resolution, window) -> tuple[np.int64, np.int64]:
+    """Checked (resolution, window) as the kernels take them (no window: "forever")."""
+    if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)) \
+            or resolution < 1:
+        raise InputError(f"resolution must be an integer >= 1 s, got {resolution!r}",
+                         field="resolution")
+    if window is None:
+        return np.int64(resolution), _INF
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 0:
+        raise InputError(f"window must be an integer >= 0 s, got {window!r}", field="window")
+    return np.int64(resolution), np.int64(window)
+
+
+def _unique_rank(rank, jobs: JobTable) -> np.ndarray:
+    """Queue positions from a sort key (lower first; ties by submit time, then job id)."""
+    rank = np.asarray(rank)
+    n = len(jobs)
+    if rank.shape != (n,):
+        raise InputError(f"rank needs one entry per job ({n}), got shape {rank.shape}",
+                         field="rank")
+    out = np.empty(n, dtype=np.int64)
+    out[np.lexsort((jobs.job_id, jobs.submit_time, rank))] = np.arange(n)
+    return out
+
+
 def simulate_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,
                    available=None, *, return_passes: bool = False):
-    """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular).
-
-    ``policy``: "fcfs", "easy" (``reserve_depth`` reservations per pass) or
-    "conservative". ``available``: see :func:`node_availability` (static for
-    the whole run). Validates with :func:`check_node_jobs`.
+    """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), no constraints.
 
     Returns, in the caller's job order, ``(start int64[n], end int64[n],
     alloc_offsets int64[n+1], alloc_nodes int64[sum N], alloc_gpu_mask
-    uint64[sum N])``: job i ran on ``alloc_nodes[alloc_offsets[i]:alloc_offsets[i+1]]``
-    (ascending), using GPU bits ``alloc_gpu_mask`` there (bit k = GPU k).
-    With ``return_passes`` a sixth item: the number of scheduling passes run.
+    uint64[sum N])``; with ``return_passes`` a sixth item, the number of
+    passes. See :func:`run_nodes` for everything else.
     """
-    _check_policy(policy, reserve_depth)
-    check_node_jobs(cluster, jobs, available)
-    n = len(jobs)
-    avail = node_availability(cluster, available)
-    poff, pflat = _partition_nodes(cluster, avail)
-    types, rtype = _request_types(jobs)
-    order = np.lexsort((jobs.job_id, jobs.submit_time))
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(jobs.num_nodes, out=offsets[1:])
-
-    def q(a):
-        return np.ascontiguousarray(np.asarray(a)[order], dtype=np.int64)
-
-    depth = int(reserve_depth) if policy == "easy" else n + 1
-    start, end, alloc_nodes, alloc_mask, passes = _simulate(
-        q(jobs.submit_time), q(jobs.time_limit), q(jobs.runtime), q(jobs.num_nodes),
-        q(jobs.gpus_per_node), q(jobs.cpus_per_node), q(jobs.mem_per_node), q(jobs.partition),
-        q(rtype), q(offsets[:-1]),
-        np.ascontiguousarray(types[:, 0]), np.ascontiguousarray(types[:, 1]),
-        np.ascontiguousarray(types[:, 2]), np.ascontiguousarray(types[:, 3]),
-        cluster.gpus.astype(np.int64), cluster.cpus.astype(np.int64),
-        cluster.mem_mb.astype(np.int64), poff, pflat, POLICY_CODES[policy], np.int64(depth))
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(n)
-    out = (start[inverse], end[inverse], offsets, alloc_nodes, alloc_mask)
-    return out + (int(passes),) if return_passes else out
+    run = run_nodes(cluster, jobs, policy, reserve_depth, available)
+    out = (run.start, run.end, run.alloc_offsets, run.alloc_nodes, run.alloc_gpu_mask)
+    return out + (run.passes,) if return_passes else out
 
 
 def _check_policy(policy, reserve_depth) -> None:
@@ -794,6 +1212,10 @@ class NodeDecisions:
     nodes: np.ndarray           # int64, ascending per job
     gpu_mask: np.ndarray        # uint64, per node entry (0 for reservations)
     walked: int                 # queue positions the pass looked at (the rest: early stop)
+    #: squeue-style reason: "" (start), "Resources" (reserved), "Priority"
+    #: (blocked behind others) or the name of the limit that holds the job
+    reason: np.ndarray | None = None
+    partition: np.ndarray | None = None   # int32, where it starts / is reserved (-1: blocked)
 
     def __len__(self) -> int:
         return len(self.job_id)
@@ -814,7 +1236,8 @@ class NodeDecisions:
         return pd.DataFrame({"job_id": self.job_id,
                              "outcome": [OUTCOME_NAMES[o] for o in self.outcome],
                              "planned_start": self.planned_start,
-                             "num_nodes": np.diff(self.node_offsets)})
+                             "num_nodes": np.diff(self.node_offsets),
+                             "reason": self.reason})
 
 
 def _running_state(cluster: Cluster, running: RunningJobs, now: int):
@@ -894,67 +1317,93 @@ def _running_state(cluster: Cluster, running: RunningJobs, now: int):
 
 def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: int,
                policy: str, reserve_depth: int = 1, available=None, *,
-               full: bool = False) -> NodeDecisions:
+               full: bool = False, partitions: PartitionChoices | None = None,
+               limits: LimitGroups | None = None, limit_usage=None,
+               rank=None, resolution: int = 1, window: int | None = None,
+               placement=None, eligible=None) -> NodeDecisions:
     """One scheduling pass at ``now`` of the node-level engine; changes nothing.
 
-    The same compiled pass as :func:`simulate_nodes` (docs/gpu-semantics.md):
+    The same compiled pass as :func:`run_nodes` (docs/gpu-semantics.md):
     ``running`` holds resources until its planned ends (all > ``now``),
-    ``pending`` is planned in queue order (submit time, then job id; submit
-    times are not compared with ``now``). fcfs/easy/conservative stop after
-    the last job that could start now, like the simulator (later jobs are
-    BLOCKED); ``full=True`` walks the whole queue, so conservative gives every
-    job a planned start (``squeue --start``) and easy makes its reservations
-    even when nothing can start now.
+    ``pending`` is planned in queue order (``rank`` if given, lower first;
+    then submit time, then job id; submit times are not compared with
+    ``now``). fcfs/easy/conservative stop after the last job that could start
+    now, like the simulator (later jobs are BLOCKED); ``full=True`` walks the
+    whole queue, so conservative gives every job a planned start (``squeue
+    --start``) and easy makes its reservations even when nothing can start now.
+    ``partitions``/``limits``: see :mod:`fastsched.constraints`, over the
+    pending jobs; ``limit_usage`` (int64[G, 5]) is what running and pending
+    jobs already count against the groups (default none). ``resolution`` /
+    ``window`` / ``placement``: see :func:`run_nodes`; ``eligible`` (per
+    pending job, default its submit time) starts a --switches wait.
     """
     _check_policy(policy, reserve_depth)
-    check_node_jobs(cluster, pending, available)
+    res, win = _grid(resolution, window)
+    pl = _placement(placement, cluster, len(pending))
+    partitions = check_node_jobs(cluster, pending, available, partitions)
+    n = len(pending)
+    limits = LimitGroups.none(n) if limits is None else limits
+    if len(limits) != n:
+        raise InputError(f"limits cover {len(limits)} jobs, {n} are pending", field="limits")
+    G = len(limits.caps)
+    usage = np.zeros((G, _NCAPS), dtype=np.int64) if limit_usage is None else \
+        np.array(limit_usage, dtype=np.int64)
+    if usage.shape != (G, _NCAPS):
+        raise InputError(f"limit_usage must have shape ({G}, {_NCAPS})", field="limit_usage")
     now = int(now)
     avail = node_availability(cluster, available)
     poff, pflat = _partition_nodes(cluster, avail)
     (capG, capC, capM, fg, fc, fm, fmask, RT, RG, RC, RM, RJ, rlen, R,
      K) = _running_state(cluster, running, now)
-    n = len(pending)
     X = cluster.num_nodes
-    order = np.lexsort((pending.job_id, pending.submit_time))
-    types, rtype = _request_types(pending)
+    if rank is None:
+        order = np.lexsort((pending.job_id, pending.submit_time))
+    else:
+        order = np.argsort(_unique_rank(rank, pending), kind="stable")
 
     def q(a):
         return np.ascontiguousarray(np.asarray(a)[order], dtype=np.int64)
 
     nn = q(pending.num_nodes)
     limit = q(pending.time_limit)
+    pc_off, pc_part = _permute_csr(partitions.offsets, partitions.partition, order)
+    types, pc_type = _request_types(pending, pc_part, np.repeat(order, np.diff(pc_off)))
+    jg_off, jg = _permute_csr(limits.offsets, limits.group, order)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(nn, out=offsets[1:])
     total = int(offsets[-1])
     start = np.full(n, -1, dtype=np.int64)
     end = np.full(n, -1, dtype=np.int64)
     planned = np.full(n, -1, dtype=np.int64)
+    reason = np.full(n, -1, dtype=np.int64)
+    part_used = np.full(n, -1, dtype=np.int64)
     alloc_nodes = np.full(total, -1, dtype=np.int64)
     alloc_mask = np.zeros(total, dtype=np.uint64)
-    WT = np.empty((X, K), dtype=np.int64)
-    WG = np.empty((X, K), dtype=np.int64)
-    WC = np.empty((X, K), dtype=np.int64)
-    WM = np.empty((X, K), dtype=np.int64)
+    W = [np.empty((X, K), dtype=np.int64) for _ in range(4)]
     wlen = np.zeros(X, dtype=np.int64)
     stamp = np.full(X, -1, dtype=np.int64)
     tcount = np.full(len(types), -1, dtype=np.int64)
     chosen = np.empty(max(1, int(nn.max(initial=1))), dtype=np.int64)
+    trial = np.empty_like(chosen)
     depth = int(reserve_depth) if policy == "easy" else n + 1
     code = POLICY_CODES[policy]
-    walked = _walked(code, bool(full), rtype[order] if n else rtype, nn, types, poff, pflat,
+    walked = _walked(code, bool(full), pc_off, pc_type, nn, types, poff, pflat,
                      fg, fc, fm) if n else 0
     if n:
         nst = _pass(np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), code, np.int64(depth),
-              bool(full), np.int64(0), limit, limit, nn, q(pending.gpus_per_node),
-              q(pending.cpus_per_node), q(pending.mem_per_node), q(pending.partition),
-              q(rtype), offsets[:-1].copy(),
-              np.ascontiguousarray(types[:, 0]), np.ascontiguousarray(types[:, 1]),
-              np.ascontiguousarray(types[:, 2]), np.ascontiguousarray(types[:, 3]),
-              capG, capC, capM, poff, pflat, fg, fc, fm, fmask, WT, WG, WC, WM, wlen,
-              np.int64(K), RT, RG, RC, RM, RJ, rlen, np.int64(R), stamp, tcount, chosen,
-              start, end, planned, alloc_nodes, alloc_mask)[0]
-        if code == _FCFS:       # fcfs starts a prefix of the queue, then stops
-            walked = min(n, int(nst) + 1)
+              bool(full), np.int64(0), res, win, limit, limit, nn, q(pending.gpus_per_node),
+              q(pending.cpus_per_node), q(pending.mem_per_node), pc_off,
+              pc_part.astype(np.int64), pc_type, offsets[:-1].copy(),
+              *[np.ascontiguousarray(types[:, k]) for k in range(4)],
+              capG, capC, capM, poff, pflat, fg, fc, fm, fmask, *W, wlen,
+              np.int64(K), RT, RG, RC, RM, RJ, rlen, np.int64(R), stamp, tcount, chosen, trial,
+              start, end, planned, alloc_nodes, alloc_mask, jg_off, jg.astype(np.int64),
+              np.ascontiguousarray(limits.caps, dtype=np.int64).reshape(-1, _NCAPS), usage,
+              reason, part_used, pl.levels, pl.unit[order], pl.max_leaves[order],
+              pl.leaf_wait[order],
+              q(pending.submit_time if eligible is None else eligible), pl.gpu_groups)[0]
+        if code == _FCFS:       # fcfs starts a prefix of the unheld queue, then stops
+            walked = _fcfs_walked(nst, reason, n)
     outcome = np.full(n, BLOCKED, dtype=np.int8)
     outcome[planned > now] = RESERVED
     outcome[start >= 0] = START
@@ -966,10 +1415,35 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     return NodeDecisions(now=now, policy=policy, job_id=pending.job_id[order].copy(),
                          outcome=outcome, planned_start=planned, node_offsets=node_offsets,
                          nodes=alloc_nodes[entry_keep], gpu_mask=alloc_mask[entry_keep],
-                         walked=walked)
+                         walked=walked, reason=_reason_names(outcome, reason, limits),
+                         partition=part_used.astype(np.int32))
 
 
-def _walked(code, full, rtype_q, nn, types, poff, pflat, fg, fc, fm) -> int:
+def _fcfs_walked(nstarted: int, reason: np.ndarray, n: int) -> int:
+    """fcfs walks its starts and the held jobs among them, then the job it stops at."""
+    for q in range(n):          # at most (starts + held + 1) steps: what the pass walked
+        if reason[q] < 0:
+            if nstarted == 0:
+                return q + 1
+            nstarted -= 1
+    return n
+
+
+def _reason_names(outcome, code, limits) -> np.ndarray:
+    names = np.array(["", "Resources", "Priority"], dtype=object)[outcome]
+    held = code >= 0
+    names[held] = limit_reasons(limits, code[held])
+    return names
+
+
+def limit_reasons(limits: LimitGroups, code: np.ndarray) -> np.ndarray:
+    """Reason names (object array, "" where none) of engine reason codes (group * 5 + cap)."""
+    code = np.asarray(code, dtype=np.int64)
+    table = np.array([r for caps in limits.reasons for r in caps] + [""], dtype=object)
+    return table[np.where(code >= 0, code, len(table) - 1)]
+
+
+def _walked(code, full, pc_off, pc_type, nn, types, poff, pflat, fg, fc, fm) -> int:
     """How many queue positions the pass walks (before it changes any state)."""
     n = len(nn)
     if code == _FCFS or full:
@@ -979,5 +1453,6 @@ def _walked(code, full, rtype_q, nn, types, poff, pflat, fg, fc, fm) -> int:
     for k, (p, g, c, m) in enumerate(types):
         nodes = pflat[poff[p]:poff[p + 1]]
         cnt[k] = int(np.count_nonzero((fg[nodes] >= g) & (fc[nodes] >= c) & (fm[nodes] >= m)))
-    ok = np.flatnonzero(cnt[rtype_q] >= nn)
+    rows = np.repeat(np.arange(n), np.diff(pc_off))
+    ok = np.flatnonzero(np.bincount(rows[cnt[pc_type] >= nn[rows]], minlength=n) > 0)
     return int(ok[-1]) + 1 if len(ok) else 0

@@ -14,6 +14,7 @@ import numpy as np
 from .cluster import Cluster
 from .jobs import JobTable
 from .metrics import gpu_fragmentation
+from .constraints import CAPS
 from .schedule import Schedule
 
 #: bounded slowdown threshold (seconds), as in Feitelson's metrics
@@ -22,6 +23,9 @@ BSLD_TAU = 10
 #: columns of the per-job records, in CSV order
 RECORD_COLUMNS = ["job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time",
                   "time_limit", "state", "num_nodes", "procs", "gpus", "nodes", "gpu_ids"]
+#: extra columns of node-engine runs: where each job ran, why a job never
+#: started (squeue's reason), the priority it started with (NaN: none given)
+CONSTRAINT_COLUMNS = ["partition", "reason", "priority"]
 
 
 @dataclass
@@ -33,6 +37,16 @@ class SimulationResult:
     schedule: Schedule
     summary: dict
     skipped: list = field(default_factory=list)
+    #: node engine only (None otherwise), per job: the partition it ran in
+    #: (-1: never started), the engine's reason code, a dependency that can no
+    #: longer be satisfied, when it entered the queue, its priority at start,
+    #: and the limit groups the reason codes refer to
+    partition: np.ndarray | None = None
+    reason_code: np.ndarray | None = None
+    never: np.ndarray | None = None
+    eligible: np.ndarray | None = None
+    priority: np.ndarray | None = None
+    limits: object = None
 
     @cached_property
     def jobs(self):
@@ -51,13 +65,47 @@ class SimulationResult:
             "wait_time": s.start_time - w.submit_time,
             "run_time": s.end_time - s.start_time,
             "time_limit": w.time_limit,
-            "state": np.where(w.runtime > w.time_limit, "TIMEOUT", "COMPLETED"),
+            "state": self.states(),
             "num_nodes": w.num_nodes,
             "procs": w.num_nodes.astype(np.int64) * w.cpus_per_node,
             "gpus": w.num_nodes.astype(np.int64) * w.gpus_per_node,
             "nodes": hostlists,
             "gpu_ids": gpu_ids,
-        }, columns=RECORD_COLUMNS)
+            **self._constraint_columns(),
+        })
+
+    def states(self) -> np.ndarray:
+        """sacct-style state per job: COMPLETED, TIMEOUT, PENDING (never started) or
+        REJECTED (over a submit limit)."""
+        w, s = self.workload, self.schedule
+        state = np.where(w.runtime > w.time_limit, "TIMEOUT", "COMPLETED").astype(object)
+        state[s.start_time < 0] = "PENDING"
+        if self.reason_code is not None:
+            state[(s.start_time < 0) & (self.reason_code >= 0)
+                  & (self.reason_code % len(CAPS) == len(CAPS) - 1)] = "REJECTED"
+        return state
+
+    def reasons(self) -> np.ndarray:
+        """Why each job never started ("" for jobs that ran): a limit's name,
+        DependencyNeverSatisfied or Dependency."""
+        reason = np.full(len(self.workload), "", dtype=object)
+        if self.reason_code is None:
+            return reason
+        pending = self.schedule.start_time < 0
+        reason[pending] = "Dependency"
+        reason[pending & self.never] = "DependencyNeverSatisfied"
+        held = pending & (self.reason_code >= 0)
+        if held.any():
+            from .nodeplan import limit_reasons
+            reason[held] = limit_reasons(self.limits, self.reason_code[held])
+        return reason
+
+    def _constraint_columns(self) -> dict:
+        if self.partition is None:
+            return {}
+        names = np.array([p.name for p in self.cluster.partitions] + [""], dtype=object)
+        prio = self.priority if self.priority is not None else np.full(len(self.workload), np.nan)
+        return {"partition": names[self.partition], "reason": self.reasons(), "priority": prio}
 
     def to_csv(self, path) -> None:
         self.jobs.to_csv(path, index=False)
@@ -68,6 +116,16 @@ class SimulationResult:
             f.write("\n")
 
 
+def _kept_offsets(offsets: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """CSR offsets of the kept rows, when the dropped rows hold no entries."""
+    counts = np.diff(offsets)
+    if counts[~keep].any():
+        raise ValueError("a job that never started holds nodes")
+    out = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+    np.cumsum(counts[keep], out=out[1:])
+    return out
+
+
 def _gpu_ids(names, nodes, gpus) -> str:
     """GPU indices per node, as ``scontrol show job -d`` shows them: ``gpu001(IDX:0-3)``."""
     from .hostlist import compress_numbers
@@ -75,7 +133,19 @@ def _gpu_ids(names, nodes, gpus) -> str:
 
 
 def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule) -> dict:
-    """Metrics of a finished schedule (all jobs started)."""
+    """Metrics of a finished schedule, over the jobs that started (``not_started``
+    counts the others: held by a limit or a dependency forever, or rejected)."""
+    started = schedule.start_time >= 0
+    if not started.all():
+        sub = Schedule(job_id=schedule.job_id[started], start_time=schedule.start_time[started],
+                       end_time=schedule.end_time[started],
+                       alloc_offsets=_kept_offsets(schedule.alloc_offsets, started),
+                       alloc_nodes=schedule.alloc_nodes,
+                       alloc_gpu_mask=schedule.alloc_gpu_mask)
+        out = summarize(cluster, workload.take(started), sub)
+        out["jobs"] = len(workload)
+        out["not_started"] = int((~started).sum())
+        return out
     n = len(workload)
     if n == 0:
         return {"jobs": 0}

@@ -98,8 +98,16 @@ Shape, in this order:
 5. ``--exclusive``: "the job is allocated all CPUs and GRES on all nodes in the
    allocation, but is only allocated as much memory as it requested" -> with a
    cluster whose candidate nodes are alike, CPUs and GPUs per node become the
-   node's. ``--exclusive=user|mcs|topo`` are recorded, not modelled.
-6. With a cluster: unknown partition, a GPU type no node has, more GPUs / CPUs /
+   node's. ``--exclusive=user|mcs|topo`` are recorded, not modelled by the engines
+   (``fastsched.topology.place_block(exclusive_topo=True)`` places ``topo``).
+6. Topology (recorded for ``fastsched.topology``, see docs/topology.md):
+   ``--switches=<count>[@<max-time>]`` "the maximum count of leaf switches desired
+   for the job allocation and optionally the maximum time to wait for that number
+   of switches" -> ``switches`` (>= 1) and ``switches_wait`` (seconds; None when no
+   time is given: Slurm then uses the site's ``max_switch_wait``, default 300 s).
+   ``--segment=<size>``: "Requested node count must always be evenly divisible by
+   the requested segment size" -> ``segment``, else an InputError.
+7. With a cluster: unknown partition, a GPU type no node has, more GPUs / CPUs /
    memory per node than any node of the partitions has, and more nodes than the
    partitions have are InputErrors. A time limit over the partition's MaxTime is a
    note (Slurm leaves such a job pending unless EnforcePartLimits).
@@ -132,7 +140,8 @@ MODELLED = {
     "exclusive": (None, OPT), "constraint": ("C", REQ), "time": ("t", REQ),
     "time-min": (None, REQ), "partition": ("p", REQ), "qos": ("q", REQ),
     "account": ("A", REQ), "dependency": ("d", REQ), "array": ("a", REQ),
-    "job-name": ("J", REQ), "test-only": (None, NONE),
+    "job-name": ("J", REQ), "test-only": (None, NONE), "switches": (None, REQ),
+    "segment": (None, REQ),
 }
 #: real sbatch/srun options accepted and listed as not modelled
 IGNORED = {
@@ -146,7 +155,7 @@ IGNORED = {
     "exclude": ("x", REQ), "oversubscribe": ("s", NONE), "priority": (None, REQ),
     "distribution": ("m", REQ), "hint": (None, REQ), "gpu-bind": (None, REQ),
     "kill-on-invalid-dep": (None, REQ), "ignore-pbs": (None, NONE), "no-kill": ("k", OPT),
-    "propagate": (None, OPT), "get-user-env": (None, OPT), "switches": (None, REQ),
+    "propagate": (None, OPT), "get-user-env": (None, OPT),
     "label": ("l", NONE), "unbuffered": ("u", NONE), "pty": (None, NONE), "mpi": (None, REQ),
     "cpu-bind": (None, REQ), "exact": (None, NONE), "overlap": (None, NONE),
     "kill-on-bad-exit": ("K", OPT), "container": (None, REQ),
@@ -224,6 +233,9 @@ class NormalisedRequest:
     job_name: str | None = None
     gpus_total: int = 0
     other_gres: list[str] = field(default_factory=list)
+    switches: int | None = None        # --switches=count: most leaf switches
+    switches_wait: int | None = None   # --switches=count@time: seconds to wait for them
+    segment: int | None = None         # --segment=N: nodes per segment (topology/block)
     ignored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -456,6 +468,26 @@ def _time(req: SlurmRequest, name: str) -> tuple[bool, int | None]:
         raise _err(f"--{name}: invalid time {text!r} (formats: MM, MM:SS, HH:MM:SS, D-HH, "
                    "D-HH:MM, D-HH:MM:SS, UNLIMITED)", req.origin.get(name), name) from None
     return True, (None if seconds == 0 else seconds)
+
+
+def _switches(req: SlurmRequest) -> tuple[int | None, int | None]:
+    """``--switches=<count>[@<max-time>]`` as (count, wait seconds or None)."""
+    if "switches" not in req:
+        return None, None
+    text = (req.get("switches") or "").strip()
+    count, at, wait = text.partition("@")
+    origin = req.origin.get("switches")
+    if not _INT.match(count) or int(count) < 1:
+        raise _err(f"--switches: {text!r} needs a leaf switch count >= 1 "
+                   "(count[@max-time])", origin, "switches")
+    if not at:
+        return int(count), None
+    try:
+        seconds = parse_time(wait)
+    except InputError:
+        raise _err(f"--switches: invalid max-time {wait!r} in {text!r}", origin,
+                   "switches") from None
+    return int(count), seconds
 
 
 def _gpu_spec(req: SlurmRequest, name: str) -> tuple[str, int] | None:
@@ -734,6 +766,12 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
         if exclusive != "node":
             notes.append(f"--exclusive={exclusive} is recorded, not modelled")
 
+    switches, switches_wait = _switches(req)
+    segment = _count(req, "segment")
+    if segment is not None and nmin % segment:
+        raise _err(f"--segment={segment}: the node count {nmin} must be a multiple of the "
+                   "segment size", o("segment"), "segment")
+
     # ---- against the cluster
     if cand is not None:
         if mem_all:
@@ -803,6 +841,7 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
         constraint=req.get("constraint"), exclusive=exclusive, dependencies=deps,
         dependency_mode=mode, array=array, array_max_running=max_running,
         job_name=req.get("job-name"), gpus_total=gpus_total, other_gres=other_gres,
+        switches=switches, switches_wait=switches_wait, segment=segment,
         ignored=ignored, notes=notes)
 
 
@@ -874,6 +913,10 @@ def format_request(norm: NormalisedRequest) -> list[str]:
         lines.append(f"ArrayTaskId={_array_text(norm.array)}"
                      + (f"%{norm.array_max_running}" if norm.array_max_running else "")
                      + f" ArrayTasks={len(norm.array)}")
+    if norm.switches is not None or norm.segment is not None:
+        wait = "" if norm.switches_wait is None else "@" + format_time(norm.switches_wait)
+        lines.append(f"ReqSwitch={norm.switches if norm.switches is not None else 0}{wait} "
+                     f"Segment={norm.segment or 'N/A'}")
     if norm.other_gres:
         lines.append("Gres(not modelled)=" + ",".join(norm.other_gres))
     if norm.ignored:

@@ -25,7 +25,8 @@ from .errors import UnsupportedError
 from .jobs import JobTable
 from .policies import check_reserve_depth, get_policy
 from .results import BSLD_TAU, SimulationResult, summarize
-from .nodeplan import check_node_jobs, simulate_nodes
+from .constraints import Dependencies, LimitGroups, PartitionChoices
+from .nodeplan import check_node_jobs, run_nodes
 from .schedule import Schedule
 from .validation import check_jobs
 
@@ -52,7 +53,10 @@ ALLOCATION = {
 
 def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              reserve_depth: int = 1, progress: bool | None = False,
-             skipped: list | None = None) -> SimulationResult:
+             skipped: list | None = None, partitions: PartitionChoices | None = None,
+             dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
+             priority=None, period: int | None = None, resolution: int = 1,
+             window: int | None = None, placement=None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -60,28 +64,52 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     runs at a terminal). ``skipped`` (e.g. from the trace reader) is carried
     into the result and counted in its summary.
 
+    Constraints (see :mod:`fastsched.constraints`): ``partitions`` (a job
+    runs in whichever of its partitions lets it start first),
+    ``dependencies``, ``limits`` (QOS/association caps, array throttles).
+    ``priority``: the queue order, higher first (ties: submit time, then job
+    id) — an array per job, or ``priority(now, progress) -> array`` recomputed
+    at the start of every ``period`` seconds of simulated time (Slurm's
+    PriorityCalcPeriod); each record carries the priority its job started with.
+    ``resolution`` / ``window``: plan on a coarser time grid / only so far
+    ahead (Slurm's bf_resolution / bf_window; node engine; see
+    :func:`fastsched.nodeplan.run_nodes`). ``placement``: topology-aware node
+    choice (--switches, --segment) and NVLink/socket GPU groups
+    (:class:`fastsched.constraints.Placement`); the summary then reports how
+    many leaf groups each multi-node job spans.
+
     The counted-pool engine runs when the cluster is one pool of identical
-    nodes and every job takes whole nodes; otherwise the node engine does
-    (``summary["engine"]`` says which). Raises InputError naming the first job
-    that can never run on this cluster. (The progress bar is the pool engine's.)
+    nodes, every job takes whole nodes and there are no constraints and no
+    priority; otherwise the node engine does (``summary["engine"]`` says
+    which). Raises InputError naming the first job that can never run on this
+    cluster. (The progress bar is the pool engine's.)
     """
     wall = time.perf_counter()
     spec = get_policy(policy)
     reserve_depth = check_reserve_depth(reserve_depth)
+    constrained = any(c is not None for c in (partitions, dependencies, limits, priority,
+                                               window, placement)) or resolution != 1
     try:
+        if constrained:
+            raise UnsupportedError("constraints and priorities need the node engine")
         check_jobs(cluster, jobs)
         engine = "pool"
     except UnsupportedError:
         check_node_jobs(cluster, jobs)
         engine = "nodes"
+    extra = {}
     if engine == "pool":
         schedule, passes = _simulate_pool(cluster, jobs, spec.kernel_code, reserve_depth,
                                           progress)
     else:
-        start, end, offsets, nodes, gpu_mask, passes = simulate_nodes(
-            cluster, jobs, spec.name, reserve_depth, return_passes=True)
-        schedule = Schedule(job_id=jobs.job_id.copy(), start_time=start, end_time=end,
-                            alloc_offsets=offsets, alloc_nodes=nodes, alloc_gpu_mask=gpu_mask)
+        run, prio = _run_node_engine(cluster, jobs, spec.name, reserve_depth, priority, period,
+                                     partitions=partitions, dependencies=dependencies,
+                                     limits=limits, resolution=resolution, window=window,
+                                     placement=placement)
+        schedule = _started_schedule(jobs, run)
+        passes = run.passes
+        extra = {"partition": run.partition, "reason_code": run.reason, "never": run.never,
+                 "eligible": run.eligible, "priority": prio, "limits": limits}
     wall = time.perf_counter() - wall
     summary = summarize(cluster, jobs, schedule)
     skipped = list(skipped or [])
@@ -95,7 +123,58 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         "sim_seconds": wall,
         "semantics": dict(SEMANTICS, allocation=ALLOCATION[engine]),
     })
-    return SimulationResult(cluster, jobs, schedule, summary, skipped)
+    if placement is not None and placement.levels.shape[0]:
+        from .topology import placement_quality, placement_summary
+        spans = placement_quality(cluster, schedule.alloc_offsets, schedule.alloc_nodes,
+                                  topology={"leaf": placement.levels[0]})
+        summary["placement"] = placement_summary(spans, schedule.alloc_offsets)
+    if priority is not None:
+        summary["semantics"]["queue_order"] = (
+            "priority desc, then submit_time asc, job_id asc" + (
+                f"; priorities recomputed every {period} s" if callable(priority) else ""))
+    return SimulationResult(cluster, jobs, schedule, summary, skipped, **extra)
+
+
+def _run_node_engine(cluster, jobs, policy, depth, priority, period, **constraints):
+    """Run the node engine; returns the run and each job's priority at its start (or None)."""
+    if priority is None:
+        return run_nodes(cluster, jobs, policy, depth, **constraints), None
+    if not callable(priority):
+        key = np.asarray(priority, dtype=np.float64)
+        run = run_nodes(cluster, jobs, policy, depth, rank=-key, **constraints)
+        return run, np.where(run.start >= 0, key, np.nan)
+    at_start = np.full(len(jobs), np.nan)
+    current = {"key": None, "seen": np.zeros(len(jobs), dtype=bool)}
+
+    def reorder(now, progress):
+        _stamp(current, progress.start, at_start)
+        current["key"] = np.asarray(priority(now, progress), dtype=np.float64)
+        return -current["key"]
+
+    run = run_nodes(cluster, jobs, policy, depth, reorder=reorder, period=period, **constraints)
+    _stamp(current, run.start, at_start)
+    return run, at_start
+
+
+def _stamp(current, start, at_start) -> None:
+    """Jobs started since the last recomputation started with the current priorities."""
+    if current["key"] is None:
+        return
+    new = (start >= 0) & ~current["seen"]
+    at_start[new] = current["key"][new]
+    current["seen"] |= new
+
+
+def _started_schedule(jobs: JobTable, run) -> Schedule:
+    """A Schedule from a node-engine run: jobs that never started hold no nodes."""
+    started = run.start >= 0
+    counts = np.diff(run.alloc_offsets)
+    offsets = np.zeros(len(jobs) + 1, dtype=np.int64)
+    np.cumsum(np.where(started, counts, 0), out=offsets[1:])
+    keep = np.repeat(started, counts)
+    return Schedule(job_id=jobs.job_id.copy(), start_time=run.start, end_time=run.end,
+                    alloc_offsets=offsets, alloc_nodes=run.alloc_nodes[keep],
+                    alloc_gpu_mask=run.alloc_gpu_mask[keep])
 
 
 def _simulate_pool(cluster: Cluster, jobs: JobTable, policy_code: int, reserve_depth: int,

@@ -71,7 +71,8 @@ __all__ = ["Violation", "VerifyReport", "ScheduleError", "verify", "schedule_fro
            "VIOLATION_KINDS", "POLICIES"]
 
 VIOLATION_KINDS = ("not_started", "early_start", "wrong_end", "bad_allocation", "overcommit",
-                   "fcfs_order", "reservation_delayed", "could_start")
+                   "fcfs_order", "reservation_delayed", "could_start", "dependency",
+                   "limit_exceeded")
 POLICIES = ("fcfs", "easy", "conservative")
 
 #: violations whose message lists the co-running jobs (finding them costs a scan)
@@ -352,9 +353,23 @@ def _check_inputs(cluster: Cluster, jobs: JobTable, schedule: Schedule) -> None:
                          "from 0 to len(alloc_nodes)")
 
 
-def _basic(jobs, start, end, out):
+def _constraint_checks(jobs, start, end, dependencies, limits, out, checks):
+    """Dependency and limit checks; per job, True when never starting is explained."""
+    from . import verify_constraints as vc
+    explained = np.zeros(len(jobs), dtype=bool)
+    if dependencies is not None:
+        explained |= vc.check_dependencies(jobs, start, end, dependencies, Violation, out)
+        checks.append("dependencies")
+    if limits is not None:
+        explained |= vc.check_limits(jobs, start, end, limits, Violation, out)
+        checks.append("limits")
+    return explained
+
+
+def _basic(jobs, start, end, out, explained=None):
     jid = jobs.job_id
-    for i in np.flatnonzero(start < 0):
+    unstarted = start < 0 if explained is None else (start < 0) & ~explained
+    for i in np.flatnonzero(unstarted):
         out.append(Violation("not_started", int(jid[i]), int(jobs.submit_time[i]),
                              f"job {jid[i]} (submitted {jobs.submit_time[i]}) never started"))
     started = start >= 0
@@ -528,7 +543,8 @@ def _policy(cluster, jobs, start, end, policy, reserve_depth, out):
 
 
 def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str | None = None,
-           reserve_depth: int = 1) -> VerifyReport:
+           reserve_depth: int = 1, dependencies=None, limits=None,
+           partitions=None) -> VerifyReport:
     """Check ``schedule`` (rows in the order of ``jobs``) on ``cluster``.
 
     ``policy``: None (resource checks only), ``"fcfs"``, ``"easy"`` (with
@@ -537,7 +553,14 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     schedule that does not match ``jobs``, UnsupportedError for a policy check
     on a non-homogeneous cluster; rule breaks are returned, not raised (use
     :meth:`VerifyReport.raise_if_failed`).
+
+    ``dependencies`` / ``limits`` / ``partitions`` (see
+    :mod:`fastsched.constraints`) add the checks of
+    :mod:`fastsched.verify_constraints`; policy checks need none of them.
     """
+    if policy is not None and (limits is not None or dependencies is not None):
+        raise UnsupportedError("policy checks assume no limits and no dependencies; "
+                               "verify resources and constraints without a policy")
     if policy is not None and policy not in POLICIES:
         raise InputError(f"unknown policy {policy!r}; expected one of {list(POLICIES)}")
     if policy == "easy" and (not isinstance(reserve_depth, (int, np.integer))
@@ -548,7 +571,13 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     end = np.ascontiguousarray(schedule.end_time, dtype=np.int64)
     out: list[Violation] = []
     checks = ["started", "early_start", "wrong_end", "allocation", "overcommit"]
-    _basic(jobs, start, end, out)
+    explained = _constraint_checks(jobs, start, end, dependencies, limits, out, checks)
+    _basic(jobs, start, end, out, explained)
+    if partitions is not None:
+        from .verify_constraints import ran_partition
+        jobs = jobs.take(np.arange(len(jobs)))
+        jobs.partition = ran_partition(cluster, jobs, schedule, start, partitions).astype(np.int32)
+        checks.append("partition_choices")
     a_job, a_node = _allocation(cluster, jobs, schedule, start, out)
     _overcommit(cluster, jobs, start, end, a_job, a_node, out)
     if policy is not None:

@@ -1,0 +1,96 @@
+"""Fair-share usage at a point in simulated time, from when jobs ran.
+
+:func:`usage_at` charges every job that ran before ``now`` (the part of a
+running job up to ``now`` included) to its user association: billed TRES
+(TRESBillingWeights) x its QOS's UsageFactor, accrued continuously and decayed
+with PriorityDecayHalfLife. A job running from ``s`` to ``e`` at billing rate
+``r`` contributes, at time ``now``::
+
+    integral_s^e r * 2^(-(now - t) / h) dt
+        = r * h / ln 2 * (2^(-(now - e) / h) - 2^(-(now - s) / h))
+
+(exactly ``r * (e - s)`` when h = 0, no decay). Slurm decays in steps of
+PriorityCalcPeriod; this is the continuous limit of those steps, so values
+differ from a live Slurm by the step size. With PriorityUsageResetPeriod, only
+running time after the last reset counts (simulated seconds are read as Unix
+time, UTC: DAILY at midnight, WEEKLY on Sunday 00:00, MONTHLY / QUARTERLY /
+YEARLY on the first day of the month / quarter / year).
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import numpy as np
+
+from .errors import InputError
+from .fairshare import AssociationTree, Usage
+from .limits import job_tres
+
+__all__ = ["usage_at", "last_reset"]
+
+
+def last_reset(period: str, now: int) -> int:
+    """Time of the last PriorityUsageResetPeriod reset at or before ``now`` (or a
+    time before any job for NONE / NOW)."""
+    now = int(now)
+    period = period.upper()
+    if period in ("NONE", "NOW"):
+        return np.iinfo(np.int64).min // 2
+    if period == "DAILY":
+        return now - now % 86400
+    if period == "WEEKLY":                 # 1970-01-01 was a Thursday; 1970-01-04 a Sunday
+        day = now // 86400
+        return (day - (day + 4) % 7) * 86400
+    t = datetime.fromtimestamp(now, tz=timezone.utc)
+    if period == "MONTHLY":
+        t = t.replace(day=1)
+    elif period == "QUARTERLY":
+        t = t.replace(month=(t.month - 1) // 3 * 3 + 1, day=1)
+    elif period == "YEARLY":
+        t = t.replace(month=1, day=1)
+    else:
+        raise InputError(f"unknown PriorityUsageResetPeriod {period!r}",
+                         field="PriorityUsageResetPeriod")
+    return int(t.replace(hour=0, minute=0, second=0, microsecond=0).timestamp())
+
+
+def usage_at(config, tree: AssociationTree, workload, schedule_start, schedule_end,
+             now: int) -> Usage:
+    """:class:`Usage` of every user association of ``tree`` at time ``now``.
+
+    ``schedule_start`` / ``schedule_end`` are per job (workload order; -1 =
+    never started; an end of -1 or after ``now`` means still running). The
+    tree must come from ``config.build_tree`` (or
+    :meth:`AssociationTree.from_workload`) for this workload.
+    """
+    jobs = workload.jobs
+    n = len(jobs)
+    start = np.asarray(schedule_start, dtype=np.int64)
+    end = np.asarray(schedule_end, dtype=np.int64)
+    if start.shape != (n,) or end.shape != (n,):
+        raise InputError(f"schedule_start / schedule_end must have {n} entries "
+                         f"(got {start.shape}, {end.shape})")
+    now = int(now)
+    usage = config.new_usage(tree)
+    lo = np.maximum(start, last_reset(config.usage_reset_period, now))
+    hi = np.where((end < 0) | (end > now), now, end)
+    ran = np.flatnonzero((start >= 0) & (hi > lo))
+    if not len(ran):
+        return usage
+    lo, hi = lo[ran].astype(np.float64), hi[ran].astype(np.float64)
+    h = float(config.decay_half_life)
+    if h > 0:
+        k = np.log(2.0) / h
+        # 2^(-(now-hi)/h) * (1 - 2^(-(hi-lo)/h)) / k, with expm1 for short runs
+        seconds = np.exp(-k * (now - hi)) * -np.expm1(-k * (hi - lo)) / k
+    else:
+        seconds = hi - lo
+    tres = job_tres(jobs)
+    assoc = tree.job_associations(workload)[ran]
+    factor = config.usage_factor()[config.job_qos(workload)[ran]]
+    usage.add_usage(assoc, {"CPU": tres["cpu"][ran] * seconds,
+                            "Mem": tres["mem"][ran] * seconds,
+                            "Node": tres["node"][ran] * seconds,
+                            "GRES/gpu": tres["gres/gpu"][ran] * seconds},
+                    usage_factor=factor)
+    return usage
