@@ -33,7 +33,8 @@ association, depth first, from :mod:`fastsched.fairshare`.
 
 CLI: ``fastsched sprio|sshare WORKLOAD.csv --cluster C [--config cfg.toml]
 [--at T]``: the usage at ``T`` comes from simulating the workload
-(``fastsched.simulate``, policy ``--policy``) and charging every job that
+(:func:`fastsched.site.simulate_site` under the configuration, policy
+``--policy``) and charging every job that
 started before ``T`` for the part it ran up to ``T`` (:func:`fastsched.usage.usage_at`);
 pending jobs are those submitted at or before ``T`` that had not started.
 """
@@ -227,7 +228,7 @@ def add_views_parser(sub) -> None:
              "of a simulation (like sshare -l -a)", _cmd_sshare)):
         p = sub.add_parser(name, help=helptext, description=(
             helptext[0].upper() + helptext[1:] + ". The usage comes from simulating the "
-            "workload up to --at: every job that started before then is charged for what it "
+            "workload under the configuration (its priorities and limits) up to --at: every job that started before then is charged for what it "
             "ran, billed with TRESBillingWeights and decayed with PriorityDecayHalfLife."))
         p.add_argument("workload", metavar="WORKLOAD.csv", help="workload CSV (.csv, .csv.gz)")
         p.add_argument("--cluster", required=True,
@@ -261,7 +262,7 @@ def _state(args):
     """(config, cluster, workload, tree, usage, start, at) for the CLI commands."""
     from .config import SchedulerConfig, load_config
     from .generate import load_cluster
-    from .sim import simulate
+    from .site import simulate_site
     from .usage import usage_at
     from .workload import read_workload
     config = load_config(args.config) if args.config else SchedulerConfig()
@@ -270,7 +271,7 @@ def _state(args):
     at = args.at if args.at is not None else \
         (int(workload.jobs.submit_time.max()) if len(workload) else 0)
     tree = config.build_tree(workload)
-    result = simulate(cluster, workload.jobs, args.policy)
+    result = simulate_site(cluster, workload, config, args.policy)
     start, end = result.schedule.start_time, result.schedule.end_time
     usage = usage_at(config, tree, workload, start, end, at)
     return config, cluster, workload, tree, usage, start, at
