@@ -101,7 +101,8 @@ def _parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="run a standard benchmark scenario",
                        description="Run a standard benchmark scenario in-process and print "
-                       "the median wall time over several runs and the peak memory.")
+                       "decisions per second, the median wall time over several runs (after a "
+                       "warm-up) and the peak RSS.")
     from .bench import SCENARIOS
     b.add_argument("scenario", choices=sorted(SCENARIOS), help="scenario (see BENCHMARKS.md)")
     b.add_argument("--repeat", type=positive_int, default=7, help="timed runs (default 7)")
@@ -212,10 +213,9 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from .bench import run_scenario
+    from .bench import format_figures, run_scenario
     figures = run_scenario(args.scenario, repeat=args.repeat)
-    for key, value in figures.items():
-        print(f"{key:>28}: {value}")
+    print(format_figures(figures))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)
