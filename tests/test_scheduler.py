@@ -351,3 +351,13 @@ def test_from_state_rejects_bad_running_jobs():
             Scheduler.from_state(cluster, running(**bad), pending, "easy")
     with pytest.raises(InputError, match="already queued or running"):
         Scheduler.from_state(cluster, running(), jobs_of((1, 0, 10, 10, 1, 1, 1, 0)), "easy")
+
+
+def test_waiting_reasons_are_per_partition():
+    from fastsched.scheduler import waiting_reasons
+    outcome = np.array([START, RESERVED, BLOCKED, BLOCKED, RESERVED, START])
+    partition = np.array([0, 0, 1, 0, 1, 1])
+    assert waiting_reasons(outcome, partition).tolist() == \
+        ["", "Resources", "Resources", "Priority", "Priority", ""]
+    assert waiting_reasons(outcome, None).tolist() == \
+        ["", "Resources", "Priority", "Priority", "Priority", ""]
