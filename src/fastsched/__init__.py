@@ -29,6 +29,7 @@ from .schedule import Schedule
 from .scheduler import Decisions, Scheduler, StaleDecisionsError
 from .sim import simulate, simulate_swf
 from .site import priority_function, simulate_site
+from .snapshot import start_times_at
 from .slurmconf import read_cluster, write_cluster
 from .swf import SWFTrace, bundled_trace, read_swf
 from .topology import (BlockTopology, GpuGroups, choose_gpus, levels_array, parse_gres_conf,
@@ -45,7 +46,7 @@ __all__ = [
     "Cluster", "ClusterState", "NodeState", "Partition",
     "FastschedError", "InputError", "UnsupportedError", "ScheduleError",
     "JobRequest", "JobTable", "Schedule", "SimulationResult", "POLICIES",
-    "Scheduler", "Decisions", "StaleDecisionsError",
+    "Scheduler", "Decisions", "StaleDecisionsError", "start_times_at",
     "simulate", "simulate_swf", "read_swf", "SWFTrace", "bundled_trace",
     "verify", "VerifyReport", "Violation", "schedule_from_frame",
     "compress_hostlist", "expand_hostlist",

@@ -50,6 +50,8 @@ def _kth_easy(repeat: int) -> dict:
         figures[f"{policy}_median_ms"] = round(1000 * median, 2)
         figures[f"{policy}_min_ms"] = round(1000 * min(times), 2)
         figures[f"{policy}_jobs_per_s"] = round(len(trace.jobs) / median)
+        # one start decision per job over the whole replay
+        figures[f"{policy}_decisions_per_s"] = round(len(trace.jobs) / median)
     figures["runs"] = repeat
     figures["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     figures["machine"] = machine()
@@ -98,7 +100,9 @@ def _priority_1m(repeat: int) -> dict:
     median = statistics.median(times)
     return {"scenario": "priority-1m (B1)", "jobs": len(inputs[2]), "users": 2000,
             "median_ms": round(1000 * median, 2), "min_ms": round(1000 * min(times), 2),
-            "jobs_per_s": round(len(inputs[2]) / median), "runs": repeat,
+            "jobs_per_s": round(len(inputs[2]) / median),
+            "decisions_per_s": round(len(inputs[2]) / median),   # one priority per job
+            "runs": repeat,
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "machine": machine()}
 
@@ -165,3 +169,22 @@ SCENARIOS = {"kth-easy": _kth_easy, "priority-1m": _priority_1m,
 
 def run_scenario(name: str, repeat: int = 7) -> dict:
     return SCENARIOS[name](repeat)
+
+
+#: columns of the per-point table (scaling): key, header
+POINT_COLUMNS = [("cluster", "cluster"), ("gpus", "GPUs"), ("pending", "pending"),
+                 ("policy", "policy"), ("median_ms", "median ms"), ("min_ms", "min ms"),
+                 ("decisions_per_s", "decisions/s"), ("us_per_decision", "us/decision"),
+                 ("peak_rss_mb", "peak RSS MB"), ("not_measured", "note")]
+
+
+def format_figures(figures: dict) -> str:
+    """Figures as ``key: value`` lines; a scenario's ``points`` as a table."""
+    lines = [f"{key:>28}: {value}" for key, value in figures.items() if key != "points"]
+    points = figures.get("points")
+    if points:
+        rows = [[h for _, h in POINT_COLUMNS]]
+        rows += [["" if p.get(k) is None else str(p[k]) for k, _ in POINT_COLUMNS] for p in points]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(POINT_COLUMNS))]
+        lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)

@@ -121,7 +121,8 @@ def run_pass(state: BusyState, policy: str, full: bool, depth: int = 1):
 def _child(cluster_name, pending, policy, full, repeat, seed, out):
     t = time.perf_counter()
     state = busy_state(cluster_name, pending=pending, seed=seed)
-    out.put(("state", time.perf_counter() - t, len(state.running), state.busy_fraction))
+    out.put(("state", time.perf_counter() - t, len(state.running), state.busy_fraction,
+             int(state.cluster.gpus.sum())))
     for k in range(repeat + 1):                      # run 0 is the warm-up
         t = time.perf_counter()
         d = run_pass(state, policy, full)
@@ -154,7 +155,7 @@ def measure_point(cluster_name: str, pending: int, policy: str, full: bool, repe
                 break
             if msg[0] == "state":
                 fig.update(state_s=round(msg[1], 2), running_jobs=msg[2],
-                           busy=round(msg[3], 4))
+                           busy=round(msg[3], 4), gpus=msg[4])
             elif msg[0] == "run":
                 times.append(msg[1])
                 fig.update(outcomes=dict(zip(("start", "reserved", "blocked"), msg[2])),
@@ -174,6 +175,7 @@ def measure_point(cluster_name: str, pending: int, policy: str, full: bool, repe
         runs = times[1:]
         med = statistics.median(runs)
         fig.update(median_ms=round(1000 * med, 1), min_ms=round(1000 * min(runs), 1),
+                   us_per_decision=round(1e6 * med / pending, 3),
                    warmup_ms=round(1000 * times[0], 1), runs=len(runs),
                    decisions_per_s=round(pending / med),
                    walked_per_s=round(fig["walked"] / med))

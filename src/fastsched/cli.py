@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from .argtypes import positive_int
+from .argtypes import non_negative_int, positive_int
 from .errors import FastschedError, InputError
 from .policies import POLICIES
 
@@ -68,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON")
     s.add_argument("--show-skipped", action="store_true", help="list every skipped job")
     s.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    s.add_argument("--start-times", type=non_negative_int, metavar="T",
+                   help="also rebuild the state at time T (running and pending jobs just "
+                   "before the pass at T) and print every pending job's expected start, like "
+                   "squeue --start (a full conservative plan; times in seconds)")
+    s.add_argument("--csv", metavar="FILE", help="with --start-times: write that table as CSV")
     s.set_defaults(run=_cmd_simulate)
 
     d = sub.add_parser("demo", help="replay the bundled KTH-SP2 trace under fcfs, easy and "
@@ -96,7 +101,8 @@ def _parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="run a standard benchmark scenario",
                        description="Run a standard benchmark scenario in-process and print "
-                       "the median wall time over several runs and the peak memory.")
+                       "decisions per second, the median wall time over several runs (after a "
+                       "warm-up) and the peak RSS.")
     from .bench import SCENARIOS
     b.add_argument("scenario", choices=sorted(SCENARIOS), help="scenario (see BENCHMARKS.md)")
     b.add_argument("--repeat", type=positive_int, default=7, help="timed runs (default 7)")
@@ -139,6 +145,8 @@ def _load_trace(path: str, *, procs=None, strict=False, cluster_spec=None):
 
 def _cmd_simulate(args) -> int:
     from .sim import simulate
+    if args.csv and args.start_times is None:
+        raise InputError("--csv goes with --start-times T", field="--csv")
     cluster, jobs, skipped = _load_trace(args.trace, procs=args.procs, strict=args.strict,
                                          cluster_spec=args.cluster)
     result = simulate(cluster, jobs, args.policy, reserve_depth=args.reserve_depth,
@@ -153,7 +161,19 @@ def _cmd_simulate(args) -> int:
     if args.summary_json:
         _write(result.summary_json, args.summary_json)
         print(f"wrote summary to {args.summary_json}")
+    if args.start_times is not None:
+        _print_start_times(result, args.start_times, args.csv)
     return 0
+
+
+def _print_start_times(result, t: int, csv_path) -> None:
+    from .snapshot import format_start_times, start_times_at
+    frame = start_times_at(result, t)
+    print(f"\npending at {t} ({len(frame):,} jobs), expected starts (squeue --start):")
+    print(format_start_times(frame))
+    if csv_path:
+        _write(lambda path: frame.to_csv(path, index=False), csv_path)
+        print(f"wrote {len(frame):,} rows to {csv_path}")
 
 
 def _cmd_demo(args) -> int:
@@ -195,10 +215,9 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from .bench import run_scenario
+    from .bench import format_figures, run_scenario
     figures = run_scenario(args.scenario, repeat=args.repeat)
-    for key, value in figures.items():
-        print(f"{key:>28}: {value}")
+    print(format_figures(figures))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)

@@ -56,7 +56,7 @@ class SimulationResult:
         w, s = self.workload, self.schedule
         names = self.cluster.node_names
         hostlists = [compress([names[k] for k in s.nodes_of(i)]) for i in range(len(s))]
-        gpu_ids = [_gpu_ids(names, s.nodes_of(i), s.gpus_of(i)) for i in range(len(s))]
+        gpu_ids = [format_gpu_ids(names, s.nodes_of(i), s.gpus_of(i)) for i in range(len(s))]
         return pd.DataFrame({
             "job_id": s.job_id,
             "submit_time": w.submit_time,
@@ -107,6 +107,45 @@ class SimulationResult:
         prio = self.priority if self.priority is not None else np.full(len(self.workload), np.nan)
         return {"partition": names[self.partition], "reason": self.reasons(), "priority": prio}
 
+    def state_at(self, t: int):
+        """The state the simulator had at ``t``, just before its pass there:
+        ``(running, pending)``.
+
+        ``running`` (a :class:`fastsched.nodeplan.RunningJobs`): jobs started
+        before ``t`` and not ended by ``t`` (completions come first at an
+        instant), holding their nodes and GPUs until start + time limit; a
+        pool-engine result holds whole nodes, as that engine allocates them.
+        ``pending`` (a :class:`JobTable`, the workload's order): jobs submitted
+        by ``t`` that had not started before ``t``. Feed both to
+        :meth:`fastsched.Scheduler.from_state` for a what-if at ``t``.
+        """
+        from .errors import InputError
+        from .nodeplan import RunningJobs
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+            raise InputError(f"time must be an integer number of seconds, got {t!r}",
+                             field="time")
+        t = int(t)
+        w, s = self.workload, self.schedule
+        run = np.flatnonzero((s.start_time >= 0) & (s.start_time < t) & (s.end_time > t))
+        counts = np.diff(s.alloc_offsets)[run]
+        entries = _csr_entries(s.alloc_offsets, run)
+        nodes = s.alloc_nodes[entries]
+        if self.summary.get("engine") == "pool":       # whole nodes, every GPU
+            c = self.cluster
+            gpus, cpus, mem = c.gpus[nodes], c.cpus[nodes], c.mem_mb[nodes]
+            mask = c.new_state().free_gpu_mask[nodes]
+        else:
+            gpus, cpus, mem = (np.repeat(a[run], counts) for a in
+                               (w.gpus_per_node, w.cpus_per_node, w.mem_per_node))
+            mask = None if s.alloc_gpu_mask is None else s.alloc_gpu_mask[entries]
+        offsets = np.zeros(len(run) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        running = RunningJobs.from_arrays(
+            job_id=w.job_id[run], planned_end=s.start_time[run] + w.time_limit[run],
+            node_offsets=offsets, nodes=nodes, gpus=gpus, cpus=cpus, mem=mem, gpu_mask=mask)
+        pending = w.take((w.submit_time <= t) & ((s.start_time >= t) | (s.start_time < 0)))
+        return running, pending
+
     def to_csv(self, path) -> None:
         self.jobs.to_csv(path, index=False)
 
@@ -126,10 +165,30 @@ def _kept_offsets(offsets: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return out
 
 
-def _gpu_ids(names, nodes, gpus) -> str:
-    """GPU indices per node, as ``scontrol show job -d`` shows them: ``gpu001(IDX:0-3)``."""
+def _csr_entries(offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Indices of the entries of ``rows`` in a CSR with ``offsets``, row after row."""
+    counts = offsets[rows + 1] - offsets[rows]
+    before = np.cumsum(counts) - counts
+    return (np.repeat(offsets[rows] - before, counts)
+            + np.arange(int(counts.sum()), dtype=np.int64)).astype(np.int64)
+
+
+def format_gpu_ids(names, nodes, gpus) -> str:
+    """GPU indices per node, as ``scontrol show job -d`` shows them: ``gpu001(IDX:0-3)``.
+
+    ``gpus`` per node: a list of indices, or a uint64 bitmask (bit k = GPU k).
+    Nodes without GPUs are left out.
+    """
     from .hostlist import compress_numbers
-    return ",".join(f"{names[n]}(IDX:{compress_numbers(g)})" for n, g in zip(nodes, gpus) if g)
+    return ",".join(f"{names[n]}(IDX:{compress_numbers(_indices(g))})"
+                    for n, g in zip(nodes, gpus) if _indices(g))
+
+
+def _indices(gpus) -> list[int]:
+    if isinstance(gpus, (list, tuple)):
+        return list(gpus)
+    m = int(gpus)
+    return [k for k in range(m.bit_length()) if (m >> k) & 1]
 
 
 def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule) -> dict:

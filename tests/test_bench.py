@@ -1,0 +1,60 @@
+"""fastsched bench's reporting (decisions/s, median wall, peak RSS) and the B6 plot script."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from fastsched.bench import format_figures, run_scenario
+from fastsched.benchstate import measure_point
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_kth_easy_reports_decisions_median_and_rss():
+    fig = run_scenario("kth-easy", repeat=1)
+    for policy in ("easy", "conservative"):
+        assert fig[f"{policy}_decisions_per_s"] > 0 and fig[f"{policy}_median_ms"] > 0
+    assert fig["peak_rss_mb"] > 0 and fig["runs"] == 1
+
+
+def test_node_point_reports_decisions_median_and_rss():
+    fig = measure_point("ai-8k", 300, "easy", False, repeat=1)
+    assert "not_measured" not in fig
+    assert fig["decisions_per_s"] > 0 and fig["median_ms"] > 0 and fig["peak_rss_mb"] > 0
+    # median_ms is rounded to 0.1 ms, us_per_decision is not
+    assert fig["gpus"] == 8_000 and fig["us_per_decision"] == pytest.approx(
+        1000 * fig["median_ms"] / 300, abs=1000 * 0.05 / 300 + 1e-3)
+
+
+POINTS = {"scenario": "scaling", "machine": "test", "points": [
+    {"cluster": "ai-8k", "gpus": 8000, "pending": 1000, "policy": "easy", "median_ms": 3.0,
+     "decisions_per_s": 333333, "us_per_decision": 3.0, "peak_rss_mb": 140.0},
+    {"cluster": "ai-100k", "gpus": 100000, "pending": 1000, "policy": "easy",
+     "median_ms": 80.0, "decisions_per_s": 12500, "us_per_decision": 80.0},
+    {"cluster": "ai-8k", "gpus": 8000, "pending": 10000, "policy": "easy", "median_ms": 5.0,
+     "decisions_per_s": 2000000, "us_per_decision": 0.5},
+    {"cluster": "ai-100k", "gpus": 100000, "pending": 100000, "policy": "conservative",
+     "not_measured": "a run took more than 120 s"}]}
+
+
+def test_format_figures_tabulates_points():
+    text = format_figures(POINTS)
+    lines = text.splitlines()
+    assert lines[0].split(":") == ["                    scenario", " scaling"]
+    header = [ln for ln in lines if "decisions/s" in ln]
+    assert len(header) == 1 and "median ms" in header[0] and "peak RSS MB" in header[0]
+    assert any("333333" in ln for ln in lines)
+    assert any("more than 120 s" in ln for ln in lines)
+
+
+def test_plot_scaling_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    spec = importlib.util.spec_from_file_location("plot_scaling",
+                                                  ROOT / "benchmarks" / "plot_scaling.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    s = mod.series(POINTS["points"], "gpus", ("policy", "pending"))
+    assert s == {("easy", 1000): [(8000, 3.0), (100000, 80.0)], ("easy", 10000): [(8000, 0.5)]}
+    out = tmp_path / "scaling.png"
+    mod.plot(POINTS, out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,90 @@
+"""squeue --start at an instant of a simulation: fastsched.start_times_at and
+``fastsched simulate ... --start-times T [--csv FILE]``."""
+import csv
+
+import numpy as np
+import pytest
+
+import fastsched as fs
+from fastsched.cli import main
+from fastsched.snapshot import SQUEUE_START_COLUMNS
+
+from test_scheduler import gpu_workload
+
+
+def tiny_swf(tmp_path):
+    # 4 processors: 1 (3 procs, 0-10), 2 (3 procs), 3 (4 procs), 4 (1 proc, 30 s)
+    rows = [(1, 0, 10, 3, 10), (2, 1, 10, 3, 10), (3, 2, 10, 4, 10), (4, 3, 30, 1, 30)]
+    lines = ["; Version: 2.2", "; MaxProcs: 4"] + [
+        f"{j} {s} -1 {r} {p} -1 -1 {p} {lim} -1 1 7 -1 -1 -1 -1 -1 -1" for j, s, r, p, lim in rows]
+    path = tmp_path / "tiny.swf"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_pool_start_times_are_a_conservative_plan_of_the_state(tmp_path):
+    result = fs.simulate_swf(tiny_swf(tmp_path), "easy")
+    # at 3 (before the pass): job 1 runs until 10; 2, 3, 4 pending. Full conservative
+    # plan: 2 at 10 (3 procs), 3 at 20 (all 4), 4 at 30 (it would delay 3 before).
+    frame = fs.start_times_at(result, 3)
+    assert list(frame.columns) == SQUEUE_START_COLUMNS
+    assert frame.JOBID.tolist() == [2, 3, 4]
+    assert frame.START_TIME.tolist() == [10, 20, 30]
+    assert frame.NODES.tolist() == [3, 4, 1]
+    assert frame.ST.tolist() == ["PD"] * 3 and frame.USER.tolist() == ["7"] * 3
+    assert frame.SCHEDNODES.tolist() == ["(null)"] * 3      # the pool holds counts
+    assert frame.REASON.tolist() == ["Resources", "Priority", "Priority"]
+    # at 0 nothing runs yet: job 1 would start now, on the lowest nodes
+    frame = fs.start_times_at(result, 0)
+    assert frame.JOBID.tolist() == [1] and frame.START_TIME.tolist() == [0]
+    assert frame.SCHEDNODES.tolist() == ["node[001-003]"] and frame.REASON.tolist() == ["None"]
+    assert len(fs.start_times_at(result, 1000)) == 0
+
+
+def test_gpu_start_times_name_the_reserved_nodes():
+    cluster, jobs = gpu_workload()
+    result = fs.simulate(cluster, jobs, "easy")
+    for t in (5, 10, 31):
+        running, pending = result.state_at(t)
+        frame = fs.start_times_at(result, t)
+        sched = fs.Scheduler.from_state(cluster, running, pending, engine="nodes")
+        d = sched._pass(t, "conservative", 1, True, -1)        # the plan it reports
+        assert frame.JOBID.tolist() == d.job_id.tolist()
+        assert frame.START_TIME.tolist() == d.start_time.tolist()
+        assert (frame.START_TIME >= t).all()
+        hosts = [fs.compress_hostlist([cluster.node_names[k] for k in d.nodes_of(i)])
+                 for i in range(len(d))]
+        assert frame.SCHEDNODES.tolist() == hosts and all(hosts)
+        started_later = result.schedule.start_time[np.isin(jobs.job_id, frame.JOBID)]
+        assert (started_later >= t).all()
+
+
+def test_cli_start_times_prints_and_writes_csv(tmp_path, capsys):
+    out_csv = tmp_path / "start.csv"
+    assert main(["simulate", str(tiny_swf(tmp_path)), "--start-times", "3",
+                 "--csv", str(out_csv)]) == 0
+    out = capsys.readouterr().out
+    header = out.split("expected starts (squeue --start):\n")[1].splitlines()[0]
+    assert header.split() == SQUEUE_START_COLUMNS
+    rows = list(csv.DictReader(open(out_csv)))
+    assert [(r["JOBID"], r["START_TIME"], r["REASON"]) for r in rows] == \
+        [("2", "10", "Resources"), ("3", "20", "Priority"), ("4", "30", "Priority")]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--csv", "x.csv"], "--csv goes with --start-times"),
+    (["--start-times", "-1"], "must be >= 0"),
+])
+def test_cli_start_times_errors(tmp_path, capsys, argv, message):
+    path = tiny_swf(tmp_path)
+    try:
+        code = main(["simulate", str(path)] + argv)
+    except SystemExit as e:          # argparse rejects bad values itself
+        code = e.code
+    assert code == 2 and message in capsys.readouterr().err
+
+
+def test_state_at_rejects_a_non_integer_time(tmp_path):
+    result = fs.simulate_swf(tiny_swf(tmp_path), "easy")
+    with pytest.raises(fs.InputError, match="integer"):
+        result.state_at(1.5)
