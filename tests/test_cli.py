@@ -279,3 +279,80 @@ def test_simulate_workload_csv_needs_cluster_and_runs_gpu_granular(tmp_path, cap
     assert main(["check", str(out), "--trace", str(jobs_csv), "--cluster", str(conf),
                  "--policy", "easy"]) == 2
     assert "homogeneous" in capsys.readouterr().err
+
+
+SITE_WORKLOAD = """job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,cpus_per_node,\
+mem_per_node,partition,user,account,dependency,array
+1,0,100,100,2,8,8,0,batch,alice,physics,,
+2,0,100,50,1,4,4,0,batch,bob,physics,afterok:1,
+3,5,100,50,1,2,2,0,"batch,debug",carol,biology,,0-3%2
+10,6,100,200,1,8,8,0,batch,bob,physics,afternotok:1,
+"""
+
+SITE_CONFIG = """
+[priority]
+PriorityWeightFairshare = 1000
+PriorityCalcPeriod = "1"
+
+[[account]]
+name = "physics"
+users = ["alice", "bob"]
+
+[[account]]
+name = "biology"
+users = ["carol"]
+MaxJobs = 1
+"""
+
+
+@pytest.fixture
+def site(tmp_path):
+    """4 nodes x 8 GPUs on two leaf switches; partitions batch (all) and debug (node 3)."""
+    import numpy as np
+    import fastsched as fs
+    cluster = fs.Cluster([f"gpu{i}" for i in range(1, 5)], [64] * 4, [8] * 4, [0] * 4,
+                         partitions=[fs.Partition("batch", np.arange(4)),
+                                     fs.Partition("debug", np.array([3]))],
+                         topology={"leaf": np.array([0, 0, 1, 1]), "spine": np.zeros(4)})
+    conf = tmp_path / "slurm.conf"
+    fs.write_cluster(cluster, conf)
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text(SITE_WORKLOAD)
+    cfg = tmp_path / "site.toml"
+    cfg.write_text(SITE_CONFIG)
+    gres = tmp_path / "gres.conf"
+    gres.write_text("Name=gpu File=/dev/nvidia[0-3] Cores=0-31\n"
+                    "Name=gpu File=/dev/nvidia[4-7] Cores=32-63\n")
+    return conf, jobs, cfg, gres
+
+
+def test_simulate_a_site_with_constraints_topology_and_limits(site, tmp_path, capsys):
+    conf, jobs, cfg, gres = site
+    out = tmp_path / "out.csv"
+    assert main(["simulate", str(jobs), "--cluster", str(conf), "--config", str(cfg),
+                 "--topology", "tree", "--switches", "1@60", "--gres-conf", str(gres),
+                 "--resolution", "5", "--jobs-out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "placement:" in text and "never started: 1 job(s): DependencyNeverSatisfied 1" in text
+    rows = {int(r["job_id"]): r for r in csv.DictReader(open(out))}
+    assert len(rows) == 7                                   # job 3's array: 4 tasks
+    assert rows[1]["nodes"] in ("gpu[1-2]", "gpu[3-4]")     # one leaf switch
+    assert int(rows[2]["start_time"]) == 100                # afterok:1
+    assert rows[10]["state"] == "PENDING" and rows[10]["reason"] == "DependencyNeverSatisfied"
+    tasks = sorted(int(rows[j]["start_time"]) for j in (3, 4, 5, 6))
+    assert tasks[1] >= 55             # biology MaxJobs=1: one task at a time
+    assert all(r["priority"] != "" for j, r in rows.items() if j != 10)
+    assert main(["check", str(out), "--trace", str(jobs), "--cluster", str(conf),
+                 "--config", str(cfg)]) == 0
+    assert "dependencies" in capsys.readouterr().out
+
+
+def test_simulate_site_options_bad_input(site, capsys):
+    conf, jobs, cfg, gres = site
+    assert main(["simulate", str(jobs), "--cluster", str(conf), "--switches", "2"]) == 2
+    assert "need --topology" in capsys.readouterr().err
+    assert main(["simulate", str(jobs), "--cluster", str(conf), "--topology", "tree",
+                 "--switches", "x@1"]) == 2
+    assert "K[@TIME]" in capsys.readouterr().err
+    assert main(["simulate", str(jobs), "--cluster", str(conf), "--topology", "block"]) == 2
+    assert "--block-topology" in capsys.readouterr().err

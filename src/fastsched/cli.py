@@ -6,6 +6,8 @@ import json
 import os
 import sys
 
+import numpy as np
+
 from .argtypes import non_negative_int, positive_int
 from .errors import FastschedError, InputError
 from .policies import POLICIES
@@ -73,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
                    "before the pass at T) and print every pending job's expected start, like "
                    "squeue --start (a full conservative plan; times in seconds)")
     s.add_argument("--csv", metavar="FILE", help="with --start-times: write that table as CSV")
+    _site_args(s)
     s.set_defaults(run=_cmd_simulate)
 
     d = sub.add_parser("demo", help="replay the bundled KTH-SP2 trace under fcfs, easy and "
@@ -97,6 +100,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="also check this policy's promises")
     c.add_argument("--reserve-depth", type=positive_int, default=1, help="EASY reservations (default 1)")
     c.add_argument("--procs", type=int, help="machine size (default: from the header)")
+    c.add_argument("--config", metavar="CFG.toml",
+                   help="also check the configuration's QOS and association limits")
     c.set_defaults(run=_cmd_check)
 
     b = sub.add_parser("bench", help="run a standard benchmark scenario",
@@ -127,8 +132,35 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
                    help="number of blocked jobs EASY reserves for (default 1, Lifka's EASY)")
 
 
+def _site_args(p: argparse.ArgumentParser) -> None:
+    """Options of a workload CSV simulation: site configuration, planning grid, topology."""
+    g = p.add_argument_group("site, planning and placement (workload CSVs; node engine)")
+    g.add_argument("--config", metavar="CFG.toml",
+                   help="scheduler configuration: multifactor priorities recomputed every "
+                   "PriorityCalcPeriod with decayed usage, QOS/association limits, PriorityTier")
+    g.add_argument("--resolution", type=positive_int, default=1, metavar="S",
+                   help="plan on a grid of S seconds (Slurm's bf_resolution; default 1: exact)")
+    g.add_argument("--window", type=non_negative_int, metavar="S",
+                   help="reserve only starts within S seconds (bf_window; default: no limit)")
+    g.add_argument("--topology", choices=["tree", "block"],
+                   help="topology-aware starts: tree = the cluster's topology.conf switches, "
+                   "block = --block-topology FILE")
+    g.add_argument("--block-topology", metavar="FILE",
+                   help="topology.conf with BlockName=/BlockSizes= lines (with --topology block)")
+    g.add_argument("--switches", metavar="K[@TIME]",
+                   help="every multi-node job spans at most K leaf switches, waiting at most "
+                   "TIME (Slurm time) for that (--switches of sbatch)")
+    g.add_argument("--segment", type=positive_int, metavar="N",
+                   help="multi-node jobs whose node count N divides go in segments of N "
+                   "nodes, each in one base block (--segment of sbatch)")
+    g.add_argument("--gres-conf", metavar="FILE",
+                   help="gres.conf: keep a job's GPUs on a node inside its NVLink (Links=) or "
+                   "socket (Cores=) groups")
+
+
 def _load_trace(path: str, *, procs=None, strict=False, cluster_spec=None):
-    """(cluster, jobs, skipped) from an SWF trace, or a workload CSV on ``cluster_spec``."""
+    """(cluster, workload or None, jobs, skipped) from an SWF trace, or a workload CSV on
+    ``cluster_spec``."""
     from .cluster import Cluster
     if str(path).lower().endswith((".csv", ".csv.gz")):
         from .generate import load_cluster
@@ -137,23 +169,103 @@ def _load_trace(path: str, *, procs=None, strict=False, cluster_spec=None):
             raise InputError("a workload CSV needs --cluster (slurm.conf or a standard name)",
                              file=path)
         cluster = load_cluster(cluster_spec)
-        return cluster, read_workload(path, cluster).jobs, []
+        workload = read_workload(path, cluster)
+        return cluster, workload, workload.jobs, []
     from .swf import read_swf
     trace = read_swf(path, procs=procs, strict=strict)
-    return Cluster.homogeneous(trace.procs), trace.jobs, trace.skipped
+    return Cluster.homogeneous(trace.procs), None, trace.jobs, trace.skipped
+
+
+def _placement(args, cluster, jobs):
+    """The Placement the options ask for, or None."""
+    from .constraints import Placement
+    from .topology import BlockTopology, levels_array, read_block_topology, read_gres_conf
+    if args.topology is None and (args.switches or args.segment or args.block_topology):
+        raise InputError("--switches, --segment and --block-topology need --topology",
+                         field="--topology")
+    groups = read_gres_conf(args.gres_conf).masks if args.gres_conf else ()
+    if args.topology is None:
+        return Placement.topology(np.zeros((0, cluster.num_nodes)), len(jobs),
+                                  gpu_groups=groups) if args.gres_conf else None
+    if args.topology == "block":
+        if not args.block_topology:
+            raise InputError("--topology block needs --block-topology FILE", field="--topology")
+        levels = read_block_topology(args.block_topology, cluster).levels
+    else:
+        levels = levels_array(cluster.topology)
+    multi = jobs.num_nodes > 1
+    max_leaves, wait = 0, -1
+    if args.switches:
+        max_leaves, wait = _switches(args.switches)
+    segment = np.ones(len(jobs), dtype=np.int64)
+    if args.segment:
+        segment[multi & (jobs.num_nodes % args.segment == 0)] = args.segment
+    return Placement.topology(levels, len(jobs), unit=segment,
+                              max_leaves=np.where(multi, max_leaves, 0), leaf_wait=wait,
+                              gpu_groups=groups)
+
+
+def _switches(text: str) -> tuple[int, int]:
+    """--switches=K[@TIME] as (K, wait seconds or -1)."""
+    from .slurmconf import parse_time
+    count, _, wait = text.partition("@")
+    if not count.isdigit() or int(count) < 1:
+        raise InputError(f"--switches wants K[@TIME] with K >= 1, got {text!r}",
+                         field="--switches")
+    seconds = parse_time(wait) if wait else None
+    return int(count), -1 if seconds is None else int(seconds)
+
+
+def _workload_constraints(workload) -> dict:
+    """The workload's dependencies, partition lists and array throttles, where it has any."""
+    if workload is None:
+        return {}
+    out = {}
+    deps = getattr(workload, "dependencies", None)
+    if deps is not None and len(deps.parent):
+        out["dependencies"] = deps
+    parts = getattr(workload, "partitions", None)
+    if parts is not None and len(parts.partition) > len(workload):
+        out["partitions"] = parts
+    limits = getattr(workload, "limits", None)
+    if limits is not None and len(limits.caps):
+        out["limits"] = limits
+    return out
 
 
 def _cmd_simulate(args) -> int:
     from .sim import simulate
     if args.csv and args.start_times is None:
         raise InputError("--csv goes with --start-times T", field="--csv")
-    cluster, jobs, skipped = _load_trace(args.trace, procs=args.procs, strict=args.strict,
-                                         cluster_spec=args.cluster)
-    result = simulate(cluster, jobs, args.policy, reserve_depth=args.reserve_depth,
-                      progress=False if args.no_progress else None, skipped=skipped)
+    cluster, workload, jobs, skipped = _load_trace(args.trace, procs=args.procs,
+                                                   strict=args.strict, cluster_spec=args.cluster)
+    options = dict(reserve_depth=args.reserve_depth,
+                   progress=False if args.no_progress else None,
+                   placement=_placement(args, cluster, jobs),
+                   window=args.window, resolution=args.resolution)
+    if args.config:
+        from .config import load_config
+        from .site import simulate_site
+        if workload is None:
+            raise InputError("--config needs a workload CSV (with users and accounts)",
+                             field="--config")
+        result = simulate_site(cluster, workload, load_config(args.config), args.policy,
+                               **options)
+    else:
+        result = simulate(cluster, jobs, args.policy, skipped=skipped,
+                          **_workload_constraints(workload), **options)
     result.summary["trace"] = str(args.trace)
     print(f"{args.trace}: {result.summary['nodes']} nodes, policy {args.policy}")
     print(_table([("", result.summary)]))
+    if "placement" in result.summary:
+        p = result.summary["placement"]
+        print(f"placement: {p['mean_groups_spanned']:.2f} leaf groups spanned per job "
+              f"(p95 {p['p95_groups_spanned']:.0f}); {p['multi_node_single_group_share']:.1%} "
+              f"of {p['multi_node_jobs']:,} multi-node jobs on one leaf")
+    if result.summary.get("not_started"):
+        reasons = result.jobs.loc[result.jobs.state.isin(["PENDING", "REJECTED"]), "reason"]
+        print(f"never started: {result.summary['not_started']:,} job(s): " + ", ".join(
+            f"{r} {c}" for r, c in reasons.value_counts().items()))
     _print_skipped(result.skipped, show_all=args.show_skipped)
     if args.jobs_out:
         _write(result.to_csv, args.jobs_out)
@@ -198,20 +310,39 @@ def _cmd_demo(args) -> int:
 def _cmd_check(args) -> int:
     import pandas as pd
     from .verify import check_frame
-    cluster, jobs, _ = _load_trace(args.trace, procs=args.procs, cluster_spec=args.cluster)
+    cluster, workload, jobs, _ = _load_trace(args.trace, procs=args.procs,
+                                             cluster_spec=args.cluster)
+    constraints = _workload_constraints(workload)
+    if args.config:
+        constraints["limits"] = _config_limits(args.config, cluster, workload,
+                                               constraints.get("limits"))
     try:
         frame = pd.read_csv(args.jobs_csv, keep_default_na=False, index_col=False)
     except (ValueError, pd.errors.ParserError) as e:   # EmptyDataError is a ValueError
         raise InputError(f"not a jobs CSV: {str(e).strip()}", file=args.jobs_csv) from None
     report = check_frame(cluster, jobs, frame,
                          source=args.jobs_csv, policy=args.policy,
-                         reserve_depth=args.reserve_depth)
+                         reserve_depth=args.reserve_depth, **constraints)
     print(report)
     for v in report.violations[:20]:
         print(f"  {v.kind}: {v.message}")
     if len(report.violations) > 20:
         print(f"  ... and {len(report.violations) - 20} more")
     return 0 if report.ok else 1
+
+
+def _config_limits(path, cluster, workload, own):
+    """The limit groups ``simulate --config`` enforced: the configuration's, the jobs
+    they forbid outright, and the workload's own."""
+    from .config import load_config
+    from .constraints import held_forever, merge_limits
+    from .limits import compile_limits
+    if workload is None:
+        raise InputError("--config needs a workload CSV", field="--config")
+    config = load_config(path)
+    groups, rejected = compile_limits(config, workload, config.apply_partitions(cluster))
+    return merge_limits(groups, held_forever(rejected.rows, rejected.reasons, len(workload)),
+                        own)
 
 
 def _cmd_bench(args) -> int:

@@ -632,8 +632,11 @@ def schedule_from_frame(cluster: Cluster, df) -> Schedule:
 
 
 def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule",
-                policy: str | None = None, reserve_depth: int = 1) -> VerifyReport:
+                policy: str | None = None, reserve_depth: int = 1,
+                **constraints) -> VerifyReport:
     """Verify a schedule given as records (e.g. a jobs CSV) against the jobs it schedules.
+
+    ``constraints`` (``dependencies``, ``limits``, ``partitions``) go to :func:`verify`.
 
     Rows are matched to jobs by ``job_id`` (any order); a job missing from the
     records, or a record of an unknown or repeated job, is an InputError naming
@@ -668,4 +671,5 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
         schedule = schedule_from_frame(cluster, ordered)
     except InputError as e:
         raise InputError(e.reason, file=source, field=e.field) from None
-    return verify(cluster, jobs, schedule, policy=policy, reserve_depth=reserve_depth)
+    return verify(cluster, jobs, schedule, policy=policy, reserve_depth=reserve_depth,
+                  **constraints)
