@@ -34,7 +34,7 @@ def check_jobs(cluster: Cluster, jobs: JobTable) -> None:
         raise UnsupportedError(
             "the counted-pool engine schedules a single pool of identical nodes (e.g. an SWF "
             "machine); heterogeneous nodes and several partitions need the node engine "
-            "(simulate() uses it; the Scheduler pass API does not yet)")
+            "(simulate() and the Scheduler use it)")
     if len(jobs) == 0:
         return
     check_basic(jobs)
@@ -54,7 +54,7 @@ def check_jobs(cluster: Cluster, jobs: JobTable) -> None:
             f"job {jobs.job_id[i]} asks for part of a node ({jobs.cpus_per_node[i]} of "
             f"{node_cpus} CPUs, {jobs.gpus_per_node[i]} of {node_gpus} GPUs); the counted-pool "
             "engine allocates whole nodes, partial-node jobs need the node engine "
-            "(simulate() uses it; the Scheduler pass API does not yet)")
+            "(simulate() and the Scheduler use it)")
 
 
 def reject(jobs: JobTable, bad: np.ndarray, field: str, message: str) -> None:
