@@ -14,7 +14,7 @@ import numpy as np
 from .cluster import Cluster
 from .jobs import JobTable
 from .metrics import gpu_fragmentation
-from .constraints import CAPS
+from .constraints import CAPS, csr_take
 from .schedule import Schedule
 
 #: bounded slowdown threshold (seconds), as in Feitelson's metrics
@@ -128,7 +128,7 @@ class SimulationResult:
         w, s = self.workload, self.schedule
         run = np.flatnonzero((s.start_time >= 0) & (s.start_time < t) & (s.end_time > t))
         counts = np.diff(s.alloc_offsets)[run]
-        entries = _csr_entries(s.alloc_offsets, run)
+        entries = csr_take(s.alloc_offsets, run)[1]
         nodes = s.alloc_nodes[entries]
         if self.summary.get("engine") == "pool":       # whole nodes, every GPU
             c = self.cluster
@@ -163,14 +163,6 @@ def _kept_offsets(offsets: np.ndarray, keep: np.ndarray) -> np.ndarray:
     out = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
     np.cumsum(counts[keep], out=out[1:])
     return out
-
-
-def _csr_entries(offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Indices of the entries of ``rows`` in a CSR with ``offsets``, row after row."""
-    counts = offsets[rows + 1] - offsets[rows]
-    before = np.cumsum(counts) - counts
-    return (np.repeat(offsets[rows] - before, counts)
-            + np.arange(int(counts.sum()), dtype=np.int64)).astype(np.int64)
 
 
 def format_gpu_ids(names, nodes, gpus) -> str:

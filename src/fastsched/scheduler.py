@@ -22,6 +22,7 @@ from . import _kernels
 from .cluster import Cluster, NodeState
 from .errors import FastschedError, InputError, UnsupportedError
 from .jobs import JOB_FIELDS, JobRequest, JobTable
+from .constraints import csr_take
 from .nodeplan import RunningJobs, check_node_jobs, node_availability, plan_nodes
 from .policies import check_reserve_depth, get_policy
 from .validation import check_jobs, reject
@@ -195,7 +196,7 @@ class Scheduler:
             return
         rows = self._queue_order()[started]
         counts = np.diff(decisions.node_offsets)[started]
-        entries = _csr_entries(decisions.node_offsets, started)
+        entries = csr_take(decisions.node_offsets, started)[1]
         nodes = decisions.nodes[entries]
         jobs = self._pending
         new = RunningJobs.from_arrays(
@@ -359,14 +360,6 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     return out
 
 
-def _csr_entries(offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Indices of the entries of ``rows`` in a CSR with ``offsets``, row after row."""
-    counts = offsets[rows + 1] - offsets[rows]
-    before = np.cumsum(counts) - counts
-    return (np.repeat(offsets[rows] - before, counts)
-            + np.arange(int(counts.sum()), dtype=np.int64)).astype(np.int64)
-
-
 def _no_running() -> RunningJobs:
     z = np.zeros(0, dtype=np.int64)
     return RunningJobs(z, z, np.zeros(1, dtype=np.int64), z, z, z, z, np.zeros(0, np.uint64))
@@ -384,7 +377,7 @@ def _concat_running(a: RunningJobs, b: RunningJobs) -> RunningJobs:
 
 
 def _take_running(r: RunningJobs, rows: np.ndarray) -> RunningJobs:
-    entries = _csr_entries(r.node_offsets, rows)
+    entries = csr_take(r.node_offsets, rows)[1]
     return RunningJobs(r.job_id[rows], r.planned_end[rows],
                        _offsets(np.diff(r.node_offsets)[rows]),
                        **{f: getattr(r, f)[entries] for f in _ENTRY_FIELDS})
