@@ -88,3 +88,30 @@ def test_state_at_rejects_a_non_integer_time(tmp_path):
     result = fs.simulate_swf(tiny_swf(tmp_path), "easy")
     with pytest.raises(fs.InputError, match="integer"):
         result.state_at(1.5)
+
+
+def test_start_times_under_a_site_configuration():
+    """Held jobs show their limit, dependency waiters show Dependency, order is by priority."""
+    import numpy as np
+    from fastsched import Cluster, JobTable
+    from fastsched.config import parse_config
+    from fastsched.constraints import AFTERANY, Dependencies
+    from fastsched.site import simulate_site
+    from fastsched.snapshot import start_times_at
+    from fastsched.workload import Workload
+    # one 8-GPU node; user 0 may run one job at a time (QOS MaxJobsPerUser=1)
+    jobs = JobTable.from_arrays(job_id=[1, 2, 3, 4], submit_time=[0, 1, 2, 3],
+                                time_limit=100, runtime=100, num_nodes=1, gpus_per_node=4,
+                                user=[0, 0, 1, 1])
+    wl = Workload(jobs, account=np.array([0, 0, 1, 1]), user_names=["u0", "u1"],
+                  account_names=["a", "b"], org_of_account=np.array([0, 1]),
+                  org_names=["a", "b"])
+    wl.dependencies = Dependencies([0, 0, 0, 0, 1], [2], [AFTERANY])    # 4 after 3
+    cfg = parse_config('[qos.normal]\nMaxJobsPerUser = 1\n')
+    cluster = Cluster(["g0"], [8], [8], [0])
+    result = simulate_site(cluster, wl, cfg)
+    assert list(result.schedule.start_time) == [0, 100, 2, 102]
+    frame = start_times_at(result, 50).set_index("JOBID")
+    assert frame.loc[2, "REASON"] == "QOSMaxJobsPerUserLimit" and frame.loc[2, "START_TIME"] == -1
+    assert frame.loc[4, "REASON"] == "Dependency" and frame.loc[4, "START_TIME"] == -1
+    assert sorted(frame.index) == [2, 4]

@@ -47,6 +47,13 @@ class SimulationResult:
     eligible: np.ndarray | None = None
     priority: np.ndarray | None = None
     limits: object = None
+    #: node engine: the partition choices, dependencies and placement the run
+    #: used (None: none), and ``priority_at(t) -> float64[n]``, the queue
+    #: priorities the run would compute at ``t`` (None: submit order)
+    partitions: object = None
+    dependencies: object = None
+    placement: object = None
+    priority_at: object = None
 
     @cached_property
     def jobs(self):

@@ -109,7 +109,11 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         schedule = _started_schedule(jobs, run)
         passes = run.passes
         extra = {"partition": run.partition, "reason_code": run.reason, "never": run.never,
-                 "eligible": run.eligible, "priority": prio, "limits": limits}
+                 "eligible": run.eligible, "priority": prio, "limits": limits,
+                 "partitions": partitions, "dependencies": dependencies,
+                 "placement": placement,
+                 "priority_at": _priority_at(priority, run) if callable(priority) else
+                 (None if priority is None else lambda t, key=np.asarray(priority): key)}
     wall = time.perf_counter() - wall
     summary = summarize(cluster, jobs, schedule)
     skipped = list(skipped or [])
@@ -154,6 +158,19 @@ def _run_node_engine(cluster, jobs, policy, depth, priority, period, **constrain
     run = run_nodes(cluster, jobs, policy, depth, reorder=reorder, period=period, **constraints)
     _stamp(current, run.start, at_start)
     return run, at_start
+
+
+def _priority_at(priority, run):
+    """``t -> priorities`` the run would have computed at ``t`` (for what-ifs at t)."""
+    from .nodeplan import Progress
+
+    def at(t):
+        before = run.start < t
+        return np.asarray(priority(t, Progress(np.where(before, run.start, -1),
+                                               np.where(before, run.end, -1),
+                                               np.where(run.eligible <= t, run.eligible, -1))),
+                          dtype=np.float64)
+    return at
 
 
 def _stamp(current, start, at_start) -> None:
