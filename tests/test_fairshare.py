@@ -261,3 +261,18 @@ def test_fair_tree_kernel_many_siblings_and_accounts():
     want = naive.fair_tree_arrays(tree, raw)
     assert fair_tree(tree, raw).tobytes() == want.tobytes()
     assert len(np.unique(want)) > 3      # the ranks are not all tied
+
+
+def test_fair_tree_kernel_sort_is_stable():
+    # NaN Level FS (usage sums that overflow: inf / inf) is never tied, so the order of
+    # NaN siblings decides the ranks: it must be the given order, as np.lexsort's, also
+    # past the 16-element insertion runs
+    edges = [("root", "top", 1)] + [("top", f"x{k}", 1) for k in range(20)]
+    edges += [(f"x{k}", f"u{k}_{j}", 1) for k in range(20) for j in range(2)]
+    edges += [("top", f"y{k}", 1) for k in range(5)]
+    tree = AssociationTree.from_edges(edges)
+    raw = np.where(np.char.startswith(np.array(tree.user_names), "u"), 1e308, 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = naive.fair_tree_arrays(tree, raw)
+        assert np.isnan(naive.level_fairshare_arrays(tree, raw)[tree.index["x0"]])
+    assert fair_tree(tree, raw).tobytes() == want.tobytes()
