@@ -153,3 +153,82 @@ def multifactor_one(job: dict, now, w: dict, total_nodes, total_cpus, tres_total
     if priority > 0xFFFFFFFF:
         return 0xFFFFFFFF
     return int(priority)
+
+
+# ---------------------------------------------------------------- array twins
+# The pure-Python Fair Tree that fastsched.fairshare used before its Numba kernel, on an
+# AssociationTree (arrays), kept verbatim so that the kernel can be checked *bitwise*:
+# same Level FS arithmetic, same sums in the same order, same tie rules.
+
+def node_usage_arrays(tree, user_usage):
+    """Each node's usage, summed child by child in reverse breadth-first order."""
+    import numpy as np
+    u = np.zeros(tree.num_nodes, dtype=np.float64)
+    u[tree.user_nodes] = user_usage
+    for v in tree.order[::-1]:       # children before parents
+        if v:
+            u[tree.parent[v]] += u[v]
+    return u
+
+
+def level_fairshare_arrays(tree, raw):
+    """Level FS S / U of every node (root NaN), as fastsched computed it in NumPy."""
+    import numpy as np
+    u = node_usage_arrays(tree, np.asarray(raw, dtype=np.float64))
+    par = tree.parent[1:]
+    lvl = tree.children_shares[par]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        S = np.where(lvl > 0, tree.shares[1:] / np.where(lvl > 0, lvl, 1.0), 0.0)
+        pu = u[par]
+        U = np.where(pu > 0, u[1:] / np.where(pu > 0, pu, 1.0), 0.0)
+        lf = np.where(S == 0, 0.0, S / U)
+    out = np.empty(tree.num_nodes, dtype=np.float64)
+    out[0] = np.nan
+    out[1:] = lf
+    return out
+
+
+def fair_tree_arrays(tree, raw):
+    """Fair Tree factor of each user association by recursion over sorted siblings."""
+    import numpy as np
+    lf = level_fairshare_arrays(tree, raw)
+    n_users = tree.num_users
+    out = np.zeros(n_users, dtype=np.float64)
+    if n_users == 0:
+        return out
+    is_user = tree.is_user
+    uon = tree.user_of_node
+    cptr, cidx = tree.child_ptr, tree.child_idx
+    state = [n_users, n_users]           # rank, rank-no-ties
+
+    def visit(siblings, tied_in):
+        if len(siblings) == 0:
+            return
+        # sort: Level FS descending, users (key 0) before accounts (key 1)
+        order = np.lexsort((~is_user[siblings], -lf[siblings]))
+        sib = siblings[order]
+        vals = lf[sib]
+        users = is_user[sib]
+        prev = None
+        i, m = 0, len(sib)
+        while i < m:
+            v = int(sib[i])
+            tied = tied_in if i == 0 else (prev is not None and vals[i] == prev)
+            if users[i]:
+                if not tied:
+                    state[0] = state[1]
+                out[uon[v]] = state[0] / n_users
+                state[1] -= 1
+                i += 1
+            else:
+                j = i + 1
+                while j < m and not users[j] and vals[j] == vals[i]:
+                    j += 1
+                merged = np.concatenate([cidx[cptr[int(w)]:cptr[int(w) + 1]]
+                                         for w in sib[i:j]])
+                visit(merged, tied)
+                i = j
+            prev = vals[i - 1]
+
+    visit(tree.children(0), False)
+    return out

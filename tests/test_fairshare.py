@@ -209,3 +209,70 @@ def test_bad_usage():
         tree.user_index("nobody")
     with pytest.raises(InputError, match="user association 'A' has children"):
         AssociationTree.from_edges(CLASSIC_EDGES, users=["A"])
+
+
+# ---------------------------------------------------------------- compiled kernel vs former Python
+# fair_tree / level_fairshare / node_usage are Numba kernels; naive.fair_tree_arrays is the
+# recursive NumPy code they replaced. They must agree bit for bit, on trees up to 4 account
+# levels deep with the ties Fair Tree cares about: equal shares, zero usage (LF infinite),
+# equal usage, zero shares (LF 0), usage sums that overflow (LF NaN), and sibling lists
+# longer than the kernel's 16-element insertion runs (so the merge passes run).
+USAGE_VALUES = [0.0, 0.0, 1.0, 1.0, 2.0, 0.1, 1 / 3, 7.25, 1e-300, 1e308]
+
+
+@st.composite
+def deep_trees(draw):
+    edges, accounts, users = [], [("root", 0)], []
+    for k in range(draw(st.integers(0, 12))):
+        p, d = draw(st.sampled_from([a for a in accounts if a[1] < 4]))
+        edges.append((p, f"a{k}", draw(st.sampled_from([0, 1, 1, 2, 7]))))
+        accounts.append((f"a{k}", d + 1))
+    n_users = draw(st.integers(1, 60))
+    crowd = draw(st.sampled_from(accounts))[0]     # one account gets most users
+    for k in range(n_users):
+        p = crowd if draw(st.booleans()) else draw(st.sampled_from(accounts))[0]
+        edges.append((p, f"u{k}", draw(st.sampled_from([0, 1, 1, 1, 3]))))
+        users.append(f"u{k}")
+    raw = np.array([draw(st.sampled_from(USAGE_VALUES)) for _ in users])
+    order = draw(st.permutations(users))            # user numbering != node order
+    return AssociationTree.from_edges(edges, users=order), raw[[users.index(u) for u in order]]
+
+
+@settings(max_examples=400, deadline=None)
+@given(deep_trees())
+def test_fair_tree_kernel_bitwise_equals_python(case):
+    tree, raw = case
+    with np.errstate(over="ignore"):         # 1e308 sums overflow on purpose
+        want = (naive.node_usage_arrays(tree, raw), naive.level_fairshare_arrays(tree, raw),
+                naive.fair_tree_arrays(tree, raw))
+    assert tree.node_usage(raw).tobytes() == want[0].tobytes()
+    assert level_fairshare(tree, raw).tobytes() == want[1].tobytes()
+    assert fair_tree(tree, raw).tobytes() == want[2].tobytes()
+
+
+def test_fair_tree_kernel_many_siblings_and_accounts():
+    # 3 tied accounts whose 300 users are merged, sorted together (merge passes) and ranked
+    rng = np.random.default_rng(3)
+    edges = [("root", f"a{k}", 1) for k in range(3)] + [("root", "solo", 1)]
+    edges += [(f"a{k % 3}", f"u{k}", int(rng.integers(0, 3))) for k in range(300)]
+    tree = AssociationTree.from_edges(edges)
+    raw = rng.choice([0.0, 1.0, 2.0, 5.0], tree.num_users)
+    raw[-1] = 0.0
+    want = naive.fair_tree_arrays(tree, raw)
+    assert fair_tree(tree, raw).tobytes() == want.tobytes()
+    assert len(np.unique(want)) > 3      # the ranks are not all tied
+
+
+def test_fair_tree_kernel_sort_is_stable():
+    # NaN Level FS (usage sums that overflow: inf / inf) is never tied, so the order of
+    # NaN siblings decides the ranks: it must be the given order, as np.lexsort's, also
+    # past the 16-element insertion runs
+    edges = [("root", "top", 1)] + [("top", f"x{k}", 1) for k in range(20)]
+    edges += [(f"x{k}", f"u{k}_{j}", 1) for k in range(20) for j in range(2)]
+    edges += [("top", f"y{k}", 1) for k in range(5)]
+    tree = AssociationTree.from_edges(edges)
+    raw = np.where(np.char.startswith(np.array(tree.user_names), "u"), 1e308, 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = naive.fair_tree_arrays(tree, raw)
+        assert np.isnan(naive.level_fairshare_arrays(tree, raw)[tree.index["x0"]])
+    assert fair_tree(tree, raw).tobytes() == want.tobytes()

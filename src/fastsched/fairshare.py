@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+from numba import njit
 
 from .errors import InputError
 
@@ -251,9 +252,7 @@ class AssociationTree:
         """float64[num_nodes]: each node's usage = sum over the users below it."""
         u = np.zeros(self.num_nodes, dtype=np.float64)
         u[self.user_nodes] = user_usage
-        for v in self.order[::-1]:       # children before parents
-            if v:
-                u[self.parent[v]] += u[v]
+        _sum_up(u, self.order, self.parent)
         return u
 
     def __repr__(self) -> str:
@@ -357,17 +356,7 @@ def level_fairshare(tree: AssociationTree, usage) -> np.ndarray:
     S = 0, else S / U (infinity when U = 0). The root's entry is NaN.
     """
     u = tree.node_usage(_user_usage(tree, usage))
-    par = tree.parent[1:]
-    lvl = tree.children_shares[par]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        S = np.where(lvl > 0, tree.shares[1:] / np.where(lvl > 0, lvl, 1.0), 0.0)
-        pu = u[par]
-        U = np.where(pu > 0, u[1:] / np.where(pu > 0, pu, 1.0), 0.0)
-        lf = np.where(S == 0, 0.0, S / U)
-    out = np.empty(tree.num_nodes, dtype=np.float64)
-    out[0] = np.nan
-    out[1:] = lf
-    return out
+    return _level_fs(u, tree.parent, tree.shares, tree.children_shares)
 
 
 def fair_tree(tree: AssociationTree, usage) -> np.ndarray:
@@ -382,46 +371,147 @@ def fair_tree(tree: AssociationTree, usage) -> np.ndarray:
     have their children merged (then sorted together) before descending.
     """
     lf = level_fairshare(tree, usage)
-    n_users = tree.num_users
-    out = np.zeros(n_users, dtype=np.float64)
-    if n_users == 0:
-        return out
-    is_user = tree.is_user
-    uon = tree.user_of_node
-    cptr, cidx = tree.child_ptr, tree.child_idx
-    state = [n_users, n_users]           # rank, rank-no-ties
-
-    def visit(siblings: np.ndarray, tied_in: bool) -> None:
-        if len(siblings) == 0:
-            return
-        # sort: Level FS descending, users (key 0) before accounts (key 1)
-        order = np.lexsort((~is_user[siblings], -lf[siblings]))
-        sib = siblings[order]
-        vals = lf[sib]
-        users = is_user[sib]
-        prev = None
-        i, m = 0, len(sib)
-        while i < m:
-            v = int(sib[i])
-            tied = tied_in if i == 0 else (prev is not None and vals[i] == prev)
-            if users[i]:
-                if not tied:
-                    state[0] = state[1]
-                out[uon[v]] = state[0] / n_users
-                state[1] -= 1
-                i += 1
-            else:
-                j = i + 1
-                while j < m and not users[j] and vals[j] == vals[i]:
-                    j += 1
-                merged = np.concatenate([cidx[cptr[int(w)]:cptr[int(w) + 1]]
-                                         for w in sib[i:j]])
-                visit(merged, tied)
-                i = j
-            prev = vals[i - 1]
-
-    visit(tree.children(0), False)
+    out = np.zeros(tree.num_users, dtype=np.float64)
+    if tree.num_users:
+        _fair_tree_ranks(lf, tree.is_user, tree.user_of_node, tree.child_ptr, tree.child_idx,
+                         out)
     return out
+
+
+# ---------------------------------------------------------------- kernels
+# The simulator recomputes Fair Tree every PriorityCalcPeriod, so these run thousands of
+# times per simulation. They reproduce the former NumPy/recursive code bit for bit (same
+# sums in the same order, same divisions); tests/naive_priority.py keeps that code as the
+# twin (``fair_tree_arrays``).
+
+@njit(cache=True)
+def _sum_up(u, order, parent):
+    """Add each node's usage into its parent's, children first (reverse breadth-first)."""
+    for k in range(len(order) - 1, 0, -1):
+        v = order[k]
+        u[parent[v]] += u[v]
+
+
+@njit(cache=True)
+def _level_fs(u, parent, shares, children_shares):
+    """Level FS of every node (root NaN) from node usages; see :func:`level_fairshare`."""
+    n = len(u)
+    out = np.empty(n, dtype=np.float64)
+    if n:
+        out[0] = np.nan
+    for v in range(1, n):
+        p = parent[v]
+        lvl = children_shares[p]
+        S = shares[v] / lvl if lvl > 0 else 0.0
+        U = u[v] / u[p] if u[p] > 0 else 0.0
+        if S == 0:
+            out[v] = 0.0
+        elif U == 0:
+            out[v] = np.inf
+        else:
+            out[v] = S / U
+    return out
+
+
+@njit(cache=True)
+def _before(a, b, lf, is_user):
+    """Strict sibling order: Level FS descending (NaN last), then users before accounts."""
+    fa, fb = lf[a], lf[b]
+    na, nb = fa != fa, fb != fb
+    if na != nb:
+        return nb
+    if not na and fa != fb:
+        return fa > fb
+    return is_user[a] and not is_user[b]
+
+
+@njit(cache=True)
+def _sort_siblings(buf, s, e, tmp, lf, is_user):
+    """Stable sort of buf[s:e] by :func:`_before` (insertion runs, then merges via tmp)."""
+    run = 16
+    for lo in range(s, e, run):
+        hi = min(lo + run, e)
+        for i in range(lo + 1, hi):
+            x = buf[i]
+            j = i
+            while j > lo and _before(x, buf[j - 1], lf, is_user):
+                buf[j] = buf[j - 1]
+                j -= 1
+            buf[j] = x
+    src, dst = buf, tmp
+    in_buf = True
+    width = run
+    while width < e - s:
+        for lo in range(s, e, 2 * width):
+            mid, hi = min(lo + width, e), min(lo + 2 * width, e)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                # the right run wins only when strictly before: keeps the sort stable
+                if j < hi and (i >= mid or _before(src[j], src[i], lf, is_user)):
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+        src, dst = dst, src
+        in_buf = not in_buf
+        width *= 2
+    if not in_buf:
+        buf[s:e] = src[s:e]
+
+
+@njit(cache=True)
+def _fair_tree_ranks(lf, is_user, user_of_node, child_ptr, child_idx, out):
+    """Fair Tree's depth-first ranking with an explicit stack (see :func:`fair_tree`).
+
+    Each stack frame is one sorted sibling list, held in ``buf[start:end]``; a child
+    frame is laid out right after its parent's, so ``buf`` (one slot per node) is
+    enough. ``pos`` is the frame's next sibling and ``tied`` whether its first sibling
+    is tied with what came before it (a user tied with the parent account).
+    """
+    n = len(lf)
+    n_users = len(out)
+    buf = np.empty(n, dtype=np.int32)
+    tmp = np.empty(n, dtype=np.int32)
+    start = np.empty(n + 1, dtype=np.int64)
+    end = np.empty(n + 1, dtype=np.int64)
+    pos = np.empty(n + 1, dtype=np.int64)
+    tied_in = np.empty(n + 1, dtype=np.bool_)
+    m = child_ptr[1] - child_ptr[0]
+    buf[:m] = child_idx[child_ptr[0]:child_ptr[1]]
+    _sort_siblings(buf, 0, m, tmp, lf, is_user)
+    start[0], end[0], pos[0], tied_in[0] = 0, m, 0, False
+    rank = n_users            # rank of the current tie group
+    rank_no_ties = n_users    # rank the next user gets if it is not tied
+    top = 0
+    while top >= 0:
+        s, e, i = start[top], end[top], pos[top]
+        if i >= e:
+            top -= 1
+            continue
+        v = buf[i]
+        tied = tied_in[top] if i == s else lf[v] == lf[buf[i - 1]]
+        if is_user[v]:
+            if not tied:
+                rank = rank_no_ties
+            out[user_of_node[v]] = rank / n_users
+            rank_no_ties -= 1
+            pos[top] = i + 1
+            continue
+        # accounts tied with v (sorted next to it): merge their children, descend
+        j = i + 1
+        while j < e and not is_user[buf[j]] and lf[buf[j]] == lf[v]:
+            j += 1
+        k = e
+        for a in range(i, j):
+            w = buf[a]
+            for c in range(child_ptr[w], child_ptr[w + 1]):
+                buf[k] = child_idx[c]
+                k += 1
+        _sort_siblings(buf, e, k, tmp, lf, is_user)
+        pos[top] = j
+        top += 1
+        start[top], end[top], pos[top], tied_in[top] = e, k, e, tied
 
 
 def classic(tree: AssociationTree, usage, damping: float = 1.0,
