@@ -152,6 +152,37 @@ def _place_512(repeat: int) -> dict:
     return figures
 
 
+def _easy_100k_topo(repeat: int) -> dict:
+    """B2 with topology on: the same state and EASY pass, starts placed by the tree
+    (every multi-node job limited to the fewest leaf switches it can use,
+    --switches=ceil(N/32)) and 4-GPU socket groups; the plain pass is timed in the
+    same process for the ratio."""
+    import numpy as np
+    from .benchstate import busy_state
+    from .constraints import Placement
+    from .nodeplan import plan_nodes
+    from .topology import levels_array
+    state = busy_state("ai-100k", pending=100_000)
+    jobs = state.pending
+    switches = np.where(jobs.num_nodes > 1, -(-jobs.num_nodes // 32), 0)
+    placement = Placement.topology(levels_array(state.cluster.topology), len(jobs),
+                                   max_leaves=switches, gpu_groups=[0x0F, 0xF0])
+
+    def run(pl):
+        return lambda: plan_nodes(state.cluster, state.running, jobs, state.now, "easy",
+                                  placement=pl)
+    figures = {"scenario": "easy-100k-topo", "pending": len(jobs)}
+    for key, pl in (("plain", None), ("topology", placement)):
+        d = run(pl)()                                    # warm-up (and the decisions)
+        times = time_runs(run(pl), repeat)
+        figures[f"{key}_median_ms"] = round(1e3 * statistics.median(times), 1)
+        figures[f"{key}_starts"] = int((d.outcome == 0).sum())
+    figures["runs"] = repeat
+    figures["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    figures["machine"] = machine()
+    return figures
+
+
 def _node_engine(name: str):
     """B2 / B3 / B6 on the node engine (state builders live in fastsched.benchstate)."""
     def run(repeat: int) -> dict:
@@ -164,7 +195,8 @@ def _node_engine(name: str):
 SCENARIOS = {"kth-easy": _kth_easy, "priority-1m": _priority_1m,
              "easy-100k": _node_engine("easy-100k"),
              "conservative-100k": _node_engine("conservative-100k"),
-             "scaling": _node_engine("scaling"), "place-512": _place_512}
+             "scaling": _node_engine("scaling"), "place-512": _place_512,
+             "easy-100k-topo": _easy_100k_topo}
 
 
 def run_scenario(name: str, repeat: int = 7) -> dict:
