@@ -54,7 +54,8 @@ def priority_function(config, workload, cluster, tree=None):
         rows = np.flatnonzero((progress.start < 0) & (jobs.submit_time < now + period))
         if not len(rows):
             return key
-        usage = usage_at(config, tree, workload, progress.start, progress.end, now)
+        usage = usage_at(config, tree, workload, progress.start, progress.end, now,
+                         job_associations=assoc)
         accrue = np.where(progress.eligible >= 0, progress.eligible, jobs.submit_time)
         prio = multifactor(jobs.take(rows), now, config.weights,
                            fairshare=config.fairshare(tree, usage),

@@ -55,13 +55,15 @@ def last_reset(period: str, now: int) -> int:
 
 
 def usage_at(config, tree: AssociationTree, workload, schedule_start, schedule_end,
-             now: int) -> Usage:
+             now: int, *, job_associations=None) -> Usage:
     """:class:`Usage` of every user association of ``tree`` at time ``now``.
 
     ``schedule_start`` / ``schedule_end`` are per job (workload order; -1 =
     never started; an end of -1 or after ``now`` means still running). The
     tree must come from ``config.build_tree`` (or
-    :meth:`AssociationTree.from_workload`) for this workload.
+    :meth:`AssociationTree.from_workload`) for this workload;
+    ``job_associations`` (``tree.job_associations(workload)``, computed when
+    not given) saves that lookup when the same workload is charged often.
     """
     jobs = workload.jobs
     n = len(jobs)
@@ -86,7 +88,8 @@ def usage_at(config, tree: AssociationTree, workload, schedule_start, schedule_e
     else:
         seconds = hi - lo
     tres = job_tres(jobs)
-    assoc = tree.job_associations(workload)[ran]
+    assoc = (tree.job_associations(workload) if job_associations is None
+             else job_associations)[ran]
     factor = config.usage_factor()[config.job_qos(workload)[ran]]
     usage.add_usage(assoc, {"CPU": tres["cpu"][ran] * seconds,
                             "Mem": tres["mem"][ran] * seconds,
