@@ -353,12 +353,27 @@ def _plan_job(now, res, g, c, m, d, need, only_now, skip_now, plist, capG, capC,
         return now
     if only_now:
         return -1
+    # Every node is wholly free after its last breakpoint (its tail), so the
+    # start is at most the need-th smallest tail of an eligible node: t_up.
+    # Nothing that starts after t_up can matter, which keeps the scans short.
+    tails = np.empty(P, dtype=np.int64)
+    nt = 0
+    for i in range(P):
+        x = plist[i]
+        if capG[x] >= g and capC[x] >= c and capM[x] >= m:
+            tails[nt] = WT[x, wlen[x] - 1]
+            nt += 1
+    if need == 1:
+        t_up = tails[:nt].min()
+    else:
+        t_up = np.partition(tails[:nt], need - 1)[need - 1]
     if need == 1:
         # t = the earliest run start over all nodes; every candidate's run starts
-        # at t, so the choice is by (free at t, index): no sort needed.
-        bt = _INF
+        # at t, so the choice is by (free at t, index): no sort needed. The
+        # sentinel (t_up, +inf...) loses to any run starting at or before t_up.
+        bt = t_up
         bx = -1
-        bg = bc = bm = 0
+        bg = bc = bm = _INF
         for i in range(P):
             x = plist[i]
             if capG[x] < g or capC[x] < c or capM[x] < m:
@@ -401,7 +416,7 @@ def _plan_job(now, res, g, c, m, d, need, only_now, skip_now, plist, capG, capC,
             continue
         L = wlen[x]
         k = 0
-        while k < L:
+        while k < L and WT[x, k] <= t_up:
             if WG[x, k] >= g and WC[x, k] >= c and WM[x, k] >= m:
                 k2 = k + 1
                 while k2 < L and WG[x, k2] >= g and WC[x, k2] >= c and WM[x, k2] >= m:
@@ -563,6 +578,11 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
         return -1, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R
     reserved = 0
     nstarted = 0
+    # room for two more breakpoints on every node: K >= need_w, kept up to date
+    # as holds and starts lengthen profiles and running lists (no per-job scan)
+    need_w = 0
+    for x in range(wlen.shape[0]):
+        need_w = max(need_w, wlen[x] + 2, rlen[x] + 3)
     for q in range(last + 1):
         j = queue[q]
         held = _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage)
@@ -595,10 +615,6 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
         for e in range(pc_off[j], pc_off[j + 1]):
             p = pc_part[e]
             plist = pflat[poff[p]:poff[p + 1]]
-            # room for two more breakpoints on every node
-            need_w = 0
-            for i in range(plist.shape[0]):
-                need_w = max(need_w, wlen[plist[i]] + 2, rlen[plist[i]] + 3)
             if need_w > K:
                 while K < need_w:
                     K *= 2
@@ -628,6 +644,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             continue
         for i in range(nn[j]):
             _hold(chosen[i], t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
+            need_w = max(need_w, wlen[chosen[i]] + 2)
         planned[j] = t
         if t > now:
             reserved += 1
@@ -682,6 +699,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             RM[x, r] = rm[j]
             RJ[x, r] = j
             rlen[x] += 1
+            need_w = max(need_w, rlen[x] + 3)
         nstarted += 1
         tcount[:] = -1
     return nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R
