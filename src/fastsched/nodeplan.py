@@ -31,6 +31,7 @@ from numba import njit
 
 from .cluster import Cluster, NodeState
 from .topology import choose_gpus_kernel, topo_place
+from .runindex import NFIELDS as _NF, ix_region, tr_reserve, tr_succ
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices)
 from .errors import InputError
@@ -45,6 +46,9 @@ _FCFS, _EASY, _CONS = 0, 1, 2
 _AFTER, _AFTERANY, _AFTEROK, _AFTERNOTOK = AFTER, AFTERANY, AFTEROK, AFTERNOTOK
 _INF = np.int64(1) << np.int64(62)
 _NCAPS = 5         # columns of LimitGroups.caps (constraints.CAPS)
+#: a request type gets a run index after this many plans in one pass (< 0: never).
+#: Read at each call, so tests can force either path.
+_INDEX_AFTER = 16
 
 
 # --------------------------------------------------------------------------- inputs
@@ -477,6 +481,89 @@ def _plan_job(now, res, g, c, m, d, need, only_now, skip_now, plist, capG, capC,
 
 
 @njit(cache=True)
+def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen):
+    """:func:`_plan_job` (no topology) over the type's run index: the same start
+    and nodes. Runs in key order (start, free g/c/m at the start, node) are the
+    best-fit order of a start now and the start-sorted sweep of a later one."""
+    z = tr_succ(TR, root, -1, d)
+    if z < 0 or (only_now and TR[z, 0] != now):
+        return -1
+    if need == 1:
+        chosen[0] = TR[z, 4]
+        return TR[z, 0]
+    # --- smallest t covered by `need` feasible intervals [a, a + len - d]
+    cap = 4 * need + 16
+    hk = np.empty(cap, dtype=np.int64)
+    hv = np.empty(cap, dtype=np.int64)
+    hs = 0
+    t = -1
+    while z >= 0:
+        t = TR[z, 0]
+        if only_now and t != now:
+            return -1
+        while z >= 0 and TR[z, 0] == t:
+            if hs == cap:
+                cap *= 2
+                hk2 = np.empty(cap, dtype=np.int64)
+                hv2 = np.empty(cap, dtype=np.int64)
+                hk2[:hs] = hk[:hs]
+                hv2[:hs] = hv[:hs]
+                hk = hk2
+                hv = hv2
+            b = _INF if TR[z, 5] >= _INF else t + TR[z, 5] - d
+            hs = _heap_push(hk, hv, hs, b, z)
+            z = tr_succ(TR, root, z, d)
+        while hs > 0 and hk[0] < t:
+            hs = _heap_pop(hk, hv, hs)
+        if hs >= need:
+            break
+        t = -1
+    if t < 0:
+        return -1
+    # --- choose among the runs covering t: (-run start, free at t, node)
+    cx = np.empty(hs, dtype=np.int64)
+    ca = np.empty(hs, dtype=np.int64)
+    for i in range(hs):
+        cx[i] = TR[hv[i], 4]
+        ca[i] = TR[hv[i], 0]
+    by_node = np.argsort(cx)
+    k0 = np.empty(hs, dtype=np.int64)
+    k1 = np.empty(hs, dtype=np.int64)
+    k2 = np.empty(hs, dtype=np.int64)
+    k3 = np.empty(hs, dtype=np.int64)
+    for i in range(hs):
+        x = cx[by_node[i]]
+        sg = _segment_at(x, t, WT, wlen)
+        k0[i] = -ca[by_node[i]]
+        k1[i] = WG[x, sg]
+        k2[i] = WC[x, sg]
+        k3[i] = WM[x, sg]
+    order = _lex_order(k0, k1, k2, k3, hs)
+    for i in range(need):
+        chosen[i] = cx[by_node[order[i]]]
+    chosen[:need].sort()
+    return t
+
+
+@njit(cache=True)
+def _ix_build(now, pass_id, res, g, c, m, plist, capG, capC, capM, TR, fr, meta,
+              WT, WG, WC, WM, wlen, stamp, RT, RG, RC, RM, rlen, fg, fc, fm):
+    """The run index of one type: every capable node's runs (profiles built
+    first). Returns (root, TR, fr)."""
+    root = -1
+    for i in range(plist.shape[0]):
+        x = plist[i]
+        if capG[x] < g or capC[x] < c or capM[x] < m:
+            continue
+        if stamp[x] != pass_id:
+            _build(x, now, res, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
+            stamp[x] = pass_id
+        TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
+        root = ix_region(TR, fr, meta, root, x, now, _INF, g, c, m, WT, WG, WC, WM, wlen, True)
+    return root, TR, fr
+
+
+@njit(cache=True)
 def _type_count(ty, tcount, type_p, type_g, type_c, type_m, poff, pflat, fg, fc, fm):
     """Available nodes of the type's partition whose free-now (running jobs only) covers it."""
     if tcount[ty] < 0:
@@ -543,7 +630,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
           fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
           stamp, tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
           jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-          eligible, gmasks):
+          eligible, gmasks, index_after):
     """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
 
     The one copy of the planning logic: the event loop (:func:`_run`) and
@@ -559,7 +646,9 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
     forever) shapes starts (see :func:`_plan_job`); GPUs on a node are taken
     by :func:`fastsched.topology.choose_gpus_kernel` over ``gmasks`` when given. ``full``: walk the whole queue (no
     early stop, no skipped pass). ``pass_id`` must differ from every earlier
-    pass's.
+    pass's. ``index_after``: a request type's later starts come from a run
+    index (:mod:`fastsched.runindex`, same answers) once it has been planned
+    more than this many times in the pass (< 0: never; not with topology).
 
     Returns ``(nstarted or -1 when the pass was skipped, WT, WG, WC, WM, K,
     RT, RG, RC, RM, RJ, R)``: the work arrays may have been widened.
@@ -583,6 +672,17 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
     need_w = 0
     for x in range(wlen.shape[0]):
         need_w = max(need_w, wlen[x] + 2, rlen[x] + 3)
+    # run indexes (per request type, built lazily, updated by every hold)
+    T = type_p.shape[0]
+    roots = np.full(T, -1, dtype=np.int64)
+    ixon = np.zeros(T, dtype=np.bool_)
+    qn = np.zeros(T, dtype=np.int64)
+    ixl = np.empty(T, dtype=np.int64)
+    nix = 0
+    TR = np.empty((1024, _NF), dtype=np.int64)
+    fr = np.empty(1024, dtype=np.int64)
+    meta = np.zeros(3, dtype=np.int64)
+    inpart = np.zeros((0, 0), dtype=np.bool_)
     for q in range(last + 1):
         j = queue[q]
         held = _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage)
@@ -626,10 +726,30 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
                                    poff, pflat, fg, fc, fm) >= nn[j]
             if only_now and not now_here:
                 continue
-            te = _plan_job(now, res, rg[j], rc[j], rm[j], dur, nn[j], only_now,
-                           not now_here, plist,
-                           capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
-                           RT, RG, RC, RM, rlen, fg, fc, fm, trial, levels, unit[j], ml)
+            ty = pc_type[e]
+            if levels.shape[0] == 0 and index_after >= 0 and not ixon[ty]:
+                qn[ty] += 1
+                if qn[ty] > index_after:
+                    if inpart.shape[0] == 0:
+                        inpart = np.zeros((poff.shape[0] - 1, capG.shape[0]), dtype=np.bool_)
+                        for pp in range(poff.shape[0] - 1):
+                            for i in range(poff[pp], poff[pp + 1]):
+                                inpart[pp, pflat[i]] = True
+                    roots[ty], TR, fr = _ix_build(now, pass_id, res, rg[j], rc[j], rm[j], plist,
+                                                  capG, capC, capM, TR, fr, meta, WT, WG, WC,
+                                                  WM, wlen, stamp, RT, RG, RC, RM, rlen,
+                                                  fg, fc, fm)
+                    ixon[ty] = True
+                    ixl[nix] = ty
+                    nix += 1
+            if ixon[ty]:
+                te = _plan_indexed(now, dur, nn[j], only_now, roots[ty], TR, WT, WG, WC, WM,
+                                   wlen, trial)
+            else:
+                te = _plan_job(now, res, rg[j], rc[j], rm[j], dur, nn[j], only_now,
+                               not now_here, plist,
+                               capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
+                               RT, RG, RC, RM, rlen, fg, fc, fm, trial, levels, unit[j], ml)
             if te >= 0 and (t < 0 or te < t):
                 t = te
                 part_used[j] = p
@@ -643,8 +763,28 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
         if t - now > window:        # beyond the planning window: no reservation
             continue
         for i in range(nn[j]):
-            _hold(chosen[i], t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
-            need_w = max(need_w, wlen[chosen[i]] + 2)
+            x = chosen[i]
+            if nix > 0:         # the runs this hold changes leave the indexes...
+                _split(x, t, WT, WG, WC, WM, wlen)
+                _split(x, t + dur, WT, WG, WC, WM, wlen)
+                for q2 in range(nix):
+                    ty = ixl[q2]
+                    if inpart[type_p[ty], x] and capG[x] >= type_g[ty] and \
+                            capC[x] >= type_c[ty] and capM[x] >= type_m[ty]:
+                        roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, t + dur, type_g[ty],
+                                              type_c[ty], type_m[ty], WT, WG, WC, WM, wlen,
+                                              False)
+            _hold(x, t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
+            need_w = max(need_w, wlen[x] + 2)
+            if nix > 0:         # ... and come back as they are now
+                for q2 in range(nix):
+                    ty = ixl[q2]
+                    if inpart[type_p[ty], x] and capG[x] >= type_g[ty] and \
+                            capC[x] >= type_c[ty] and capM[x] >= type_m[ty]:
+                        TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
+                        roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, t + dur, type_g[ty],
+                                              type_c[ty], type_m[ty], WT, WG, WC, WM, wlen,
+                                              True)
         planned[j] = t
         if t > now:
             reserved += 1
@@ -752,7 +892,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
          ch_off, ch_job, ch_kind, pend, never, arrived, eligible, jg_off, jg, caps, gusage,
          reason, part_used, start, end, planned, alloc_nodes, alloc_mask, fg, fc, fm, fmask,
          WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, stamp, tcount, queue, evk, evj,
-         chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks):
+         chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks, index_after):
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
@@ -823,7 +963,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
                 fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
                 stamp, tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
                 jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-                eligible, gmasks)
+                eligible, gmasks, index_after)
             if nstarted < 0:
                 break
             passes += 1
@@ -1023,7 +1163,8 @@ class _EventLoop:
                    self.end, self.planned, self.alloc_nodes, self.alloc_mask, self.fg, self.fc,
                    self.fm, self.fmask, W[0], W[1], W[2], W[3], self.wlen, Rs[0], Rs[1], Rs[2],
                    Rs[3], Rs[4], self.rlen, self.stamp, self.tcount, self.queue, self.evk,
-                   self.evj, self.chosen, self.trial, self.newly, *self.topo)
+                   self.evj, self.chosen, self.trial, self.newly, *self.topo,
+                   np.int64(_INDEX_AFTER))
         self.W, self.Rs = list(out[:4]), list(out[4:])
 
     def result(self) -> NodeRun:
@@ -1419,7 +1560,8 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
               np.ascontiguousarray(limits.caps, dtype=np.int64).reshape(-1, _NCAPS), usage,
               reason, part_used, pl.levels, pl.unit[order], pl.max_leaves[order],
               pl.leaf_wait[order],
-              q(pending.submit_time if eligible is None else eligible), pl.gpu_groups)[0]
+              q(pending.submit_time if eligible is None else eligible), pl.gpu_groups,
+              np.int64(_INDEX_AFTER))[0]
         if code == _FCFS:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, reason, n)
     outcome = np.full(n, BLOCKED, dtype=np.int8)
