@@ -108,6 +108,18 @@ def _partition_nodes(cluster: Cluster, avail: np.ndarray):
     return offsets, flat.astype(np.int64)
 
 
+def _partition_bits(poff, pflat, num_nodes: int) -> np.ndarray:
+    """Per node, bit p set when it is an available node of partition p (empty when
+    there are more than 64 partitions: the pass then recounts instead)."""
+    P = len(poff) - 1
+    if P > 64:
+        return np.zeros(0, dtype=np.uint64)
+    bits = np.zeros(num_nodes, dtype=np.uint64)
+    for p in range(P):
+        bits[pflat[poff[p]:poff[p + 1]]] |= np.uint64(1) << np.uint64(p)
+    return bits
+
+
 def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None,
                     partitions: PartitionChoices | None = None) -> PartitionChoices:
     """Raise InputError (naming the first bad job) for a job the node engine can never run.
@@ -630,7 +642,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
           fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
           stamp, tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
           jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-          eligible, gmasks, index_after):
+          eligible, gmasks, index_after, pbits):
     """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
 
     The one copy of the planning logic: the event loop (:func:`_run`) and
@@ -649,6 +661,8 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
     pass's. ``index_after``: a request type's later starts come from a run
     index (:mod:`fastsched.runindex`, same answers) once it has been planned
     more than this many times in the pass (< 0: never; not with topology).
+    ``pbits``: :func:`_partition_bits`, to keep the free-now counts up to date
+    through starts (empty: recount after every start).
 
     Returns ``(nstarted or -1 when the pass was skipped, WT, WG, WC, WM, K,
     RT, RG, RC, RM, RJ, R)``: the work arrays may have been widened.
@@ -678,6 +692,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
     ixon = np.zeros(T, dtype=np.bool_)
     qn = np.zeros(T, dtype=np.int64)
     ixl = np.empty(T, dtype=np.int64)
+    upd = np.zeros(T, dtype=np.bool_)
     nix = 0
     TR = np.empty((1024, _NF), dtype=np.int64)
     fr = np.empty(1024, dtype=np.int64)
@@ -765,12 +780,20 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
         for i in range(nn[j]):
             x = chosen[i]
             if nix > 0:         # the runs this hold changes leave the indexes...
-                _split(x, t, WT, WG, WC, WM, wlen)
-                _split(x, t + dur, WT, WG, WC, WM, wlen)
+                ka = _split(x, t, WT, WG, WC, WM, wlen)
+                kb = _split(x, t + dur, WT, WG, WC, WM, wlen)
                 for q2 in range(nix):
                     ty = ixl[q2]
+                    upd[q2] = False
                     if inpart[type_p[ty], x] and capG[x] >= type_g[ty] and \
                             capC[x] >= type_c[ty] and capM[x] >= type_m[ty]:
+                        # no segment of the hold meets the type: its runs stay as they are
+                        for k in range(ka, kb):
+                            if WG[x, k] >= type_g[ty] and WC[x, k] >= type_c[ty] and \
+                                    WM[x, k] >= type_m[ty]:
+                                upd[q2] = True
+                                break
+                    if upd[q2]:
                         roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, t + dur, type_g[ty],
                                               type_c[ty], type_m[ty], WT, WG, WC, WM, wlen,
                                               False)
@@ -779,8 +802,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             if nix > 0:         # ... and come back as they are now
                 for q2 in range(nix):
                     ty = ixl[q2]
-                    if inpart[type_p[ty], x] and capG[x] >= type_g[ty] and \
-                            capC[x] >= type_c[ty] and capM[x] >= type_m[ty]:
+                    if upd[q2]:
                         TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
                         roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, t + dur, type_g[ty],
                                               type_c[ty], type_m[ty], WT, WG, WC, WM, wlen,
@@ -818,6 +840,14 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             fg[x] -= rg[j]
             fc[x] -= rc[j]
             fm[x] -= rm[j]
+            if pbits.shape[0] > 0:      # the types this node no longer covers: one fewer
+                for ty in range(tcount.shape[0]):
+                    if tcount[ty] >= 0 and (pbits[x] >> np.uint64(type_p[ty])) & np.uint64(1) \
+                            and fg[x] + rg[j] >= type_g[ty] and fc[x] + rc[j] >= type_c[ty] \
+                            and fm[x] + rm[j] >= type_m[ty] and not (
+                                fg[x] >= type_g[ty] and fc[x] >= type_c[ty]
+                                and fm[x] >= type_m[ty]):
+                        tcount[ty] -= 1
             if rlen[x] + 1 > R:
                 R *= 2
                 RT = _widen(RT, R)
@@ -841,7 +871,8 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             rlen[x] += 1
             need_w = max(need_w, rlen[x] + 3)
         nstarted += 1
-        tcount[:] = -1
+        if pbits.shape[0] == 0:
+            tcount[:] = -1
     return nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R
 
 
@@ -892,7 +923,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
          ch_off, ch_job, ch_kind, pend, never, arrived, eligible, jg_off, jg, caps, gusage,
          reason, part_used, start, end, planned, alloc_nodes, alloc_mask, fg, fc, fm, fmask,
          WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, stamp, tcount, queue, evk, evj,
-         chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks, index_after):
+         chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks, index_after, pbits):
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
@@ -963,7 +994,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
                 fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
                 stamp, tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
                 jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-                eligible, gmasks, index_after)
+                eligible, gmasks, index_after, pbits)
             if nstarted < 0:
                 break
             passes += 1
@@ -1050,6 +1081,7 @@ class _EventLoop:
         self.n = n
         avail = node_availability(cluster, available)
         self.poff, self.pflat = _partition_nodes(cluster, avail)
+        self.pbits = _partition_bits(self.poff, self.pflat, cluster.num_nodes)
         order = np.lexsort((jobs.job_id, jobs.submit_time))
         self.order = order
         inverse = np.empty_like(order)
@@ -1164,7 +1196,7 @@ class _EventLoop:
                    self.fm, self.fmask, W[0], W[1], W[2], W[3], self.wlen, Rs[0], Rs[1], Rs[2],
                    Rs[3], Rs[4], self.rlen, self.stamp, self.tcount, self.queue, self.evk,
                    self.evj, self.chosen, self.trial, self.newly, *self.topo,
-                   np.int64(_INDEX_AFTER))
+                   np.int64(_INDEX_AFTER), self.pbits)
         self.W, self.Rs = list(out[:4]), list(out[4:])
 
     def result(self) -> NodeRun:
@@ -1561,7 +1593,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
               reason, part_used, pl.levels, pl.unit[order], pl.max_leaves[order],
               pl.leaf_wait[order],
               q(pending.submit_time if eligible is None else eligible), pl.gpu_groups,
-              np.int64(_INDEX_AFTER))[0]
+              np.int64(_INDEX_AFTER), _partition_bits(poff, pflat, X))[0]
         if code == _FCFS:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, reason, n)
     outcome = np.full(n, BLOCKED, dtype=np.int8)
