@@ -18,9 +18,13 @@ Data layout (all flat NumPy arrays, one row per node):
 
 Speed: a job can only start now if its partition has N nodes whose free-now
 resources (running jobs only) cover its request. Those counts are computed per
-request *type* (partition, g, c, m) and cached until the next start; a pass is
-skipped when no queued job passes, and the walk stops after the last that does
-(what follows cannot change this pass's starts).
+request *type* (partition, g, c, m), kept up to date through the pass's starts;
+a pass is skipped when no queued job passes, and the walk stops after the last
+that does (what follows cannot change this pass's starts). A start is at most
+the need-th smallest node *tail* (wholly free after it), which bounds the scans.
+A type planned often in a pass switches to a run index
+(:mod:`fastsched.runindex`): its answers come in O(log) per run looked at
+instead of a scan of every node's profile, and holds update it incrementally.
 """
 from __future__ import annotations
 
