@@ -188,15 +188,15 @@ def _node_engine(name: str):
     def run(repeat: int) -> dict:
         from . import benchstate
         return {"easy-100k": benchstate._b2, "conservative-100k": benchstate._b3,
-                "scaling": benchstate._b6}[name](repeat)
+                "scaling": benchstate._b6, "memory-1m": benchstate._memory_1m}[name](repeat)
     return run
 
 
 SCENARIOS = {"kth-easy": _kth_easy, "priority-1m": _priority_1m,
              "easy-100k": _node_engine("easy-100k"),
              "conservative-100k": _node_engine("conservative-100k"),
-             "scaling": _node_engine("scaling"), "place-512": _place_512,
-             "easy-100k-topo": _easy_100k_topo}
+             "scaling": _node_engine("scaling"), "memory-1m": _node_engine("memory-1m"),
+             "place-512": _place_512, "easy-100k-topo": _easy_100k_topo}
 
 
 def run_scenario(name: str, repeat: int = 7) -> dict:

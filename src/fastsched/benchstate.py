@@ -206,3 +206,12 @@ def _b6(repeat: int) -> dict:
             for policy, full in (("easy", False), ("conservative", True)):
                 points.append(measure_point(cluster_name, pending, policy, full, repeat))
     return {"scenario": "scaling (B6, node engine)", "points": points, "machine": machine()}
+
+
+def _memory_1m(repeat: int) -> dict:
+    """memory-1m: peak RSS of building the ai-1m state (1M GPUs, 85% busy) with
+    1,000,000 pending jobs and running one EASY pass on it (in a child process)."""
+    from .bench import machine
+    fig = measure_point("ai-1m", 1_000_000, "easy", False, repeat, max_seconds=600.0)
+    return {"scenario": "memory-1m", **fig, "target_peak_rss_mb": 2048, "machine": machine()}
+

@@ -18,9 +18,13 @@ Data layout (all flat NumPy arrays, one row per node):
 
 Speed: a job can only start now if its partition has N nodes whose free-now
 resources (running jobs only) cover its request. Those counts are computed per
-request *type* (partition, g, c, m) and cached until the next start; a pass is
-skipped when no queued job passes, and the walk stops after the last that does
-(what follows cannot change this pass's starts).
+request *type* (partition, g, c, m), kept up to date through the pass's starts;
+a pass is skipped when no queued job passes, and the walk stops after the last
+that does (what follows cannot change this pass's starts). A start is at most
+the need-th smallest node *tail* (wholly free after it), which bounds the scans.
+A type planned often in a pass switches to a run index
+(:mod:`fastsched.runindex`): its answers come in O(log) per run looked at
+instead of a scan of every node's profile, and holds update it incrementally.
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from numba import njit
 
 from .cluster import Cluster, NodeState
 from .topology import choose_gpus_kernel, topo_place
+from .runindex import NFIELDS as _NF, ix_region, tr_reserve, tr_succ
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices)
 from .errors import InputError
@@ -45,6 +50,9 @@ _FCFS, _EASY, _CONS = 0, 1, 2
 _AFTER, _AFTERANY, _AFTEROK, _AFTERNOTOK = AFTER, AFTERANY, AFTEROK, AFTERNOTOK
 _INF = np.int64(1) << np.int64(62)
 _NCAPS = 5         # columns of LimitGroups.caps (constraints.CAPS)
+#: a request type gets a run index after this many plans in one pass (< 0: never).
+#: Read at each call, so tests can force either path.
+_INDEX_AFTER = 16
 
 
 # --------------------------------------------------------------------------- inputs
@@ -102,6 +110,18 @@ def _partition_nodes(cluster: Cluster, avail: np.ndarray):
         offsets[p + 1] = offsets[p] + len(nodes)
     flat = np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64)
     return offsets, flat.astype(np.int64)
+
+
+def _partition_bits(poff, pflat, num_nodes: int) -> np.ndarray:
+    """Per node, bit p set when it is an available node of partition p (empty when
+    there are more than 64 partitions: the pass then recounts instead)."""
+    P = len(poff) - 1
+    if P > 64:
+        return np.zeros(0, dtype=np.uint64)
+    bits = np.zeros(num_nodes, dtype=np.uint64)
+    for p in range(P):
+        bits[pflat[poff[p]:poff[p + 1]]] |= np.uint64(1) << np.uint64(p)
+    return bits
 
 
 def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None,
@@ -353,12 +373,27 @@ def _plan_job(now, res, g, c, m, d, need, only_now, skip_now, plist, capG, capC,
         return now
     if only_now:
         return -1
+    # Every node is wholly free after its last breakpoint (its tail), so the
+    # start is at most the need-th smallest tail of an eligible node: t_up.
+    # Nothing that starts after t_up can matter, which keeps the scans short.
+    tails = np.empty(P, dtype=np.int64)
+    nt = 0
+    for i in range(P):
+        x = plist[i]
+        if capG[x] >= g and capC[x] >= c and capM[x] >= m:
+            tails[nt] = WT[x, wlen[x] - 1]
+            nt += 1
+    if need == 1:
+        t_up = tails[:nt].min()
+    else:
+        t_up = np.partition(tails[:nt], need - 1)[need - 1]
     if need == 1:
         # t = the earliest run start over all nodes; every candidate's run starts
-        # at t, so the choice is by (free at t, index): no sort needed.
-        bt = _INF
+        # at t, so the choice is by (free at t, index): no sort needed. The
+        # sentinel (t_up, +inf...) loses to any run starting at or before t_up.
+        bt = t_up
         bx = -1
-        bg = bc = bm = 0
+        bg = bc = bm = _INF
         for i in range(P):
             x = plist[i]
             if capG[x] < g or capC[x] < c or capM[x] < m:
@@ -401,7 +436,7 @@ def _plan_job(now, res, g, c, m, d, need, only_now, skip_now, plist, capG, capC,
             continue
         L = wlen[x]
         k = 0
-        while k < L:
+        while k < L and WT[x, k] <= t_up:
             if WG[x, k] >= g and WC[x, k] >= c and WM[x, k] >= m:
                 k2 = k + 1
                 while k2 < L and WG[x, k2] >= g and WC[x, k2] >= c and WM[x, k2] >= m:
@@ -459,6 +494,89 @@ def _plan_job(now, res, g, c, m, d, need, only_now, skip_now, plist, capG, capC,
         chosen[i] = cx[order[i]]
     chosen[:need].sort()
     return t
+
+
+@njit(cache=True)
+def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen):
+    """:func:`_plan_job` (no topology) over the type's run index: the same start
+    and nodes. Runs in key order (start, free g/c/m at the start, node) are the
+    best-fit order of a start now and the start-sorted sweep of a later one."""
+    z = tr_succ(TR, root, -1, d)
+    if z < 0 or (only_now and TR[z, 0] != now):
+        return -1
+    if need == 1:
+        chosen[0] = TR[z, 4]
+        return TR[z, 0]
+    # --- smallest t covered by `need` feasible intervals [a, a + len - d]
+    cap = 4 * need + 16
+    hk = np.empty(cap, dtype=np.int64)
+    hv = np.empty(cap, dtype=np.int64)
+    hs = 0
+    t = -1
+    while z >= 0:
+        t = TR[z, 0]
+        if only_now and t != now:
+            return -1
+        while z >= 0 and TR[z, 0] == t:
+            if hs == cap:
+                cap *= 2
+                hk2 = np.empty(cap, dtype=np.int64)
+                hv2 = np.empty(cap, dtype=np.int64)
+                hk2[:hs] = hk[:hs]
+                hv2[:hs] = hv[:hs]
+                hk = hk2
+                hv = hv2
+            b = _INF if TR[z, 5] >= _INF else t + TR[z, 5] - d
+            hs = _heap_push(hk, hv, hs, b, z)
+            z = tr_succ(TR, root, z, d)
+        while hs > 0 and hk[0] < t:
+            hs = _heap_pop(hk, hv, hs)
+        if hs >= need:
+            break
+        t = -1
+    if t < 0:
+        return -1
+    # --- choose among the runs covering t: (-run start, free at t, node)
+    cx = np.empty(hs, dtype=np.int64)
+    ca = np.empty(hs, dtype=np.int64)
+    for i in range(hs):
+        cx[i] = TR[hv[i], 4]
+        ca[i] = TR[hv[i], 0]
+    by_node = np.argsort(cx)
+    k0 = np.empty(hs, dtype=np.int64)
+    k1 = np.empty(hs, dtype=np.int64)
+    k2 = np.empty(hs, dtype=np.int64)
+    k3 = np.empty(hs, dtype=np.int64)
+    for i in range(hs):
+        x = cx[by_node[i]]
+        sg = _segment_at(x, t, WT, wlen)
+        k0[i] = -ca[by_node[i]]
+        k1[i] = WG[x, sg]
+        k2[i] = WC[x, sg]
+        k3[i] = WM[x, sg]
+    order = _lex_order(k0, k1, k2, k3, hs)
+    for i in range(need):
+        chosen[i] = cx[by_node[order[i]]]
+    chosen[:need].sort()
+    return t
+
+
+@njit(cache=True)
+def _ix_build(now, pass_id, res, g, c, m, plist, capG, capC, capM, TR, fr, meta,
+              WT, WG, WC, WM, wlen, stamp, RT, RG, RC, RM, rlen, fg, fc, fm):
+    """The run index of one type: every capable node's runs (profiles built
+    first). Returns (root, TR, fr)."""
+    root = -1
+    for i in range(plist.shape[0]):
+        x = plist[i]
+        if capG[x] < g or capC[x] < c or capM[x] < m:
+            continue
+        if stamp[x] != pass_id:
+            _build(x, now, res, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
+            stamp[x] = pass_id
+        TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
+        root = ix_region(TR, fr, meta, root, x, now, _INF, g, c, m, WT, WG, WC, WM, wlen, True)
+    return root, TR, fr
 
 
 @njit(cache=True)
@@ -528,7 +646,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
           fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
           stamp, tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
           jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-          eligible, gmasks):
+          eligible, gmasks, index_after, pbits):
     """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
 
     The one copy of the planning logic: the event loop (:func:`_run`) and
@@ -544,7 +662,11 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
     forever) shapes starts (see :func:`_plan_job`); GPUs on a node are taken
     by :func:`fastsched.topology.choose_gpus_kernel` over ``gmasks`` when given. ``full``: walk the whole queue (no
     early stop, no skipped pass). ``pass_id`` must differ from every earlier
-    pass's.
+    pass's. ``index_after``: a request type's later starts come from a run
+    index (:mod:`fastsched.runindex`, same answers) once it has been planned
+    more than this many times in the pass (< 0: never; not with topology).
+    ``pbits``: :func:`_partition_bits`, to keep the free-now counts up to date
+    through starts (empty: recount after every start).
 
     Returns ``(nstarted or -1 when the pass was skipped, WT, WG, WC, WM, K,
     RT, RG, RC, RM, RJ, R)``: the work arrays may have been widened.
@@ -563,6 +685,23 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
         return -1, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R
     reserved = 0
     nstarted = 0
+    # room for two more breakpoints on every node: K >= need_w, kept up to date
+    # as holds and starts lengthen profiles and running lists (no per-job scan)
+    need_w = 0
+    for x in range(wlen.shape[0]):
+        need_w = max(need_w, wlen[x] + 2, rlen[x] + 3)
+    # run indexes (per request type, built lazily, updated by every hold)
+    T = type_p.shape[0]
+    roots = np.full(T, -1, dtype=np.int64)
+    ixon = np.zeros(T, dtype=np.bool_)
+    qn = np.zeros(T, dtype=np.int64)
+    ixl = np.empty(T, dtype=np.int64)
+    upd = np.zeros(T, dtype=np.bool_)
+    nix = 0
+    TR = np.empty((1024, _NF), dtype=np.int64)
+    fr = np.empty(1024, dtype=np.int64)
+    meta = np.zeros(3, dtype=np.int64)
+    inpart = np.zeros((0, 0), dtype=np.bool_)
     for q in range(last + 1):
         j = queue[q]
         held = _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage)
@@ -595,10 +734,6 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
         for e in range(pc_off[j], pc_off[j + 1]):
             p = pc_part[e]
             plist = pflat[poff[p]:poff[p + 1]]
-            # room for two more breakpoints on every node
-            need_w = 0
-            for i in range(plist.shape[0]):
-                need_w = max(need_w, wlen[plist[i]] + 2, rlen[plist[i]] + 3)
             if need_w > K:
                 while K < need_w:
                     K *= 2
@@ -610,10 +745,30 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
                                    poff, pflat, fg, fc, fm) >= nn[j]
             if only_now and not now_here:
                 continue
-            te = _plan_job(now, res, rg[j], rc[j], rm[j], dur, nn[j], only_now,
-                           not now_here, plist,
-                           capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
-                           RT, RG, RC, RM, rlen, fg, fc, fm, trial, levels, unit[j], ml)
+            ty = pc_type[e]
+            if levels.shape[0] == 0 and index_after >= 0 and not ixon[ty]:
+                qn[ty] += 1
+                if qn[ty] > index_after:
+                    if inpart.shape[0] == 0:
+                        inpart = np.zeros((poff.shape[0] - 1, capG.shape[0]), dtype=np.bool_)
+                        for pp in range(poff.shape[0] - 1):
+                            for i in range(poff[pp], poff[pp + 1]):
+                                inpart[pp, pflat[i]] = True
+                    roots[ty], TR, fr = _ix_build(now, pass_id, res, rg[j], rc[j], rm[j], plist,
+                                                  capG, capC, capM, TR, fr, meta, WT, WG, WC,
+                                                  WM, wlen, stamp, RT, RG, RC, RM, rlen,
+                                                  fg, fc, fm)
+                    ixon[ty] = True
+                    ixl[nix] = ty
+                    nix += 1
+            if ixon[ty]:
+                te = _plan_indexed(now, dur, nn[j], only_now, roots[ty], TR, WT, WG, WC, WM,
+                                   wlen, trial)
+            else:
+                te = _plan_job(now, res, rg[j], rc[j], rm[j], dur, nn[j], only_now,
+                               not now_here, plist,
+                               capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
+                               RT, RG, RC, RM, rlen, fg, fc, fm, trial, levels, unit[j], ml)
             if te >= 0 and (t < 0 or te < t):
                 t = te
                 part_used[j] = p
@@ -627,7 +782,35 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
         if t - now > window:        # beyond the planning window: no reservation
             continue
         for i in range(nn[j]):
-            _hold(chosen[i], t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
+            x = chosen[i]
+            if nix > 0:         # the runs this hold changes leave the indexes...
+                ka = _split(x, t, WT, WG, WC, WM, wlen)
+                kb = _split(x, t + dur, WT, WG, WC, WM, wlen)
+                for q2 in range(nix):
+                    ty = ixl[q2]
+                    upd[q2] = False
+                    if inpart[type_p[ty], x] and capG[x] >= type_g[ty] and \
+                            capC[x] >= type_c[ty] and capM[x] >= type_m[ty]:
+                        # no segment of the hold meets the type: its runs stay as they are
+                        for k in range(ka, kb):
+                            if WG[x, k] >= type_g[ty] and WC[x, k] >= type_c[ty] and \
+                                    WM[x, k] >= type_m[ty]:
+                                upd[q2] = True
+                                break
+                    if upd[q2]:
+                        roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, t + dur, type_g[ty],
+                                              type_c[ty], type_m[ty], WT, WG, WC, WM, wlen,
+                                              False)
+            _hold(x, t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
+            need_w = max(need_w, wlen[x] + 2)
+            if nix > 0:         # ... and come back as they are now
+                for q2 in range(nix):
+                    ty = ixl[q2]
+                    if upd[q2]:
+                        TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
+                        roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, t + dur, type_g[ty],
+                                              type_c[ty], type_m[ty], WT, WG, WC, WM, wlen,
+                                              True)
         planned[j] = t
         if t > now:
             reserved += 1
@@ -661,6 +844,14 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             fg[x] -= rg[j]
             fc[x] -= rc[j]
             fm[x] -= rm[j]
+            if pbits.shape[0] > 0:      # the types this node no longer covers: one fewer
+                for ty in range(tcount.shape[0]):
+                    if tcount[ty] >= 0 and (pbits[x] >> np.uint64(type_p[ty])) & np.uint64(1) \
+                            and fg[x] + rg[j] >= type_g[ty] and fc[x] + rc[j] >= type_c[ty] \
+                            and fm[x] + rm[j] >= type_m[ty] and not (
+                                fg[x] >= type_g[ty] and fc[x] >= type_c[ty]
+                                and fm[x] >= type_m[ty]):
+                        tcount[ty] -= 1
             if rlen[x] + 1 > R:
                 R *= 2
                 RT = _widen(RT, R)
@@ -682,8 +873,10 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             RM[x, r] = rm[j]
             RJ[x, r] = j
             rlen[x] += 1
+            need_w = max(need_w, rlen[x] + 3)
         nstarted += 1
-        tcount[:] = -1
+        if pbits.shape[0] == 0:
+            tcount[:] = -1
     return nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R
 
 
@@ -734,7 +927,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
          ch_off, ch_job, ch_kind, pend, never, arrived, eligible, jg_off, jg, caps, gusage,
          reason, part_used, start, end, planned, alloc_nodes, alloc_mask, fg, fc, fm, fmask,
          WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, stamp, tcount, queue, evk, evj,
-         chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks):
+         chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks, index_after, pbits):
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
@@ -805,7 +998,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
                 fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
                 stamp, tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
                 jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-                eligible, gmasks)
+                eligible, gmasks, index_after, pbits)
             if nstarted < 0:
                 break
             passes += 1
@@ -892,6 +1085,7 @@ class _EventLoop:
         self.n = n
         avail = node_availability(cluster, available)
         self.poff, self.pflat = _partition_nodes(cluster, avail)
+        self.pbits = _partition_bits(self.poff, self.pflat, cluster.num_nodes)
         order = np.lexsort((jobs.job_id, jobs.submit_time))
         self.order = order
         inverse = np.empty_like(order)
@@ -1005,7 +1199,8 @@ class _EventLoop:
                    self.end, self.planned, self.alloc_nodes, self.alloc_mask, self.fg, self.fc,
                    self.fm, self.fmask, W[0], W[1], W[2], W[3], self.wlen, Rs[0], Rs[1], Rs[2],
                    Rs[3], Rs[4], self.rlen, self.stamp, self.tcount, self.queue, self.evk,
-                   self.evj, self.chosen, self.trial, self.newly, *self.topo)
+                   self.evj, self.chosen, self.trial, self.newly, *self.topo,
+                   np.int64(_INDEX_AFTER), self.pbits)
         self.W, self.Rs = list(out[:4]), list(out[4:])
 
     def result(self) -> NodeRun:
@@ -1401,7 +1596,8 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
               np.ascontiguousarray(limits.caps, dtype=np.int64).reshape(-1, _NCAPS), usage,
               reason, part_used, pl.levels, pl.unit[order], pl.max_leaves[order],
               pl.leaf_wait[order],
-              q(pending.submit_time if eligible is None else eligible), pl.gpu_groups)[0]
+              q(pending.submit_time if eligible is None else eligible), pl.gpu_groups,
+              np.int64(_INDEX_AFTER), _partition_bits(poff, pflat, X))[0]
         if code == _FCFS:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, reason, n)
     outcome = np.full(n, BLOCKED, dtype=np.int8)

@@ -1,0 +1,103 @@
+"""The run index (fastsched.runindex) and the node engine's indexed path.
+
+The engine switches a request type to its run index after ``_INDEX_AFTER``
+plans in a pass; the exactness suites mostly run small queues that stay on
+the scan path, so here the index is forced on (0: from the first plan; 2: a
+switch in the middle of a pass) and checked against the naive twin, and a
+deep benchmark state is planned both ways and must give identical decisions.
+"""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from test_constraints import assert_same, constrained_cases
+from test_nodepass import check_against_simulation
+from test_nodeplan import assert_same_as_twin, node_cases
+from fastsched import nodeplan
+from fastsched.runindex import _INF, _add, _delete, new_table, tr_reserve, tr_succ
+
+FAST = settings(max_examples=40, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(params=[0, 2])
+def indexed(request, monkeypatch):
+    monkeypatch.setattr(nodeplan, "_INDEX_AFTER", request.param)
+    return request.param
+
+
+# --------------------------------------------------------------------------- the treap alone
+
+@settings(max_examples=60, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 6), st.integers(0, 2),
+                              st.integers(0, 3), st.sampled_from([1, 3, 5, int(_INF)])),
+                    max_size=60),
+       ds=st.lists(st.integers(0, 6), min_size=1, max_size=4))
+def test_treap_matches_a_sorted_list(ops, ds):
+    """Random inserts/deletes of runs (a, g, 0, 0, x, len): walking the index
+    with tr_succ gives, for every d, the sorted runs at least d long."""
+    TR, fr, meta = new_table(4)
+    root = -1
+    model = {}
+    for add, a, g, x, ln in ops:
+        key = (a, g, 0, 0, x)
+        if add and key not in model:
+            TR, fr = tr_reserve(TR, fr, meta, 1)
+            root = _add(TR, fr, meta, root, a, g, 0, 0, x, ln)
+            model[key] = ln
+        elif not add and key in model:
+            root = _delete(TR, root, a, g, 0, 0, x, fr, meta)
+            del model[key]
+    for d in ds:
+        want = [k for k in sorted(model) if model[k] >= d]
+        got = []
+        z = tr_succ(TR, root, -1, d)
+        while z >= 0:
+            got.append(tuple(int(v) for v in TR[z, :5]))
+            z = tr_succ(TR, root, z, d)
+        assert got == want
+
+
+# --------------------------------------------------------------------------- engine, index forced
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@FAST
+@given(case=node_cases())
+def test_indexed_engine_equals_twin(indexed, policy, case):
+    cluster, available, jobs = case
+    assert_same_as_twin(cluster, available, jobs, policy, 1 if policy != "easy" else 2)
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@FAST
+@given(case=node_cases())
+def test_indexed_single_pass_equals_simulation(indexed, policy, case):
+    cluster, available, jobs = case
+    check_against_simulation(cluster, available, jobs, policy)
+
+
+@pytest.mark.parametrize("policy,depth", [("easy", 1), ("conservative", 1)])
+@FAST
+@given(case=constrained_cases(), resolution=st.sampled_from([1, 5]))
+def test_indexed_constraints_match_twin(indexed, policy, depth, case, resolution):
+    assert_same(case, policy, depth, resolution=resolution)
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+def test_deep_pass_same_with_and_without_index(monkeypatch, policy):
+    """A deep pass on a small standard state: the indexed and the scanning
+    engine give identical outcomes, starts, nodes and GPU masks."""
+    from fastsched.benchstate import busy_state, run_pass
+    state = busy_state("ai-8k", pending=1500, seed=3)
+    out = {}
+    for after in (-1, 0, 16):
+        monkeypatch.setattr(nodeplan, "_INDEX_AFTER", after)
+        out[after] = run_pass(state, policy, full=True, depth=300)
+    ref = out[-1]
+    assert (ref.outcome == 1).sum() > 100 and (ref.outcome == 0).sum() > 10   # a deep pass
+    for after in (0, 16):
+        d = out[after]
+        for f in ("outcome", "planned_start", "node_offsets", "nodes", "gpu_mask", "partition"):
+            np.testing.assert_array_equal(getattr(d, f), getattr(ref, f), err_msg=f"{after} {f}")
