@@ -8,34 +8,44 @@ from fastsched.scheduler import BLOCKED, RESERVED, START, Scheduler, StaleDecisi
 from fastsched.testing import cluster_and_workload
 
 
-def drive(cluster, jobs, policy, reserve_depth=1):
-    """A plain event loop over the public API, with the simulator's event order."""
-    s = Scheduler(cluster, policy, reserve_depth=reserve_depth)
-    start = {}
-    ends = {}  # job id -> actual end
+def drive_all(scheduler, jobs, one_by_one=False):
+    """Drive ``scheduler`` through ``jobs`` with the simulator's event order; returns
+    (start, nodes, gpu masks) per job (caller's order). Jobs ending at an instant are
+    completed with one complete() call, or one call each with ``one_by_one``."""
+    got = {}
+    ends = {}
     duration = {int(j): int(min(r, lim)) for j, r, lim in
                 zip(jobs.job_id, jobs.runtime, jobs.time_limit)}
-    times = sorted(set(jobs.submit_time.tolist()))
-    pending_times = set(times)
+    pending_times = set(jobs.submit_time.tolist())
     while pending_times or ends:
         now = min(list(pending_times) + list(ends.values()))
         first = True
         while True:
-            for j in [j for j, e in ends.items() if e == now]:
-                s.complete(j)
+            done = [j for j, e in ends.items() if e == now]
+            for batch in ([[j] for j in done] if one_by_one else [done] if done else []):
+                scheduler.complete(batch if len(batch) > 1 else batch[0])
+            for j in done:
                 del ends[j]
             if first and now in pending_times:
                 pending_times.discard(now)
-                s.submit(jobs.take(jobs.submit_time == now))
+                scheduler.submit(jobs.take(jobs.submit_time == now))
             first = False
-            d = s.schedule(now)
-            s.apply(d)
-            for j in d.starts:
-                start[int(j)] = now
-                ends[int(j)] = now + duration[int(j)]
+            d = scheduler.schedule(now)
+            scheduler.apply(d)
+            for i in np.flatnonzero(d.outcome == START):
+                j = int(d.job_id[i])
+                got[j] = (now, d.nodes_of(i).tolist(), d.gpu_masks_of(i).tolist())
+                ends[j] = now + duration[j]
             if now not in ends.values():
                 break
-    return np.array([start[int(j)] for j in jobs.job_id])
+    return [got[int(j)] for j in jobs.job_id]
+
+
+def drive(cluster, jobs, policy, reserve_depth=1):
+    """A plain event loop over the public API, with the simulator's event order:
+    start times per job (jobs completed one complete() call each)."""
+    s = Scheduler(cluster, policy, reserve_depth=reserve_depth)
+    return np.array([got[0] for got in drive_all(s, jobs, one_by_one=True)])
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
@@ -117,38 +127,6 @@ from hypothesis import strategies as st  # noqa: E402
 from fastsched import UnsupportedError  # noqa: E402
 from fastsched.cluster import Partition  # noqa: E402
 from fastsched.nodeplan import RunningJobs, simulate_nodes  # noqa: E402
-
-
-def drive_all(scheduler, jobs):
-    """Like drive(), but returns (start, nodes, gpu masks) per job (caller's order), and
-    completes every job ending at an instant with one complete() call."""
-    got = {}
-    ends = {}
-    duration = {int(j): int(min(r, lim)) for j, r, lim in
-                zip(jobs.job_id, jobs.runtime, jobs.time_limit)}
-    pending_times = set(jobs.submit_time.tolist())
-    while pending_times or ends:
-        now = min(list(pending_times) + list(ends.values()))
-        first = True
-        while True:
-            done = [j for j, e in ends.items() if e == now]
-            if done:
-                scheduler.complete(done)
-                for j in done:
-                    del ends[j]
-            if first and now in pending_times:
-                pending_times.discard(now)
-                scheduler.submit(jobs.take(jobs.submit_time == now))
-            first = False
-            d = scheduler.schedule(now)
-            scheduler.apply(d)
-            for i in np.flatnonzero(d.outcome == START):
-                j = int(d.job_id[i])
-                got[j] = (now, d.nodes_of(i).tolist(), d.gpu_masks_of(i).tolist())
-                ends[j] = now + duration[j]
-            if now not in ends.values():
-                break
-    return [got[int(j)] for j in jobs.job_id]
 
 
 def expected_of(start, offsets, nodes, masks, jobs):
