@@ -37,7 +37,7 @@ from .cluster import Cluster, NodeState
 from .topology import choose_gpus_kernel, topo_place
 from .runindex import NFIELDS as _NF, ix_region, tr_reserve, tr_succ
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
-                          PartitionChoices)
+                          PartitionChoices, csr_take)
 from .errors import InputError
 from .jobs import JobTable
 from .validation import check_basic, reject
@@ -1056,12 +1056,9 @@ class NodeRun:
 
 
 def _permute_csr(offsets, values, order):
-    """CSR rows reordered: new row k is old row ``order[k]``."""
-    counts = np.diff(offsets)[order]
-    new_off = np.zeros(len(order) + 1, dtype=np.int64)
-    np.cumsum(counts, out=new_off[1:])
-    idx = np.repeat(offsets[:-1][order] - new_off[:-1], counts) + np.arange(new_off[-1])
-    return new_off, np.asarray(values)[idx]
+    """CSR rows reordered: new row k is old row ``order[k]``; (offsets, values)."""
+    new_off, index = csr_take(offsets, order)
+    return new_off, np.asarray(values)[index]
 
 
 @dataclass(frozen=True)
