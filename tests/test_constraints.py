@@ -365,3 +365,11 @@ def test_switch_limit_waits_then_gives_up():
         run = run_nodes(c, jobs, "easy", placement=pl)
         assert run.start[2] == expect
         assert list(run.alloc_nodes[run.alloc_offsets[2]:run.alloc_offsets[3]]) == nodes
+
+
+def test_simulate_accepts_a_job_that_fits_only_its_second_partition():
+    c = Cluster(["n0", "n1"], [8, 8], [4, 8], [0, 0],
+                partitions=[Partition("a", np.array([0])), Partition("b", np.array([1]))])
+    jobs = _jobs(job_id=[1], gpus_per_node=[8], partition=[0])
+    result = simulate(c, jobs, "easy", partitions=PartitionChoices([0, 2], [0, 1]))
+    assert list(result.jobs.partition) == ["b"] and result.schedule.start_time[0] == 0

@@ -95,7 +95,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         check_jobs(cluster, jobs)
         engine = "pool"
     except UnsupportedError:
-        check_node_jobs(cluster, jobs)
+        check_node_jobs(cluster, jobs, partitions=partitions)
         engine = "nodes"
     extra = {}
     if engine == "pool":
