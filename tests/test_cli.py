@@ -356,3 +356,22 @@ def test_simulate_site_options_bad_input(site, capsys):
     assert "K[@TIME]" in capsys.readouterr().err
     assert main(["simulate", str(jobs), "--cluster", str(conf), "--topology", "block"]) == 2
     assert "--block-topology" in capsys.readouterr().err
+
+
+def test_simulate_with_a_research_order(capsys, tmp_path):
+    """One processor, job 1 runs 0-100; job 2 (50 s) then job 3 (10 s) wait: FCFS runs
+    job 2 first, SJF job 3."""
+    trace = tmp_path / "one.swf"
+    trace.write_text("\n".join(["; MaxProcs: 1", swf_line(1, 0, 100, 1, 100),
+                                swf_line(2, 1, 50, 1, 50), swf_line(3, 2, 10, 1, 10)]) + "\n")
+    starts = {}
+    for order in ("fcfs", "sjf"):
+        out = tmp_path / f"{order}.csv"
+        assert main(["simulate", str(trace), "--policy", "fcfs", "--order", order,
+                     "--jobs-out", str(out)]) == 0
+        starts[order] = {int(r["job_id"]): int(r["start_time"]) for r in csv.DictReader(open(out))}
+    assert starts["fcfs"] == {1: 0, 2: 100, 3: 150}
+    assert starts["sjf"] == {1: 0, 2: 110, 3: 100}
+    capsys.readouterr()
+    assert main(["simulate", str(trace), "--order", "nope"]) == 2
+    assert "unknown research order" in capsys.readouterr().err

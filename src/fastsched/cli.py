@@ -138,6 +138,13 @@ def _site_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--config", metavar="CFG.toml",
                    help="scheduler configuration: multifactor priorities recomputed every "
                    "PriorityCalcPeriod with decayed usage, QOS/association limits, PriorityTier")
+    g.add_argument("--order", metavar="NAME",
+                   help="queue order by a research policy instead of submit time: FCFS, SJF, "
+                   "WFP3, UNICEP, F1-F4 (Carastan-Santos & de Camargo; scores recomputed "
+                   "every --order-period)")
+    g.add_argument("--order-period", type=positive_int, default=60, metavar="S",
+                   help="with --order: recompute the scores every S seconds of simulated "
+                   "time (default 60)")
     g.add_argument("--resolution", type=positive_int, default=1, metavar="S",
                    help="plan on a grid of S seconds (Slurm's bf_resolution; default 1: exact)")
     g.add_argument("--window", type=non_negative_int, metavar="S",
@@ -216,6 +223,15 @@ def _switches(text: str) -> tuple[int, int]:
     return int(count), -1 if seconds is None else int(seconds)
 
 
+def _research_priority(name: str, jobs, cluster):
+    """``priority(now, progress)`` for a named research order (lower score first); sizes in
+    GPUs on GPU clusters, else CPUs."""
+    from .priority import research_order
+    size = "gpus" if cluster.gpus.any() else "cpus"
+    research_order(name, jobs.take(np.zeros(0, dtype=np.int64)), 0, size=size)  # check name
+    return lambda now, progress: -research_order(name, jobs, now, size=size)
+
+
 def _workload_constraints(workload) -> dict:
     """The workload's dependencies, partition lists and array throttles, where it has any."""
     if workload is None:
@@ -243,6 +259,12 @@ def _cmd_simulate(args) -> int:
                    progress=False if args.no_progress else None,
                    placement=_placement(args, cluster, jobs),
                    window=args.window, resolution=args.resolution)
+    if args.order:
+        if args.config:
+            raise InputError("--order and --config both set the queue order; pick one",
+                             field="--order")
+        options.update(priority=_research_priority(args.order, jobs, cluster),
+                       period=args.order_period)
     if args.config:
         from .config import load_config
         from .site import simulate_site
