@@ -336,8 +336,7 @@ def _cmd_check(args) -> int:
                                              cluster_spec=args.cluster)
     constraints = _workload_constraints(workload)
     if args.config:
-        constraints["limits"] = _config_limits(args.config, cluster, workload,
-                                               constraints.get("limits"))
+        constraints["limits"] = _config_limits(args.config, cluster, workload)
     try:
         frame = pd.read_csv(args.jobs_csv, keep_default_na=False, index_col=False)
     except (ValueError, pd.errors.ParserError) as e:   # EmptyDataError is a ValueError
@@ -353,18 +352,14 @@ def _cmd_check(args) -> int:
     return 0 if report.ok else 1
 
 
-def _config_limits(path, cluster, workload, own):
-    """The limit groups ``simulate --config`` enforced: the configuration's, the jobs
-    they forbid outright, and the workload's own."""
+def _config_limits(path, cluster, workload):
+    """The limit groups ``simulate --config`` enforced (fastsched.site.site_limits)."""
     from .config import load_config
-    from .constraints import held_forever, merge_limits
-    from .limits import compile_limits
+    from .site import site_limits
     if workload is None:
         raise InputError("--config needs a workload CSV", field="--config")
     config = load_config(path)
-    groups, rejected = compile_limits(config, workload, config.apply_partitions(cluster))
-    return merge_limits(groups, held_forever(rejected.rows, rejected.reasons, len(workload)),
-                        own)
+    return site_limits(config, workload, config.apply_partitions(cluster))
 
 
 def _cmd_bench(args) -> int:

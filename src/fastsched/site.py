@@ -28,7 +28,7 @@ from .priority import multifactor
 from .sim import simulate
 from .usage import usage_at
 
-__all__ = ["simulate_site", "priority_function"]
+__all__ = ["simulate_site", "priority_function", "site_limits"]
 
 #: a tier outranks any priority (Slurm's priorities are 32-bit)
 _TIER_SCALE = float(2 ** 33)
@@ -68,6 +68,14 @@ def priority_function(config, workload, cluster, tree=None):
     return priority
 
 
+def site_limits(config, workload, cluster, tree=None):
+    """The limit groups a site run enforces: the configuration's running caps, every job a
+    per-job limit forbids (held forever with its reason), and the workload's own (arrays)."""
+    groups, rejected = compile_limits(config, workload, cluster, tree=tree)
+    return merge_limits(groups, held_forever(rejected.rows, rejected.reasons, len(workload)),
+                        getattr(workload, "limits", None))
+
+
 def simulate_site(cluster, workload, config, policy: str = "easy", **options):
     """Simulate ``workload`` on ``cluster`` under ``config`` (see the module docstring).
 
@@ -78,10 +86,7 @@ def simulate_site(cluster, workload, config, policy: str = "easy", **options):
     """
     cluster = config.apply_partitions(cluster)
     tree = config.build_tree(workload)
-    groups, rejected = compile_limits(config, workload, cluster, tree=tree)
-    n = len(workload)
-    limits = merge_limits(groups, held_forever(rejected.rows, rejected.reasons, n),
-                          getattr(workload, "limits", None))
+    limits = site_limits(config, workload, cluster, tree)
     result = simulate(cluster, workload.jobs, policy, limits=limits,
                       dependencies=getattr(workload, "dependencies", None),
                       partitions=getattr(workload, "partitions", None),
