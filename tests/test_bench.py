@@ -26,6 +26,18 @@ def test_node_point_reports_decisions_median_and_rss():
         1000 * fig["median_ms"] / 300, abs=1000 * 0.05 / 300 + 1e-3)
 
 
+def test_ai_mix_site_reports_wall_decisions_and_rss():
+    fig = run_scenario("ai-mix-1m", repeat=3, jobs=300)
+    assert fig["jobs"] == 300 and fig["runs"] == 1 and fig["passes"] > 0
+    assert fig["wall_s"] > 0 and fig["decisions_per_s"] > 0 and fig["peak_rss_mb"] > 0
+
+
+def test_bench_jobs_is_for_ai_mix_only(capsys):
+    from fastsched.cli import main
+    assert main(["bench", "kth-easy", "--jobs", "10"]) == 2
+    assert "--jobs" in capsys.readouterr().err
+
+
 POINTS = {"scenario": "scaling", "machine": "test", "points": [
     {"cluster": "ai-8k", "gpus": 8000, "pending": 1000, "policy": "easy", "median_ms": 3.0,
      "decisions_per_s": 333333, "us_per_decision": 3.0, "peak_rss_mb": 140.0},

@@ -183,6 +183,47 @@ def _easy_100k_topo(repeat: int) -> dict:
     return figures
 
 
+#: B5's site: Fair Tree, age, a 5-minute PriorityCalcPeriod, GPU billing
+AI_MIX_SITE = """[priority]
+PriorityWeightFairshare = 10000
+PriorityWeightAge = 1000
+PriorityCalcPeriod = "5"
+TRESBillingWeights = "GRES/gpu=1.0"
+"""
+
+
+def ai_mix_site_inputs(num_jobs: int = 1_000_000, cluster: str = "ai-100k"):
+    """B5's input: (cluster, ai-mix seed 1 with ``num_jobs`` jobs, :data:`AI_MIX_SITE`)."""
+    from .config import parse_config
+    from .generate import ai_cluster, ai_mix
+    c = ai_cluster(cluster)
+    return c, ai_mix(c, num_jobs, seed=1), parse_config(AI_MIX_SITE, source="fastsched.bench.AI_MIX_SITE")
+
+
+def ai_mix_site_run(cluster, workload, config):
+    """One B5 run: the whole workload through :func:`fastsched.simulate_site` under EASY."""
+    from .site import simulate_site
+    return simulate_site(cluster, workload, config, "easy")
+
+
+def _ai_mix_1m(repeat: int, jobs: int = 1_000_000) -> dict:
+    """B5: ``jobs`` ai-mix jobs on ai-100k under the site's multifactor priorities and
+    EASY, one run (``repeat`` is ignored: a run is minutes); a 200-job run on ai-8k
+    first loads the compiled kernels, untimed."""
+    ai_mix_site_run(*ai_mix_site_inputs(200, "ai-8k"))
+    inputs = ai_mix_site_inputs(jobs)
+    t = time.perf_counter()
+    result = ai_mix_site_run(*inputs)
+    wall = time.perf_counter() - t
+    return {"scenario": "ai-mix-1m (B5)", "jobs": jobs, "wall_s": round(wall, 1),
+            "passes": result.summary["passes"],
+            "decisions_per_s": round(jobs / wall),        # one start decision per job
+            "gpu_utilisation": round(result.summary["gpu_utilisation"], 3),
+            "runs": 1,
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "machine": machine()}
+
+
 def _node_engine(name: str):
     """B2 / B3 / B6 on the node engine (state builders live in fastsched.benchstate)."""
     def run(repeat: int) -> dict:
@@ -196,11 +237,13 @@ SCENARIOS = {"kth-easy": _kth_easy, "priority-1m": _priority_1m,
              "easy-100k": _node_engine("easy-100k"),
              "conservative-100k": _node_engine("conservative-100k"),
              "scaling": _node_engine("scaling"), "memory-1m": _node_engine("memory-1m"),
-             "place-512": _place_512, "easy-100k-topo": _easy_100k_topo}
+             "place-512": _place_512, "easy-100k-topo": _easy_100k_topo,
+             "ai-mix-1m": _ai_mix_1m}
 
 
-def run_scenario(name: str, repeat: int = 7) -> dict:
-    return SCENARIOS[name](repeat)
+def run_scenario(name: str, repeat: int = 7, **options) -> dict:
+    """``options``: a scenario's own (ai-mix-1m: ``jobs``)."""
+    return SCENARIOS[name](repeat, **options)
 
 
 #: columns of the per-point table (scaling): key, header

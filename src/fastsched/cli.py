@@ -112,6 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("scenario", choices=sorted(SCENARIOS), help="scenario (see BENCHMARKS.md)")
     b.add_argument("--repeat", type=positive_int, default=7, help="timed runs (default 7)")
     b.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    b.add_argument("--jobs", type=positive_int, metavar="N",
+                   help="ai-mix-1m only: simulate N jobs (default 1,000,000; one run)")
     b.set_defaults(run=_cmd_bench)
 
     from .generate import add_generate_parser
@@ -364,7 +366,10 @@ def _config_limits(path, cluster, workload):
 
 def _cmd_bench(args) -> int:
     from .bench import format_figures, run_scenario
-    figures = run_scenario(args.scenario, repeat=args.repeat)
+    if args.jobs is not None and args.scenario != "ai-mix-1m":
+        raise InputError("--jobs is for the ai-mix-1m scenario only", field="--jobs")
+    options = {} if args.jobs is None else {"jobs": args.jobs}
+    figures = run_scenario(args.scenario, repeat=args.repeat, **options)
     print(format_figures(figures))
     if args.json:
         with open(args.json, "w") as f:

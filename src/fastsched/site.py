@@ -26,7 +26,7 @@ from .constraints import held_forever, merge_limits
 from .limits import compile_limits
 from .priority import multifactor
 from .sim import simulate
-from .usage import usage_at
+from .usage import UsageTracker
 
 __all__ = ["simulate_site", "priority_function", "site_limits"]
 
@@ -39,6 +39,9 @@ def priority_function(config, workload, cluster, tree=None):
 
     Only jobs that may be queued before the next recomputation (not started,
     submitted before ``now + calc_period``) are computed; the others get -inf.
+    Calls with increasing ``now`` (a simulation) cost what changed since the last
+    one: the queued jobs, those that started and usage carried forward
+    (:class:`~fastsched.usage.UsageTracker`); an earlier ``now`` starts over.
     """
     jobs = workload.jobs
     tree = config.build_tree(workload) if tree is None else tree
@@ -47,25 +50,53 @@ def priority_function(config, workload, cluster, tree=None):
     part_factor = config.partition_factor(cluster)
     tier = np.array([p.priority_tier for p in cluster.partitions], dtype=np.float64)
     job_tier = tier[jobs.partition]
-    period = int(config.calc_period)
+    window = _QueueWindow(jobs.submit_time, int(config.calc_period))
+    tracker = UsageTracker(config, tree, workload, job_associations=assoc)
 
     def priority(now, progress):
         key = np.full(len(jobs), -np.inf)
-        rows = np.flatnonzero((progress.start < 0) & (jobs.submit_time < now + period))
+        rows, started = window.advance(now, progress.start)
+        usage = tracker.at(now, progress.start, progress.end, started)
         if not len(rows):
             return key
-        usage = usage_at(config, tree, workload, progress.start, progress.end, now,
-                         job_associations=assoc)
-        accrue = np.where(progress.eligible >= 0, progress.eligible, jobs.submit_time)
+        eligible = progress.eligible[rows]
+        submit = jobs.submit_time[rows]
+        accrue = np.where(eligible >= 0, eligible, submit)
         prio = multifactor(jobs.take(rows), now, config.weights,
                            fairshare=config.fairshare(tree, usage),
                            fairshare_index=assoc[rows], qos_factor=qos_factor[rows],
                            partition_factor=part_factor, cluster=cluster,
-                           accrue_time=np.maximum(accrue[rows], jobs.submit_time[rows]))
+                           accrue_time=np.maximum(accrue, submit))
         key[rows] = job_tier[rows] * _TIER_SCALE + prio
         return key
 
     return priority
+
+
+class _QueueWindow:
+    """The jobs that may be queued before the next recomputation: not started at
+    ``now``, submitted before ``now + period``. For increasing ``now`` only the last
+    call's jobs and the new submissions are looked at, not every job."""
+
+    def __init__(self, submit, period: int):
+        self.by_submit = np.argsort(submit, kind="stable")
+        self.sorted_submit = np.asarray(submit)[self.by_submit]
+        self.period = period
+        self.now = None
+
+    def advance(self, now: int, start):
+        """(rows, started): the window's jobs at ``now``, and the jobs that started
+        since the last call (None when this call starts over)."""
+        hi = int(np.searchsorted(self.sorted_submit, now + self.period, side="left"))
+        if self.now is None or now < self.now:
+            rows = self.by_submit[:hi]
+            started = None
+        else:
+            rows = np.concatenate([self.rows, self.by_submit[self.seen:hi]])
+            started = rows[start[rows] >= 0]
+        self.rows = rows[start[rows] < 0]
+        self.seen, self.now = hi, now
+        return self.rows, started
 
 
 def site_limits(config, workload, cluster, tree=None):

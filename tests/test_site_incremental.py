@@ -1,0 +1,198 @@
+"""The site simulation's incremental priority work against the direct computation:
+UsageTracker == usage_at, _QueueWindow == the full scan, and the priority function
+(carried across PriorityCalcPeriods) == the old one recomputed from every job, key
+for key at every period of a whole simulation."""
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fastsched.config import QOS, SchedulerConfig, parse_config
+from fastsched.generate import ai_cluster, ai_mix
+from fastsched.jobs import JobTable
+from fastsched.priority import multifactor
+from fastsched.sim import simulate
+from fastsched.site import _TIER_SCALE, _QueueWindow, priority_function, simulate_site, \
+    site_limits
+from fastsched.usage import UsageTracker, usage_at
+from fastsched.workload import Workload
+
+
+@st.composite
+def histories(draw):
+    """Jobs with a start and an end, a config, and increasing times to look at them."""
+    n = draw(st.integers(1, 12))
+    base = draw(st.sampled_from([0, 85000]))          # 85000: crosses a DAILY reset
+    start = np.array([base + draw(st.integers(0, 3000)) if draw(st.integers(0, 4)) else -1
+                      for _ in range(n)])
+    end = np.where(start >= 0, start + np.array([draw(st.integers(0, 900)) for _ in range(n)]),
+                   -1)
+    jobs = JobTable.from_arrays(job_id=np.arange(n), submit_time=base, time_limit=1000,
+                                runtime=1, num_nodes=[draw(st.integers(1, 3)) for _ in range(n)],
+                                cpus_per_node=[draw(st.integers(0, 8)) for _ in range(n)],
+                                gpus_per_node=[draw(st.integers(0, 4)) for _ in range(n)],
+                                mem_per_node=[draw(st.integers(0, 2048)) for _ in range(n)],
+                                user=[draw(st.integers(0, 2)) for _ in range(n)])
+    w = Workload(jobs, np.array([draw(st.integers(0, 1)) for _ in range(n)], np.int32),
+                 ["u0", "u1", "u2"], ["a0", "a1"], np.zeros(2, np.int32), ["o"])
+    w.qos = np.array([draw(st.integers(0, 1)) for _ in range(n)], np.int32)
+    w.qos_names = ["normal", "cheap"]
+    cfg = SchedulerConfig(
+        decay_half_life=draw(st.sampled_from([0, 1, 37, 300, 100000])),
+        usage_reset_period=draw(st.sampled_from(["NONE", "DAILY"])),
+        tres_billing_weights={"CPU": 1.0, "Mem": draw(st.sampled_from([0.0, 0.25 / 1024])),
+                              "Node": draw(st.sampled_from([0.0, 3.0])),
+                              "GRES/gpu": draw(st.sampled_from([0.0, 2.0]))},
+        qos={"normal": QOS("normal"), "cheap": QOS("cheap", 0, 0.5)})
+    times = sorted(base + np.array(draw(st.lists(st.integers(0, 4500), min_size=1,
+                                                  max_size=8))))
+    known_end = draw(st.booleans())      # the end is known from the start (as the engine has it)
+    return cfg, w, start, end, [int(t) for t in times], known_end
+
+
+def _seen_at(t, start, end, known_end):
+    """What a simulation at ``t`` knows: jobs started before t; their end if known."""
+    s = np.where((start >= 0) & (start < t), start, -1)
+    e = np.where(s >= 0, end, -1)
+    return s, e if known_end else np.where(e <= t, e, -1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(histories())
+def test_tracker_matches_usage_at(h):
+    cfg, w, start, end, times, known_end = h
+    tree = cfg.build_tree(w)
+    tracker = UsageTracker(cfg, tree, w)
+    prev = np.full(len(w), -1)
+    for t in times:
+        s, e = _seen_at(t, start, end, known_end)
+        started = np.flatnonzero((s >= 0) & (prev < 0))
+        got = tracker.at(t, s, e, started).raw
+        want = usage_at(cfg, tree, w, s, e, t).raw
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-9)
+        prev = s
+    # an earlier time starts over
+    s, e = _seen_at(times[0], start, end, known_end)
+    assert tracker.at(times[0], s, e, []).raw == pytest.approx(
+        usage_at(cfg, tree, w, s, e, times[0]).raw, rel=1e-12, abs=1e-9)
+
+
+def test_tracker_carries_decay_forward():
+    jobs = JobTable.from_arrays(job_id=[1, 2], submit_time=0, time_limit=100, runtime=10,
+                                num_nodes=1, cpus_per_node=4, user=[0, 0])
+    w = Workload(jobs, np.zeros(2, np.int32), ["u"], ["a"], np.zeros(1, np.int32), ["o"])
+    cfg = SchedulerConfig(decay_half_life=1000)
+    tracker = UsageTracker(cfg, cfg.build_tree(w), w)
+    assert tracker.at(0, [-1, -1], [-1, -1], []).raw[0] == 0.0
+    u10 = tracker.at(10, [0, -1], [10, -1], [0]).raw[0]
+    assert tracker.at(1010, [0, -1], [10, -1], []).raw[0] == pytest.approx(u10 / 2, rel=1e-12)
+    assert list(tracker.running) == []       # the ended job is carried, not re-summed
+    both = tracker.at(2010, [0, 2000], [10, 2010], [1]).raw[0]
+    assert both == pytest.approx(u10 / 4 + u10, rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=30), st.integers(1, 7),
+       st.lists(st.integers(0, 60), min_size=1, max_size=10), st.data())
+def test_queue_window_matches_full_scan(submit, period, steps, data):
+    submit = np.array(submit)
+    n = len(submit)
+    start = np.full(n, -1)
+    window = _QueueWindow(submit, period)
+    prev = np.full(n, -1)
+    for now in sorted(steps) + [min(steps)]:          # increasing, then an earlier time
+        # a job can have started only once submitted before now
+        for j in np.flatnonzero((submit < now) & (start < 0)):
+            if data.draw(st.booleans()):
+                start[j] = now - 1
+        rows, started = window.advance(now, start)
+        want = np.flatnonzero((start < 0) & (submit < now + period))
+        assert sorted(rows.tolist()) == want.tolist()
+        if started is not None:
+            assert sorted(started.tolist()) == np.flatnonzero((start >= 0) & (prev < 0)).tolist()
+        prev = start.copy()
+
+
+def _old_priority_function(config, workload, cluster, tree):
+    """The priority function before it was made incremental: every job at every call."""
+    jobs = workload.jobs
+    assoc = tree.job_associations(workload)
+    qos_factor = config.qos_factor()[config.job_qos(workload)]
+    part_factor = config.partition_factor(cluster)
+    tier = np.array([p.priority_tier for p in cluster.partitions], dtype=np.float64)
+    job_tier = tier[jobs.partition]
+    period = int(config.calc_period)
+
+    def priority(now, progress):
+        key = np.full(len(jobs), -np.inf)
+        rows = np.flatnonzero((progress.start < 0) & (jobs.submit_time < now + period))
+        if not len(rows):
+            return key
+        usage = usage_at(config, tree, workload, progress.start, progress.end, now,
+                         job_associations=assoc)
+        accrue = np.where(progress.eligible >= 0, progress.eligible, jobs.submit_time)
+        prio = multifactor(jobs.take(rows), now, config.weights,
+                           fairshare=config.fairshare(tree, usage),
+                           fairshare_index=assoc[rows], qos_factor=qos_factor[rows],
+                           partition_factor=part_factor, cluster=cluster,
+                           accrue_time=np.maximum(accrue[rows], jobs.submit_time[rows]))
+        key[rows] = job_tier[rows] * _TIER_SCALE + prio
+        return key
+
+    return priority
+
+
+SITE = """
+[priority]
+PriorityWeightFairshare = 10000
+PriorityWeightAge = 1000
+PriorityWeightQOS = 500
+PriorityMaxAge = "1-0"
+PriorityCalcPeriod = "5"
+PriorityDecayHalfLife = "{half_life}"
+PriorityUsageResetPeriod = "{reset}"
+{flags}TRESBillingWeights = "CPU=0.1,GRES/gpu=1.0"
+
+[qos.normal]
+Priority = 10
+
+[qos.cheap]
+Priority = 0
+UsageFactor = 0.5
+"""
+
+
+@pytest.mark.parametrize("half_life,reset,algorithm", [
+    ("1-0", "NONE", "fair_tree"), ("0", "NONE", "fair_tree"), ("2:00:00", "DAILY", "classic")])
+def test_site_run_has_the_old_priorities_at_every_period(half_life, reset, algorithm):
+    cluster = ai_cluster("ai-8k")
+    w = ai_mix(cluster, 1500, seed=3)
+    w.qos = (np.arange(len(w)) % 3 == 0).astype(np.int32)
+    w.qos_names = ["normal", "cheap"]
+    flags = 'PriorityFlags = "NO_FAIR_TREE"\n' if algorithm == "classic" else ""
+    cfg = parse_config(SITE.format(half_life=half_life, reset=reset, flags=flags))
+    assert cfg.fairshare_algorithm == algorithm
+    cluster = cfg.apply_partitions(cluster)
+    tree = cfg.build_tree(w)
+    new = priority_function(cfg, w, cluster, tree)
+    old = _old_priority_function(cfg, w, cluster, tree)
+    calls = []
+
+    def both(now, progress):
+        key = new(now, progress)
+        assert np.array_equal(key, old(now, progress)), f"keys differ at {now}"
+        calls.append(now)
+        return key
+
+    ran = simulate(cluster, w.jobs, "easy", limits=site_limits(cfg, w, cluster, tree),
+                   priority=both, period=int(cfg.calc_period))
+    assert len(calls) > 100 and calls == sorted(calls)
+    site = simulate_site(ai_cluster("ai-8k"), w, cfg, "easy")
+    assert np.array_equal(site.schedule.start_time, ran.schedule.start_time)
+    assert np.array_equal(site.priority, np.where(np.isfinite(ran.priority),
+                                                  np.mod(ran.priority, _TIER_SCALE), np.nan),
+                          equal_nan=True)
+    # what-ifs after the run (earlier times start over) agree with the old function too
+    for t in (calls[-1] + 300, calls[len(calls) // 2]):
+        assert np.array_equal(site.priority_at(t), ran.priority_at(t))
