@@ -53,12 +53,17 @@ def priority_function(config, workload, cluster, tree=None):
     window = _QueueWindow(jobs.submit_time, int(config.calc_period))
     tracker = UsageTracker(config, tree, workload, job_associations=assoc)
 
+    waiting = []        # jobs started since the tracker last looked (None: start over)
+
     def priority(now, progress):
         key = np.full(len(jobs), -np.inf)
         rows, started = window.advance(now, progress.start)
-        usage = tracker.at(now, progress.start, progress.end, started)
+        waiting.append(started)
         if not len(rows):
             return key
+        started = None if any(s is None for s in waiting) else np.concatenate(waiting)
+        waiting.clear()
+        usage = tracker.at(now, progress.start, progress.end, started)
         eligible = progress.eligible[rows]
         submit = jobs.submit_time[rows]
         accrue = np.where(eligible >= 0, eligible, submit)
