@@ -2,19 +2,19 @@
 UsageTracker == usage_at, _QueueWindow == the full scan, and the priority function
 (carried across PriorityCalcPeriods) == the old one recomputed from every job, key
 for key at every period of a whole simulation."""
-import dataclasses
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from fastsched.config import QOS, SchedulerConfig, parse_config
+from fastsched.errors import InputError
 from fastsched.generate import ai_cluster, ai_mix
 from fastsched.jobs import JobTable
 from fastsched.priority import multifactor
 from fastsched.sim import simulate
-from fastsched.site import _TIER_SCALE, _QueueWindow, priority_function, simulate_site, \
-    site_limits
+from fastsched.site import (_TIER_SCALE, _QueueWindow, priority_function, simulate_site,
+                            site_limits)
 from fastsched.usage import UsageTracker, usage_at
 from fastsched.workload import Workload
 
@@ -90,6 +90,8 @@ def test_tracker_carries_decay_forward():
     assert list(tracker.running) == []       # the ended job is carried, not re-summed
     both = tracker.at(2010, [0, 2000], [10, 2010], [1]).raw[0]
     assert both == pytest.approx(u10 / 4 + u10, rel=1e-12)
+    with pytest.raises(InputError, match="2 entries"):
+        tracker.at(3000, [0], [10], [])
 
 
 @settings(max_examples=60, deadline=None)

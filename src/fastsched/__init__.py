@@ -35,7 +35,7 @@ from .swf import SWFTrace, bundled_trace, read_swf
 from .topology import (BlockTopology, GpuGroups, choose_gpus, levels_array, parse_gres_conf,
                        place_block, place_tree, placement_quality, placement_summary,
                        read_block_topology, read_gres_conf)
-from .usage import usage_at
+from .usage import UsageTracker, usage_at
 from .verify import ScheduleError, VerifyReport, Violation, schedule_from_frame, verify
 from .views import sprio, sshare
 from .workload import Workload, read_workload, requests_to_workload, write_workload
@@ -61,5 +61,5 @@ __all__ = [
     "GpuGroups", "parse_gres_conf", "read_gres_conf", "choose_gpus",
     "placement_quality", "placement_summary",
     "SchedulerConfig", "load_config", "parse_config", "compile_limits", "blocked_reasons",
-    "usage_at", "sprio", "sshare", "simulate_site", "priority_function",
+    "usage_at", "UsageTracker", "sprio", "sshare", "simulate_site", "priority_function",
 ]

@@ -197,7 +197,8 @@ def ai_mix_site_inputs(num_jobs: int = 1_000_000, cluster: str = "ai-100k"):
     from .config import parse_config
     from .generate import ai_cluster, ai_mix
     c = ai_cluster(cluster)
-    return c, ai_mix(c, num_jobs, seed=1), parse_config(AI_MIX_SITE, source="fastsched.bench.AI_MIX_SITE")
+    config = parse_config(AI_MIX_SITE, source="fastsched.bench.AI_MIX_SITE")
+    return c, ai_mix(c, num_jobs, seed=1), config
 
 
 def ai_mix_site_run(cluster, workload, config):

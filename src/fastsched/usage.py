@@ -15,6 +15,10 @@ differ from a live Slurm by the step size. With PriorityUsageResetPeriod, only
 running time after the last reset counts (simulated seconds are read as Unix
 time, UTC: DAILY at midnight, WEEKLY on Sunday 00:00, MONTHLY / QUARTERLY /
 YEARLY on the first day of the month / quarter / year).
+
+:class:`UsageTracker` gives the same usage at increasing times (the simulator's
+PriorityCalcPeriods) without re-summing every job: decay is multiplicative, so the
+decayed usage of ended jobs is carried forward and only what changed is added.
 """
 from __future__ import annotations
 
@@ -136,12 +140,16 @@ class UsageTracker:
         them). ``started``: the jobs that started since the previous call (indices;
         None: unknown, recompute from every job); jobs started earlier keep theirs."""
         now = int(now)
+        start = np.asarray(start, dtype=np.int64)
+        end = np.asarray(end, dtype=np.int64)
+        if start.shape != (self.n,) or end.shape != (self.n,):
+            raise InputError(f"start / end must have {self.n} entries "
+                             f"(got {start.shape}, {end.shape})")
         reset = last_reset(self.config.usage_reset_period, now)
         if started is None or self.now is None or now < self.now or reset != self.reset:
-            self._restart(now, reset, np.asarray(start, dtype=np.int64))
+            self._restart(now, reset, start)
         else:
             self._advance(now, np.asarray(started, dtype=np.int64))
-        end = np.asarray(end, dtype=np.int64)
         run = self.running
         e = end[run]
         over = (e >= 0) & (e <= now)                 # ended since the last call
@@ -168,7 +176,7 @@ class UsageTracker:
 
     def _charge(self, raw, jobs, start, hi, now):
         """Add the usage at ``now`` of ``jobs`` running from max(start, reset) to ``hi``."""
-        lo = np.maximum(np.asarray(start)[jobs], self.reset)
+        lo = np.maximum(start[jobs], self.reset)
         keep = hi > lo
         jobs, lo, hi = jobs[keep], lo[keep].astype(np.float64), hi[keep].astype(np.float64)
         if self.k:
