@@ -150,9 +150,9 @@ def _fits_now(now, nodes, plan, job):
     return len(_feasible_nodes(nodes, plan, job, now)) >= job.nodes
 
 
-def _hold(plan, job, t, chosen):
+def _hold(plan, job, t, chosen, res=1):
     for n in chosen:
-        plan[n].append((t, t + job.limit, job.gpus, job.cpus, job.mem))
+        plan[n].append((t, _on_grid(t + job.limit, res), job.gpus, job.cpus, job.mem))
 
 
 # ---- limits: a job may start only if no group it counts against would exceed a cap ----
@@ -220,21 +220,21 @@ def _plan(now, nodes, plan, job, parts, only_now, topo=None):
     return best
 
 
-def _on_grid(t, now, res):
-    """t rounded up to the pass's grid now + k * res."""
-    return now + -(-(t - now) // res) * res
+def _on_grid(t, res):
+    """t rounded up to the absolute time grid: the next multiple of res at or after t."""
+    return -(-t // res) * res
 
 
 def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, held_out,
           res=1, window=None, topo_of=None):
-    """Plans hold every job for its limit rounded up to a multiple of ``res``, and
-    running jobs until their planned end rounded up to the grid now + k * res; a
-    job whose earliest start is more than ``window`` after now gets no
-    reservation (and uses none of EASY's)."""
+    """Every hold (running, started or reserved at t) ends at its end (start +
+    limit, t + limit) rounded up to the grid of multiples of ``res``; fitting is
+    still "free over [t, t + limit)". A job whose earliest start is more than
+    ``window`` after now gets no reservation (and uses none of EASY's)."""
     plan = [[] for _ in nodes]
     for job, start, chosen, _ in running:
         for n in chosen:
-            plan[n].append((start, _on_grid(start + job.limit, now, res), job.gpus, job.cpus,
+            plan[n].append((start, _on_grid(start + job.limit, res), job.gpus, job.cpus,
                             job.mem))
     started, reservations = [], 0
     running = list(running)
@@ -246,27 +246,26 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
             continue
         held_out.pop(job.job_id, None)
         parts = parts_of(job)
-        pj = NaiveNodeJob(**{**job.__dict__, "limit": -(-job.limit // res) * res})
         topo = None if topo_of is None else topo_of(job, now)
         if policy == "fcfs":
-            best = _plan(now, nodes, plan, pj, parts, True, topo)
+            best = _plan(now, nodes, plan, job, parts, True, topo)
             if best is None:
                 break
         elif policy == "easy":
-            best = _plan(now, nodes, plan, pj, parts, True, topo)
+            best = _plan(now, nodes, plan, job, parts, True, topo)
             if best is None and reservations < depth:
-                best = _plan(now, nodes, plan, pj, parts, False, topo)
+                best = _plan(now, nodes, plan, job, parts, False, topo)
                 if best is None or best[0] > far:
                     continue
                 reservations += 1
             if best is None:
                 continue
         else:  # conservative
-            best = _plan(now, nodes, plan, pj, parts, False, topo)
+            best = _plan(now, nodes, plan, job, parts, False, topo)
             if best is None or best[0] > far:
                 continue
         t, chosen, p = best
-        _hold(plan, pj, t, chosen)
+        _hold(plan, job, t, chosen, res)
         if t == now:
             started.append((job, chosen, p))
             running.append((job, now, chosen, None))

@@ -11,14 +11,20 @@ Data layout (all flat NumPy arrays, one row per node):
   ``fmask`` (bit k set = GPU k free);
 * running jobs per node: ``RT/RG/RC/RM/RJ[node, :rlen[node]]`` = planned end
   and (g, c, m) of each running job on the node, sorted by planned end;
-* the pass's work profile per node: breakpoints ``WT[node, k]`` with the free
+* the work profile per node: breakpoints ``WT[node, k]`` with the free
   (g, c, m) from ``WT[node, k]`` to ``WT[node, k + 1]`` (the last segment runs
-  forever). It is rebuilt lazily, the first time a pass touches a node, from
-  the running jobs, and then receives the pass's starts and reservations.
+  forever). It is kept between passes and updated in place: built once from
+  the running jobs, a start holds its resources until its held end (on the
+  absolute grid of multiples of the resolution, so breakpoints never move), a
+  completion gives back what the job held from now on and drops breakpoints
+  that no longer change anything, and a pass's reservations are undone when
+  the pass ends. Between passes every breakpoint but the first is the held end
+  of a running job, so a pass only sets a node's first breakpoint to now.
 
 Speed: a job can only start now if its partition has N nodes whose free-now
 resources (running jobs only) cover its request. Those counts are computed per
-request *type* (partition, g, c, m), kept up to date through the pass's starts;
+request *type* (partition, g, c, m), counted once and kept up to date through
+starts and completions;
 a pass is skipped when no queued job passes, and the walk stops after the last
 that does (what follows cannot change this pass's starts). A start is at most
 the need-th smallest node *tail* (wholly free after it), which bounds the scans.
@@ -223,16 +229,16 @@ def _heap_pop(key, val, size):
 
 
 @njit(cache=True)
-def _build(x, now, res, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
-    """Work profile of node x from its running jobs (planned ends all > now, each
-    rounded up to the pass's time grid ``now + k * res``)."""
+def _build(x, now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
+    """Work profile of node x from scratch, from its running jobs (held ends
+    ``RT`` all > now, sorted). The engine builds it once and then keeps it."""
     WT[x, 0] = now
     WG[x, 0] = fg[x]
     WC[x, 0] = fc[x]
     WM[x, 0] = fm[x]
     L = 1
     for r in range(rlen[x]):
-        rt = _on_grid(RT[x, r], now, res)
+        rt = RT[x, r]
         if rt == WT[x, L - 1]:
             WG[x, L - 1] += RG[x, r]
             WC[x, L - 1] += RC[x, r]
@@ -247,11 +253,90 @@ def _build(x, now, res, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
 
 
 @njit(cache=True)
-def _on_grid(t, now, res):
-    """t rounded up to the pass's time grid now + k * res (res = 1: t itself)."""
+def _build_all(now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
+    """Every node's work profile from scratch (a single pass's set-up)."""
+    for x in range(wlen.shape[0]):
+        _build(x, now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
+
+
+@njit(cache=True)
+def _on_grid(t, res):
+    """t rounded up to the absolute time grid of multiples of res (res = 1: t
+    itself). Every hold ends on it, so the profile's breakpoints do not move
+    with ``now`` and the profile can be kept between passes."""
     if res == 1:
         return t
-    return now + (t - now + res - 1) // res * res
+    return (t + res - 1) // res * res
+
+
+@njit(cache=True)
+def _advance(x, now, WT, WG, WC, WM, wlen):
+    """Drop node x's breakpoints at or before ``now``: its first segment starts at now."""
+    L = wlen[x]
+    k = 0
+    while k + 1 < L and WT[x, k + 1] <= now:
+        k += 1
+    if k > 0:
+        for r in range(k, L):
+            WT[x, r - k] = WT[x, r]
+            WG[x, r - k] = WG[x, r]
+            WC[x, r - k] = WC[x, r]
+            WM[x, r - k] = WM[x, r]
+        wlen[x] = L - k
+    WT[x, 0] = now
+
+
+@njit(cache=True)
+def _merge_at(x, k, WT, WG, WC, WM, wlen):
+    """Remove breakpoint k (>= 1) of node x when it no longer changes anything."""
+    L = wlen[x]
+    if k < 1 or k >= L or WG[x, k] != WG[x, k - 1] or WC[x, k] != WC[x, k - 1] \
+            or WM[x, k] != WM[x, k - 1]:
+        return
+    for r in range(k + 1, L):
+        WT[x, r - 1] = WT[x, r]
+        WG[x, r - 1] = WG[x, r]
+        WC[x, r - 1] = WC[x, r]
+        WM[x, r - 1] = WM[x, r]
+    wlen[x] = L - 1
+
+
+@njit(cache=True)
+def _give_back(x, s, e, g, c, m, WT, WG, WC, WM, wlen):
+    """Undo a hold of (g, c, m) over [s, e) on node x (s >= its first breakpoint):
+    a completion (s = now, after :func:`_advance`) or a reservation at the end of
+    its pass. The breakpoints at s and e go when they no longer change anything.
+    Needs room for two more breakpoints, like :func:`_hold`."""
+    if e <= s:
+        return
+    a = _split(x, s, WT, WG, WC, WM, wlen)
+    b = _split(x, e, WT, WG, WC, WM, wlen)
+    for k in range(a, b):
+        WG[x, k] += g
+        WC[x, k] += c
+        WM[x, k] += m
+    _merge_at(x, b, WT, WG, WC, WM, wlen)
+    _merge_at(x, a, WT, WG, WC, WM, wlen)
+
+
+@njit(cache=True)
+def _tcount_update(x, og, oc, om, tcount, type_p, type_g, type_c, type_m, pbits, fg, fc, fm):
+    """Node x's free-now went from (og, oc, om) to ``fg/fc/fm[x]``: adjust the
+    kept free-now counts of the types already counted (``tcount`` >= 0) whose
+    partition holds x. Without ``pbits`` (> 64 partitions) they are recounted."""
+    if pbits.shape[0] == 0:
+        tcount[:] = -1
+        return
+    bits = pbits[x]
+    for ty in range(tcount.shape[0]):
+        if tcount[ty] < 0 or not (bits >> np.uint64(type_p[ty])) & np.uint64(1):
+            continue
+        was = og >= type_g[ty] and oc >= type_c[ty] and om >= type_m[ty]
+        now = fg[x] >= type_g[ty] and fc[x] >= type_c[ty] and fm[x] >= type_m[ty]
+        if was and not now:
+            tcount[ty] -= 1
+        elif now and not was:
+            tcount[ty] += 1
 
 
 @njit(cache=True)
@@ -305,13 +390,13 @@ def _lex_order(k0, k1, k2, k3, count):
 
 
 @njit(cache=True)
-def _plan_job(now, res, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM,
-              WT, WG, WC, WM, wlen, stamp, pass_id, RT, RG, RC, RM, rlen, fg, fc, fm, chosen,
-              levels, unit, max_leaves):
+def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM,
+              WT, WG, WC, WM, wlen, chosen, levels, unit, max_leaves):
     """Earliest start of a job (or only "now?" when ``only_now``); fills ``chosen[:need]``
     with its nodes, ascending. Returns the start, -1 (only_now and it does not fit) or
     -2 (it fits now, but not within its topology constraint: no plan this pass).
-    ``skip_now``: the caller knows it cannot fit now (only builds the profiles).
+    ``skip_now``: the caller knows it cannot fit now. The kept profiles (every
+    breakpoint but the first > now) get their first segment moved to now here.
     With topology ``levels`` (L > 0), a start now takes the nodes
     :func:`fastsched.topology.topo_place` picks from the candidates in best-fit order
     (``unit``: --segment, ``max_leaves``: --switches in force); when it finds none and
@@ -324,9 +409,7 @@ def _plan_job(now, res, g, c, m, d, need, only_now, skip_now, plist, capG, capC,
         x = plist[i]
         if capG[x] < g or capC[x] < c or capM[x] < m:
             continue
-        if stamp[x] != pass_id:
-            _build(x, now, res, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
-            stamp[x] = pass_id
+        WT[x, 0] = now
         if skip_now or WG[x, 0] < g or WC[x, 0] < c or WM[x, 0] < m:
             continue
         ok = True
@@ -562,18 +645,15 @@ def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen
 
 
 @njit(cache=True)
-def _ix_build(now, pass_id, res, g, c, m, plist, capG, capC, capM, TR, fr, meta,
-              WT, WG, WC, WM, wlen, stamp, RT, RG, RC, RM, rlen, fg, fc, fm):
-    """The run index of one type: every capable node's runs (profiles built
-    first). Returns (root, TR, fr)."""
+def _ix_build(now, g, c, m, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, WM, wlen):
+    """The run index of one type: every capable node's runs (first segments
+    moved to now first). Returns (root, TR, fr)."""
     root = -1
     for i in range(plist.shape[0]):
         x = plist[i]
         if capG[x] < g or capC[x] < c or capM[x] < m:
             continue
-        if stamp[x] != pass_id:
-            _build(x, now, res, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
-            stamp[x] = pass_id
+        WT[x, 0] = now
         TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
         root = ix_region(TR, fr, meta, root, x, now, _INF, g, c, m, WT, WG, WC, WM, wlen, True)
     return root, TR, fr
@@ -640,11 +720,11 @@ def _fits_now_somewhere(j, nn, pc_off, pc_type, tcount, type_p, type_g, type_c, 
 
 
 @njit(cache=True)
-def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
+def _pass(now, queue, qlen, policy, depth, full, res, window,
           limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
           type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
           fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
-          stamp, tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
+          tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
           jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
           eligible, gmasks, index_after, pbits):
     """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
@@ -661,17 +741,20 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
     ``unit``, ``max_leaves`` in force until ``eligible + leaf_wait``; wait < 0:
     forever) shapes starts (see :func:`_plan_job`); GPUs on a node are taken
     by :func:`fastsched.topology.choose_gpus_kernel` over ``gmasks`` when given. ``full``: walk the whole queue (no
-    early stop, no skipped pass). ``pass_id`` must differ from every earlier
-    pass's. ``index_after``: a request type's later starts come from a run
+    early stop, no skipped pass). ``index_after``: a request type's later starts come from a run
     index (:mod:`fastsched.runindex`, same answers) once it has been planned
     more than this many times in the pass (< 0: never; not with topology).
     ``pbits``: :func:`_partition_bits`, to keep the free-now counts up to date
     through starts (empty: recount after every start).
 
+    The work profile ``WT..WM/wlen`` is kept between passes: on entry it holds
+    the running jobs only (every breakpoint but the first > now; ``K`` >= wlen + 2
+    on every node), like ``tcount`` (free-now counts per type, -1: not counted
+    yet). Starts stay in it; reservations are undone before returning.
+
     Returns ``(nstarted or -1 when the pass was skipped, WT, WG, WC, WM, K,
     RT, RG, RC, RM, RJ, R)``: the work arrays may have been widened.
     """
-    tcount[:] = -1
     last = -1
     if policy == _FCFS or full:
         last = qlen - 1
@@ -685,11 +768,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
         return -1, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R
     reserved = 0
     nstarted = 0
-    # room for two more breakpoints on every node: K >= need_w, kept up to date
-    # as holds and starts lengthen profiles and running lists (no per-job scan)
-    need_w = 0
-    for x in range(wlen.shape[0]):
-        need_w = max(need_w, wlen[x] + 2, rlen[x] + 3)
+    resv = np.empty(last + 1, dtype=np.int64)      # the reserved jobs, undone at the end
     # run indexes (per request type, built lazily, updated by every hold)
     T = type_p.shape[0]
     roots = np.full(T, -1, dtype=np.int64)
@@ -725,8 +804,8 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
         else:
             only_now = False
         # the earliest start over the job's partitions (ties: the first listed);
-        # plans hold the limit rounded up to the time grid
-        dur = (limit[j] + res - 1) // res * res
+        # plans hold from it to its end rounded up to the time grid
+        dur = limit[j]
         ml = max_leaves[j]
         if ml > 0 and leaf_wait[j] >= 0 and now - eligible[j] >= leaf_wait[j]:
             ml = 0                  # --switches=k@wait: waited long enough
@@ -734,13 +813,6 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
         for e in range(pc_off[j], pc_off[j + 1]):
             p = pc_part[e]
             plist = pflat[poff[p]:poff[p + 1]]
-            if need_w > K:
-                while K < need_w:
-                    K *= 2
-                WT = _widen(WT, K)
-                WG = _widen(WG, K)
-                WC = _widen(WC, K)
-                WM = _widen(WM, K)
             now_here = _type_count(pc_type[e], tcount, type_p, type_g, type_c, type_m,
                                    poff, pflat, fg, fc, fm) >= nn[j]
             if only_now and not now_here:
@@ -754,10 +826,8 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
                         for pp in range(poff.shape[0] - 1):
                             for i in range(poff[pp], poff[pp + 1]):
                                 inpart[pp, pflat[i]] = True
-                    roots[ty], TR, fr = _ix_build(now, pass_id, res, rg[j], rc[j], rm[j], plist,
-                                                  capG, capC, capM, TR, fr, meta, WT, WG, WC,
-                                                  WM, wlen, stamp, RT, RG, RC, RM, rlen,
-                                                  fg, fc, fm)
+                    roots[ty], TR, fr = _ix_build(now, rg[j], rc[j], rm[j], plist, capG, capC,
+                                                  capM, TR, fr, meta, WT, WG, WC, WM, wlen)
                     ixon[ty] = True
                     ixl[nix] = ty
                     nix += 1
@@ -765,10 +835,9 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
                 te = _plan_indexed(now, dur, nn[j], only_now, roots[ty], TR, WT, WG, WC, WM,
                                    wlen, trial)
             else:
-                te = _plan_job(now, res, rg[j], rc[j], rm[j], dur, nn[j], only_now,
-                               not now_here, plist,
-                               capG, capC, capM, WT, WG, WC, WM, wlen, stamp, pass_id,
-                               RT, RG, RC, RM, rlen, fg, fc, fm, trial, levels, unit[j], ml)
+                te = _plan_job(now, rg[j], rc[j], rm[j], dur, nn[j], only_now, not now_here,
+                               plist, capG, capC, capM, WT, WG, WC, WM, wlen, trial, levels,
+                               unit[j], ml)
             if te >= 0 and (t < 0 or te < t):
                 t = te
                 part_used[j] = p
@@ -781,11 +850,12 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             continue
         if t - now > window:        # beyond the planning window: no reservation
             continue
+        held_end = _on_grid(t + dur, res)
         for i in range(nn[j]):
             x = chosen[i]
             if nix > 0:         # the runs this hold changes leave the indexes...
                 ka = _split(x, t, WT, WG, WC, WM, wlen)
-                kb = _split(x, t + dur, WT, WG, WC, WM, wlen)
+                kb = _split(x, held_end, WT, WG, WC, WM, wlen)
                 for q2 in range(nix):
                     ty = ixl[q2]
                     upd[q2] = False
@@ -798,21 +868,27 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
                                 upd[q2] = True
                                 break
                     if upd[q2]:
-                        roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, t + dur, type_g[ty],
-                                              type_c[ty], type_m[ty], WT, WG, WC, WM, wlen,
-                                              False)
-            _hold(x, t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
-            need_w = max(need_w, wlen[x] + 2)
+                        roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, held_end,
+                                              type_g[ty], type_c[ty], type_m[ty], WT, WG, WC,
+                                              WM, wlen, False)
+            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
+            if wlen[x] + 2 > K:     # keep room for two more breakpoints on every node
+                K *= 2
+                WT = _widen(WT, K)
+                WG = _widen(WG, K)
+                WC = _widen(WC, K)
+                WM = _widen(WM, K)
             if nix > 0:         # ... and come back as they are now
                 for q2 in range(nix):
                     ty = ixl[q2]
                     if upd[q2]:
                         TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
-                        roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, t + dur, type_g[ty],
-                                              type_c[ty], type_m[ty], WT, WG, WC, WM, wlen,
-                                              True)
+                        roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, held_end,
+                                              type_g[ty], type_c[ty], type_m[ty], WT, WG, WC,
+                                              WM, wlen, True)
         planned[j] = t
         if t > now:
+            resv[reserved] = j
             reserved += 1
             for i in range(nn[j]):
                 alloc_nodes[offsets[j] + i] = chosen[i]
@@ -821,7 +897,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
         start[j] = now
         end[j] = now + min(runtime[j], limit[j])
         _charge(j, 1, nn, rg, rc, rm, jg_off, jg, gusage)
-        pe = now + limit[j]
+        pe = held_end
         for i in range(nn[j]):
             x = chosen[i]
             o = offsets[j] + i
@@ -844,14 +920,8 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             fg[x] -= rg[j]
             fc[x] -= rc[j]
             fm[x] -= rm[j]
-            if pbits.shape[0] > 0:      # the types this node no longer covers: one fewer
-                for ty in range(tcount.shape[0]):
-                    if tcount[ty] >= 0 and (pbits[x] >> np.uint64(type_p[ty])) & np.uint64(1) \
-                            and fg[x] + rg[j] >= type_g[ty] and fc[x] + rc[j] >= type_c[ty] \
-                            and fm[x] + rm[j] >= type_m[ty] and not (
-                                fg[x] >= type_g[ty] and fc[x] >= type_c[ty]
-                                and fm[x] >= type_m[ty]):
-                        tcount[ty] -= 1
+            _tcount_update(x, fg[x] + rg[j], fc[x] + rc[j], fm[x] + rm[j], tcount, type_p,
+                           type_g, type_c, type_m, pbits, fg, fc, fm)
             if rlen[x] + 1 > R:
                 R *= 2
                 RT = _widen(RT, R)
@@ -873,10 +943,13 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             RM[x, r] = rm[j]
             RJ[x, r] = j
             rlen[x] += 1
-            need_w = max(need_w, rlen[x] + 3)
         nstarted += 1
-        if pbits.shape[0] == 0:
-            tcount[:] = -1
+    # the next pass starts from the running jobs: undo this pass's reservations
+    for i in range(reserved - 1, -1, -1):
+        j = resv[i]
+        e = _on_grid(planned[j] + limit[j], res)
+        for o in range(offsets[j], offsets[j] + nn[j]):
+            _give_back(alloc_nodes[o], planned[j], e, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
     return nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R
 
 
@@ -926,7 +999,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
          type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat, policy, depth, rank,
          ch_off, ch_job, ch_kind, pend, never, arrived, eligible, jg_off, jg, caps, gusage,
          reason, part_used, start, end, planned, alloc_nodes, alloc_mask, fg, fc, fm, fmask,
-         WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, stamp, tcount, queue, evk, evj,
+         WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, tcount, queue, evk, evj,
          chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks, index_after, pbits):
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
@@ -935,7 +1008,9 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
     returned. At an instant: completions (freeing resources, limits and
     dependents), then arrivals (rejected over a max_submit cap; queued when
     their dependencies are satisfied), then a pass, repeated while zero-length
-    jobs end at the instant or starts released dependents.
+    jobs end at the instant or starts released dependents. The work profile
+    and the free-now counts per type are kept across instants (see :func:`_pass`):
+    a completion gives back what the job held from now to its held end.
     """
     n = submit.shape[0]
     a, qlen, nev, pass_id, passes, K, R = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5], sc[6]
@@ -950,12 +1025,17 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
             while nev > 0 and evk[0] == now:
                 j = evj[0]
                 nev = _heap_pop(evk, evj, nev)
+                held_end = _on_grid(start[j] + limit[j], res)
                 for q in range(offsets[j], offsets[j] + nn[j]):
                     x = alloc_nodes[q]
                     fmask[x] |= alloc_mask[q]
                     fg[x] += rg[j]
                     fc[x] += rc[j]
                     fm[x] += rm[j]
+                    _tcount_update(x, fg[x] - rg[j], fc[x] - rc[j], fm[x] - rm[j], tcount,
+                                   type_p, type_g, type_c, type_m, pbits, fg, fc, fm)
+                    _advance(x, now, WT, WG, WC, WM, wlen)
+                    _give_back(x, now, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
                     w = 0
                     for r in range(rlen[x]):
                         if RJ[x, r] != j:
@@ -992,11 +1072,11 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
             # 3. one pass
             pass_id += 1
             nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R = _pass(
-                now, queue, qlen, policy, depth, False, pass_id, res, window,
+                now, queue, qlen, policy, depth, False, res, window,
                 limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
                 type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
                 fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
-                stamp, tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
+                tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
                 jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
                 eligible, gmasks, index_after, pbits)
             if nstarted < 0:
@@ -1147,11 +1227,12 @@ class _EventLoop:
         self.fmask = np.where(g >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
                               (np.uint64(1) << g) - np.uint64(1)).astype(np.uint64)
         K, R = 8, 4
-        self.W = [np.empty((X, K), dtype=np.int64) for _ in range(4)]
-        self.wlen = np.zeros(X, dtype=np.int64)
+        # the kept work profile: every node wholly free (one segment, from time 0)
+        self.W = [np.zeros((X, K), dtype=np.int64) for _ in range(4)]
+        self.W[1][:, 0], self.W[2][:, 0], self.W[3][:, 0] = self.capG, self.capC, self.capM
+        self.wlen = np.ones(X, dtype=np.int64)
         self.Rs = [np.empty((X, R), dtype=np.int64) for _ in range(5)]
         self.rlen = np.zeros(X, dtype=np.int64)
-        self.stamp = np.full(X, -1, dtype=np.int64)
         self.tcount = np.full(len(self.types[0]), -1, dtype=np.int64)
         self.queue = np.empty(n + 1, dtype=np.int64)
         self.evk = np.empty(n + 1, dtype=np.int64)
@@ -1195,7 +1276,7 @@ class _EventLoop:
                    self.jg, self.caps, self.gusage, self.reason, self.part_used, self.start,
                    self.end, self.planned, self.alloc_nodes, self.alloc_mask, self.fg, self.fc,
                    self.fm, self.fmask, W[0], W[1], W[2], W[3], self.wlen, Rs[0], Rs[1], Rs[2],
-                   Rs[3], Rs[4], self.rlen, self.stamp, self.tcount, self.queue, self.evk,
+                   Rs[3], Rs[4], self.rlen, self.tcount, self.queue, self.evk,
                    self.evj, self.chosen, self.trial, self.newly, *self.topo,
                    np.int64(_INDEX_AFTER), self.pbits)
         self.W, self.Rs = list(out[:4]), list(out[4:])
@@ -1230,9 +1311,9 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     PriorityCalcPeriod); ``progress`` is a :class:`Progress` (start, end and
     eligible times so far, in the caller's order, -1 where not yet).
 
-    ``resolution`` (s, Slurm's bf_resolution): plans round every hold's end
-    up to the pass's grid ``now + k * resolution`` (fewer distinct times,
-    coarser plans; 1 = exact). ``window`` (s, bf_window): a job whose
+    ``resolution`` (s, Slurm's bf_resolution): every hold ends at its end
+    rounded up to a multiple of ``resolution`` (an absolute grid: fewer
+    distinct times, coarser plans; 1 = exact). ``window`` (s, bf_window): a job whose
     earliest start is more than ``window`` after now gets no reservation
     (and uses none of EASY's); None = no limit. ``placement``: topology-aware
     node choice and GPU groups (:class:`fastsched.constraints.Placement`).
@@ -1432,8 +1513,9 @@ class NodeDecisions:
                              "reason": self.reason})
 
 
-def _running_state(cluster: Cluster, running: RunningJobs, now: int):
-    """Free-now arrays and per-node running lists (sorted by planned end) from ``running``."""
+def _running_state(cluster: Cluster, running: RunningJobs, now: int, res: int = 1):
+    """Free-now arrays and per-node running lists from ``running``: held ends
+    (planned ends rounded up to multiples of ``res``), sorted."""
     X = cluster.num_nodes
     capG = cluster.gpus.astype(np.int64)
     capC = cluster.cpus.astype(np.int64)
@@ -1459,7 +1541,7 @@ def _running_state(cluster: Cluster, running: RunningJobs, now: int):
         r = int(np.argmin(pe_job))
         raise InputError(f"running job {running.job_id[r]} has planned end {pe_job[r]} <= now "
                          f"({now}): complete it first", field="running")
-    pe = np.repeat(pe_job, np.diff(offs))
+    pe = np.repeat((pe_job + res - 1) // res * res, np.diff(offs))
     fg = capG - np.bincount(x, weights=g, minlength=X).astype(np.int64)
     fc = capC - np.bincount(x, weights=c, minlength=X).astype(np.int64)
     fm = capM - np.bincount(x, weights=m, minlength=X).astype(np.int64)
@@ -1516,7 +1598,8 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     """One scheduling pass at ``now`` of the node-level engine; changes nothing.
 
     The same compiled pass as :func:`run_nodes` (docs/gpu-semantics.md):
-    ``running`` holds resources until its planned ends (all > ``now``),
+    ``running`` holds resources until its planned ends (all > ``now``;
+    rounded up to multiples of ``resolution``),
     ``pending`` is planned in queue order (``rank`` if given, lower first;
     then submit time, then job id; submit times are not compared with
     ``now``). fcfs/easy/conservative stop after the last job that could start
@@ -1546,7 +1629,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     avail = node_availability(cluster, available)
     poff, pflat = _partition_nodes(cluster, avail)
     (capG, capC, capM, fg, fc, fm, fmask, RT, RG, RC, RM, RJ, rlen, R,
-     K) = _running_state(cluster, running, now)
+     K) = _running_state(cluster, running, now, int(res))
     X = cluster.num_nodes
     if rank is None:
         order = np.lexsort((pending.job_id, pending.submit_time))
@@ -1573,7 +1656,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     alloc_mask = np.zeros(total, dtype=np.uint64)
     W = [np.empty((X, K), dtype=np.int64) for _ in range(4)]
     wlen = np.zeros(X, dtype=np.int64)
-    stamp = np.full(X, -1, dtype=np.int64)
+    _build_all(np.int64(now), *W, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
     tcount = np.full(len(types), -1, dtype=np.int64)
     chosen = np.empty(max(1, int(nn.max(initial=1))), dtype=np.int64)
     trial = np.empty_like(chosen)
@@ -1583,12 +1666,12 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
                      fg, fc, fm) if n else 0
     if n:
         nst = _pass(np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), code, np.int64(depth),
-              bool(full), np.int64(0), res, win, limit, limit, nn, q(pending.gpus_per_node),
+              bool(full), res, win, limit, limit, nn, q(pending.gpus_per_node),
               q(pending.cpus_per_node), q(pending.mem_per_node), pc_off,
               pc_part.astype(np.int64), pc_type, offsets[:-1].copy(),
               *[np.ascontiguousarray(types[:, k]) for k in range(4)],
               capG, capC, capM, poff, pflat, fg, fc, fm, fmask, *W, wlen,
-              np.int64(K), RT, RG, RC, RM, RJ, rlen, np.int64(R), stamp, tcount, chosen, trial,
+              np.int64(K), RT, RG, RC, RM, RJ, rlen, np.int64(R), tcount, chosen, trial,
               start, end, planned, alloc_nodes, alloc_mask, jg_off, jg.astype(np.int64),
               np.ascontiguousarray(limits.caps, dtype=np.int64).reshape(-1, _NCAPS), usage,
               reason, part_used, pl.levels, pl.unit[order], pl.max_leaves[order],
