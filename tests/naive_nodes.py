@@ -30,6 +30,11 @@ is free on node n at instant t?") is answered by summing over intervals.
   (at their earliest start) and skips the rest (the profile formulation for
   every depth, including 1: there is no Lifka shadow/extra special case);
   conservative gives every job its earliest start and starts those at now.
+* --exclusive=topo (placement ``exclusive``): a job starts now only on nodes whose
+  whole leaf group is idle over [now, now + d) (every available node of it has its
+  full capacity free in the plan), and never falls back to plain best fit. While it
+  runs it holds every available node of its leaf groups in full; reservations keep
+  the plain rule.
 """
 from __future__ import annotations
 
@@ -150,9 +155,17 @@ def _fits_now(now, nodes, plan, job):
     return len(_feasible_nodes(nodes, plan, job, now)) >= job.nodes
 
 
-def _hold(plan, job, t, chosen, res=1):
-    for n in chosen:
-        plan[n].append((t, _on_grid(t + job.limit, res), job.gpus, job.cpus, job.mem))
+def _hold(plan, job, t, chosen, res=1, nodes=None, levels=None):
+    """The job's request on its nodes over [t, t + limit), the end rounded up to the
+    grid of multiples of ``res``; with ``levels`` (an exclusive job starting) every
+    available node of its leaf groups in full instead."""
+    until = _on_grid(t + job.limit, res)
+    if levels is None:
+        for n in chosen:
+            plan[n].append((t, until, job.gpus, job.cpus, job.mem))
+        return
+    for y in _group_nodes(nodes, levels, chosen):
+        plan[y].append((t, until, nodes[y].gpus, nodes[y].cpus, nodes[y].mem))
 
 
 # ---- limits: a job may start only if no group it counts against would exceed a cap ----
@@ -177,17 +190,39 @@ def _in_partition(job, p):
     return NaiveNodeJob(**{**job.__dict__, "partition": p})
 
 
+def _group_nodes(nodes, levels, chosen):
+    """Every available node in the leaf groups of ``chosen`` (what an exclusive job holds)."""
+    groups = {levels[0][n] for n in chosen}
+    return [y for y, node in enumerate(nodes) if node.available and levels[0][y] in groups]
+
+
+def _group_idle(nodes, plan, levels, n, s, e):
+    """Is every available node of n's leaf group wholly free (full capacity) over [s, e)?"""
+    if levels[0][n] < 0:
+        return False
+    for y in _group_nodes(nodes, levels, [n]):
+        whole = NaiveNodeJob(job_id=-1, submit=0, nodes=1, gpus=nodes[y].gpus,
+                             cpus=nodes[y].cpus, mem=nodes[y].mem)
+        if not _free_over(nodes[y], plan[y], whole, s, e):
+            return False
+    return True
+
+
 def _topology_nodes(now, nodes, plan, job, topo):
     """Nodes for a start now under topology placement: naive_topology.topo_place over
-    the feasible nodes in best-fit order; None when a constraint in force (segment,
-    switches) cannot be met; plain best fit when placement finds none otherwise."""
-    levels, unit, max_leaves = topo
+    the feasible nodes in best-fit order (exclusive: only those whose leaf group is
+    idle); None when a constraint in force (segment, switches, exclusive) cannot be
+    met; plain best fit when placement finds none otherwise."""
+    levels, unit, max_leaves, exclusive = topo
     feasible = _feasible_nodes(nodes, plan, job, now)
+    if exclusive:
+        feasible = [n for n in feasible
+                    if _group_idle(nodes, plan, levels, n, now, now + job.limit)]
     pref = sorted(feasible, key=lambda n: _free_at(nodes[n], plan[n], now) + (n,))
     got = naive_topology.topo_place(pref, levels, job.nodes, unit, max_leaves)
     if len(got) == job.nodes:
         return sorted(got)
-    if unit > 1 or max_leaves > 0:
+    if unit > 1 or max_leaves > 0 or exclusive:
         return None
     return _choose_nodes(now, nodes, plan, job, now)
 
@@ -233,9 +268,13 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
     ``window`` after now gets no reservation (and uses none of EASY's)."""
     plan = [[] for _ in nodes]
     for job, start, chosen, _ in running:
+        until = _on_grid(start + job.limit, res)
+        if _exclusive(topo_of, job, now):
+            for y in _group_nodes(nodes, topo_of(job, now)[0], chosen):
+                plan[y].append((start, until, nodes[y].gpus, nodes[y].cpus, nodes[y].mem))
+            continue
         for n in chosen:
-            plan[n].append((start, _on_grid(start + job.limit, res), job.gpus, job.cpus,
-                            job.mem))
+            plan[n].append((start, until, job.gpus, job.cpus, job.mem))
     started, reservations = [], 0
     running = list(running)
     far = float("inf") if window is None else now + window
@@ -265,11 +304,18 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
             if best is None or best[0] > far:
                 continue
         t, chosen, p = best
-        _hold(plan, job, t, chosen, res)
+        if t == now and _exclusive(topo_of, job, now):
+            _hold(plan, job, t, chosen, res, nodes, topo[0])
+        else:
+            _hold(plan, job, t, chosen, res)
         if t == now:
             started.append((job, chosen, p))
             running.append((job, now, chosen, None))
     return started
+
+
+def _exclusive(topo_of, job, now):
+    return topo_of is not None and topo_of(job, now)[3]
 
 
 def _lowest_free_gpus(node_index, node, running, count, gpu_groups=None):
@@ -304,7 +350,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     window that has an instant (dicts by job id of what happened so far).
     ``resolution``/``window``: see :func:`_pass`. ``placement``: dict with
     ``levels`` (list of per-node group lists, leaf first), ``unit``,
-    ``max_leaves``, ``leaf_wait`` (dicts by job id) and ``gpu_groups`` (masks).
+    ``max_leaves``, ``leaf_wait``, optional ``exclusive`` (--exclusive=topo; dicts
+    by job id) and ``gpu_groups`` (masks).
 
     Returns (job_id -> (start, end, [node indices ascending], [[GPU indices]
     per node], partition) for started jobs, job_id -> "never" | "waiting" |
@@ -332,7 +379,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                 wait = placement["leaf_wait"].get(job.job_id, -1)
                 if ml > 0 and wait >= 0 and now - eligible[job.job_id] >= wait:
                     ml = 0
-                return placement["levels"], placement["unit"].get(job.job_id, 1), ml
+                return (placement["levels"], placement["unit"].get(job.job_id, 1), ml,
+                        placement.get("exclusive", {}).get(job.job_id, False))
 
     for job in jobs:
         if job.limit < 1 or job.runtime < 0 or job.nodes < 1:

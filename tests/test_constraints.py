@@ -373,3 +373,190 @@ def test_simulate_accepts_a_job_that_fits_only_its_second_partition():
     jobs = _jobs(job_id=[1], gpus_per_node=[8], partition=[0])
     result = simulate(c, jobs, "easy", partitions=PartitionChoices([0, 2], [0, 1]))
     assert list(result.jobs.partition) == ["b"] and result.schedule.start_time[0] == 0
+
+
+# --------------------------------------------------------------------------- --exclusive=topo
+
+@st.composite
+def block_placements(draw, cluster, jobs):
+    """Random base blocks (some nodes in none), maybe an aggregate level, --exclusive=topo
+    on some jobs, some segments."""
+    n = cluster.num_nodes
+    leaf = draw(st.lists(st.integers(-1, 2), min_size=n, max_size=n))
+    if max(leaf) < 0:
+        leaf[0] = 0
+    used = sorted({x for x in leaf if x >= 0})
+    leaf = [used.index(x) if x >= 0 else -1 for x in leaf]
+    levels = [leaf]
+    if draw(st.booleans()):
+        levels.append([x // 2 if x >= 0 else -1 for x in leaf])
+    ids = [int(j) for j in jobs.job_id]
+    unit = {j: (2 if draw(st.integers(0, 4)) == 0 and jobs.num_nodes[i] % 2 == 0 else 1)
+            for i, j in enumerate(ids)}
+    exclusive = {j: draw(st.booleans()) for j in ids}
+    return dict(levels=levels, unit=unit, max_leaves={j: 0 for j in ids},
+                leaf_wait={j: -1 for j in ids}, exclusive=exclusive, gpu_groups=[])
+
+
+def _engine_placement(pl, ids):
+    from fastsched.constraints import Placement
+    return Placement(np.array(pl["levels"]), [pl["unit"][j] for j in ids],
+                     [pl["max_leaves"][j] for j in ids], [pl["leaf_wait"][j] for j in ids],
+                     pl["gpu_groups"], [pl["exclusive"][j] for j in ids])
+
+
+@pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
+                                          ("conservative", 1)])
+@SETTINGS
+@given(data=st.data())
+def test_exclusive_topo_matches_twin(data, policy, depth):
+    cluster, available = data.draw(node_clusters())
+    jobs = data.draw(node_workloads(cluster, available, max_jobs=10))
+    pl = data.draw(block_placements(cluster, jobs))
+    res = data.draw(st.sampled_from([1, 1, 4]))
+    ids = [int(j) for j in jobs.job_id]
+    engine_pl = _engine_placement(pl, ids)
+    run = run_nodes(cluster, jobs, policy, depth, available, placement=engine_pl,
+                    resolution=res)
+    out, _ = naive_nodes.simulate(cluster, naive_nodes.jobs_from_table(jobs), policy, depth,
+                                  available, placement=pl, resolution=res)
+    for i, j in enumerate(ids):
+        if j not in out:
+            assert run.start[i] == -1, j
+            continue
+        s, e, nodes, gpus, p = out[j]
+        assert (run.start[i], run.end[i], run.partition[i]) == (s, e, p), j
+        assert list(run.alloc_nodes[run.alloc_offsets[i]:run.alloc_offsets[i + 1]]) == nodes, j
+        masks = run.alloc_gpu_mask[run.alloc_offsets[i]:run.alloc_offsets[i + 1]]
+        assert [int(m) for m in masks] == [sum(1 << k for k in gl) for gl in gpus], j
+    sched = Schedule(job_id=jobs.job_id.copy(), start_time=run.start, end_time=run.end,
+                     alloc_offsets=_sub_offsets(run),
+                     alloc_nodes=_sub_alloc(run, run.start >= 0)[1])
+    ran = jobs.take(np.arange(len(jobs)))
+    ran.partition = np.where(run.partition >= 0, run.partition, jobs.partition).astype(np.int32)
+    report = verify(cluster, ran, sched, placement=engine_pl)
+    assert report.kinds() <= {"not_started"}, report   # some jobs may never get a block
+    assert "exclusive_topo" in report.checks or not engine_pl.exclusive_topo.any()
+
+
+def _block_cluster(n=8, gpus=4):
+    return Cluster([f"n{i}" for i in range(n)], [8] * n, [gpus] * n, [0] * n)
+
+
+def _excl(levels, flags):
+    from fastsched.constraints import Placement
+    return Placement.topology(np.array(levels), len(flags), exclusive_topo=flags)
+
+
+def test_exclusive_job_keeps_a_small_job_off_its_block_until_it_ends():
+    # blocks {0-3} {4-7}; job 1 (exclusive, 2 nodes) takes 0,1 and holds 2,3 as well;
+    # job 3 (1 GPU) finds block 0 full and block 1 taken by job 2 until 50: it waits for
+    # whichever frees first, job 1's block at 30 -- on node 0 (best fit, lowest index)
+    jobs = _jobs(job_id=[1, 2, 3], num_nodes=[2, 4, 1], gpus_per_node=[4, 4, 1],
+                 time_limit=[30, 50, 10], runtime=[30, 50, 10], submit_time=[0, 0, 1])
+    pl = _excl([[0, 0, 0, 0, 1, 1, 1, 1]], [True, False, False])
+    result = simulate(_block_cluster(), jobs, "easy", placement=pl)
+    assert list(result.schedule.start_time) == [0, 0, 30]
+    assert list(result.jobs.nodes) == ["n[0-1]", "n[4-7]", "n0"]
+    result.verify().raise_if_failed()
+    # without the flag job 3 runs at once on node 2
+    plain = simulate(_block_cluster(), jobs, "easy", placement=_excl([[0] * 4 + [1] * 4],
+                                                                     [False] * 3))
+    assert list(plain.schedule.start_time) == [0, 0, 1] and plain.jobs.nodes[2] == "n2"
+
+
+def test_exclusive_job_waits_for_an_idle_block_without_a_reservation():
+    # one block of 4 nodes; job 1 (1 GPU) runs on node 0 until 50. Exclusive job 2 fits
+    # now on nodes 1-3 but its block is busy: no start, no reservation, so job 3 (1 GPU,
+    # limit 100) backfills at 2 and job 2 starts only when the block is idle, at 102
+    jobs = _jobs(job_id=[1, 2, 3], num_nodes=[1, 2, 1], gpus_per_node=[1, 4, 1],
+                 time_limit=[50, 10, 100], runtime=[50, 10, 100], submit_time=[0, 1, 2])
+    pl = _excl([[0, 0, 0, 0]], [False, True, False])
+    result = simulate(_block_cluster(4), jobs, "easy", placement=pl)
+    assert list(result.schedule.start_time) == [0, 102, 2]
+    result.verify().raise_if_failed()
+    d = plan_nodes(_block_cluster(4), RunningJobs.empty(), jobs.take(np.array([0, 1])), 0,
+                   "conservative", placement=pl.take(np.array([0, 1])), full=True)
+    assert list(d.outcome) == [0, 2]        # START, BLOCKED (-2: neither start nor plan)
+
+
+def test_exclusive_job_that_does_not_fit_now_is_reserved_by_the_plain_rule():
+    # blocks {0,1} {2,3}; job 1 holds every node until 100; exclusive job 2 (2 nodes) is
+    # reserved at 100 (plain rule) and then starts there on one idle block
+    jobs = _jobs(job_id=[1, 2], num_nodes=[4, 2], gpus_per_node=[4, 4],
+                 time_limit=[100, 10], runtime=[100, 10], submit_time=[0, 1])
+    pl = _excl([[0, 0, 1, 1]], [False, True])
+    running = RunningJobs.from_arrays(job_id=[1], planned_end=[100], node_offsets=[0, 4],
+                                      nodes=[0, 1, 2, 3], gpus=4, cpus=1, mem=0)
+    d = plan_nodes(_block_cluster(4), running, jobs.take(np.array([1])), 1, "easy",
+                   placement=pl.take(np.array([1])), full=True)
+    assert list(d.outcome) == [1] and list(d.planned_start) == [100]
+    result = simulate(_block_cluster(4), jobs, "easy", placement=pl)
+    assert list(result.schedule.start_time) == [0, 100]
+    assert result.jobs.nodes[1] == "n[0-1]"
+
+
+def test_plan_nodes_sees_the_blocks_running_exclusive_jobs_hold():
+    # job 1 (exclusive) runs on nodes 0,1 of block {0-3} until 40: a 1-GPU job is planned
+    # at 40, not started on node 2; without the running flag it starts now
+    c = _block_cluster(4)
+    pending = _jobs(job_id=[2], gpus_per_node=[1])
+    pl = _excl([[0, 0, 0, 0]], [False])
+
+    def running(flag):
+        return RunningJobs.from_arrays(job_id=[1], planned_end=[40], node_offsets=[0, 2],
+                                       nodes=[0, 1], gpus=4, cpus=1, mem=0,
+                                       exclusive_topo=[flag])
+    d = plan_nodes(c, running(True), pending, 0, "easy", placement=pl, full=True)
+    assert list(d.outcome) == [1] and list(d.planned_start) == [40]
+    d = plan_nodes(c, running(False), pending, 0, "easy", placement=pl, full=True)
+    assert list(d.outcome) == [0] and list(d.nodes) == [2]
+    busy = RunningJobs.from_arrays(job_id=[1, 3], planned_end=[40, 40], node_offsets=[0, 2, 3],
+                                   nodes=[0, 1, 3], gpus=1, cpus=1, mem=0,
+                                   exclusive_topo=[True, False])
+    with pytest.raises(InputError, match="exclusive=topo"):
+        plan_nodes(c, busy, pending, 0, "easy", placement=pl)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_state_at_and_plan_nodes_agree_with_the_simulator(data):
+    # at every instant where the simulator started jobs (one pass there), a plan_nodes
+    # pass on its state at that instant starts the same jobs on the same nodes
+    cluster, available = data.draw(node_clusters())
+    jobs = data.draw(node_workloads(cluster, available, max_jobs=8))
+    pl = data.draw(block_placements(cluster, jobs))
+    ids = [int(j) for j in jobs.job_id]
+    engine_pl = _engine_placement(pl, ids)
+    result = simulate(cluster, jobs, "easy", placement=engine_pl)     # every node up
+    assert result.verify().kinds() <= {"not_started"}     # a segment may never fit
+    s, e = result.schedule.start_time, result.schedule.end_time
+    for t in np.unique(s[s >= 0]):
+        if ((s == t) & (e == t)).any():
+            continue            # a zero-length job: several passes at t, not one
+        running, _ = result.state_at(int(t))
+        rows = np.flatnonzero((jobs.submit_time <= t) & ((s >= t) | (s < 0)))
+        d = plan_nodes(cluster, running, jobs.take(rows), int(t), "easy",
+                       placement=engine_pl.take(rows))
+        got = {int(j): list(d.nodes_of(i)) for i, j in enumerate(d.job_id) if d.outcome[i] == 0}
+        want = {ids[i]: list(result.schedule.nodes_of(i)) for i in np.flatnonzero(s == t)}
+        assert got == want, t
+
+
+def test_verify_catches_a_job_on_an_exclusive_block():
+    jobs = _jobs(job_id=[1, 2, 3], num_nodes=[2, 1, 1], gpus_per_node=[1, 1, 0],
+                 cpus_per_node=[1, 1, 0])
+    pl = _excl([[0, 0, 0, 0]], [True, False, False])
+    sched = Schedule(job_id=jobs.job_id.copy(), start_time=np.array([0, 5, 0]),
+                     end_time=np.array([10, 15, 10]), alloc_offsets=np.array([0, 2, 3, 4]),
+                     alloc_nodes=np.array([0, 1, 3, 2]))
+    report = verify(_block_cluster(4), jobs, sched, placement=pl)
+    assert report.kinds() == {"exclusive_topo"}
+    assert "job 1 (--exclusive=topo, 0-10) shares leaf group 0 with job 2" in \
+        report.violations[0].message
+    later = Schedule(job_id=jobs.job_id.copy(), start_time=np.array([0, 10, 0]),
+                     end_time=np.array([10, 20, 10]), alloc_offsets=np.array([0, 2, 3, 4]),
+                     alloc_nodes=np.array([0, 1, 3, 2]))
+    assert verify(_block_cluster(4), jobs, later, placement=pl).ok   # job 3 uses nothing
+    assert not verify(_block_cluster(4), jobs, later,
+                      placement=_excl([[0, 0, 0, 0]], [True, False, True])).ok

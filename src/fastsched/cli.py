@@ -162,6 +162,10 @@ def _site_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--segment", type=positive_int, metavar="N",
                    help="multi-node jobs whose node count N divides go in segments of N "
                    "nodes, each in one base block (--segment of sbatch)")
+    g.add_argument("--exclusive-topo", action="store_true",
+                   help="every multi-node job is --exclusive=topo: it starts only on idle leaf "
+                   "groups (base blocks / leaf switches) and keeps them to itself while it "
+                   "runs (a workload's 'exclusive' column marks single jobs)")
     g.add_argument("--gres-conf", metavar="FILE",
                    help="gres.conf: keep a job's GPUs on a node inside its NVLink (Links=) or "
                    "socket (Cores=) groups")
@@ -185,13 +189,15 @@ def _load_trace(path: str, *, procs=None, strict=False, cluster_spec=None):
     return Cluster.homogeneous(trace.procs), None, trace.jobs, trace.skipped
 
 
-def _placement(args, cluster, jobs):
-    """The Placement the options ask for, or None."""
+def _placement(args, cluster, jobs, workload=None):
+    """The Placement the options ask for (with the workload's --exclusive=topo jobs),
+    or None."""
     from .constraints import Placement
     from .topology import BlockTopology, levels_array, read_block_topology, read_gres_conf
-    if args.topology is None and (args.switches or args.segment or args.block_topology):
-        raise InputError("--switches, --segment and --block-topology need --topology",
-                         field="--topology")
+    if args.topology is None and (args.switches or args.segment or args.block_topology
+                                  or args.exclusive_topo):
+        raise InputError("--switches, --segment, --exclusive-topo and --block-topology need "
+                         "--topology", field="--topology")
     groups = read_gres_conf(args.gres_conf).masks if args.gres_conf else ()
     if args.topology is None:
         return Placement.topology(np.zeros((0, cluster.num_nodes)), len(jobs),
@@ -209,9 +215,12 @@ def _placement(args, cluster, jobs):
     segment = np.ones(len(jobs), dtype=np.int64)
     if args.segment:
         segment[multi & (jobs.num_nodes % args.segment == 0)] = args.segment
+    exclusive = multi & bool(args.exclusive_topo)
+    if workload is not None:
+        exclusive = exclusive | workload.exclusive_topo
     return Placement.topology(levels, len(jobs), unit=segment,
                               max_leaves=np.where(multi, max_leaves, 0), leaf_wait=wait,
-                              gpu_groups=groups)
+                              gpu_groups=groups, exclusive_topo=exclusive)
 
 
 def _switches(text: str) -> tuple[int, int]:
@@ -259,7 +268,7 @@ def _cmd_simulate(args) -> int:
                                                    strict=args.strict, cluster_spec=args.cluster)
     options = dict(reserve_depth=args.reserve_depth,
                    progress=False if args.no_progress else None,
-                   placement=_placement(args, cluster, jobs),
+                   placement=_placement(args, cluster, jobs, workload),
                    window=args.window, resolution=args.resolution)
     if args.order:
         if args.config:
@@ -290,6 +299,9 @@ def _cmd_simulate(args) -> int:
         reasons = result.jobs.loc[result.jobs.state.isin(["PENDING", "REJECTED"]), "reason"]
         print(f"never started: {result.summary['not_started']:,} job(s): " + ", ".join(
             f"{r} {c}" for r, c in reasons.value_counts().items()))
+    if args.topology is None and workload is not None and workload.exclusive_topo.any():
+        print(f"note: {int(workload.exclusive_topo.sum()):,} job(s) ask for --exclusive=topo, "
+              "which needs --topology: ignored")
     _print_skipped(result.skipped, show_all=args.show_skipped)
     if args.jobs_out:
         _write(result.to_csv, args.jobs_out)

@@ -154,6 +154,9 @@ class Placement:
     seconds after the job became eligible (-1 = forever). ``gpu_groups``:
     uint64 masks of the GPUs that belong together on every node (NVLink /
     socket groups from gres.conf); empty = lowest free indices.
+    ``exclusive_topo`` (bool per job, default all False): ``--exclusive=topo``,
+    the job's leaf groups (base blocks or leaf switches) are its alone while it
+    runs (docs/gpu-semantics.md, Topology); only meaningful with L > 0.
     """
 
     levels: np.ndarray
@@ -161,6 +164,7 @@ class Placement:
     max_leaves: np.ndarray
     leaf_wait: np.ndarray
     gpu_groups: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    exclusive_topo: np.ndarray | None = None
 
     def __post_init__(self):
         self.levels = np.ascontiguousarray(self.levels, dtype=np.int32)
@@ -171,8 +175,11 @@ class Placement:
         self.leaf_wait = np.ascontiguousarray(self.leaf_wait, dtype=np.int64)
         self.gpu_groups = np.ascontiguousarray(self.gpu_groups, dtype=np.uint64)
         n = len(self.unit)
-        if len(self.max_leaves) != n or len(self.leaf_wait) != n:
-            raise InputError("placement: unit, max_leaves and leaf_wait need one entry per job")
+        self.exclusive_topo = np.zeros(n, np.bool_) if self.exclusive_topo is None else \
+            np.ascontiguousarray(self.exclusive_topo, dtype=np.bool_)
+        if len(self.max_leaves) != n or len(self.leaf_wait) != n or len(self.exclusive_topo) != n:
+            raise InputError("placement: unit, max_leaves, leaf_wait and exclusive_topo need "
+                             "one entry per job")
         if (self.unit < 1).any() or (self.max_leaves < 0).any():
             raise InputError("placement: unit must be >= 1 and max_leaves >= 0")
 
@@ -183,13 +190,18 @@ class Placement:
 
     @classmethod
     def topology(cls, levels, n: int, *, unit=1, max_leaves=0, leaf_wait=-1,
-                 gpu_groups=()) -> "Placement":
+                 gpu_groups=(), exclusive_topo=False) -> "Placement":
         """Topology placement for ``n`` jobs; per-job values may be scalars."""
-        def col(v):
-            a = np.asarray(v, dtype=np.int64)
-            return np.full(n, a, dtype=np.int64) if a.ndim == 0 else a
+        def col(v, dtype=np.int64):
+            a = np.asarray(v, dtype=dtype)
+            return np.full(n, a, dtype=dtype) if a.ndim == 0 else a
         return cls(levels, col(unit), col(max_leaves), col(leaf_wait),
-                   np.asarray(gpu_groups, dtype=np.uint64))
+                   np.asarray(gpu_groups, dtype=np.uint64), col(exclusive_topo, np.bool_))
+
+    def take(self, rows) -> "Placement":
+        """The placement of jobs ``rows`` (in that order); levels and GPU groups shared."""
+        return Placement(self.levels, self.unit[rows], self.max_leaves[rows],
+                         self.leaf_wait[rows], self.gpu_groups, self.exclusive_topo[rows])
 
     def __len__(self) -> int:
         return len(self.unit)

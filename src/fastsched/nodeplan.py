@@ -391,7 +391,7 @@ def _lex_order(k0, k1, k2, k3, count):
 
 @njit(cache=True)
 def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM,
-              WT, WG, WC, WM, wlen, chosen, levels, unit, max_leaves):
+              WT, WG, WC, WM, wlen, chosen, levels, unit, max_leaves, excl, boff, bnodes):
     """Earliest start of a job (or only "now?" when ``only_now``); fills ``chosen[:need]``
     with its nodes, ascending. Returns the start, -1 (only_now and it does not fit) or
     -2 (it fits now, but not within its topology constraint: no plan this pass).
@@ -400,7 +400,9 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
     With topology ``levels`` (L > 0), a start now takes the nodes
     :func:`fastsched.topology.topo_place` picks from the candidates in best-fit order
     (``unit``: --segment, ``max_leaves``: --switches in force); when it finds none and
-    no constraint is in force, plain best fit."""
+    no constraint is in force, plain best fit. ``excl`` (--exclusive=topo): only
+    candidates whose whole leaf group (``bnodes[boff[b]:boff[b + 1]]``) is idle
+    over [now, now + d), and no fallback."""
     P = plist.shape[0]
     # --- fits now?
     cand = np.empty(P, dtype=np.int64)
@@ -435,11 +437,14 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
             k3[i] = WM[x, 0]
         if levels.shape[0] > 0:
             pref = cand[:nc][_lex_order(k0, k1, k2, k3, nc)]
+            if excl:
+                pref = _in_idle_blocks(pref, now, now + d, levels, boff, bnodes, capG, capC,
+                                       capM, WT, WG, WC, WM, wlen)
             got = topo_place(pref, levels, need, unit, max_leaves)
             if got.shape[0] == need:
                 chosen[:need] = got
                 return now
-            if unit > 1 or max_leaves > 0:
+            if excl or unit > 1 or max_leaves > 0:
                 return -2
         if need == 1:
             best = 0
@@ -719,6 +724,131 @@ def _fits_now_somewhere(j, nn, pc_off, pc_type, tcount, type_p, type_g, type_c, 
     return False
 
 
+# --------------------------------------------------------------------------- --exclusive=topo
+
+def _block_nodes(levels: np.ndarray, avail: np.ndarray):
+    """(boff, bnodes): CSR of each leaf group's available nodes, ascending: what an
+    --exclusive=topo job holds with a group. Built once per run."""
+    if levels.shape[0] == 0:
+        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    leaf = levels[0].astype(np.int64)
+    keep = np.flatnonzero((leaf >= 0) & avail)
+    boff = np.zeros(int(leaf.max(initial=-1)) + 2, dtype=np.int64)
+    np.cumsum(np.bincount(leaf[keep], minlength=len(boff) - 1), out=boff[1:])
+    return boff, keep[np.argsort(leaf[keep], kind="stable")].astype(np.int64)
+
+
+def _exclusive(pl, avail: np.ndarray, order: np.ndarray):
+    """The kernels' --exclusive=topo inputs: (per job in ``order``, boff, bnodes); all
+    off (and no CSR built) without levels or without exclusive jobs."""
+    excl = pl.exclusive_topo[order] & (pl.levels.shape[0] > 0)
+    if not excl.any():
+        return (np.ascontiguousarray(excl), np.zeros(1, dtype=np.int64),
+                np.zeros(0, dtype=np.int64))
+    return (np.ascontiguousarray(excl),) + _block_nodes(pl.levels, avail)
+
+
+@njit(cache=True)
+def _in_idle_blocks(pref, s, e, levels, boff, bnodes, capG, capC, capM, WT, WG, WC, WM, wlen):
+    """The nodes of ``pref`` (order kept) whose whole leaf group is idle over [s, e):
+    every node of it has its full capacity free there in the pass's plan."""
+    state = np.zeros(boff.shape[0] - 1, dtype=np.int8)     # 0 unknown, 1 idle, 2 busy
+    keep = np.zeros(pref.shape[0], dtype=np.bool_)
+    for i in range(pref.shape[0]):
+        b = levels[0, pref[i]]
+        if b < 0:
+            continue
+        if state[b] == 0:
+            state[b] = 1
+            for q in range(boff[b], boff[b + 1]):
+                y = bnodes[q]
+                k = 0
+                while k < wlen[y] and WT[y, k] < e:
+                    if WG[y, k] != capG[y] or WC[y, k] != capC[y] or WM[y, k] != capM[y]:
+                        state[b] = 2
+                        break
+                    k += 1
+                if state[b] == 2:
+                    break
+        keep[i] = state[b] == 1
+    return pref[keep]
+
+
+@njit(cache=True)
+def _hold_blocks(j, now, pe, own, g, c, m, levels, boff, bnodes, capG, capC, capM,
+                 fg, fc, fm, WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, R):
+    """Exclusive job ``j`` started now on ``own`` (ascending): every node of its leaf
+    groups is held whole over [now, pe) (``pe``: its held end) in the profile and in
+    the running state, by entries ``RJ = -2 - j`` (on its own nodes: capacity minus
+    its request). Returns the running arrays (maybe widened), R and the profile
+    width needed (two more breakpoints on every node)."""
+    need_w = 0
+    blocks = np.unique(levels[0][own])
+    for b in blocks:
+        for q in range(boff[b], boff[b + 1]):
+            y = bnodes[q]
+            k = np.searchsorted(own, y)
+            mine = k < own.shape[0] and own[k] == y
+            hg = capG[y] - (g if mine else 0)
+            hc = capC[y] - (c if mine else 0)
+            hm = capM[y] - (m if mine else 0)
+            WT[y, 0] = now          # kept profile: every later breakpoint is > now
+            _hold(y, now, pe, hg, hc, hm, WT, WG, WC, WM, wlen)
+            fg[y] -= hg
+            fc[y] -= hc
+            fm[y] -= hm
+            if rlen[y] + 1 > R:
+                R *= 2
+                RT = _widen(RT, R)
+                RG = _widen(RG, R)
+                RC = _widen(RC, R)
+                RM = _widen(RM, R)
+                RJ = _widen(RJ, R)
+            r = rlen[y]
+            while r > 0 and RT[y, r - 1] > pe:
+                RT[y, r] = RT[y, r - 1]
+                RG[y, r] = RG[y, r - 1]
+                RC[y, r] = RC[y, r - 1]
+                RM[y, r] = RM[y, r - 1]
+                RJ[y, r] = RJ[y, r - 1]
+                r -= 1
+            RT[y, r] = pe
+            RG[y, r] = hg
+            RC[y, r] = hc
+            RM[y, r] = hm
+            RJ[y, r] = -2 - j
+            rlen[y] += 1
+            need_w = max(need_w, wlen[y] + 2)
+    return RT, RG, RC, RM, RJ, R, need_w
+
+
+@njit(cache=True)
+def _release_blocks(j, now, own, levels, boff, bnodes, fg, fc, fm, WT, WG, WC, WM, wlen,
+                    RT, RG, RC, RM, RJ, rlen):
+    """Exclusive job ``j`` ended at ``now``: what :func:`_hold_blocks` held comes back
+    (free now, and in the kept profile from now to its held end)."""
+    for b in np.unique(levels[0][own]):
+        for q in range(boff[b], boff[b + 1]):
+            y = bnodes[q]
+            _advance(y, now, WT, WG, WC, WM, wlen)
+            w = 0
+            for r in range(rlen[y]):
+                if RJ[y, r] == -2 - j:
+                    fg[y] += RG[y, r]
+                    fc[y] += RC[y, r]
+                    fm[y] += RM[y, r]
+                    _give_back(y, now, RT[y, r], RG[y, r], RC[y, r], RM[y, r], WT, WG, WC, WM,
+                               wlen)
+                else:
+                    RT[y, w] = RT[y, r]
+                    RG[y, w] = RG[y, r]
+                    RC[y, w] = RC[y, r]
+                    RM[y, w] = RM[y, r]
+                    RJ[y, w] = RJ[y, r]
+                    w += 1
+            rlen[y] = w
+
+
 @njit(cache=True)
 def _pass(now, queue, qlen, policy, depth, full, res, window,
           limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
@@ -726,7 +856,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
           fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
           tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
           jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-          eligible, gmasks, index_after, pbits):
+          eligible, gmasks, index_after, pbits, excl, boff, bnodes):
     """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
 
     The one copy of the planning logic: the event loop (:func:`_run`) and
@@ -745,7 +875,9 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     index (:mod:`fastsched.runindex`, same answers) once it has been planned
     more than this many times in the pass (< 0: never; not with topology).
     ``pbits``: :func:`_partition_bits`, to keep the free-now counts up to date
-    through starts (empty: recount after every start).
+    through starts (empty: recount after every start). ``excl`` (per job),
+    ``boff``/``bnodes`` (:func:`_block_nodes`): --exclusive=topo jobs start only
+    on idle leaf groups and hold them whole (:func:`_hold_blocks`).
 
     The work profile ``WT..WM/wlen`` is kept between passes: on entry it holds
     the running jobs only (every breakpoint but the first > now; ``K`` >= wlen + 2
@@ -837,7 +969,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
             else:
                 te = _plan_job(now, rg[j], rc[j], rm[j], dur, nn[j], only_now, not now_here,
                                plist, capG, capC, capM, WT, WG, WC, WM, wlen, trial, levels,
-                               unit[j], ml)
+                               unit[j], ml, excl[j], boff, bnodes)
             if te >= 0 and (t < 0 or te < t):
                 t = te
                 part_used[j] = p
@@ -943,6 +1075,18 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
             RM[x, r] = rm[j]
             RJ[x, r] = j
             rlen[x] += 1
+        if excl[j]:     # --exclusive=topo: the rest of its leaf groups is held too
+            RT, RG, RC, RM, RJ, R, need_w = _hold_blocks(
+                j, now, pe, chosen[:nn[j]], rg[j], rc[j], rm[j], levels, boff, bnodes,
+                capG, capC, capM, fg, fc, fm, WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, R)
+            if need_w > K:
+                while K < need_w:
+                    K *= 2
+                WT = _widen(WT, K)
+                WG = _widen(WG, K)
+                WC = _widen(WC, K)
+                WM = _widen(WM, K)
+            tcount[:] = -1          # recounted when next asked
         nstarted += 1
     # the next pass starts from the running jobs: undo this pass's reservations
     for i in range(reserved - 1, -1, -1):
@@ -1000,7 +1144,8 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
          ch_off, ch_job, ch_kind, pend, never, arrived, eligible, jg_off, jg, caps, gusage,
          reason, part_used, start, end, planned, alloc_nodes, alloc_mask, fg, fc, fm, fmask,
          WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, tcount, queue, evk, evj,
-         chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks, index_after, pbits):
+         chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks, index_after, pbits,
+         excl, boff, bnodes):
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
@@ -1046,6 +1191,11 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
                             RJ[x, w] = RJ[x, r]
                             w += 1
                     rlen[x] = w
+                if excl[j]:
+                    _release_blocks(j, now, alloc_nodes[offsets[j]:offsets[j] + nn[j]], levels,
+                                    boff, bnodes, fg, fc, fm, WT, WG, WC, WM, wlen,
+                                    RT, RG, RC, RM, RJ, rlen)
+                    tcount[:] = -1      # recounted when next asked
                 _charge(j, -1, nn, rg, rc, rm, jg_off, jg, gusage)
                 for e in range(jg_off[j], jg_off[j + 1]):
                     gusage[jg[e], 4] -= 1
@@ -1078,7 +1228,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
                 fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
                 tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
                 jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-                eligible, gmasks, index_after, pbits)
+                eligible, gmasks, index_after, pbits, excl, boff, bnodes)
             if nstarted < 0:
                 break
             passes += 1
@@ -1205,6 +1355,7 @@ class _EventLoop:
         pl = _placement(placement, cluster, n)
         self.topo = (pl.levels, pl.unit[order], pl.max_leaves[order], pl.leaf_wait[order],
                      pl.gpu_groups)
+        self.excl = _exclusive(pl, avail, order)
         self._allocate(cluster.num_nodes)
 
     def _allocate(self, X):
@@ -1278,7 +1429,7 @@ class _EventLoop:
                    self.fm, self.fmask, W[0], W[1], W[2], W[3], self.wlen, Rs[0], Rs[1], Rs[2],
                    Rs[3], Rs[4], self.rlen, self.tcount, self.queue, self.evk,
                    self.evj, self.chosen, self.trial, self.newly, *self.topo,
-                   np.int64(_INDEX_AFTER), self.pbits)
+                   np.int64(_INDEX_AFTER), self.pbits, *self.excl)
         self.W, self.Rs = list(out[:4]), list(out[4:])
 
     def result(self) -> NodeRun:
@@ -1424,7 +1575,10 @@ class RunningJobs:
     matching entries of ``gpus``/``cpus``/``mem`` (one entry per (job, node))
     until ``planned_end[r]`` (= start + time limit), on GPU indices
     ``gpu_mask`` (per entry; None: each node's lowest free indices, taken in
-    job order).
+    job order). ``exclusive_topo`` (bool per job, None: none): the job ran with
+    --exclusive=topo, so with a placement's levels :func:`plan_nodes` holds every
+    available node of its leaf groups in full until its planned end, as the
+    simulator does.
     """
 
     job_id: np.ndarray        # int64 [r]
@@ -1435,10 +1589,11 @@ class RunningJobs:
     cpus: np.ndarray          # int64 [E]
     mem: np.ndarray           # int64 [E]
     gpu_mask: np.ndarray | None = None   # uint64 [E]
+    exclusive_topo: np.ndarray | None = None   # bool [r]
 
     @classmethod
     def from_arrays(cls, *, job_id, planned_end, node_offsets, nodes, gpus, cpus, mem,
-                    gpu_mask=None) -> "RunningJobs":
+                    gpu_mask=None, exclusive_topo=None) -> "RunningJobs":
         """Arrays, with ``gpus``/``cpus``/``mem`` either per entry or per job (repeated)."""
         job_id = np.asarray(job_id, dtype=np.int64)
         node_offsets = np.asarray(node_offsets, dtype=np.int64)
@@ -1454,7 +1609,8 @@ class RunningJobs:
             return a
         return cls(job_id, np.asarray(planned_end, dtype=np.int64), node_offsets, nodes,
                    per_entry(gpus), per_entry(cpus), per_entry(mem),
-                   None if gpu_mask is None else np.asarray(gpu_mask, dtype=np.uint64))
+                   None if gpu_mask is None else np.asarray(gpu_mask, dtype=np.uint64),
+                   None if exclusive_topo is None else np.asarray(exclusive_topo, dtype=bool))
 
     @classmethod
     def empty(cls) -> "RunningJobs":
@@ -1589,6 +1745,58 @@ def _running_state(cluster: Cluster, running: RunningJobs, now: int, res: int = 
     return capG, capC, capM, fg, fc, fm, fmask, RT, RG, RC, RM, RJ, rlen, R, K
 
 
+def _with_held_blocks(cluster: Cluster, running: RunningJobs, levels, avail) -> RunningJobs:
+    """``running`` where each --exclusive=topo job also holds the rest of its leaf
+    groups: every available node there in full (on its own nodes, capacity minus
+    its request), GPU mask 0: the running state the simulator keeps."""
+    flags = running.exclusive_topo
+    if flags is None or levels.shape[0] == 0 or not np.any(flags):
+        return running
+    flags = np.asarray(flags, dtype=bool)
+    offs = np.asarray(running.node_offsets, dtype=np.int64)
+    if flags.shape != (len(running.job_id),) or len(offs) != len(flags) + 1:
+        raise InputError("running: exclusive_topo needs one entry per job", field="running")
+    x = np.asarray(running.nodes, dtype=np.int64)
+    if len(x) and ((x < 0).any() or (x >= cluster.num_nodes).any()):
+        raise InputError("running: node index out of range", field="running")
+    job = np.repeat(np.arange(len(flags)), np.diff(offs))
+    leaf = levels[0][x].astype(np.int64)
+    sel = flags[job] & (leaf >= 0)
+    boff, bnodes = _block_nodes(levels, avail)
+    pj, pb = np.unique(np.stack([job[sel], leaf[sel]]), axis=1)    # (job, group) pairs
+    _, idx = csr_take(boff, pb)
+    ej, ey = np.repeat(pj, boff[pb + 1] - boff[pb]), bnodes[idx]
+    X = cluster.num_nodes
+    own = np.zeros(len(ej), dtype=np.int64)          # own entry on that node, or -1
+    key = job * X + x
+    order = np.argsort(key, kind="stable")
+    pos = np.searchsorted(key[order], ej * X + ey)
+    found = (pos < len(key)) & (key[order][np.minimum(pos, len(key) - 1)] == ej * X + ey)
+    own = np.where(found, order[np.minimum(pos, len(key) - 1)], -1)
+
+    def held(cap, req):
+        return cap[ey].astype(np.int64) - np.where(own >= 0, np.asarray(req)[own], 0)
+    users = np.unique(np.concatenate([job * X + x, ej * X + ey])) % X
+    shared = np.bincount(users, minlength=X) > 1
+    if shared[ey].any():
+        y = int(ey[shared[ey]][0])
+        r = int(ej[shared[ey]][0])
+        raise InputError(f"running job {running.job_id[r]} holds leaf group {levels[0][y]} "
+                         f"(--exclusive=topo) but another running job uses its node "
+                         f"{cluster.node_names[y]}", field="running")
+    rows = np.concatenate([job, ej])
+    by_job = np.argsort(rows, kind="stable")
+    cat = lambda a, b: np.concatenate([np.asarray(a), b])[by_job]     # noqa: E731
+    new_off = np.zeros(len(flags) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=len(flags)), out=new_off[1:])
+    mask = None if running.gpu_mask is None else \
+        cat(running.gpu_mask, np.zeros(len(ej), dtype=np.uint64))
+    return RunningJobs(running.job_id, running.planned_end, new_off, cat(x, ey),
+                       cat(running.gpus, held(cluster.gpus, running.gpus)),
+                       cat(running.cpus, held(cluster.cpus, running.cpus)),
+                       cat(running.mem, held(cluster.mem_mb, running.mem)), mask, flags)
+
+
 def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: int,
                policy: str, reserve_depth: int = 1, available=None, *,
                full: bool = False, partitions: PartitionChoices | None = None,
@@ -1628,6 +1836,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     now = int(now)
     avail = node_availability(cluster, available)
     poff, pflat = _partition_nodes(cluster, avail)
+    running = _with_held_blocks(cluster, running, pl.levels, avail)
     (capG, capC, capM, fg, fc, fm, fmask, RT, RG, RC, RM, RJ, rlen, R,
      K) = _running_state(cluster, running, now, int(res))
     X = cluster.num_nodes
@@ -1677,7 +1886,8 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
               reason, part_used, pl.levels, pl.unit[order], pl.max_leaves[order],
               pl.leaf_wait[order],
               q(pending.submit_time if eligible is None else eligible), pl.gpu_groups,
-              np.int64(_INDEX_AFTER), _partition_bits(poff, pflat, X))[0]
+              np.int64(_INDEX_AFTER), _partition_bits(poff, pflat, X),
+              *_exclusive(pl, avail, order))[0]
         if code == _FCFS:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, reason, n)
     outcome = np.full(n, BLOCKED, dtype=np.int8)

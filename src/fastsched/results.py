@@ -147,11 +147,23 @@ class SimulationResult:
             mask = None if s.alloc_gpu_mask is None else s.alloc_gpu_mask[entries]
         offsets = np.zeros(len(run) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
+        p = self.placement
         running = RunningJobs.from_arrays(
             job_id=w.job_id[run], planned_end=s.start_time[run] + w.time_limit[run],
-            node_offsets=offsets, nodes=nodes, gpus=gpus, cpus=cpus, mem=mem, gpu_mask=mask)
+            node_offsets=offsets, nodes=nodes, gpus=gpus, cpus=cpus, mem=mem, gpu_mask=mask,
+            exclusive_topo=None if p is None or not p.exclusive_topo.any() else
+            p.exclusive_topo[run])
         pending = w.take((w.submit_time <= t) & ((s.start_time >= t) | (s.start_time < 0)))
         return running, pending
+
+    def verify(self, policy: str | None = None, reserve_depth: int = 1):
+        """:func:`fastsched.verify` of this run's schedule under the constraints it ran
+        with (dependencies, limits, partition choices, and the placement's
+        --exclusive=topo jobs); a :class:`~fastsched.verify.VerifyReport`."""
+        from .verify import verify
+        return verify(self.cluster, self.workload, self.schedule, policy=policy,
+                      reserve_depth=reserve_depth, dependencies=self.dependencies,
+                      limits=self.limits, partitions=self.partitions, placement=self.placement)
 
     def to_csv(self, path) -> None:
         self.jobs.to_csv(path, index=False)

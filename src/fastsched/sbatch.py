@@ -98,8 +98,10 @@ Shape, in this order:
 5. ``--exclusive``: "the job is allocated all CPUs and GRES on all nodes in the
    allocation, but is only allocated as much memory as it requested" -> with a
    cluster whose candidate nodes are alike, CPUs and GPUs per node become the
-   node's. ``--exclusive=user|mcs|topo`` are recorded, not modelled by the engines
-   (``fastsched.topology.place_block(exclusive_topo=True)`` places ``topo``).
+   node's. ``--exclusive=topo`` is modelled by the node engine with a topology
+   (``Placement.exclusive_topo``; a workload's ``exclusive`` column, docs/topology.md):
+   the job's leaf groups are its alone while it runs. ``--exclusive=user|mcs`` are
+   recorded, not modelled by the engines.
 6. Topology (recorded for ``fastsched.topology``, see docs/topology.md):
    ``--switches=<count>[@<max-time>]`` "the maximum count of leaf switches desired
    for the job allocation and optionally the maximum time to wait for that number
@@ -763,8 +765,11 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
         if exclusive not in ("node", "user", "mcs", "topo"):
             raise _err(f"invalid --exclusive={value!r} (user, mcs or topo)", o("exclusive"),
                        "exclusive")
-        if exclusive != "node":
+        if exclusive in ("user", "mcs"):
             notes.append(f"--exclusive={exclusive} is recorded, not modelled")
+        elif exclusive == "topo":
+            notes.append("--exclusive=topo: the job's leaf groups (base blocks or leaf "
+                         "switches) are its alone; modelled with a topology")
 
     switches, switches_wait = _switches(req)
     segment = _count(req, "segment")

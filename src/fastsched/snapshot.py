@@ -54,7 +54,7 @@ def _constrained_start_times(result, t: int):
     """start_times_at under the run's constraints (see there), via one full
     conservative node-engine pass."""
     import pandas as pd
-    from .constraints import LimitGroups, PartitionChoices, Placement, csr_take
+    from .constraints import LimitGroups, PartitionChoices, csr_take
     from .hostlist import compress
     from .nodeplan import plan_nodes
     running, _ = result.state_at(t)
@@ -74,8 +74,7 @@ def _constrained_start_times(result, t: int):
                                          & (s.end_time > t))
     if result.placement is not None:
         p = result.placement
-        kw["placement"] = Placement(p.levels, p.unit[rows], p.max_leaves[rows],
-                                    p.leaf_wait[rows], p.gpu_groups)
+        kw["placement"] = p.take(rows)
         kw["eligible"] = result.eligible[rows]
     if result.priority_at is not None:
         kw["rank"] = -result.priority_at(t)[rows]

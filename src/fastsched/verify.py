@@ -72,7 +72,7 @@ __all__ = ["Violation", "VerifyReport", "ScheduleError", "verify", "schedule_fro
 
 VIOLATION_KINDS = ("not_started", "early_start", "wrong_end", "bad_allocation", "overcommit",
                    "fcfs_order", "reservation_delayed", "could_start", "dependency",
-                   "limit_exceeded")
+                   "limit_exceeded", "exclusive_topo")
 POLICIES = ("fcfs", "easy", "conservative")
 
 #: violations whose message lists the co-running jobs (finding them costs a scan)
@@ -544,7 +544,7 @@ def _policy(cluster, jobs, start, end, policy, reserve_depth, out):
 
 def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str | None = None,
            reserve_depth: int = 1, dependencies=None, limits=None,
-           partitions=None) -> VerifyReport:
+           partitions=None, placement=None) -> VerifyReport:
     """Check ``schedule`` (rows in the order of ``jobs``) on ``cluster``.
 
     ``policy``: None (resource checks only), ``"fcfs"``, ``"easy"`` (with
@@ -557,6 +557,8 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     ``dependencies`` / ``limits`` / ``partitions`` (see
     :mod:`fastsched.constraints`) add the checks of
     :mod:`fastsched.verify_constraints`; policy checks need none of them.
+    ``placement`` (:class:`fastsched.constraints.Placement`) with
+    ``exclusive_topo`` jobs adds the ``exclusive_topo`` check.
     """
     if policy is not None and (limits is not None or dependencies is not None):
         raise UnsupportedError("policy checks assume no limits and no dependencies; "
@@ -580,6 +582,13 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
         checks.append("partition_choices")
     a_job, a_node = _allocation(cluster, jobs, schedule, start, out)
     _overcommit(cluster, jobs, start, end, a_job, a_node, out)
+    if placement is not None and placement.levels.shape[0] and placement.exclusive_topo.any():
+        from .verify_constraints import check_exclusive_topo
+        if placement.levels.shape[1] != cluster.num_nodes:
+            raise InputError(f"placement levels cover {placement.levels.shape[1]} nodes, the "
+                             f"cluster has {cluster.num_nodes}", field="placement")
+        check_exclusive_topo(jobs, start, end, a_job, a_node, placement, Violation, out)
+        checks.append("exclusive_topo")
     if policy is not None:
         _policy(cluster, jobs, start, end, policy, reserve_depth, out)
         checks.append(f"easy(reserve_depth={reserve_depth})" if policy == "easy" else policy)

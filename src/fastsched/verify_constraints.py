@@ -17,6 +17,11 @@ from its times and allocations alone. What each GUARANTEES when it passes:
     against a limit group (held or rejected by a cap; not judged further).
 ``bad_allocation`` (with partition choices)
     a started job's nodes all lie in one of its allowed partitions.
+``exclusive_topo`` (with a placement whose jobs have ``exclusive_topo``)
+    while an exclusive job runs (its actual half-open interval), no other job
+    runs on a node of its leaf groups (``levels[0]`` of its nodes). A job that
+    asks for no GPUs, CPUs or memory uses nothing and is not counted; zero-length
+    jobs occupy nothing.
 
 Not checked: ``max_submit`` rejections (they depend on the arrival order of
 jobs in the system, not on the schedule), and the policy checks (fcfs order,
@@ -116,3 +121,41 @@ def ran_partition(cluster, jobs, schedule, start, partitions) -> np.ndarray:
         result[take] = cand[take]
         found |= take
     return result
+
+
+def check_exclusive_topo(jobs, start, end, a_job, a_node, placement, violation, out) -> None:
+    """Append ``exclusive_topo`` violations. ``a_job``/``a_node``: the allocation
+    entries that occupy (valid nodes). A sweep per leaf group over the (job, group)
+    intervals: a violation is an instant where an exclusive job and another job
+    both run on the group."""
+    leaf = placement.levels[0].astype(np.int64)
+    excl = placement.exclusive_topo
+    uses = excl | ((jobs.gpus_per_node.astype(np.int64) + jobs.cpus_per_node
+                    + jobs.mem_per_node) > 0)
+    a_job = np.asarray(a_job, dtype=np.int64)
+    grp = leaf[np.asarray(a_node, dtype=np.int64)]
+    live = (start[a_job] >= 0) & (end[a_job] > start[a_job]) & (grp >= 0) & uses[a_job]
+    B = int(leaf.max(initial=-1)) + 1
+    pair = np.unique(a_job[live] * B + grp[live])
+    pj, pg = pair // max(B, 1), pair % max(B, 1)
+    # events +1 at start, -1 at end (ends first at a tie), grouped by leaf group; each
+    # group's events sum to 0, so a global running sum is each group's own
+    t = np.concatenate([start[pj], end[pj]])
+    g = np.concatenate([pg, pg])
+    sign = np.concatenate([np.ones(len(pj), np.int64), -np.ones(len(pj), np.int64)])
+    is_x = np.concatenate([excl[pj], excl[pj]]).astype(np.int64)
+    order = np.lexsort((sign, t, g))
+    users = np.cumsum(sign[order])
+    exclusive = np.cumsum((sign * is_x)[order])
+    bad = np.flatnonzero((sign[order] > 0) & (exclusive >= 1) & (users >= 2))
+    jid = jobs.job_id
+    for k in bad[:20]:
+        e = order[k] % len(pj)              # the pair whose start this is
+        when, group = int(t[order[k]]), int(g[order[k]])
+        on = np.flatnonzero((pg == group) & (start[pj] <= when) & (end[pj] > when))
+        x = [int(pj[i]) for i in on if excl[pj[i]]]
+        other = [int(pj[i]) for i in on if int(pj[i]) != x[0]]
+        out.append(violation("exclusive_topo", int(jid[pj[e]]), when,
+                             f"job {jid[x[0]]} (--exclusive=topo, {start[x[0]]}-{end[x[0]]}) "
+                             f"shares leaf group {group} with job {jid[other[0]]} "
+                             f"({start[other[0]]}-{end[other[0]]}) at {when}"))

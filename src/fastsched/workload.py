@@ -32,6 +32,8 @@ order after the required ones; any other extra column is ignored):
   its index, and ``%max`` becomes a limit group (reason ``JobArrayTaskLimit``).
 * ``array_job_id``, ``array_task_id``, ``array_task_throttle``: an already expanded
   task (what :func:`write_workload` writes; empty = not an array task / no %max).
+* ``exclusive``: ``topo`` (``--exclusive=topo``: with a topology, the job's leaf
+  groups are its alone while it runs) or empty; anything else is an error.
 """
 from __future__ import annotations
 
@@ -60,10 +62,10 @@ _NAME_COLUMNS = ["partition", "user", "account"]
 #: Slurm's default QOS
 DEFAULT_QOS = "normal"
 _TASK_COLUMNS = ["array_job_id", "array_task_id", "array_task_throttle"]
-_TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array"]
+_TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array", "exclusive"]
 #: the optional Workload fields (None = the default)
 _OPTIONAL = ("qos", "qos_names", "name", "dependencies", "partitions", "array_job",
-             "array_task", "limits")
+             "array_task", "limits", "exclusive_topo")
 
 
 @dataclass
@@ -76,7 +78,8 @@ class Workload:
     ``name`` holds job names (str per job). ``dependencies``, ``partitions``
     and ``limits`` are the engine constraints (by job row; ``partitions``
     starts with ``jobs.partition``); ``array_job`` / ``array_task`` (int64) are
-    the array job id and task index of array tasks, -1 otherwise. Everything
+    the array job id and task index of array tasks, -1 otherwise;
+    ``exclusive_topo`` (bool per job): ``--exclusive=topo``. Everything
     after ``org_names`` is optional and defaults to "not used" (``name``,
     ``array_job`` and ``array_task`` then are read-only constant views).
     """
@@ -95,6 +98,7 @@ class Workload:
     array_job: np.ndarray | None = None
     array_task: np.ndarray | None = None
     limits: LimitGroups | None = None
+    exclusive_topo: np.ndarray | None = None
 
     def __post_init__(self):
         self.account = np.ascontiguousarray(self.account, dtype=np.int32)
@@ -135,6 +139,8 @@ class Workload:
                     np.ascontiguousarray(value, dtype=np.int64))
         if self.limits is None:
             self.limits = no_limits(n)
+        self.exclusive_topo = _constant(False, n, np.bool_) if self.exclusive_topo is None \
+            else np.ascontiguousarray(self.exclusive_topo, dtype=np.bool_)
 
     def _check_given(self, given: set, n: int) -> None:
         """Check the optional parts the caller gave (defaults are right by construction
@@ -261,6 +267,8 @@ def _optional_columns(w: Workload) -> dict:
         out["name"] = w.name
     if len(w.dependencies.parent):
         out["dependency"] = _dependency_text(w)
+    if w.exclusive_topo.any():
+        out["exclusive"] = np.where(w.exclusive_topo, "topo", "").astype(object)
     throttle = array_throttle(w.limits) if len(w.limits.caps) else np.zeros(len(w), np.int64)
     is_task = w.array_job >= 0
     if (throttle[~is_task] != 0).any():
@@ -332,6 +340,8 @@ def read_workload(path, cluster: Cluster) -> Workload:
         per_row["qos"], qos_names = _name_column(frame["qos"], fname, "qos", default=DEFAULT_QOS)
     if "name" in frame.columns:
         per_row["name"] = frame["name"].to_numpy(dtype=object)
+    if "exclusive" in frame.columns:
+        per_row["exclusive_topo"] = _exclusive_column(frame["exclusive"], fname)
     built = build_jobs(cols, partitions, per_row,
                        dependency=_parse_sparse(frame, "dependency", parse_dependency, fname),
                        arrays=_parse_sparse(frame, "array", parse_array, fname),
@@ -430,6 +440,9 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
                "qos": np.array([qos_names.index(q) for q in qos], dtype=np.int32),
                "name": np.array([norm.job_name or "" for norm, _, _ in items] + [None],
                                 dtype=object)[:-1]}
+    topo = np.array([norm.exclusive == "topo" for norm, _, _ in items], dtype=np.bool_)
+    if topo.any():
+        per_row["exclusive_topo"] = topo
     built = build_jobs(rows, partitions, per_row, dependency=dependency, arrays=arrays,
                        tasks=None, where=lambda r: (f"request {r}", None))
     return _assemble(built, [user], account_names, np.arange(len(account_names)),
@@ -461,7 +474,8 @@ def _assemble(built: dict, user_names, account_names, org_of_account, org_names,
                     org_names, qos=built.get("qos"), qos_names=qos_names,
                     name=built.get("name"), dependencies=built["dependencies"],
                     partitions=built["partitions"], array_job=built["array_job"],
-                    array_task=built["array_task"], limits=built["limits"])
+                    array_task=built["array_task"], limits=built["limits"],
+                    exclusive_topo=built.get("exclusive_topo"))
 
 
 def _partition_choices(codes, uniques: list[str], cluster: Cluster,
@@ -534,6 +548,18 @@ def _task_columns(frame, fname: str):
         raise InputError("array_job_id, array_task_id (and array_task_throttle) must be "
                          "given together", file=fname, line=i + 2, field="array_task_id")
     return array_job, array_task, throttle
+
+
+def _exclusive_column(series, fname: str) -> np.ndarray:
+    """Per row: ``exclusive`` is ``topo`` (True) or empty (False); else InputError."""
+    text = series.astype(str).str.strip().to_numpy(dtype=object)
+    bad = (text != "topo") & (text != "")
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{series.iloc[i]!r}: exclusive must be 'topo' or empty "
+                         "(--exclusive=topo; whole-node --exclusive is a request size)",
+                         file=fname, line=i + 2, field="exclusive")
+    return text == "topo"
 
 
 def _int_column(series, fname: str, col: str) -> np.ndarray:
