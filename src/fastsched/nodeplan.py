@@ -35,7 +35,7 @@ from numba import njit
 
 from .cluster import Cluster, NodeState
 from .topology import choose_gpus_kernel, topo_place
-from .runindex import NFIELDS as _NF, ix_region, tr_reserve, tr_succ
+from .runindex import NFIELDS as _NF, ix_add_node, ix_find, ix_update, tr_reserve, tr_succ
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices, csr_take)
 from .errors import InputError
@@ -563,7 +563,7 @@ def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen
 
 @njit(cache=True)
 def _ix_build(now, pass_id, res, g, c, m, plist, capG, capC, capM, TR, fr, meta,
-              WT, WG, WC, WM, wlen, stamp, RT, RG, RC, RM, rlen, fg, fc, fm):
+              WT, WG, WC, WM, wlen, stamp, RT, RG, RC, RM, rlen, fg, fc, fm, last):
     """The run index of one type: every capable node's runs (profiles built
     first). Returns (root, TR, fr)."""
     root = -1
@@ -575,7 +575,7 @@ def _ix_build(now, pass_id, res, g, c, m, plist, capG, capC, capM, TR, fr, meta,
             _build(x, now, res, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
             stamp[x] = pass_id
         TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
-        root = ix_region(TR, fr, meta, root, x, now, _INF, g, c, m, WT, WG, WC, WM, wlen, True)
+        root = ix_add_node(TR, fr, meta, root, x, g, c, m, WT, WG, WC, WM, wlen, last)
     return root, TR, fr
 
 
@@ -697,11 +697,15 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
     qn = np.zeros(T, dtype=np.int64)
     ixl = np.empty(T, dtype=np.int64)
     upd = np.zeros(T, dtype=np.bool_)
+    nold = np.zeros(T, dtype=np.int64)
+    ids = np.empty((T, 0), dtype=np.int64)      # per indexed type: entries a hold changes
+    ibuf = np.empty((4, 0), dtype=np.int64)
     nix = 0
     TR = np.empty((1024, _NF), dtype=np.int64)
     fr = np.empty(1024, dtype=np.int64)
-    meta = np.zeros(3, dtype=np.int64)
+    meta = np.array([0, 0, 0, -1], dtype=np.int64)
     inpart = np.zeros((0, 0), dtype=np.bool_)
+    lastid = np.zeros((0, 0), dtype=np.int64)   # per indexed type: each node's last run
     for q in range(last + 1):
         j = queue[q]
         held = _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage)
@@ -750,6 +754,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
                 qn[ty] += 1
                 if qn[ty] > index_after:
                     if inpart.shape[0] == 0:
+                        lastid = np.full((T, capG.shape[0]), -1, dtype=np.int64)
                         inpart = np.zeros((poff.shape[0] - 1, capG.shape[0]), dtype=np.bool_)
                         for pp in range(poff.shape[0] - 1):
                             for i in range(poff[pp], poff[pp + 1]):
@@ -757,7 +762,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
                     roots[ty], TR, fr = _ix_build(now, pass_id, res, rg[j], rc[j], rm[j], plist,
                                                   capG, capC, capM, TR, fr, meta, WT, WG, WC,
                                                   WM, wlen, stamp, RT, RG, RC, RM, rlen,
-                                                  fg, fc, fm)
+                                                  fg, fc, fm, lastid[nix])
                     ixon[ty] = True
                     ixl[nix] = ty
                     nix += 1
@@ -783,9 +788,12 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             continue
         for i in range(nn[j]):
             x = chosen[i]
-            if nix > 0:         # the runs this hold changes leave the indexes...
+            if nix > 0:         # the runs this hold changes: found before it...
                 ka = _split(x, t, WT, WG, WC, WM, wlen)
                 kb = _split(x, t + dur, WT, WG, WC, WM, wlen)
+                if ids.shape[1] < wlen[x]:      # (the hold adds no breakpoint now)
+                    ids = np.empty((T, 2 * wlen[x]), dtype=np.int64)
+                    ibuf = np.empty((4, 2 * wlen[x]), dtype=np.int64)
                 for q2 in range(nix):
                     ty = ixl[q2]
                     upd[q2] = False
@@ -798,19 +806,17 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
                                 upd[q2] = True
                                 break
                     if upd[q2]:
-                        roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, t + dur, type_g[ty],
-                                              type_c[ty], type_m[ty], WT, WG, WC, WM, wlen,
-                                              False)
+                        nold[q2] = ix_find(TR, x, t, t + dur, ids[q2], lastid[q2])
             _hold(x, t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
             need_w = max(need_w, wlen[x] + 2)
-            if nix > 0:         # ... and come back as they are now
+            if nix > 0:         # ... and updated after it
                 for q2 in range(nix):
                     ty = ixl[q2]
                     if upd[q2]:
                         TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
-                        roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, t + dur, type_g[ty],
+                        roots[ty] = ix_update(TR, fr, meta, roots[ty], x, t, t + dur, type_g[ty],
                                               type_c[ty], type_m[ty], WT, WG, WC, WM, wlen,
-                                              True)
+                                              ids[q2], nold[q2], ibuf, lastid[q2])
         planned[j] = t
         if t > now:
             reserved += 1
