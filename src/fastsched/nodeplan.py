@@ -698,6 +698,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
     ixl = np.empty(T, dtype=np.int64)
     upd = np.zeros(T, dtype=np.bool_)
     nold = np.zeros(T, dtype=np.int64)
+    hint = np.full(T, -1, dtype=np.int64)
     ids = np.empty((T, 0), dtype=np.int64)      # per indexed type: entries a hold changes
     ibuf = np.empty((4, 0), dtype=np.int64)
     nix = 0
@@ -786,6 +787,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
             continue
         if t - now > window:        # beyond the planning window: no reservation
             continue
+        hint[:nix] = -1         # (entries of this job's earlier holds stay valid)
         for i in range(nn[j]):
             x = chosen[i]
             if nix > 0:         # the runs this hold changes: found before it...
@@ -816,7 +818,7 @@ def _pass(now, queue, qlen, policy, depth, full, pass_id, res, window,
                         TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
                         roots[ty] = ix_update(TR, fr, meta, roots[ty], x, t, t + dur, type_g[ty],
                                               type_c[ty], type_m[ty], WT, WG, WC, WM, wlen,
-                                              ids[q2], nold[q2], ibuf, lastid[q2])
+                                              ids[q2], nold[q2], ibuf, lastid[q2], hint, q2)
         planned[j] = t
         if t > now:
             reserved += 1

@@ -163,9 +163,7 @@ def _insert(TR, root, z):
                 break
             t = TR[t, _RT]
     TR[z, _UP] = t
-    while TR[z, _UP] >= 0 and TR[z, _PR] > TR[TR[z, _UP], _PR]:
-        root = _rotate_up(TR, z, root)     # keeps the two subtrees it touches right
-    return root
+    return _rise(TR, z, root)      # each rotation keeps the two subtrees it touches right
 
 
 @njit(cache=True)
@@ -246,8 +244,10 @@ def tr_succ(TR, root, lo, d):
 
 
 @njit(cache=True)
-def _add(TR, fr, meta, root, a, g, c, m, x, ln):
-    """Insert a run (storage must have room); returns the new root."""
+def _add(TR, fr, meta, root, a, g, c, m, x, ln, after=-1):
+    """Insert a run (storage must have room); returns the new root. ``after``:
+    an entry that is likely its predecessor in key order (-1: none); when it
+    is, the run is attached next to it without a descent from the root."""
     if meta[1] > 0:
         meta[1] -= 1
         z = fr[meta[1]]
@@ -269,7 +269,43 @@ def _add(TR, fr, meta, root, a, g, c, m, x, ln):
     TR[z, _MX] = ln
     TR[z, _PR] = s
     meta[3] = z
+    if after >= 0 and _attach_after(TR, after, z):
+        return _rise(TR, z, root)
     return _insert(TR, root, z)
+
+
+@njit(cache=True)
+def _attach_after(TR, f, z):
+    """Attach z as a leaf right after entry f in key order if it belongs there
+    (key(f) < key(z) < key(successor of f)); True if done. Every subtree on the
+    way up learns z's length."""
+    if not _less(TR, f, z):
+        return False
+    sc = tr_succ(TR, -1, f, -1)
+    if sc >= 0 and not _less(TR, z, sc):
+        return False
+    TR[z, _LF] = -1
+    TR[z, _RT] = -1
+    if TR[f, _RT] < 0:
+        p = f
+        TR[f, _RT] = z
+    else:                       # the successor is the leftmost of f's right subtree
+        p = sc
+        TR[sc, _LF] = z
+    TR[z, _UP] = p
+    ln = TR[z, _LN]
+    while p >= 0 and TR[p, _MX] < ln:
+        TR[p, _MX] = ln
+        p = TR[p, _UP]
+    return True
+
+
+@njit(cache=True)
+def _rise(TR, z, root):
+    """Rotate a new leaf up to its heap place; returns the new root."""
+    while TR[z, _UP] >= 0 and TR[z, _PR] > TR[TR[z, _UP], _PR]:
+        root = _rotate_up(TR, z, root)
+    return root
 
 
 @njit(cache=True)
@@ -304,8 +340,8 @@ def ix_add_node(TR, fr, meta, root, x, g, c, m, WT, WG, WC, WM, wlen, last):
 
 @njit(cache=True)
 def _runs_touching(x, s, e, g, c, m, WT, WG, WC, WM, wlen, ra, rk, rl):
-    """Node x's runs for (g, c, m) that touch [s, e] (s a breakpoint of x), in
-    time order: start ``ra``, segment ``rk`` and length ``rl``; returns how many."""
+    """Node x's runs for (g, c, m) that touch [s, e] (start <= e, end >= s; s a
+    breakpoint of x), in time order: start ``ra``, segment ``rk`` and length ``rl``; returns how many."""
     L = wlen[x]
     k = L - 1
     while WT[x, k] > s:
@@ -331,12 +367,12 @@ def _runs_touching(x, s, e, g, c, m, WT, WG, WC, WM, wlen, ra, rk, rl):
 @njit(cache=True)
 def ix_find(TR, x, s, e, ids, last):
     """Before a hold on [s, e) of node x: the entries of x's runs that touch
-    [s, e] (start <= e, end > s), in time order, into ``ids`` (room for
-    ``wlen[x]``); returns how many. Hand them to :func:`ix_update` after the
-    hold. Walks back from x's last run."""
+    [s, e] (start <= e, end >= s: the runs :func:`_runs_touching` lists), in
+    time order, into ``ids`` (room for ``wlen[x]``); returns how many. Hand
+    them to :func:`ix_update` after the hold. Walks back from x's last run."""
     n = 0
     t = last[x]
-    while t >= 0 and TR[t, _A] + TR[t, _LN] > s:
+    while t >= 0 and TR[t, _A] + TR[t, _LN] >= s:
         if TR[t, _A] <= e:
             ids[n] = t
             n += 1
@@ -348,13 +384,15 @@ def ix_find(TR, x, s, e, ids, last):
 
 @njit(cache=True)
 def ix_update(TR, fr, meta, root, x, s, e, g, c, m, WT, WG, WC, WM, wlen, ids, nold, buf,
-              last):
+              last, hint, q):
     """After the hold: make the index hold x's runs for (g, c, m) touching [s, e]
     as they are now, given the entries :func:`ix_find` returned before it (at
     least one). A run whose key (start, free at the start) survived only gets
     its new length; the others are deleted or inserted, and the node's list is
     relinked. Returns the new root; the storage needs room for ``wlen[x]`` more
-    entries, ``buf[4, :]`` for ``wlen[x]``."""
+    entries, ``buf[4, :]`` for ``wlen[x]``. ``hint[q]``: the entry added last
+    (-1: none), tried first as the new entry's predecessor: the holds of one
+    multi-node job add runs with the same start, mostly adjacent in key order."""
     ra = buf[0]
     rk = buf[1]
     rl = buf[2]
@@ -383,9 +421,11 @@ def ix_update(TR, fr, meta, root, x, s, e, g, c, m, WT, WG, WC, WM, wlen, ids, n
                 _pull_up(TR, t)
         else:
             k = rk[i]
-            root = _add(TR, fr, meta, root, ra[i], WG[x, k], WC[x, k], WM[x, k], x, rl[i])
+            root = _add(TR, fr, meta, root, ra[i], WG[x, k], WC[x, k], WM[x, k], x, rl[i],
+                        hint[q])
             t = meta[3]
             keep[i] = t
+            hint[q] = t
         TR[t, _PV] = prev       # relink the node's list through the region
         if prev >= 0:
             TR[prev, _NX] = t
