@@ -1,9 +1,9 @@
 """Where a B3 pass spends its time: an instrumented copy of the node engine.
 
 Copies ``src/fastsched`` to a temporary directory, inserts cycle counters
-(``llvm.readcyclecounter``) into ``nodeplan._pass`` / ``_plan_indexed`` by text
-patches, builds the B3 state once (cached in /tmp) and runs one pass with
-counters. A development tool: if a patch no longer applies it says which.
+(``llvm.readcyclecounter``, ~20 ns each) into ``nodeplan._pass`` /
+``_plan_indexed`` by text patches, builds the B3 state once (cached in /tmp)
+and runs one pass with counters. A development tool: if a patch no longer applies it says which.
 
     PYTHONPATH=$PWD/src python benchmarks/profile_b3.py [--cluster ai-100k] [--pending 100000]
 """
@@ -69,8 +69,8 @@ PATCHES = [
      "            c2 = _rdtsc()\n            prof[12] += c2 - c1\n"
      "            _hold(x, t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n"
      "            c3 = _rdtsc()\n            prof[10] += c3 - c2\n"),
-    ("                                              ids[q2], nold[q2], ibuf, lastid[q2])\n        planned[j] = t\n",
-     "                                              ids[q2], nold[q2], ibuf, lastid[q2])\n"
+    ("                                              ids[q2], nold[q2], ibuf, lastid[q2], hint, q2)\n        planned[j] = t\n",
+     "                                              ids[q2], nold[q2], ibuf, lastid[q2], hint, q2)\n"
      "                        prof[13] += 1\n"
      "            prof[14] += _rdtsc() - c3\n        planned[j] = t\n"),
     ("    for q in range(last + 1):\n        j = queue[q]\n",
@@ -128,12 +128,10 @@ else:
 full = "{policy}" == "conservative"
 run_pass(state, "{policy}", full)
 nodeplan._PROF[:] = 0
-t0 = nodeplan._rdtsc_py() if hasattr(nodeplan, "_rdtsc_py") else None
 t = time.perf_counter()
 d = run_pass(state, "{policy}", full)
 wall = time.perf_counter() - t
 P = nodeplan._PROF.copy()
-hz = P[16] / wall  # placeholder, recalibrated below
 import numba
 @numba.njit
 def _cyc():
@@ -141,17 +139,17 @@ def _cyc():
 a = _cyc(); t = time.perf_counter()
 while time.perf_counter() - t < 0.2:
     pass
-hz = (_cyc() - a) / (time.perf_counter() - t)
+hz = (_cyc() - a) / (time.perf_counter() - t)       # cycle counter ticks per second
 ms = lambda c: 1000.0 * c / hz
 print(f"pass wall {{wall*1000:.0f}} ms, pass loop {{ms(P[16]):.0f}} ms, outcomes {{np.bincount(d.outcome, minlength=3)}}")
 for name, k in (("indexed plan need=1", 0), ("indexed plan multi", 2), ("scan plan need=1", 4),
                 ("scan plan multi", 6), ("index builds", 8)):
     print(f"  {{name:22s}} {{ms(P[k]):8.1f}} ms  calls {{P[k+1]:8d}}")
 print(f"  runs pushed in indexed multi-node sweeps {{P[18]}}")
-print(f"  holds (node x job)     {{P[11]}}; ix_region calls {{P[13]}}")
-print(f"  index find phase       {{ms(P[12]):8.1f}} ms")
+print(f"  holds (node x job)     {{P[11]}}; index updates {{P[13]}}")
+print(f"  index find (list walk) {{ms(P[12]):8.1f}} ms")
 print(f"  _hold                  {{ms(P[10]):8.1f}} ms")
-print(f"  index update phase     {{ms(P[14]):8.1f}} ms")
+print(f"  index update           {{ms(P[14]):8.1f}} ms")
 rest = P[16] - sum(P[k] for k in (0, 2, 4, 6, 8, 10, 12, 14))
 print(f"  rest of the loop       {{ms(rest):8.1f}} ms")
 print(f"  outside the loop (plan_nodes setup, pre-scan) {{wall*1000 - ms(P[16]):.0f}} ms")
