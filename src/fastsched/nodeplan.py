@@ -41,7 +41,7 @@ from numba import njit
 
 from .cluster import Cluster, NodeState
 from .topology import choose_gpus_kernel, topo_place
-from .runindex import NFIELDS as _NF, ix_region, tr_reserve, tr_succ
+from .runindex import NFIELDS as _NF, ix_add_node, ix_find, ix_update, tr_reserve, tr_succ
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices, csr_take)
 from .errors import InputError
@@ -650,7 +650,7 @@ def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen
 
 
 @njit(cache=True)
-def _ix_build(now, g, c, m, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, WM, wlen):
+def _ix_build(now, g, c, m, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, WM, wlen, last):
     """The run index of one type: every capable node's runs (first segments
     moved to now first). Returns (root, TR, fr)."""
     root = -1
@@ -660,7 +660,7 @@ def _ix_build(now, g, c, m, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, W
             continue
         WT[x, 0] = now
         TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
-        root = ix_region(TR, fr, meta, root, x, now, _INF, g, c, m, WT, WG, WC, WM, wlen, True)
+        root = ix_add_node(TR, fr, meta, root, x, g, c, m, WT, WG, WC, WM, wlen, last)
     return root, TR, fr
 
 
@@ -908,11 +908,16 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     qn = np.zeros(T, dtype=np.int64)
     ixl = np.empty(T, dtype=np.int64)
     upd = np.zeros(T, dtype=np.bool_)
+    nold = np.zeros(T, dtype=np.int64)
+    hint = np.full(T, -1, dtype=np.int64)
+    ids = np.empty((T, 0), dtype=np.int64)      # per indexed type: entries a hold changes
+    ibuf = np.empty((4, 0), dtype=np.int64)
     nix = 0
     TR = np.empty((1024, _NF), dtype=np.int64)
     fr = np.empty(1024, dtype=np.int64)
-    meta = np.zeros(3, dtype=np.int64)
+    meta = np.array([0, 0, 0, -1], dtype=np.int64)
     inpart = np.zeros((0, 0), dtype=np.bool_)
+    lastid = np.zeros((0, 0), dtype=np.int64)   # per indexed type: each node's last run
     for q in range(last + 1):
         j = queue[q]
         held = _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage)
@@ -954,12 +959,14 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                 qn[ty] += 1
                 if qn[ty] > index_after:
                     if inpart.shape[0] == 0:
+                        lastid = np.full((T, capG.shape[0]), -1, dtype=np.int64)
                         inpart = np.zeros((poff.shape[0] - 1, capG.shape[0]), dtype=np.bool_)
                         for pp in range(poff.shape[0] - 1):
                             for i in range(poff[pp], poff[pp + 1]):
                                 inpart[pp, pflat[i]] = True
                     roots[ty], TR, fr = _ix_build(now, rg[j], rc[j], rm[j], plist, capG, capC,
-                                                  capM, TR, fr, meta, WT, WG, WC, WM, wlen)
+                                                  capM, TR, fr, meta, WT, WG, WC, WM, wlen,
+                                                  lastid[nix])
                     ixon[ty] = True
                     ixl[nix] = ty
                     nix += 1
@@ -983,11 +990,15 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
         if t - now > window:        # beyond the planning window: no reservation
             continue
         held_end = _on_grid(t + dur, res)
+        hint[:nix] = -1         # (entries of this job's earlier holds stay valid)
         for i in range(nn[j]):
             x = chosen[i]
-            if nix > 0:         # the runs this hold changes leave the indexes...
+            if nix > 0:         # the runs this hold changes: found before it...
                 ka = _split(x, t, WT, WG, WC, WM, wlen)
                 kb = _split(x, held_end, WT, WG, WC, WM, wlen)
+                if ids.shape[1] < wlen[x]:      # (the hold adds no breakpoint now)
+                    ids = np.empty((T, 2 * wlen[x]), dtype=np.int64)
+                    ibuf = np.empty((4, 2 * wlen[x]), dtype=np.int64)
                 for q2 in range(nix):
                     ty = ixl[q2]
                     upd[q2] = False
@@ -1000,9 +1011,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                                 upd[q2] = True
                                 break
                     if upd[q2]:
-                        roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, held_end,
-                                              type_g[ty], type_c[ty], type_m[ty], WT, WG, WC,
-                                              WM, wlen, False)
+                        nold[q2] = ix_find(TR, x, t, held_end, ids[q2], lastid[q2])
             _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
             if wlen[x] + 2 > K:     # keep room for two more breakpoints on every node
                 K *= 2
@@ -1010,14 +1019,15 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                 WG = _widen(WG, K)
                 WC = _widen(WC, K)
                 WM = _widen(WM, K)
-            if nix > 0:         # ... and come back as they are now
+            if nix > 0:         # ... and updated after it
                 for q2 in range(nix):
                     ty = ixl[q2]
                     if upd[q2]:
                         TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
-                        roots[ty] = ix_region(TR, fr, meta, roots[ty], x, t, held_end,
+                        roots[ty] = ix_update(TR, fr, meta, roots[ty], x, t, held_end,
                                               type_g[ty], type_c[ty], type_m[ty], WT, WG, WC,
-                                              WM, wlen, True)
+                                              WM, wlen, ids[q2], nold[q2], ibuf, lastid[q2],
+                                              hint, q2)
         planned[j] = t
         if t > now:
             resv[reserved] = j
@@ -1776,7 +1786,10 @@ def _with_held_blocks(cluster: Cluster, running: RunningJobs, levels, avail) -> 
 
     def held(cap, req):
         return cap[ey].astype(np.int64) - np.where(own >= 0, np.asarray(req)[own], 0)
-    users = np.unique(np.concatenate([job * X + x, ej * X + ey])) % X
+    # a job that uses nothing on a node may share it (as in the simulator)
+    uses = (np.asarray(running.gpus) > 0) | (np.asarray(running.cpus) > 0) | \
+        (np.asarray(running.mem) > 0) | flags[job]
+    users = np.unique(np.concatenate([(job * X + x)[uses], ej * X + ey])) % X
     shared = np.bincount(users, minlength=X) > 1
     if shared[ey].any():
         y = int(ey[shared[ey]][0])

@@ -15,27 +15,35 @@ runs in key order are the start-sorted sweep of a multi-node job. Each treap
 node keeps the largest run length of its subtree, so runs shorter than d are
 skipped a subtree at a time.
 
-A hold on [s, e) of node x only changes x's runs that touch [s, e]
-(:func:`ix_region` deletes them before the hold and inserts the new ones
-after): the index is updated incrementally, never rebuilt within a pass.
+A hold on [s, e) of node x only changes x's runs that touch [s, e]: they are
+found before the hold (:func:`ix_find`) and brought up to date after it
+(:func:`ix_update`: a run whose key survived only gets its new length, the
+others are deleted or inserted), so the index is updated incrementally, never
+rebuilt within a pass. Finding an entry by key would cost a descent from the
+root, cache misses all the way down; instead each type keeps every node's
+runs as a list in time order (links ``_PV``/``_NX``) and ``last[x]``, the
+entry of x's last run (infinite: a node is wholly free after its profile's
+end), and walks back from it: a hold at or after the profile's end touches
+that run only.
 
 Storage: one int64 table ``TR[id, field]`` shared by every type's treap, a
-free list ``fr`` and ``meta = [used, free count, priority counter]``.
+free list ``fr`` and ``meta = [used, free count, priority counter, last added
+id]``.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-_A, _G, _C, _M, _X, _LN, _MX, _LF, _RT, _PR, _UP = range(11)
-NFIELDS = 11
+_A, _G, _C, _M, _X, _LN, _MX, _LF, _RT, _PR, _UP, _PV, _NX = range(13)
+NFIELDS = 13
 _INF = np.int64(1) << np.int64(62)
 
 
 def new_table(cap: int = 1024):
     """Empty storage: (TR, fr, meta)."""
     return (np.empty((cap, NFIELDS), dtype=np.int64), np.empty(cap, dtype=np.int64),
-            np.array([0, 0, 0], dtype=np.int64))
+            np.array([0, 0, 0, -1], dtype=np.int64))
 
 
 @njit(cache=True)
@@ -121,8 +129,13 @@ def _rotate_up(TR, z, root):
 
 @njit(cache=True)
 def _pull_up(TR, t):
+    """Recompute the max run length from t up; above a subtree whose max did
+    not change nothing can change, so stop there."""
     while t >= 0:
+        old = TR[t, _MX]
         _pull(TR, t)
+        if TR[t, _MX] == old:
+            return
         t = TR[t, _UP]
 
 
@@ -134,8 +147,11 @@ def _insert(TR, root, z):
     if root < 0:
         TR[z, _UP] = -1
         return z
+    ln = TR[z, _LN]
     t = root
     while True:
+        if TR[t, _MX] < ln:         # z joins every subtree on its search path
+            TR[t, _MX] = ln
         if _less(TR, z, t):
             if TR[t, _LF] < 0:
                 TR[t, _LF] = z
@@ -147,10 +163,7 @@ def _insert(TR, root, z):
                 break
             t = TR[t, _RT]
     TR[z, _UP] = t
-    while TR[z, _UP] >= 0 and TR[z, _PR] > TR[TR[z, _UP], _PR]:
-        root = _rotate_up(TR, z, root)
-    _pull_up(TR, z)
-    return root
+    return _rise(TR, z, root)      # each rotation keeps the two subtrees it touches right
 
 
 @njit(cache=True)
@@ -164,6 +177,12 @@ def _delete(TR, root, a, g, c, m, x, fr, meta):
         if s == 0:
             break
         t = TR[t, _RT] if s < 0 else TR[t, _LF]
+    return _delete_at(TR, root, t, fr, meta)
+
+
+@njit(cache=True)
+def _delete_at(TR, root, t, fr, meta):
+    """Remove entry t; returns the new root."""
     # rotate t down to a leaf, then cut it off
     while TR[t, _LF] >= 0 or TR[t, _RT] >= 0:
         lf = TR[t, _LF]
@@ -225,8 +244,10 @@ def tr_succ(TR, root, lo, d):
 
 
 @njit(cache=True)
-def _add(TR, fr, meta, root, a, g, c, m, x, ln):
-    """Insert a run (storage must have room); returns the new root."""
+def _add(TR, fr, meta, root, a, g, c, m, x, ln, after=-1):
+    """Insert a run (storage must have room); returns the new root. ``after``:
+    an entry that is likely its predecessor in key order (-1: none); when it
+    is, the run is attached next to it without a descent from the root."""
     if meta[1] > 0:
         meta[1] -= 1
         z = fr[meta[1]]
@@ -247,22 +268,55 @@ def _add(TR, fr, meta, root, a, g, c, m, x, ln):
     TR[z, _LN] = ln
     TR[z, _MX] = ln
     TR[z, _PR] = s
+    meta[3] = z
+    if after >= 0 and _attach_after(TR, after, z):
+        return _rise(TR, z, root)
     return _insert(TR, root, z)
 
 
 @njit(cache=True)
-def ix_region(TR, fr, meta, root, x, s, e, g, c, m, WT, WG, WC, WM, wlen, insert):
-    """Insert (or delete) every run of node x for request (g, c, m) that touches
-    [s, e] (s a breakpoint of x); returns the new root. The storage needs room
-    for ``wlen[x]`` more entries when inserting."""
+def _attach_after(TR, f, z):
+    """Attach z as a leaf right after entry f in key order if it belongs there
+    (key(f) < key(z) < key(successor of f)); True if done. Every subtree on the
+    way up learns z's length."""
+    if not _less(TR, f, z):
+        return False
+    sc = tr_succ(TR, -1, f, -1)
+    if sc >= 0 and not _less(TR, z, sc):
+        return False
+    TR[z, _LF] = -1
+    TR[z, _RT] = -1
+    if TR[f, _RT] < 0:
+        p = f
+        TR[f, _RT] = z
+    else:                       # the successor is the leftmost of f's right subtree
+        p = sc
+        TR[sc, _LF] = z
+    TR[z, _UP] = p
+    ln = TR[z, _LN]
+    while p >= 0 and TR[p, _MX] < ln:
+        TR[p, _MX] = ln
+        p = TR[p, _UP]
+    return True
+
+
+@njit(cache=True)
+def _rise(TR, z, root):
+    """Rotate a new leaf up to its heap place; returns the new root."""
+    while TR[z, _UP] >= 0 and TR[z, _PR] > TR[TR[z, _UP], _PR]:
+        root = _rotate_up(TR, z, root)
+    return root
+
+
+@njit(cache=True)
+def ix_add_node(TR, fr, meta, root, x, g, c, m, WT, WG, WC, WM, wlen, last):
+    """Insert every run of node x for request (g, c, m), linked in time order,
+    the last one in ``last[x]``; returns the new root. The storage needs room
+    for ``wlen[x]`` more entries."""
     L = wlen[x]
-    k = L - 1
-    while WT[x, k] > s:
-        k -= 1
-    # back to the start of a run that reaches s
-    while k > 0 and WG[x, k - 1] >= g and WC[x, k - 1] >= c and WM[x, k - 1] >= m:
-        k -= 1
-    while k < L and WT[x, k] <= e:
+    prev = -1
+    k = 0
+    while k < L:
         if WG[x, k] < g or WC[x, k] < c or WM[x, k] < m:
             k += 1
             continue
@@ -271,9 +325,115 @@ def ix_region(TR, fr, meta, root, x, s, e, g, c, m, WT, WG, WC, WM, wlen, insert
             k2 += 1
         a = WT[x, k]
         ln = _INF if k2 == L else WT[x, k2] - a
-        if insert:
-            root = _add(TR, fr, meta, root, a, WG[x, k], WC[x, k], WM[x, k], x, ln)
-        else:
-            root = _delete(TR, root, a, WG[x, k], WC[x, k], WM[x, k], x, fr, meta)
+        root = _add(TR, fr, meta, root, a, WG[x, k], WC[x, k], WM[x, k], x, ln)
+        z = meta[3]
+        TR[z, _PV] = prev
+        if prev >= 0:
+            TR[prev, _NX] = z
+        prev = z
         k = k2 + 1
+    if prev >= 0:
+        TR[prev, _NX] = -1
+    last[x] = prev
+    return root
+
+
+@njit(cache=True)
+def _runs_touching(x, s, e, g, c, m, WT, WG, WC, WM, wlen, ra, rk, rl):
+    """Node x's runs for (g, c, m) that touch [s, e] (start <= e, end >= s; s a
+    breakpoint of x), in time order: start ``ra``, segment ``rk`` and length ``rl``; returns how many."""
+    L = wlen[x]
+    k = L - 1
+    while WT[x, k] > s:
+        k -= 1
+    while k > 0 and WG[x, k - 1] >= g and WC[x, k - 1] >= c and WM[x, k - 1] >= m:
+        k -= 1                      # back to the start of a run that reaches s
+    n = 0
+    while k < L and WT[x, k] <= e:
+        if WG[x, k] < g or WC[x, k] < c or WM[x, k] < m:
+            k += 1
+            continue
+        k2 = k + 1
+        while k2 < L and WG[x, k2] >= g and WC[x, k2] >= c and WM[x, k2] >= m:
+            k2 += 1
+        ra[n] = WT[x, k]
+        rk[n] = k
+        rl[n] = _INF if k2 == L else WT[x, k2] - WT[x, k]
+        n += 1
+        k = k2 + 1
+    return n
+
+
+@njit(cache=True)
+def ix_find(TR, x, s, e, ids, last):
+    """Before a hold on [s, e) of node x: the entries of x's runs that touch
+    [s, e] (start <= e, end >= s: the runs :func:`_runs_touching` lists), in
+    time order, into ``ids`` (room for ``wlen[x]``); returns how many. Hand
+    them to :func:`ix_update` after the hold. Walks back from x's last run."""
+    n = 0
+    t = last[x]
+    while t >= 0 and TR[t, _A] + TR[t, _LN] >= s:
+        if TR[t, _A] <= e:
+            ids[n] = t
+            n += 1
+        t = TR[t, _PV]
+    for i in range(n // 2):
+        ids[i], ids[n - 1 - i] = ids[n - 1 - i], ids[i]
+    return n
+
+
+@njit(cache=True)
+def ix_update(TR, fr, meta, root, x, s, e, g, c, m, WT, WG, WC, WM, wlen, ids, nold, buf,
+              last, hint, q):
+    """After the hold: make the index hold x's runs for (g, c, m) touching [s, e]
+    as they are now, given the entries :func:`ix_find` returned before it (at
+    least one). A run whose key (start, free at the start) survived only gets
+    its new length; the others are deleted or inserted, and the node's list is
+    relinked. Returns the new root; the storage needs room for ``wlen[x]`` more
+    entries, ``buf[4, :]`` for ``wlen[x]``. ``hint[q]``: the entry added last
+    (-1: none), tried first as the new entry's predecessor: the holds of one
+    multi-node job add runs with the same start, mostly adjacent in key order."""
+    ra = buf[0]
+    rk = buf[1]
+    rl = buf[2]
+    keep = buf[3]               # new run i -> its entry (kept or added)
+    n = _runs_touching(x, s, e, g, c, m, WT, WG, WC, WM, wlen, ra, rk, rl)
+    keep[:n] = -1
+    prev = TR[ids[0], _PV]
+    nxt = TR[ids[nold - 1], _NX]
+    i = 0
+    for o in range(nold):       # both lists are in time order: merge on the start
+        t = ids[o]
+        while i < n and ra[i] < TR[t, _A]:
+            i += 1
+        k = rk[i] if i < n else 0
+        if i < n and ra[i] == TR[t, _A] and WG[x, k] == TR[t, _G] and \
+                WC[x, k] == TR[t, _C] and WM[x, k] == TR[t, _M]:
+            keep[i] = t
+            i += 1
+        else:
+            root = _delete_at(TR, root, t, fr, meta)
+    for i in range(n):
+        t = keep[i]
+        if t >= 0:
+            if TR[t, _LN] != rl[i]:
+                TR[t, _LN] = rl[i]
+                _pull_up(TR, t)
+        else:
+            k = rk[i]
+            root = _add(TR, fr, meta, root, ra[i], WG[x, k], WC[x, k], WM[x, k], x, rl[i],
+                        hint[q])
+            t = meta[3]
+            keep[i] = t
+            hint[q] = t
+        TR[t, _PV] = prev       # relink the node's list through the region
+        if prev >= 0:
+            TR[prev, _NX] = t
+        prev = t
+    if prev >= 0:
+        TR[prev, _NX] = nxt
+    if nxt >= 0:
+        TR[nxt, _PV] = prev
+    else:
+        last[x] = prev
     return root

@@ -1,0 +1,159 @@
+"""Where a B3 pass spends its time: an instrumented copy of the node engine.
+
+Copies ``src/fastsched`` to a temporary directory, inserts cycle counters
+(``llvm.readcyclecounter``, ~20 ns each) into ``nodeplan._pass`` /
+``_plan_indexed`` by text patches, builds the B3 state once (cached in /tmp)
+and runs one pass with counters. A development tool: if a patch no longer applies it says which.
+
+    PYTHONPATH=$PWD/src python benchmarks/profile_b3.py [--cluster ai-100k] [--pending 100000]
+"""
+import argparse
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(HERE, "..", "src", "fastsched")
+
+RDTSC = '''
+from numba.extending import intrinsic as _intrinsic
+from numba.core import types as _types, cgutils as _cgutils
+from llvmlite import ir as _ir
+
+
+@_intrinsic
+def _rdtsc(typingctx):
+    def codegen(context, builder, signature, args):
+        fnty = _ir.FunctionType(_ir.IntType(64), [])
+        fn = _cgutils.get_or_insert_function(builder.module, fnty, "llvm.readcyclecounter")
+        return builder.call(fn, [])
+    return _types.int64(), codegen
+'''
+
+# (old text, new text): each old text must occur exactly once in nodeplan.py
+PATCHES = [
+    ("def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen):",
+     "def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen, prof):"),
+    ("            hs = _heap_push(hk, hv, hs, b, z)\n",
+     "            hs = _heap_push(hk, hv, hs, b, z)\n            prof[18] += 1\n"),
+    ("          eligible, gmasks, index_after, pbits):\n    \"\"\"One scheduling pass",
+     "          eligible, gmasks, index_after, pbits, prof):\n    \"\"\"One scheduling pass"),
+    ("np.int64(_INDEX_AFTER), _partition_bits(poff, pflat, X))[0]",
+     "np.int64(_INDEX_AFTER), _partition_bits(poff, pflat, X), _PROF)[0]"),
+    ("                te = _plan_indexed(now, dur, nn[j], only_now, roots[ty], TR, WT, WG, WC, WM,\n"
+     "                                   wlen, trial)\n",
+     "                c0 = _rdtsc()\n"
+     "                te = _plan_indexed(now, dur, nn[j], only_now, roots[ty], TR, WT, WG, WC, WM,\n"
+     "                                   wlen, trial, prof)\n"
+     "                k_ = 0 if nn[j] == 1 else 2\n"
+     "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
+    ("                te = _plan_job(now, res, rg[j], rc[j], rm[j], dur, nn[j], only_now,\n",
+     "                c0 = _rdtsc()\n"
+     "                te = _plan_job(now, res, rg[j], rc[j], rm[j], dur, nn[j], only_now,\n"),
+    ("RT, RG, RC, RM, rlen, fg, fc, fm, trial, levels, unit[j], ml)\n",
+     "RT, RG, RC, RM, rlen, fg, fc, fm, trial, levels, unit[j], ml)\n"
+     "                k_ = 4 if nn[j] == 1 else 6\n"
+     "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
+    ("                    roots[ty], TR, fr = _ix_build(",
+     "                    c0 = _rdtsc()\n                    roots[ty], TR, fr = _ix_build("),
+    ("                                                  fg, fc, fm, lastid[nix])\n                    ixon[ty] = True\n",
+     "                                                  fg, fc, fm, lastid[nix])\n                    ixon[ty] = True\n"
+     "                    prof[8] += _rdtsc() - c0\n                    prof[9] += 1\n"),
+    ("            if nix > 0:         # the runs this hold changes: found before it...\n",
+     "            c1 = _rdtsc()\n            prof[11] += 1\n"
+     "            if nix > 0:         # the runs this hold changes: found before it...\n"),
+    ("            _hold(x, t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n",
+     "            c2 = _rdtsc()\n            prof[12] += c2 - c1\n"
+     "            _hold(x, t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n"
+     "            c3 = _rdtsc()\n            prof[10] += c3 - c2\n"),
+    ("                                              ids[q2], nold[q2], ibuf, lastid[q2], hint, q2)\n        planned[j] = t\n",
+     "                                              ids[q2], nold[q2], ibuf, lastid[q2], hint, q2)\n"
+     "                        prof[13] += 1\n"
+     "            prof[14] += _rdtsc() - c3\n        planned[j] = t\n"),
+    ("    for q in range(last + 1):\n        j = queue[q]\n",
+     "    c9 = _rdtsc()\n    for q in range(last + 1):\n        j = queue[q]\n"),
+    ("        if pbits.shape[0] == 0:\n            tcount[:] = -1\n"
+     "    return nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R\n",
+     "        if pbits.shape[0] == 0:\n            tcount[:] = -1\n"
+     "    prof[16] += _rdtsc() - c9\n"
+     "    return nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R\n"),
+    ("from .validation import check_basic, reject\n",
+     "from .validation import check_basic, reject\n" + RDTSC + "\n_PROF = np.zeros(32, dtype=np.int64)\n"),
+]
+
+
+def patch(text: str) -> str:
+    for old, new in PATCHES:
+        n = text.count(old)
+        if n != 1:
+            raise SystemExit(f"profile_b3: patch anchor found {n} times: {old[:70]!r}")
+        text = text.replace(old, new)
+    return text
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cluster", default="ai-100k")
+    ap.add_argument("--pending", type=int, default=100_000)
+    ap.add_argument("--policy", default="conservative")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="b3prof")
+    pkg = os.path.join(tmp, "fastsched")
+    shutil.copytree(SRC, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    path = os.path.join(pkg, "nodeplan.py")
+    text = open(path).read()
+    text = patch(text)
+    open(path, "w").write(text)
+    env = dict(os.environ, PYTHONPATH=tmp, NUMBA_CACHE_DIR=os.path.join(tmp, "cache"))
+    code = RUNNER.format(cluster=args.cluster, pending=args.pending, policy=args.policy)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    shutil.rmtree(tmp)
+
+
+RUNNER = r'''
+import os, pickle, time
+import numpy as np
+import fastsched
+from fastsched import nodeplan
+from fastsched.benchstate import busy_state, run_pass
+p = "/tmp/b3state-{cluster}-{pending}.pkl"
+if os.path.exists(p):
+    state = pickle.load(open(p, "rb"))
+else:
+    state = busy_state("{cluster}", pending={pending})
+    pickle.dump(state, open(p, "wb"))
+full = "{policy}" == "conservative"
+run_pass(state, "{policy}", full)
+nodeplan._PROF[:] = 0
+t = time.perf_counter()
+d = run_pass(state, "{policy}", full)
+wall = time.perf_counter() - t
+P = nodeplan._PROF.copy()
+import numba
+@numba.njit
+def _cyc():
+    return nodeplan._rdtsc()
+a = _cyc(); t = time.perf_counter()
+while time.perf_counter() - t < 0.2:
+    pass
+hz = (_cyc() - a) / (time.perf_counter() - t)       # cycle counter ticks per second
+ms = lambda c: 1000.0 * c / hz
+print(f"pass wall {{wall*1000:.0f}} ms, pass loop {{ms(P[16]):.0f}} ms, outcomes {{np.bincount(d.outcome, minlength=3)}}")
+for name, k in (("indexed plan need=1", 0), ("indexed plan multi", 2), ("scan plan need=1", 4),
+                ("scan plan multi", 6), ("index builds", 8)):
+    print(f"  {{name:22s}} {{ms(P[k]):8.1f}} ms  calls {{P[k+1]:8d}}")
+print(f"  runs pushed in indexed multi-node sweeps {{P[18]}}")
+print(f"  holds (node x job)     {{P[11]}}; index updates {{P[13]}}")
+print(f"  index find (list walk) {{ms(P[12]):8.1f}} ms")
+print(f"  _hold                  {{ms(P[10]):8.1f}} ms")
+print(f"  index update           {{ms(P[14]):8.1f}} ms")
+rest = P[16] - sum(P[k] for k in (0, 2, 4, 6, 8, 10, 12, 14))
+print(f"  rest of the loop       {{ms(rest):8.1f}} ms")
+print(f"  outside the loop (plan_nodes setup, pre-scan) {{wall*1000 - ms(P[16]):.0f}} ms")
+'''
+
+if __name__ == "__main__":
+    main()
