@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fastsched.config import QOS, SchedulerConfig
+from fastsched.config import SchedulerConfig
 from fastsched.jobs import JobTable
 from fastsched.usage import last_reset, usage_at
 from fastsched.workload import Workload
 
 import naive_limits as naive
+from site_cases import draw_site
 
 
 @st.composite
@@ -23,23 +24,7 @@ def runs(draw):
            for s in start]
     start = [max(s, -1) if s >= base else -1 for s in start]
     end = [e if s >= 0 else -1 for s, e in zip(start, end)]
-    jobs = JobTable.from_arrays(job_id=np.arange(n), submit_time=base, time_limit=1000,
-                                runtime=1, num_nodes=[draw(st.integers(1, 3)) for _ in range(n)],
-                                cpus_per_node=[draw(st.integers(0, 8)) for _ in range(n)],
-                                gpus_per_node=[draw(st.integers(0, 4)) for _ in range(n)],
-                                mem_per_node=[draw(st.integers(0, 2048)) for _ in range(n)],
-                                user=[draw(st.integers(0, 2)) for _ in range(n)])
-    w = Workload(jobs, np.array([draw(st.integers(0, 1)) for _ in range(n)], np.int32),
-                 ["u0", "u1", "u2"], ["a0", "a1"], np.zeros(2, np.int32), ["o"])
-    w.qos = np.array([draw(st.integers(0, 1)) for _ in range(n)], np.int32)
-    w.qos_names = ["normal", "cheap"]
-    cfg = SchedulerConfig(
-        decay_half_life=draw(st.sampled_from([0, 1, 37, 300, 100000])),
-        usage_reset_period=draw(st.sampled_from(["NONE", "DAILY"])),
-        tres_billing_weights={"CPU": 1.0, "Mem": draw(st.sampled_from([0.0, 0.25 / 1024])),
-                              "Node": draw(st.sampled_from([0.0, 3.0])),
-                              "GRES/gpu": draw(st.sampled_from([0.0, 2.0]))},
-        qos={"normal": QOS("normal"), "cheap": QOS("cheap", 0, 0.5)})
+    cfg, w = draw_site(draw, n, base)
     now = base + draw(st.integers(0, 900))
     return cfg, w, np.array(start), np.array(end), now
 

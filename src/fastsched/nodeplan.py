@@ -775,6 +775,34 @@ def _in_idle_blocks(pref, s, e, levels, boff, bnodes, capG, capC, capM, WT, WG, 
 
 
 @njit(cache=True)
+def _add_running(x, pe, g, c, m, jid, RT, RG, RC, RM, RJ, rlen, R):
+    """Node x's running list gets (held end ``pe``, g, c, m, ``jid``), kept sorted by
+    held end. Returns the arrays (widened when full) and R."""
+    if rlen[x] + 1 > R:
+        R *= 2
+        RT = _widen(RT, R)
+        RG = _widen(RG, R)
+        RC = _widen(RC, R)
+        RM = _widen(RM, R)
+        RJ = _widen(RJ, R)
+    r = rlen[x]
+    while r > 0 and RT[x, r - 1] > pe:
+        RT[x, r] = RT[x, r - 1]
+        RG[x, r] = RG[x, r - 1]
+        RC[x, r] = RC[x, r - 1]
+        RM[x, r] = RM[x, r - 1]
+        RJ[x, r] = RJ[x, r - 1]
+        r -= 1
+    RT[x, r] = pe
+    RG[x, r] = g
+    RC[x, r] = c
+    RM[x, r] = m
+    RJ[x, r] = jid
+    rlen[x] += 1
+    return RT, RG, RC, RM, RJ, R
+
+
+@njit(cache=True)
 def _hold_blocks(j, now, pe, own, g, c, m, levels, boff, bnodes, capG, capC, capM,
                  fg, fc, fm, WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, R):
     """Exclusive job ``j`` started now on ``own`` (ascending): every node of its leaf
@@ -797,27 +825,8 @@ def _hold_blocks(j, now, pe, own, g, c, m, levels, boff, bnodes, capG, capC, cap
             fg[y] -= hg
             fc[y] -= hc
             fm[y] -= hm
-            if rlen[y] + 1 > R:
-                R *= 2
-                RT = _widen(RT, R)
-                RG = _widen(RG, R)
-                RC = _widen(RC, R)
-                RM = _widen(RM, R)
-                RJ = _widen(RJ, R)
-            r = rlen[y]
-            while r > 0 and RT[y, r - 1] > pe:
-                RT[y, r] = RT[y, r - 1]
-                RG[y, r] = RG[y, r - 1]
-                RC[y, r] = RC[y, r - 1]
-                RM[y, r] = RM[y, r - 1]
-                RJ[y, r] = RJ[y, r - 1]
-                r -= 1
-            RT[y, r] = pe
-            RG[y, r] = hg
-            RC[y, r] = hc
-            RM[y, r] = hm
-            RJ[y, r] = -2 - j
-            rlen[y] += 1
+            RT, RG, RC, RM, RJ, R = _add_running(y, pe, hg, hc, hm, -2 - j, RT, RG, RC, RM, RJ,
+                                                 rlen, R)
             need_w = max(need_w, wlen[y] + 2)
     return RT, RG, RC, RM, RJ, R, need_w
 
@@ -1064,27 +1073,8 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
             fm[x] -= rm[j]
             _tcount_update(x, fg[x] + rg[j], fc[x] + rc[j], fm[x] + rm[j], tcount, type_p,
                            type_g, type_c, type_m, pbits, fg, fc, fm)
-            if rlen[x] + 1 > R:
-                R *= 2
-                RT = _widen(RT, R)
-                RG = _widen(RG, R)
-                RC = _widen(RC, R)
-                RM = _widen(RM, R)
-                RJ = _widen(RJ, R)
-            r = rlen[x]
-            while r > 0 and RT[x, r - 1] > pe:
-                RT[x, r] = RT[x, r - 1]
-                RG[x, r] = RG[x, r - 1]
-                RC[x, r] = RC[x, r - 1]
-                RM[x, r] = RM[x, r - 1]
-                RJ[x, r] = RJ[x, r - 1]
-                r -= 1
-            RT[x, r] = pe
-            RG[x, r] = rg[j]
-            RC[x, r] = rc[j]
-            RM[x, r] = rm[j]
-            RJ[x, r] = j
-            rlen[x] += 1
+            RT, RG, RC, RM, RJ, R = _add_running(x, pe, rg[j], rc[j], rm[j], j, RT, RG, RC, RM,
+                                                 RJ, rlen, R)
         if excl[j]:     # --exclusive=topo: the rest of its leaf groups is held too
             RT, RG, RC, RM, RJ, R, need_w = _hold_blocks(
                 j, now, pe, chosen[:nn[j]], rg[j], rc[j], rm[j], levels, boff, bnodes,
