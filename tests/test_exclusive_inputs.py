@@ -89,3 +89,33 @@ def test_simulate_cli_models_exclusive_topo(tmp_path, cluster, capsys):
     assert "need --topology" in capsys.readouterr().err
     assert main(["simulate", str(column), "--cluster", str(conf)]) == 0
     assert "--exclusive=topo, which needs --topology" in capsys.readouterr().out
+
+
+def test_check_cli_finds_a_job_on_an_exclusive_block(tmp_path, cluster, capsys):
+    conf = tmp_path / "slurm.conf"
+    fs.write_cluster(cluster, conf)
+    blocks = tmp_path / "topology.conf"
+    blocks.write_text("BlockName=b0 Nodes=n[0-3]\nBlockName=b1 Nodes=n[4-7]\n")
+    column = _write(tmp_path, ROWS)
+    flagless = _write(tmp_path, [r.rsplit(",", 1)[0] + "," for r in ROWS], "flagless.csv")
+    topo = ["--topology", "block", "--block-topology", str(blocks)]
+    honoured, ignored = tmp_path / "honoured.csv", tmp_path / "ignored.csv"
+    assert main(["simulate", str(column), "--cluster", str(conf), *topo,
+                 "--jobs-out", str(honoured)]) == 0
+    # without the flag job 3 starts at 1 next to job 1 (in its block)
+    assert main(["simulate", str(flagless), "--cluster", str(conf), *topo,
+                 "--jobs-out", str(ignored)]) == 0
+    capsys.readouterr()
+    check = ["check", "--trace", str(column), "--cluster", str(conf)]
+    assert main([*check, str(honoured), *topo]) == 0
+    assert main([*check, str(ignored), *topo]) == 1
+    assert "exclusive_topo" in capsys.readouterr().out
+    # the same schedule against the flagless workload: nothing to check, and it is fine
+    assert main(["check", "--trace", str(flagless), "--cluster", str(conf), str(ignored),
+                 *topo]) == 0
+    # --exclusive-topo marks every multi-node job, as in simulate
+    assert main(["check", "--trace", str(flagless), "--cluster", str(conf), str(ignored),
+                 *topo, "--exclusive-topo"]) == 1
+    capsys.readouterr()
+    assert main([*check, str(honoured), "--exclusive-topo"]) == 2
+    assert "need --topology" in capsys.readouterr().err

@@ -102,7 +102,14 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--procs", type=int, help="machine size (default: from the header)")
     c.add_argument("--config", metavar="CFG.toml",
                    help="also check the configuration's QOS and association limits")
-    c.set_defaults(run=_cmd_check)
+    c.add_argument("--topology", choices=["tree", "block"],
+                   help="with --exclusive-topo or a workload's 'exclusive' column: also check "
+                   "that no job shared an --exclusive=topo job's leaf groups while it ran")
+    c.add_argument("--block-topology", metavar="FILE",
+                   help="topology.conf with BlockName=/BlockSizes= lines (with --topology block)")
+    c.add_argument("--exclusive-topo", action="store_true",
+                   help="every multi-node job ran --exclusive=topo (as simulate --exclusive-topo)")
+    c.set_defaults(run=_cmd_check, switches=None, segment=None, gres_conf=None)
 
     b = sub.add_parser("bench", help="run a standard benchmark scenario",
                        description="Run a standard benchmark scenario in-process and print "
@@ -351,6 +358,9 @@ def _cmd_check(args) -> int:
     constraints = _workload_constraints(workload)
     if args.config:
         constraints["limits"] = _config_limits(args.config, cluster, workload)
+    placement = _placement(args, cluster, jobs, workload)
+    if placement is not None:
+        constraints["placement"] = placement
     try:
         frame = pd.read_csv(args.jobs_csv, keep_default_na=False, index_col=False)
     except (ValueError, pd.errors.ParserError) as e:   # EmptyDataError is a ValueError
