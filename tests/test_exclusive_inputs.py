@@ -67,13 +67,20 @@ def test_sbatch_request_carries_exclusive_topo(cluster):
     assert "not modelled" in " ".join(normalise(parse_args(["--exclusive=user"]), cluster).notes)
 
 
-def test_simulate_cli_models_exclusive_topo(tmp_path, cluster, capsys):
+def _files(tmp_path, cluster):
+    """slurm.conf, a two-block topology.conf, the workload with its 'exclusive' column
+    and the same workload without flags."""
     conf = tmp_path / "slurm.conf"
     fs.write_cluster(cluster, conf)
     blocks = tmp_path / "topology.conf"
     blocks.write_text("BlockName=b0 Nodes=n[0-3]\nBlockName=b1 Nodes=n[4-7]\n")
     column = _write(tmp_path, ROWS)
     flagless = _write(tmp_path, [r.rsplit(",", 1)[0] + "," for r in ROWS], "flagless.csv")
+    return conf, blocks, column, flagless
+
+
+def test_simulate_cli_models_exclusive_topo(tmp_path, cluster, capsys):
+    conf, blocks, column, flagless = _files(tmp_path, cluster)
     base = ["--cluster", str(conf), "--topology", "block", "--block-topology", str(blocks)]
     for jobs, extra in ((column, []), (flagless, ["--exclusive-topo"])):
         out = tmp_path / "out.csv"
@@ -92,12 +99,7 @@ def test_simulate_cli_models_exclusive_topo(tmp_path, cluster, capsys):
 
 
 def test_check_cli_finds_a_job_on_an_exclusive_block(tmp_path, cluster, capsys):
-    conf = tmp_path / "slurm.conf"
-    fs.write_cluster(cluster, conf)
-    blocks = tmp_path / "topology.conf"
-    blocks.write_text("BlockName=b0 Nodes=n[0-3]\nBlockName=b1 Nodes=n[4-7]\n")
-    column = _write(tmp_path, ROWS)
-    flagless = _write(tmp_path, [r.rsplit(",", 1)[0] + "," for r in ROWS], "flagless.csv")
+    conf, blocks, column, flagless = _files(tmp_path, cluster)
     topo = ["--topology", "block", "--block-topology", str(blocks)]
     honoured, ignored = tmp_path / "honoured.csv", tmp_path / "ignored.csv"
     assert main(["simulate", str(column), "--cluster", str(conf), *topo,

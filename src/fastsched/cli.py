@@ -102,13 +102,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--procs", type=int, help="machine size (default: from the header)")
     c.add_argument("--config", metavar="CFG.toml",
                    help="also check the configuration's QOS and association limits")
-    c.add_argument("--topology", choices=["tree", "block"],
-                   help="with --exclusive-topo or a workload's 'exclusive' column: also check "
-                   "that no job shared an --exclusive=topo job's leaf groups while it ran")
-    c.add_argument("--block-topology", metavar="FILE",
-                   help="topology.conf with BlockName=/BlockSizes= lines (with --topology block)")
-    c.add_argument("--exclusive-topo", action="store_true",
-                   help="every multi-node job ran --exclusive=topo (as simulate --exclusive-topo)")
+    _add_topology_args(c, "with --exclusive-topo or a workload's 'exclusive' column: also "
+                       "check that no job shared an --exclusive=topo job's leaf groups while it "
+                       "ran; tree = the cluster's topology.conf switches, block = "
+                       "--block-topology FILE")
     c.set_defaults(run=_cmd_check, switches=None, segment=None, gres_conf=None)
 
     b = sub.add_parser("bench", help="run a standard benchmark scenario",
@@ -158,24 +155,30 @@ def _site_args(p: argparse.ArgumentParser) -> None:
                    help="plan on a grid of S seconds (Slurm's bf_resolution; default 1: exact)")
     g.add_argument("--window", type=non_negative_int, metavar="S",
                    help="reserve only starts within S seconds (bf_window; default: no limit)")
-    g.add_argument("--topology", choices=["tree", "block"],
-                   help="topology-aware starts: tree = the cluster's topology.conf switches, "
-                   "block = --block-topology FILE")
-    g.add_argument("--block-topology", metavar="FILE",
-                   help="topology.conf with BlockName=/BlockSizes= lines (with --topology block)")
+    _add_topology_args(g, "topology-aware starts: tree = the cluster's topology.conf "
+                       "switches, block = --block-topology FILE")
     g.add_argument("--switches", metavar="K[@TIME]",
                    help="every multi-node job spans at most K leaf switches, waiting at most "
                    "TIME (Slurm time) for that (--switches of sbatch)")
     g.add_argument("--segment", type=positive_int, metavar="N",
                    help="multi-node jobs whose node count N divides go in segments of N "
                    "nodes, each in one base block (--segment of sbatch)")
-    g.add_argument("--exclusive-topo", action="store_true",
-                   help="every multi-node job is --exclusive=topo: it starts only on idle leaf "
-                   "groups (base blocks / leaf switches) and keeps them to itself while it "
-                   "runs (a workload's 'exclusive' column marks single jobs)")
     g.add_argument("--gres-conf", metavar="FILE",
                    help="gres.conf: keep a job's GPUs on a node inside its NVLink (Links=) or "
                    "socket (Cores=) groups")
+
+
+def _add_topology_args(parser, topology_help: str) -> None:
+    """--topology, --block-topology and --exclusive-topo (simulate and check)."""
+    parser.add_argument("--topology", choices=["tree", "block"], help=topology_help)
+    parser.add_argument("--block-topology", metavar="FILE",
+                        help="topology.conf with BlockName=/BlockSizes= lines (with "
+                        "--topology block)")
+    parser.add_argument("--exclusive-topo", action="store_true",
+                        help="every multi-node job is --exclusive=topo: it starts only on "
+                        "idle leaf groups (base blocks / leaf switches) and keeps them to "
+                        "itself while it runs (a workload's 'exclusive' column marks single "
+                        "jobs)")
 
 
 def _load_trace(path: str, *, procs=None, strict=False, cluster_spec=None):
