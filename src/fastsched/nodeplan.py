@@ -803,6 +803,29 @@ def _add_running(x, pe, g, c, m, jid, RT, RG, RC, RM, RJ, rlen, R):
 
 
 @njit(cache=True)
+def _take_running(x, jid, RT, RG, RC, RM, RJ, rlen):
+    """Remove ``jid``'s entries from node x's running list (order kept); returns
+    their latest held end and summed (g, c, m)."""
+    e = g = c = m = 0
+    w = 0
+    for r in range(rlen[x]):
+        if RJ[x, r] == jid:
+            e = max(e, RT[x, r])
+            g += RG[x, r]
+            c += RC[x, r]
+            m += RM[x, r]
+        else:
+            RT[x, w] = RT[x, r]
+            RG[x, w] = RG[x, r]
+            RC[x, w] = RC[x, r]
+            RM[x, w] = RM[x, r]
+            RJ[x, w] = RJ[x, r]
+            w += 1
+    rlen[x] = w
+    return e, g, c, m
+
+
+@njit(cache=True)
 def _hold_blocks(j, now, pe, own, g, c, m, levels, boff, bnodes, capG, capC, capM,
                  fg, fc, fm, WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, R):
     """Exclusive job ``j`` started now on ``own`` (ascending): every node of its leaf
@@ -840,22 +863,11 @@ def _release_blocks(j, now, own, levels, boff, bnodes, fg, fc, fm, WT, WG, WC, W
         for q in range(boff[b], boff[b + 1]):
             y = bnodes[q]
             _advance(y, now, WT, WG, WC, WM, wlen)
-            w = 0
-            for r in range(rlen[y]):
-                if RJ[y, r] == -2 - j:
-                    fg[y] += RG[y, r]
-                    fc[y] += RC[y, r]
-                    fm[y] += RM[y, r]
-                    _give_back(y, now, RT[y, r], RG[y, r], RC[y, r], RM[y, r], WT, WG, WC, WM,
-                               wlen)
-                else:
-                    RT[y, w] = RT[y, r]
-                    RG[y, w] = RG[y, r]
-                    RC[y, w] = RC[y, r]
-                    RM[y, w] = RM[y, r]
-                    RJ[y, w] = RJ[y, r]
-                    w += 1
-            rlen[y] = w
+            e, g, c, m = _take_running(y, -2 - j, RT, RG, RC, RM, RJ, rlen)
+            fg[y] += g
+            fc[y] += c
+            fm[y] += m
+            _give_back(y, now, e, g, c, m, WT, WG, WC, WM, wlen)
 
 
 @njit(cache=True)
@@ -1181,16 +1193,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
                                    type_p, type_g, type_c, type_m, pbits, fg, fc, fm)
                     _advance(x, now, WT, WG, WC, WM, wlen)
                     _give_back(x, now, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
-                    w = 0
-                    for r in range(rlen[x]):
-                        if RJ[x, r] != j:
-                            RT[x, w] = RT[x, r]
-                            RG[x, w] = RG[x, r]
-                            RC[x, w] = RC[x, r]
-                            RM[x, w] = RM[x, r]
-                            RJ[x, w] = RJ[x, r]
-                            w += 1
-                    rlen[x] = w
+                    _take_running(x, j, RT, RG, RC, RM, RJ, rlen)
                 if excl[j]:
                     _release_blocks(j, now, alloc_nodes[offsets[j]:offsets[j] + nn[j]], levels,
                                     boff, bnodes, fg, fc, fm, WT, WG, WC, WM, wlen,
