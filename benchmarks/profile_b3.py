@@ -39,10 +39,10 @@ PATCHES = [
      "def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen, prof):"),
     ("            hs = _heap_push(hk, hv, hs, b, z)\n",
      "            hs = _heap_push(hk, hv, hs, b, z)\n            prof[18] += 1\n"),
-    ("          eligible, gmasks, index_after, pbits):\n    \"\"\"One scheduling pass",
-     "          eligible, gmasks, index_after, pbits, prof):\n    \"\"\"One scheduling pass"),
-    ("np.int64(_INDEX_AFTER), _partition_bits(poff, pflat, X))[0]",
-     "np.int64(_INDEX_AFTER), _partition_bits(poff, pflat, X), _PROF)[0]"),
+    ("          eligible, gmasks, index_after, pbits, excl, boff, bnodes):\n    \"\"\"One scheduling pass",
+     "          eligible, gmasks, index_after, pbits, excl, boff, bnodes, prof):\n    \"\"\"One scheduling pass"),
+    ("              *_exclusive(pl, avail, order))[0]",
+     "              *_exclusive(pl, avail, order), _PROF)[0]"),
     ("                te = _plan_indexed(now, dur, nn[j], only_now, roots[ty], TR, WT, WG, WC, WM,\n"
      "                                   wlen, trial)\n",
      "                c0 = _rdtsc()\n"
@@ -50,36 +50,34 @@ PATCHES = [
      "                                   wlen, trial, prof)\n"
      "                k_ = 0 if nn[j] == 1 else 2\n"
      "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
-    ("                te = _plan_job(now, res, rg[j], rc[j], rm[j], dur, nn[j], only_now,\n",
+    ("                te = _plan_job(now, rg[j], rc[j], rm[j], dur, nn[j], only_now, not now_here,\n",
      "                c0 = _rdtsc()\n"
-     "                te = _plan_job(now, res, rg[j], rc[j], rm[j], dur, nn[j], only_now,\n"),
-    ("RT, RG, RC, RM, rlen, fg, fc, fm, trial, levels, unit[j], ml)\n",
-     "RT, RG, RC, RM, rlen, fg, fc, fm, trial, levels, unit[j], ml)\n"
+     "                te = _plan_job(now, rg[j], rc[j], rm[j], dur, nn[j], only_now, not now_here,\n"),
+    ("unit[j], ml, excl[j], boff, bnodes)\n",
+     "unit[j], ml, excl[j], boff, bnodes)\n"
      "                k_ = 4 if nn[j] == 1 else 6\n"
      "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
     ("                    roots[ty], TR, fr = _ix_build(",
      "                    c0 = _rdtsc()\n                    roots[ty], TR, fr = _ix_build("),
-    ("                                                  fg, fc, fm, lastid[nix])\n                    ixon[ty] = True\n",
-     "                                                  fg, fc, fm, lastid[nix])\n                    ixon[ty] = True\n"
+    ("                                                  lastid[nix])\n                    ixon[ty] = True\n",
+     "                                                  lastid[nix])\n                    ixon[ty] = True\n"
      "                    prof[8] += _rdtsc() - c0\n                    prof[9] += 1\n"),
     ("            if nix > 0:         # the runs this hold changes: found before it...\n",
      "            c1 = _rdtsc()\n            prof[11] += 1\n"
      "            if nix > 0:         # the runs this hold changes: found before it...\n"),
-    ("            _hold(x, t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n",
+    ("            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n",
      "            c2 = _rdtsc()\n            prof[12] += c2 - c1\n"
-     "            _hold(x, t, t + dur, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n"
+     "            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n"
      "            c3 = _rdtsc()\n            prof[10] += c3 - c2\n"),
-    ("                                              ids[q2], nold[q2], ibuf, lastid[q2], hint, q2)\n        planned[j] = t\n",
-     "                                              ids[q2], nold[q2], ibuf, lastid[q2], hint, q2)\n"
+    ("                                              hint, q2)\n        planned[j] = t\n",
+     "                                              hint, q2)\n"
      "                        prof[13] += 1\n"
      "            prof[14] += _rdtsc() - c3\n        planned[j] = t\n"),
     ("    for q in range(last + 1):\n        j = queue[q]\n",
      "    c9 = _rdtsc()\n    for q in range(last + 1):\n        j = queue[q]\n"),
-    ("        if pbits.shape[0] == 0:\n            tcount[:] = -1\n"
-     "    return nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R\n",
-     "        if pbits.shape[0] == 0:\n            tcount[:] = -1\n"
+    ("    # the next pass starts from the running jobs: undo this pass's reservations\n",
      "    prof[16] += _rdtsc() - c9\n"
-     "    return nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R\n"),
+     "    # the next pass starts from the running jobs: undo this pass's reservations\n"),
     ("from .validation import check_basic, reject\n",
      "from .validation import check_basic, reject\n" + RDTSC + "\n_PROF = np.zeros(32, dtype=np.int64)\n"),
 ]
