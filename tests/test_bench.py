@@ -38,6 +38,38 @@ def test_bench_jobs_is_for_ai_mix_only(capsys):
     assert "--jobs" in capsys.readouterr().err
 
 
+def test_scaling_grid_from_the_cli(capsys, tmp_path):
+    """--clusters/--pending choose the grid; every point warms up on a small state."""
+    import json
+    from fastsched.cli import main
+    out = tmp_path / "s.json"
+    assert main(["bench", "scaling", "--clusters", "ai-8k", "--pending", "200,400",
+                 "--repeat", "1", "--json", str(out)]) == 0
+    points = json.loads(out.read_text())["points"]
+    assert [(p["pending"], p["policy"]) for p in points] == [
+        (200, "easy"), (200, "conservative"), (400, "easy"), (400, "conservative")]
+    for p in points:
+        assert p["cluster"] == "ai-8k" and p["runs"] == 1 and p["median_ms"] > 0
+        assert p["warmup_small_ms"] > 0 and "warmup_ms" not in p
+        assert sum(p["outcomes"].values()) == p["pending"]
+    assert "400  conservative" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["bench", "easy-100k", "--pending", "10"], "--pending is for the scaling scenario"),
+    (["bench", "scaling", "--clusters", "ai-9k"], "unknown 'ai-9k'"),
+    (["bench", "scaling", "--pending", "10,x"], "not an integer"),
+    (["bench", "scaling", "--pending", ","], "empty list"),
+])
+def test_scaling_options_are_checked(capsys, argv, says):
+    from fastsched.cli import main
+    try:
+        code = main(argv)
+    except SystemExit as e:         # argparse's own usage errors
+        code = e.code
+    assert code == 2 and says in capsys.readouterr().err
+
+
 POINTS = {"scenario": "scaling", "machine": "test", "points": [
     {"cluster": "ai-8k", "gpus": 8000, "pending": 1000, "policy": "easy", "median_ms": 3.0,
      "decisions_per_s": 333333, "us_per_decision": 3.0, "peak_rss_mb": 140.0},

@@ -18,3 +18,24 @@ def _int_at_least(minimum: int):
 
 positive_int = _int_at_least(1)
 non_negative_int = _int_at_least(0)
+
+
+def comma_list(item):
+    """A comma-separated list, each entry parsed by ``item`` (an argparse type)."""
+    def parse(text: str) -> list:
+        return [item(part.strip()) for part in text.split(",") if part.strip()] or \
+            _fail(f"empty list: {text!r}")
+    return parse
+
+
+def choice_of(names):
+    """One of ``names`` (for lists: ``comma_list(choice_of(...))``)."""
+    def parse(text: str) -> str:
+        if text not in names:
+            _fail(f"unknown {text!r} (choose from {', '.join(sorted(names))})")
+        return text
+    return parse
+
+
+def _fail(message: str):
+    raise argparse.ArgumentTypeError(message)

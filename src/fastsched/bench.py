@@ -227,10 +227,11 @@ def _ai_mix_1m(repeat: int, jobs: int = 1_000_000) -> dict:
 
 def _node_engine(name: str):
     """B2 / B3 / B6 on the node engine (state builders live in fastsched.benchstate)."""
-    def run(repeat: int) -> dict:
+    def run(repeat: int, **options) -> dict:
         from . import benchstate
         return {"easy-100k": benchstate._b2, "conservative-100k": benchstate._b3,
-                "scaling": benchstate._b6, "memory-1m": benchstate._memory_1m}[name](repeat)
+                "scaling": benchstate._b6,
+                "memory-1m": benchstate._memory_1m}[name](repeat, **options)
     return run
 
 
@@ -243,7 +244,7 @@ SCENARIOS = {"kth-easy": _kth_easy, "priority-1m": _priority_1m,
 
 
 def run_scenario(name: str, repeat: int = 7, **options) -> dict:
-    """``options``: a scenario's own (ai-mix-1m: ``jobs``)."""
+    """``options``: a scenario's own (ai-mix-1m: ``jobs``; scaling: ``clusters``, ``pending``)."""
     return SCENARIOS[name](repeat, **options)
 
 

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from .argtypes import non_negative_int, positive_int
+from .argtypes import choice_of, comma_list, non_negative_int, positive_int
 from .errors import FastschedError, InputError
 from .policies import POLICIES
 
@@ -118,6 +118,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     b.add_argument("--jobs", type=positive_int, metavar="N",
                    help="ai-mix-1m only: simulate N jobs (default 1,000,000; one run)")
+    from .generate import CLUSTERS
+    b.add_argument("--clusters", type=comma_list(choice_of(CLUSTERS)), metavar="A,B",
+                   help="scaling only: clusters of the grid (default ai-8k,ai-100k,ai-1m)")
+    b.add_argument("--pending", type=comma_list(positive_int), metavar="N,M",
+                   help="scaling only: queue sizes of the grid (default 1000,10000,100000,1000000)")
     b.set_defaults(run=_cmd_bench)
 
     from .generate import add_generate_parser
@@ -391,9 +396,11 @@ def _config_limits(path, cluster, workload):
 
 def _cmd_bench(args) -> int:
     from .bench import format_figures, run_scenario
-    if args.jobs is not None and args.scenario != "ai-mix-1m":
-        raise InputError("--jobs is for the ai-mix-1m scenario only", field="--jobs")
-    options = {} if args.jobs is None else {"jobs": args.jobs}
+    own = {"jobs": "ai-mix-1m", "clusters": "scaling", "pending": "scaling"}
+    options = {k: getattr(args, k) for k in own if getattr(args, k) is not None}
+    for k in options:
+        if own[k] != args.scenario:
+            raise InputError(f"--{k} is for the {own[k]} scenario only", field=f"--{k}")
     figures = run_scenario(args.scenario, repeat=args.repeat, **options)
     print(format_figures(figures))
     if args.json:
