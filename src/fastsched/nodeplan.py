@@ -109,7 +109,9 @@ def _partition_nodes(cluster: Cluster, avail: np.ndarray):
     offsets = np.zeros(len(cluster.partitions) + 1, dtype=np.int64)
     lists = []
     for p, part in enumerate(cluster.partitions):
-        nodes = np.unique(np.asarray(part.nodes, dtype=np.int64))
+        nodes = np.asarray(part.nodes, dtype=np.int64)
+        if len(nodes) > 1 and not (nodes[1:] > nodes[:-1]).all():     # (mostly sorted)
+            nodes = np.unique(nodes)
         nodes = nodes[(nodes >= 0) & (nodes < cluster.num_nodes)]
         nodes = nodes[avail[nodes]]
         lists.append(nodes)
@@ -605,7 +607,15 @@ def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen
         t = TR[z, 0]
         if only_now and t != now:
             return -1
+        at_t = 0
         while z >= 0 and TR[z, 0] == t:
+            chosen[at_t] = TR[z, 4]
+            at_t += 1
+            if at_t == need:
+                # need runs start at t: t is the start, and they are the choice (the
+                # runs that start at t come first, in key order: free at t, node)
+                chosen[:need].sort()
+                return t
             if hs == cap:
                 cap *= 2
                 hk2 = np.empty(cap, dtype=np.int64)
