@@ -39,10 +39,10 @@ PATCHES = [
      "def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen, prof):"),
     ("            hs = _heap_push(hk, hv, hs, b, z)\n",
      "            hs = _heap_push(hk, hv, hs, b, z)\n            prof[18] += 1\n"),
-    ("          eligible, gmasks, index_after, pbits, excl, boff, bnodes):\n    \"\"\"One scheduling pass",
-     "          eligible, gmasks, index_after, pbits, excl, boff, bnodes, prof):\n    \"\"\"One scheduling pass"),
-    ("              *_exclusive(pl, avail, order))[0]",
-     "              *_exclusive(pl, avail, order), _PROF)[0]"),
+    ("          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep):\n    \"\"\"One scheduling pass",
+     "          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep, prof):\n    \"\"\"One scheduling pass"),
+    ("              *_exclusive(pl, avail, order), False)[0]",
+     "              *_exclusive(pl, avail, order), False, _PROF)[0]"),
     ("                te = _plan_indexed(now, dur, nn[j], only_now, roots[ty], TR, WT, WG, WC, WM,\n"
      "                                   wlen, trial)\n",
      "                c0 = _rdtsc()\n"
@@ -74,10 +74,14 @@ PATCHES = [
      "                        prof[13] += 1\n"
      "            prof[14] += _rdtsc() - c3\n        planned[j] = t\n"),
     ("    for q in range(last + 1):\n        j = queue[q]\n",
-     "    c9 = _rdtsc()\n    for q in range(last + 1):\n        j = queue[q]\n"),
+     "    prof[20] = _rdtsc()\n    for q in range(last + 1):\n        j = queue[q]\n"),
     ("    # the next pass starts from the running jobs: undo this pass's reservations\n",
-     "    prof[16] += _rdtsc() - c9\n"
+     "    c9 = _rdtsc()\n    prof[16] += c9 - prof[20]\n"
      "    # the next pass starts from the running jobs: undo this pass's reservations\n"),
+    ("            _give_back(alloc_nodes[o], planned[j], e, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n"
+     "    return nstarted,",
+     "            _give_back(alloc_nodes[o], planned[j], e, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n"
+     "    prof[17] += _rdtsc() - c9\n    return nstarted,"),
     ("from .validation import check_basic, reject\n",
      "from .validation import check_basic, reject\n" + RDTSC + "\n_PROF = np.zeros(32, dtype=np.int64)\n"),
 ]
@@ -150,7 +154,8 @@ print(f"  _hold                  {{ms(P[10]):8.1f}} ms")
 print(f"  index update           {{ms(P[14]):8.1f}} ms")
 rest = P[16] - sum(P[k] for k in (0, 2, 4, 6, 8, 10, 12, 14))
 print(f"  rest of the loop       {{ms(rest):8.1f}} ms")
-print(f"  outside the loop (plan_nodes setup, pre-scan) {{wall*1000 - ms(P[16]):.0f}} ms")
+print(f"  undo of the reservations {{ms(P[17]):8.1f}} ms")
+print(f"  outside the loop and the undo (plan_nodes set-up, pre-scan) {{wall*1000 - ms(P[16]) - ms(P[17]):.0f}} ms")
 '''
 
 if __name__ == "__main__":

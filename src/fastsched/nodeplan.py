@@ -887,7 +887,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
           fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
           tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
           jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-          eligible, gmasks, index_after, pbits, excl, boff, bnodes):
+          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep):
     """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
 
     The one copy of the planning logic: the event loop (:func:`_run`) and
@@ -913,7 +913,8 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     The work profile ``WT..WM/wlen`` is kept between passes: on entry it holds
     the running jobs only (every breakpoint but the first > now; ``K`` >= wlen + 2
     on every node), like ``tcount`` (free-now counts per type, -1: not counted
-    yet). Starts stay in it; reservations are undone before returning.
+    yet). Starts stay in it; reservations are undone before returning when
+    ``keep`` (the caller plans from it again; :func:`plan_nodes` drops it).
 
     Returns ``(nstarted or -1 when the pass was skipped, WT, WG, WC, WM, K,
     RT, RG, RC, RM, RJ, R)``: the work arrays may have been widened.
@@ -1111,7 +1112,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
             tcount[:] = -1          # recounted when next asked
         nstarted += 1
     # the next pass starts from the running jobs: undo this pass's reservations
-    for i in range(reserved - 1, -1, -1):
+    for i in range(reserved - 1 if keep else -1, -1, -1):
         j = resv[i]
         e = _on_grid(planned[j] + limit[j], res)
         for o in range(offsets[j], offsets[j] + nn[j]):
@@ -1241,7 +1242,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
                 fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
                 tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
                 jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-                eligible, gmasks, index_after, pbits, excl, boff, bnodes)
+                eligible, gmasks, index_after, pbits, excl, boff, bnodes, True)
             if nstarted < 0:
                 break
             passes += 1
@@ -1903,7 +1904,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
               pl.leaf_wait[order],
               q(pending.submit_time if eligible is None else eligible), pl.gpu_groups,
               np.int64(_INDEX_AFTER), _partition_bits(poff, pflat, X),
-              *_exclusive(pl, avail, order))[0]
+              *_exclusive(pl, avail, order), False)[0]
         if code == _FCFS:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, reason, n)
     outcome = np.full(n, BLOCKED, dtype=np.int8)
