@@ -32,32 +32,35 @@ def indexed(request, monkeypatch):
 
 @settings(max_examples=60, deadline=None)
 @given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 6), st.integers(0, 2),
-                              st.integers(0, 3), st.sampled_from([1, 3, 5, int(_INF)])),
+                              st.integers(0, 3), st.sampled_from([1, 3, 5, int(_INF)]),
+                              st.integers(1, 7)),
                     max_size=60),
        ds=st.lists(st.integers(0, 6), min_size=1, max_size=4))
 def test_treap_matches_a_sorted_list(ops, ds):
-    """Random inserts/deletes of runs (a, g, 0, 0, x, len): walking the index
-    with tr_succ gives, for every d, the sorted runs at least d long."""
-    TR, fr, meta = new_table(4)
+    """Random inserts/deletes of runs (a, g, 0, 0, x, len) of slot masks 1..7
+    (three slots): walking the index with tr_succ gives, for every slot and d,
+    the sorted runs of that slot at least d long."""
+    TR, fr, meta = new_table(3, 4)
     root = -1
     model = {}
-    for add, a, g, x, ln in ops:
-        key = (a, g, 0, 0, x)
+    for add, a, g, x, ln, mk in ops:
+        key = (a, g, 0, 0, x, ln)
         if add and key not in model:
             TR, fr = tr_reserve(TR, fr, meta, 1)
-            root = _add(TR, fr, meta, root, a, g, 0, 0, x, ln)
-            model[key] = ln
+            root = _add(TR, fr, meta, root, a, g, 0, 0, x, ln, mk)
+            model[key] = mk
         elif not add and key in model:
-            root = _delete(TR, root, a, g, 0, 0, x, fr, meta)
+            root = _delete(TR, root, a, g, 0, 0, x, ln, fr, meta)
             del model[key]
-    for d in ds:
-        want = [k for k in sorted(model) if model[k] >= d]
-        got = []
-        z = tr_succ(TR, root, -1, d)
-        while z >= 0:
-            got.append(tuple(int(v) for v in TR[z, :5]))
-            z = tr_succ(TR, root, z, d)
-        assert got == want
+    for q in range(3):
+        for d in ds:
+            want = [k for k in sorted(model) if model[k] >> q & 1 and k[5] >= d]
+            got = []
+            z = tr_succ(TR, root, -1, d, q)
+            while z >= 0:
+                got.append(tuple(int(v) for v in TR[z, :6]))
+                z = tr_succ(TR, root, z, d, q)
+            assert got == want
 
 
 # --------------------------------------------------------------------------- engine, index forced

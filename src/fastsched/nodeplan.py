@@ -41,7 +41,8 @@ from numba import njit
 
 from .cluster import Cluster, NodeState
 from .topology import choose_gpus_kernel, topo_place
-from .runindex import NFIELDS as _NF, ix_add_node, ix_find, ix_update, tr_reserve, tr_succ
+from .runindex import (MAX_SLOTS as _MAX_SLOTS, NFIELDS as _NF, add_slot, ix_add_slot, ix_hold,
+                       ix_touched, tr_reserve, tr_succ)
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices, csr_take)
 from .errors import InputError
@@ -587,11 +588,12 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
 
 
 @njit(cache=True)
-def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen):
-    """:func:`_plan_job` (no topology) over the type's run index: the same start
-    and nodes. Runs in key order (start, free g/c/m at the start, node) are the
-    best-fit order of a start now and the start-sorted sweep of a later one."""
-    z = tr_succ(TR, root, -1, d)
+def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, chosen):
+    """:func:`_plan_job` (no topology) over the run index, slot ``q`` (the job's
+    type): the same start and nodes. The slot's runs in key order (start, free
+    g/c/m at the start, node) are the best-fit order of a start now and the
+    start-sorted sweep of a later one."""
+    z = tr_succ(TR, root, -1, d, q)
     if z < 0 or (only_now and TR[z, 0] != now):
         return -1
     if need == 1:
@@ -626,7 +628,7 @@ def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen
                 hv = hv2
             b = _INF if TR[z, 5] >= _INF else t + TR[z, 5] - d
             hs = _heap_push(hk, hv, hs, b, z)
-            z = tr_succ(TR, root, z, d)
+            z = tr_succ(TR, root, z, d, q)
         while hs > 0 and hk[0] < t:
             hs = _heap_pop(hk, hv, hs)
         if hs >= need:
@@ -660,17 +662,21 @@ def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen
 
 
 @njit(cache=True)
-def _ix_build(now, g, c, m, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, WM, wlen, last):
-    """The run index of one type: every capable node's runs (first segments
-    moved to now first). Returns (root, TR, fr)."""
-    root = -1
+def _ix_build(now, g, c, m, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, WM, wlen, last,
+              elig, root):
+    """A new slot for a type in the shared run index: every capable node of its
+    partition (first segments moved to now first) gets its runs, and ``elig[x]``
+    (the slot's row: holds on x can change its runs). Returns (root, TR, fr)."""
+    TR = add_slot(TR, meta)
+    q = TR.shape[1] - _NF - 1
     for i in range(plist.shape[0]):
         x = plist[i]
         if capG[x] < g or capC[x] < c or capM[x] < m:
             continue
+        elig[x] = True
         WT[x, 0] = now
         TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
-        root = ix_add_node(TR, fr, meta, root, x, g, c, m, WT, WG, WC, WM, wlen, last)
+        root = ix_add_slot(TR, fr, meta, root, x, q, g, c, m, WT, WG, WC, WM, wlen, last)
     return root, TR, fr
 
 
@@ -904,7 +910,8 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     by :func:`fastsched.topology.choose_gpus_kernel` over ``gmasks`` when given. ``full``: walk the whole queue (no
     early stop, no skipped pass). ``index_after``: a request type's later starts come from a run
     index (:mod:`fastsched.runindex`, same answers) once it has been planned
-    more than this many times in the pass (< 0: never; not with topology).
+    more than this many times in the pass (< 0: never; not with topology; the first
+    ``MAX_SLOTS`` such types share one index, later ones keep the scan path).
     ``pbits``: :func:`_partition_bits`, to keep the free-now counts up to date
     through starts (empty: recount after every start). ``excl`` (per job),
     ``boff``/``bnodes`` (:func:`_block_nodes`): --exclusive=topo jobs start only
@@ -933,23 +940,23 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     reserved = 0
     nstarted = 0
     resv = np.empty(last + 1, dtype=np.int64)      # the reserved jobs, undone at the end
-    # run indexes (per request type, built lazily, updated by every hold)
+    # the run index: one for the pass, a slot per indexed type (built lazily,
+    # updated by every hold); a type without a slot keeps the scan path
     T = type_p.shape[0]
-    roots = np.full(T, -1, dtype=np.int64)
-    ixon = np.zeros(T, dtype=np.bool_)
+    slot = np.full(T, -1, dtype=np.int64)
     qn = np.zeros(T, dtype=np.int64)
-    ixl = np.empty(T, dtype=np.int64)
-    upd = np.zeros(T, dtype=np.bool_)
-    nold = np.zeros(T, dtype=np.int64)
-    hint = np.full(T, -1, dtype=np.int64)
-    ids = np.empty((T, 0), dtype=np.int64)      # per indexed type: entries a hold changes
-    ibuf = np.empty((4, 0), dtype=np.int64)
+    sg = np.empty(_MAX_SLOTS, dtype=np.int64)     # per slot: the type's request
+    sc = np.empty(_MAX_SLOTS, dtype=np.int64)
+    sm = np.empty(_MAX_SLOTS, dtype=np.int64)
     nix = 0
+    root = -1
     TR = np.empty((1024, _NF), dtype=np.int64)
     fr = np.empty(1024, dtype=np.int64)
-    meta = np.array([0, 0, 0, -1], dtype=np.int64)
-    inpart = np.zeros((0, 0), dtype=np.bool_)
-    lastid = np.zeros((0, 0), dtype=np.int64)   # per indexed type: each node's last run
+    meta = np.array([0, 0, 0, -1, -1], dtype=np.int64)
+    elig = np.zeros((0, 0), dtype=np.bool_)      # per slot: nodes of its type
+    lastid = np.zeros(0, dtype=np.int64)        # each node's last entry
+    ids = np.empty(0, dtype=np.int64)           # buffers of ix_hold
+    ibuf = np.empty((5, 0), dtype=np.int64)
     for q in range(last + 1):
         j = queue[q]
         held = _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage)
@@ -987,24 +994,24 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
             if only_now and not now_here:
                 continue
             ty = pc_type[e]
-            if levels.shape[0] == 0 and index_after >= 0 and not ixon[ty]:
+            if levels.shape[0] == 0 and index_after >= 0 and slot[ty] < 0 and \
+                    nix < _MAX_SLOTS:
                 qn[ty] += 1
                 if qn[ty] > index_after:
-                    if inpart.shape[0] == 0:
-                        lastid = np.full((T, capG.shape[0]), -1, dtype=np.int64)
-                        inpart = np.zeros((poff.shape[0] - 1, capG.shape[0]), dtype=np.bool_)
-                        for pp in range(poff.shape[0] - 1):
-                            for i in range(poff[pp], poff[pp + 1]):
-                                inpart[pp, pflat[i]] = True
-                    roots[ty], TR, fr = _ix_build(now, rg[j], rc[j], rm[j], plist, capG, capC,
-                                                  capM, TR, fr, meta, WT, WG, WC, WM, wlen,
-                                                  lastid[nix])
-                    ixon[ty] = True
-                    ixl[nix] = ty
+                    if nix == 0:
+                        lastid = np.full(capG.shape[0], -1, dtype=np.int64)
+                        elig = np.zeros((_MAX_SLOTS, capG.shape[0]), dtype=np.bool_)
+                    sg[nix] = type_g[ty]
+                    sc[nix] = type_c[ty]
+                    sm[nix] = type_m[ty]
+                    root, TR, fr = _ix_build(now, sg[nix], sc[nix], sm[nix], plist, capG, capC,
+                                             capM, TR, fr, meta, WT, WG, WC, WM, wlen, lastid,
+                                             elig[nix], root)
+                    slot[ty] = nix
                     nix += 1
-            if ixon[ty]:
-                te = _plan_indexed(now, dur, nn[j], only_now, roots[ty], TR, WT, WG, WC, WM,
-                                   wlen, trial)
+            if slot[ty] >= 0:
+                te = _plan_indexed(now, dur, nn[j], only_now, root, slot[ty], TR, WT, WG, WC,
+                                   WM, wlen, trial)
             else:
                 te = _plan_job(now, rg[j], rc[j], rm[j], dur, nn[j], only_now, not now_here,
                                plist, capG, capC, capM, WT, WG, WC, WM, wlen, trial, levels,
@@ -1022,28 +1029,14 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
         if t - now > window:        # beyond the planning window: no reservation
             continue
         held_end = _on_grid(t + dur, res)
-        hint[:nix] = -1         # (entries of this job's earlier holds stay valid)
+        meta[4] = -1            # the insertion hint (this job's own entries stay valid)
         for i in range(nn[j]):
             x = chosen[i]
-            if nix > 0:         # the runs this hold changes: found before it...
+            touched = np.int64(0)
+            if nix > 0:         # the slots whose runs this hold can change: before it...
                 ka = _split(x, t, WT, WG, WC, WM, wlen)
                 kb = _split(x, held_end, WT, WG, WC, WM, wlen)
-                if ids.shape[1] < wlen[x]:      # (the hold adds no breakpoint now)
-                    ids = np.empty((T, 2 * wlen[x]), dtype=np.int64)
-                    ibuf = np.empty((4, 2 * wlen[x]), dtype=np.int64)
-                for q2 in range(nix):
-                    ty = ixl[q2]
-                    upd[q2] = False
-                    if inpart[type_p[ty], x] and capG[x] >= type_g[ty] and \
-                            capC[x] >= type_c[ty] and capM[x] >= type_m[ty]:
-                        # no segment of the hold meets the type: its runs stay as they are
-                        for k in range(ka, kb):
-                            if WG[x, k] >= type_g[ty] and WC[x, k] >= type_c[ty] and \
-                                    WM[x, k] >= type_m[ty]:
-                                upd[q2] = True
-                                break
-                    if upd[q2]:
-                        nold[q2] = ix_find(TR, x, t, held_end, ids[q2], lastid[q2])
+                touched = ix_touched(x, ka, kb, nix, sg, sc, sm, elig, WG, WC, WM)
             _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
             if wlen[x] + 2 > K:     # keep room for two more breakpoints on every node
                 K *= 2
@@ -1051,15 +1044,14 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                 WG = _widen(WG, K)
                 WC = _widen(WC, K)
                 WM = _widen(WM, K)
-            if nix > 0:         # ... and updated after it
-                for q2 in range(nix):
-                    ty = ixl[q2]
-                    if upd[q2]:
-                        TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
-                        roots[ty] = ix_update(TR, fr, meta, roots[ty], x, t, held_end,
-                                              type_g[ty], type_c[ty], type_m[ty], WT, WG, WC,
-                                              WM, wlen, ids[q2], nold[q2], ibuf, lastid[q2],
-                                              hint, q2)
+            if touched != 0:    # ... and their entries updated after it
+                room = nix * (wlen[x] + 2)      # (the hold adds no breakpoint now)
+                if ids.shape[0] < 2 * room:
+                    ids = np.empty(4 * room, dtype=np.int64)
+                    ibuf = np.empty((5, 4 * room), dtype=np.int64)
+                TR, fr = tr_reserve(TR, fr, meta, room)
+                root = ix_hold(TR, fr, meta, root, x, ka, kb, touched, sg, sc, sm, WT, WG, WC,
+                               WM, wlen, lastid, ids, ibuf)
         planned[j] = t
         if t > now:
             resv[reserved] = j

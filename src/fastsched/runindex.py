@@ -1,4 +1,4 @@
-"""Per-request-type index of feasible runs, for the node engine's deep passes.
+"""One index of feasible runs shared by every indexed request type of a pass.
 
 For a request type (partition, g, c, m), a *run* of node x is a maximal stretch
 of x's work profile where the free (GPUs, CPUs, MB) cover the request. A job
@@ -8,42 +8,47 @@ has at least d left; the engine's earliest start is always a run start
 O(nodes x breakpoints) per job, which grows with the queue depth; this index
 answers the same questions in O(log runs) per run looked at.
 
-Runs of a type live in one treap ordered by the key (start a, free GPUs, CPUs,
-MB at a, node): exactly the engine's tie-break order, so "the first run in
-key order that is at least d long" *is* a single-node job's choice, and the
-runs in key order are the start-sorted sweep of a multi-node job. Each treap
-node keeps the largest run length of its subtree, so runs shorter than d are
-skipped a subtree at a time.
+A run is identified by (node x, start a, length): its key (a, free GPUs, CPUs,
+MB of x at a, x) does not depend on the type, only *which* runs exist does,
+and the types of a pass mostly share their runs (a 1-GPU and a 2-GPU type on
+an idle stretch; two partitions over the same nodes). So every indexed type
+gets a *slot* q (at most :data:`MAX_SLOTS`) and all share one treap with one
+entry per distinct run: ``MK`` has bit q when the run is a maximal run of the
+slot's type on a node of its partition, and ``MX + q`` holds the largest
+length of the subtree's runs of slot q (-1: none). Entries are ordered by
+(a, g, c, m, x, length): for one slot that is exactly the engine's tie-break
+order (the length only orders runs of *different* types that start together
+on one node), so "the first run of slot q in key order at least d long" *is*
+a single-node job's choice, and slot q's runs in key order are the
+start-sorted sweep of a multi-node job. Subtrees without a long enough run of
+the slot are skipped whole.
 
-A hold on [s, e) of node x only changes x's runs that touch [s, e]: they are
-found before the hold (:func:`ix_find`) and brought up to date after it
-(:func:`ix_update`: a run whose key survived only gets its new length, the
-others are deleted or inserted), so the index is updated incrementally, never
-rebuilt within a pass. Finding an entry by key would cost a descent from the
-root, cache misses all the way down; instead each type keeps every node's
-runs as a list in time order (links ``_PV``/``_NX``) and ``last[x]``, the
-entry of x's last run (infinite: a node is wholly free after its profile's
-end), and walks back from it: a hold at or after the profile's end touches
-that run only.
+A hold on [s, e) of node x changes only x's runs near [s, e], and each
+distinct run once however many types share it (:func:`ix_hold`). Each node's
+entries are also a list in (start, length) order (links ``PV``/``NX``, the
+last entry in ``last[x]``: a node is wholly free after its profile's end, so
+its last runs are infinite), walked back from the end to find them.
 
-Storage: one int64 table ``TR[id, field]`` shared by every type's treap, a
-free list ``fr`` and ``meta = [used, free count, priority counter, last added
-id]``.
+Storage: one int64 table ``TR[id, field]``, one column more per slot (added
+when a slot is, :func:`add_slot`), a free list ``fr`` and ``meta = [used,
+free count, priority counter, last added id, hint]``.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-_A, _G, _C, _M, _X, _LN, _MX, _LF, _RT, _PR, _UP, _PV, _NX = range(13)
-NFIELDS = 13
+_A, _G, _C, _M, _X, _LN, _MK, _LF, _RT, _PR, _UP, _PV, _NX = range(13)
+NFIELDS = 13            # fixed fields; column NFIELDS + q is slot q's subtree max length
+_MX = NFIELDS
+MAX_SLOTS = 16
 _INF = np.int64(1) << np.int64(62)
 
 
-def new_table(cap: int = 1024):
+def new_table(slots: int = 0, cap: int = 1024):
     """Empty storage: (TR, fr, meta)."""
-    return (np.empty((cap, NFIELDS), dtype=np.int64), np.empty(cap, dtype=np.int64),
-            np.array([0, 0, 0, -1], dtype=np.int64))
+    return (np.empty((cap, NFIELDS + slots), dtype=np.int64), np.empty(cap, dtype=np.int64),
+            np.array([0, 0, 0, -1, -1], dtype=np.int64))
 
 
 @njit(cache=True)
@@ -54,7 +59,7 @@ def tr_reserve(TR, fr, meta, extra):
     cap = TR.shape[0]
     while cap < meta[0] + extra:
         cap *= 2
-    T2 = np.empty((cap, NFIELDS), dtype=np.int64)
+    T2 = np.empty((cap, TR.shape[1]), dtype=np.int64)
     T2[:meta[0]] = TR[:meta[0]]
     f2 = np.empty(cap, dtype=np.int64)
     f2[:meta[1]] = fr[:meta[1]]
@@ -62,40 +67,69 @@ def tr_reserve(TR, fr, meta, extra):
 
 
 @njit(cache=True)
+def add_slot(TR, meta):
+    """The table with one more slot column (no entry has a run of it yet):
+    the new slot is ``TR.shape[1] - NFIELDS - 1``."""
+    T2 = np.empty((TR.shape[0], TR.shape[1] + 1), dtype=np.int64)
+    T2[:meta[0], :TR.shape[1]] = TR[:meta[0]]
+    T2[:meta[0], TR.shape[1]] = -1
+    return T2
+
+
+@njit(cache=True)
 def _less(TR, i, j):
-    """key(i) < key(j)."""
-    for f in range(5):
+    """key(i) < key(j): (a, g, c, m, x, length)."""
+    for f in range(6):
         if TR[i, f] != TR[j, f]:
             return TR[i, f] < TR[j, f]
     return False
 
 
 @njit(cache=True)
-def _cmp_key(TR, i, a, g, c, m, x):
-    """Sign of key(i) - (a, g, c, m, x)."""
-    if TR[i, _A] != a:
-        return -1 if TR[i, _A] < a else 1
-    if TR[i, _G] != g:
-        return -1 if TR[i, _G] < g else 1
-    if TR[i, _C] != c:
-        return -1 if TR[i, _C] < c else 1
-    if TR[i, _M] != m:
-        return -1 if TR[i, _M] < m else 1
-    if TR[i, _X] != x:
-        return -1 if TR[i, _X] < x else 1
-    return 0
+def _pull(TR, t):
+    """Recompute t's subtree max length of every slot; True if one changed."""
+    lf = TR[t, _LF]
+    rt = TR[t, _RT]
+    mk = TR[t, _MK]
+    ln = TR[t, _LN]
+    changed = False
+    for q in range(TR.shape[1] - NFIELDS):
+        v = ln if (mk >> q) & 1 else -1
+        if lf >= 0 and TR[lf, _MX + q] > v:
+            v = TR[lf, _MX + q]
+        if rt >= 0 and TR[rt, _MX + q] > v:
+            v = TR[rt, _MX + q]
+        if TR[t, _MX + q] != v:
+            TR[t, _MX + q] = v
+            changed = True
+    return changed
 
 
 @njit(cache=True)
-def _pull(TR, t):
-    v = TR[t, _LN]
-    lf = TR[t, _LF]
-    rt = TR[t, _RT]
-    if lf >= 0 and TR[lf, _MX] > v:
-        v = TR[lf, _MX]
-    if rt >= 0 and TR[rt, _MX] > v:
-        v = TR[rt, _MX]
-    TR[t, _MX] = v
+def _pull_up(TR, t):
+    """Recompute the max lengths from t up; above a subtree whose maxima did
+    not change nothing can change, so stop there."""
+    while t >= 0 and _pull(TR, t):
+        t = TR[t, _UP]
+
+
+@njit(cache=True)
+def _raise(TR, t, mk, ln):
+    """t and its ancestors learn a run of length ln of the slots in mk (maxima
+    only grow upwards: stop where none of them grows)."""
+    while t >= 0:
+        grew = False
+        b = mk
+        q = 0
+        while b:
+            if b & 1 and TR[t, _MX + q] < ln:
+                TR[t, _MX + q] = ln
+                grew = True
+            b >>= 1
+            q += 1
+        if not grew:
+            return
+        t = TR[t, _UP]
 
 
 @njit(cache=True)
@@ -128,30 +162,23 @@ def _rotate_up(TR, z, root):
 
 
 @njit(cache=True)
-def _pull_up(TR, t):
-    """Recompute the max run length from t up; above a subtree whose max did
-    not change nothing can change, so stop there."""
-    while t >= 0:
-        old = TR[t, _MX]
-        _pull(TR, t)
-        if TR[t, _MX] == old:
-            return
-        t = TR[t, _UP]
+def _rise(TR, z, root):
+    """Rotate a new leaf up to its heap place; returns the new root."""
+    while TR[z, _UP] >= 0 and TR[z, _PR] > TR[TR[z, _UP], _PR]:
+        root = _rotate_up(TR, z, root)
+    return root
 
 
 @njit(cache=True)
 def _insert(TR, root, z):
-    """Insert entry z (fields set, no links); returns the new root."""
+    """Insert entry z (fields set, no links) by a descent; returns the new root."""
     TR[z, _LF] = -1
     TR[z, _RT] = -1
     if root < 0:
         TR[z, _UP] = -1
         return z
-    ln = TR[z, _LN]
     t = root
     while True:
-        if TR[t, _MX] < ln:         # z joins every subtree on its search path
-            TR[t, _MX] = ln
         if _less(TR, z, t):
             if TR[t, _LF] < 0:
                 TR[t, _LF] = z
@@ -163,21 +190,8 @@ def _insert(TR, root, z):
                 break
             t = TR[t, _RT]
     TR[z, _UP] = t
+    _raise(TR, t, TR[z, _MK], TR[z, _LN])
     return _rise(TR, z, root)      # each rotation keeps the two subtrees it touches right
-
-
-@njit(cache=True)
-def _delete(TR, root, a, g, c, m, x, fr, meta):
-    """Remove the entry with key (a, g, c, m, x) (it must be there); returns the new root."""
-    t = root
-    while True:
-        if t < 0:                   # not there: a caller bug; leave the index as is
-            return root
-        s = _cmp_key(TR, t, a, g, c, m, x)
-        if s == 0:
-            break
-        t = TR[t, _RT] if s < 0 else TR[t, _LF]
-    return _delete_at(TR, root, t, fr, meta)
 
 
 @njit(cache=True)
@@ -206,48 +220,65 @@ def _delete_at(TR, root, t, fr, meta):
 
 
 @njit(cache=True)
-def _first(TR, t, d):
-    """The first entry of subtree t (whose max length is >= d) at least d long."""
+def _first(TR, t, d, q):
+    """The first entry of subtree t (whose slot-q max length is >= d) that is
+    a run of slot q at least d long."""
     while True:
         lf = TR[t, _LF]
-        if lf >= 0 and TR[lf, _MX] >= d:
+        if lf >= 0 and TR[lf, _MX + q] >= d:
             t = lf
-        elif TR[t, _LN] >= d:
+        elif (TR[t, _MK] >> q) & 1 and TR[t, _LN] >= d:
             return t
         else:
             t = TR[t, _RT]
 
 
 @njit(cache=True)
-def tr_succ(TR, root, lo, d):
-    """The first entry in key order after entry ``lo`` (-1: from the start) whose
-    run is at least ``d`` long; -1 if none."""
+def tr_succ(TR, root, lo, d, q):
+    """The first entry in key order after entry ``lo`` (-1: from the start) that
+    is a run of slot ``q`` at least ``d`` (>= 0) long; -1 if none."""
     if lo < 0:
-        if root < 0 or TR[root, _MX] < d:
+        if root < 0 or TR[root, _MX + q] < d:
             return -1
-        return _first(TR, root, d)
+        return _first(TR, root, d, q)
     rt = TR[lo, _RT]
-    if rt >= 0 and TR[rt, _MX] >= d:
-        return _first(TR, rt, d)
+    if rt >= 0 and TR[rt, _MX + q] >= d:
+        return _first(TR, rt, d, q)
     t = lo
     p = TR[t, _UP]
     while p >= 0:
         if TR[p, _LF] == t:
-            if TR[p, _LN] >= d:
+            if (TR[p, _MK] >> q) & 1 and TR[p, _LN] >= d:
                 return p
             rt = TR[p, _RT]
-            if rt >= 0 and TR[rt, _MX] >= d:
-                return _first(TR, rt, d)
+            if rt >= 0 and TR[rt, _MX + q] >= d:
+                return _first(TR, rt, d, q)
         t = p
         p = TR[t, _UP]
     return -1
 
 
 @njit(cache=True)
-def _add(TR, fr, meta, root, a, g, c, m, x, ln, after=-1):
-    """Insert a run (storage must have room); returns the new root. ``after``:
-    an entry that is likely its predecessor in key order (-1: none); when it
-    is, the run is attached next to it without a descent from the root."""
+def _next(TR, t):
+    """The entry after t in key order, whatever its slots; -1 if none."""
+    rt = TR[t, _RT]
+    if rt >= 0:
+        while TR[rt, _LF] >= 0:
+            rt = TR[rt, _LF]
+        return rt
+    p = TR[t, _UP]
+    while p >= 0 and TR[p, _RT] == t:
+        t = p
+        p = TR[t, _UP]
+    return p
+
+
+@njit(cache=True)
+def _add(TR, fr, meta, root, a, g, c, m, x, ln, mk, after=-1):
+    """Insert a run of the slots in ``mk`` (storage must have room); returns the
+    new root, the entry in ``meta[3]``. ``after``: an entry that is likely its
+    predecessor in key order (-1: none); when it is, the run is attached next
+    to it without a descent from the root."""
     if meta[1] > 0:
         meta[1] -= 1
         z = fr[meta[1]]
@@ -259,15 +290,16 @@ def _add(TR, fr, meta, root, a, g, c, m, x, ln, after=-1):
     h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     h = h ^ (h >> np.uint64(31))
-    s = np.int64(h >> np.uint64(1))
     TR[z, _A] = a
     TR[z, _G] = g
     TR[z, _C] = c
     TR[z, _M] = m
     TR[z, _X] = x
     TR[z, _LN] = ln
-    TR[z, _MX] = ln
-    TR[z, _PR] = s
+    TR[z, _MK] = mk
+    TR[z, _PR] = np.int64(h >> np.uint64(1))
+    for q in range(TR.shape[1] - NFIELDS):
+        TR[z, _MX + q] = ln if (mk >> q) & 1 else -1
     meta[3] = z
     if after >= 0 and _attach_after(TR, after, z):
         return _rise(TR, z, root)
@@ -277,11 +309,10 @@ def _add(TR, fr, meta, root, a, g, c, m, x, ln, after=-1):
 @njit(cache=True)
 def _attach_after(TR, f, z):
     """Attach z as a leaf right after entry f in key order if it belongs there
-    (key(f) < key(z) < key(successor of f)); True if done. Every subtree on the
-    way up learns z's length."""
+    (key(f) < key(z) < key(successor of f)); True if done."""
     if not _less(TR, f, z):
         return False
-    sc = tr_succ(TR, -1, f, -1)
+    sc = _next(TR, f)
     if sc >= 0 and not _less(TR, z, sc):
         return False
     TR[z, _LF] = -1
@@ -293,140 +324,271 @@ def _attach_after(TR, f, z):
         p = sc
         TR[sc, _LF] = z
     TR[z, _UP] = p
-    ln = TR[z, _LN]
-    while p >= 0 and TR[p, _MX] < ln:
-        TR[p, _MX] = ln
-        p = TR[p, _UP]
+    _raise(TR, p, TR[z, _MK], TR[z, _LN])
     return True
 
 
 @njit(cache=True)
-def _rise(TR, z, root):
-    """Rotate a new leaf up to its heap place; returns the new root."""
-    while TR[z, _UP] >= 0 and TR[z, _PR] > TR[TR[z, _UP], _PR]:
-        root = _rotate_up(TR, z, root)
+def _delete(TR, root, a, g, c, m, x, ln, fr, meta):
+    """Remove the entry with key (a, g, c, m, x, ln) if there; returns the new root."""
+    t = root
+    key = np.array([a, g, c, m, x, ln], dtype=np.int64)
+    while t >= 0:
+        s = 0
+        for f in range(6):
+            if TR[t, f] != key[f]:
+                s = -1 if TR[t, f] < key[f] else 1
+                break
+        if s == 0:
+            return _delete_at(TR, root, t, fr, meta)
+        t = TR[t, _RT] if s < 0 else TR[t, _LF]
     return root
 
 
+# --------------------------------------------------------------------------- node runs
+
 @njit(cache=True)
-def ix_add_node(TR, fr, meta, root, x, g, c, m, WT, WG, WC, WM, wlen, last):
-    """Insert every run of node x for request (g, c, m), linked in time order,
-    the last one in ``last[x]``; returns the new root. The storage needs room
-    for ``wlen[x]`` more entries."""
+def _fits(x, k, g, c, m, WG, WC, WM):
+    return WG[x, k] >= g and WC[x, k] >= c and WM[x, k] >= m
+
+
+@njit(cache=True)
+def _run_end(x, k, g, c, m, WG, WC, WM, wlen):
+    """The first segment after k (a feasible one) that does not fit (wlen: none)."""
+    k += 1
+    while k < wlen[x] and _fits(x, k, g, c, m, WG, WC, WM):
+        k += 1
+    return k
+
+
+@njit(cache=True)
+def _run_len(x, k, k2, WT, wlen):
+    return _INF if k2 == wlen[x] else WT[x, k2] - WT[x, k]
+
+
+@njit(cache=True)
+def ix_add_slot(TR, fr, meta, root, x, q, g, c, m, WT, WG, WC, WM, wlen, last):
+    """Make slot q's runs of node x (request (g, c, m)) runs of the index: an
+    entry with the same (start, length) gets bit q, else a new entry is made
+    and linked into x's list. Returns the new root; the storage needs room for
+    ``wlen[x]`` more entries."""
     L = wlen[x]
-    prev = -1
+    bit = np.int64(1) << q
+    # slot q's runs, then merged into x's list from the back (both in (start, length) order)
+    rk = np.empty(L, dtype=np.int64)
+    rl = np.empty(L, dtype=np.int64)
+    n = 0
     k = 0
     while k < L:
-        if WG[x, k] < g or WC[x, k] < c or WM[x, k] < m:
+        if not _fits(x, k, g, c, m, WG, WC, WM):
             k += 1
             continue
-        k2 = k + 1
-        while k2 < L and WG[x, k2] >= g and WC[x, k2] >= c and WM[x, k2] >= m:
-            k2 += 1
-        a = WT[x, k]
-        ln = _INF if k2 == L else WT[x, k2] - a
-        root = _add(TR, fr, meta, root, a, WG[x, k], WC[x, k], WM[x, k], x, ln)
-        z = meta[3]
-        TR[z, _PV] = prev
-        if prev >= 0:
-            TR[prev, _NX] = z
-        prev = z
+        k2 = _run_end(x, k, g, c, m, WG, WC, WM, wlen)
+        rk[n] = k
+        rl[n] = _run_len(x, k, k2, WT, wlen)
+        n += 1
         k = k2 + 1
-    if prev >= 0:
-        TR[prev, _NX] = -1
-    last[x] = prev
+    t = last[x]
+    after = -1                  # the entry after t in x's list
+    for i in range(n - 1, -1, -1):
+        a = WT[x, rk[i]]
+        while t >= 0 and (TR[t, _A] > a or (TR[t, _A] == a and TR[t, _LN] > rl[i])):
+            after = t
+            t = TR[t, _PV]
+        if t >= 0 and TR[t, _A] == a and TR[t, _LN] == rl[i]:
+            TR[t, _MK] |= bit
+            _raise(TR, t, bit, rl[i])
+            continue
+        k = rk[i]
+        root = _add(TR, fr, meta, root, a, WG[x, k], WC[x, k], WM[x, k], x, rl[i], bit)
+        z = meta[3]
+        TR[z, _PV] = t
+        TR[z, _NX] = after
+        if t >= 0:
+            TR[t, _NX] = z
+        if after >= 0:
+            TR[after, _PV] = z
+        else:
+            last[x] = z
+        after = z
     return root
 
 
 @njit(cache=True)
-def _runs_touching(x, s, e, g, c, m, WT, WG, WC, WM, wlen, ra, rk, rl):
-    """Node x's runs for (g, c, m) that touch [s, e] (start <= e, end >= s; s a
-    breakpoint of x), in time order: start ``ra``, segment ``rk`` and length ``rl``; returns how many."""
+def ix_touched(x, ka, kb, nslots, sg, sc, sm, elig, WG, WC, WM):
+    """Before a hold on segments ka..kb-1 of node x: the slots (bit mask) whose
+    runs it can change: x is of the slot's type and one of the segments fits it."""
+    U = np.int64(0)
+    for q in range(nslots):
+        if elig[q, x]:
+            for k in range(ka, kb):
+                if _fits(x, k, sg[q], sc[q], sm[q], WG, WC, WM):
+                    U |= np.int64(1) << q
+                    break
+    return U
+
+
+@njit(cache=True)
+def _window_runs(x, klo, e, U, sg, sc, sm, WT, WG, WC, WM, wlen, nb):
+    """The runs of the slots in U that start in [WT[x, klo], e], distinct by
+    (start, length), in that order: start ``nb[0]``, length ``nb[1]``, segment
+    ``nb[2]``, slots ``nb[3]``; returns how many."""
     L = wlen[x]
-    k = L - 1
-    while WT[x, k] > s:
-        k -= 1
-    while k > 0 and WG[x, k - 1] >= g and WC[x, k - 1] >= c and WM[x, k - 1] >= m:
-        k -= 1                      # back to the start of a run that reaches s
     n = 0
-    while k < L and WT[x, k] <= e:
-        if WG[x, k] < g or WC[x, k] < c or WM[x, k] < m:
-            k += 1
-            continue
-        k2 = k + 1
-        while k2 < L and WG[x, k2] >= g and WC[x, k2] >= c and WM[x, k2] >= m:
-            k2 += 1
-        ra[n] = WT[x, k]
-        rk[n] = k
-        rl[n] = _INF if k2 == L else WT[x, k2] - WT[x, k]
-        n += 1
-        k = k2 + 1
+    b = U
+    q = 0
+    while b:
+        if b & 1:
+            g = sg[q]
+            c = sc[q]
+            m = sm[q]
+            k = klo
+            if k > 0 and _fits(x, k - 1, g, c, m, WG, WC, WM):
+                while k < L and _fits(x, k, g, c, m, WG, WC, WM):
+                    k += 1          # a run that started before the window: not in it
+            while k < L and WT[x, k] <= e:
+                if not _fits(x, k, g, c, m, WG, WC, WM):
+                    k += 1
+                    continue
+                k2 = _run_end(x, k, g, c, m, WG, WC, WM, wlen)
+                n = _put_run(nb, n, WT[x, k], _run_len(x, k, k2, WT, wlen), k,
+                             np.int64(1) << q)
+                k = k2 + 1
+        b >>= 1
+        q += 1
     return n
 
 
 @njit(cache=True)
-def ix_find(TR, x, s, e, ids, last):
-    """Before a hold on [s, e) of node x: the entries of x's runs that touch
-    [s, e] (start <= e, end >= s: the runs :func:`_runs_touching` lists), in
-    time order, into ``ids`` (room for ``wlen[x]``); returns how many. Hand
-    them to :func:`ix_update` after the hold. Walks back from x's last run."""
-    n = 0
+def _put_run(nb, n, a, ln, k, bit):
+    """Insert (a, ln) into the sorted nb[:, :n], or add bit to its slots; returns n."""
+    i = n
+    while i > 0 and (nb[0, i - 1] > a or (nb[0, i - 1] == a and nb[1, i - 1] > ln)):
+        i -= 1
+    if i > 0 and nb[0, i - 1] == a and nb[1, i - 1] == ln:
+        nb[3, i - 1] |= bit
+        return n
+    for j in range(n, i, -1):
+        for f in range(4):
+            nb[f, j] = nb[f, j - 1]
+    nb[0, i] = a
+    nb[1, i] = ln
+    nb[2, i] = k
+    nb[3, i] = bit
+    return n + 1
+
+
+@njit(cache=True)
+def _window_start(x, ka, U, sg, sc, sm, WG, WC, WM):
+    """The first segment of the window a hold at segment ka can change: the
+    earliest start of a run of a slot in U that reaches ka (else ka). The
+    segments before ka are as before the hold."""
+    klo = ka
+    b = U
+    q = 0
+    while b:
+        if b & 1:
+            k = ka
+            while k > 0 and _fits(x, k - 1, sg[q], sc[q], sm[q], WG, WC, WM):
+                k -= 1
+            if k < klo:
+                klo = k
+        b >>= 1
+        q += 1
+    return klo
+
+
+@njit(cache=True)
+def ix_hold(TR, fr, meta, root, x, ka, kb, U, sg, sc, sm, WT, WG, WC, WM, wlen, last, ids, nb):
+    """After a hold on segments ka..kb-1 of node x (ix_touched gave U before
+    it): bring x's entries up to date. Only runs that start in the window [lo, e]
+    can change (lo: :func:`_window_start`, e = WT[x, kb]: a run that starts
+    later sees only unchanged segments; new runs lie inside old ones of the
+    same type, so they start at or after lo). So x's entries starting in the
+    window are matched by (start, length) with the slot-U runs there now: the
+    slots outside U keep their bits, the ones in U get them from the match; an
+    entry left with none is deleted, an unmatched run inserted (next to the
+    entry added last, ``meta[4]``: the holds of one multi-node job add runs
+    with the same start, mostly adjacent in key order). An entry whose free
+    at its start changed lies in [s, e), where every slot of it is in U.
+
+    Returns the new root; needs room for ``nslots * (wlen[x] + 2)`` entries,
+    in ``ids`` and in each row of ``nb[5, :]``, twice that."""
+    klo = _window_start(x, ka, U, sg, sc, sm, WG, WC, WM)
+    lo = WT[x, klo]
+    e = WT[x, kb]
+    n = _window_runs(x, klo, e, U, sg, sc, sm, WT, WG, WC, WM, wlen, nb)
+    # x's entries in the window, in order, and their neighbours in x's list
+    nxt = -1
     t = last[x]
-    while t >= 0 and TR[t, _A] + TR[t, _LN] >= s:
-        if TR[t, _A] <= e:
-            ids[n] = t
-            n += 1
+    while t >= 0 and TR[t, _A] > e:
+        nxt = t
         t = TR[t, _PV]
-    for i in range(n // 2):
-        ids[i], ids[n - 1 - i] = ids[n - 1 - i], ids[i]
-    return n
+    ne = 0
+    while t >= 0 and TR[t, _A] >= lo:
+        ids[ne] = t
+        ne += 1
+        t = TR[t, _PV]
+    prev = t
+    # merge (both in (start, length) order) into the window's new list nb[4]
+    out = nb[4]
+    no = 0
+    i = 0
+    for o in range(ne - 1, -1, -1):
+        t = ids[o]
+        a = TR[t, _A]
+        ln = TR[t, _LN]
+        while i < n and (nb[0, i] < a or (nb[0, i] == a and nb[1, i] < ln)):
+            root = _add_window_run(TR, fr, meta, root, x, nb, i, WG, WC, WM)
+            out[no] = meta[3]
+            no += 1
+            i += 1
+        mk = TR[t, _MK] & ~U
+        same = i < n and nb[0, i] == a and nb[1, i] == ln
+        if same:
+            k = nb[2, i]
+            if WG[x, k] == TR[t, _G] and WC[x, k] == TR[t, _C] and WM[x, k] == TR[t, _M]:
+                mk |= nb[3, i]
+                i += 1
+                same = False        # matched: nothing left to add for it
+        if mk == 0:
+            root = _delete_at(TR, root, t, fr, meta)
+        else:
+            if mk != TR[t, _MK]:
+                TR[t, _MK] = mk
+                _pull_up(TR, t)
+            out[no] = t
+            no += 1
+        if same:                    # same run, other free at its start: a new key
+            root = _add_window_run(TR, fr, meta, root, x, nb, i, WG, WC, WM)
+            out[no] = meta[3]
+            no += 1
+            i += 1
+    while i < n:
+        root = _add_window_run(TR, fr, meta, root, x, nb, i, WG, WC, WM)
+        out[no] = meta[3]
+        no += 1
+        i += 1
+    _relink(TR, x, prev, out, no, nxt, last)
+    return root
 
 
 @njit(cache=True)
-def ix_update(TR, fr, meta, root, x, s, e, g, c, m, WT, WG, WC, WM, wlen, ids, nold, buf,
-              last, hint, q):
-    """After the hold: make the index hold x's runs for (g, c, m) touching [s, e]
-    as they are now, given the entries :func:`ix_find` returned before it (at
-    least one). A run whose key (start, free at the start) survived only gets
-    its new length; the others are deleted or inserted, and the node's list is
-    relinked. Returns the new root; the storage needs room for ``wlen[x]`` more
-    entries, ``buf[4, :]`` for ``wlen[x]``. ``hint[q]``: the entry added last
-    (-1: none), tried first as the new entry's predecessor: the holds of one
-    multi-node job add runs with the same start, mostly adjacent in key order."""
-    ra = buf[0]
-    rk = buf[1]
-    rl = buf[2]
-    keep = buf[3]               # new run i -> its entry (kept or added)
-    n = _runs_touching(x, s, e, g, c, m, WT, WG, WC, WM, wlen, ra, rk, rl)
-    keep[:n] = -1
-    prev = TR[ids[0], _PV]
-    nxt = TR[ids[nold - 1], _NX]
-    i = 0
-    for o in range(nold):       # both lists are in time order: merge on the start
-        t = ids[o]
-        while i < n and ra[i] < TR[t, _A]:
-            i += 1
-        k = rk[i] if i < n else 0
-        if i < n and ra[i] == TR[t, _A] and WG[x, k] == TR[t, _G] and \
-                WC[x, k] == TR[t, _C] and WM[x, k] == TR[t, _M]:
-            keep[i] = t
-            i += 1
-        else:
-            root = _delete_at(TR, root, t, fr, meta)
-    for i in range(n):
-        t = keep[i]
-        if t >= 0:
-            if TR[t, _LN] != rl[i]:
-                TR[t, _LN] = rl[i]
-                _pull_up(TR, t)
-        else:
-            k = rk[i]
-            root = _add(TR, fr, meta, root, ra[i], WG[x, k], WC[x, k], WM[x, k], x, rl[i],
-                        hint[q])
-            t = meta[3]
-            keep[i] = t
-            hint[q] = t
-        TR[t, _PV] = prev       # relink the node's list through the region
+def _add_window_run(TR, fr, meta, root, x, nb, i, WG, WC, WM):
+    """Insert window run i (see :func:`_window_runs`) after the hint; it becomes the hint."""
+    k = nb[2, i]
+    root = _add(TR, fr, meta, root, nb[0, i], WG[x, k], WC[x, k], WM[x, k], x, nb[1, i],
+                nb[3, i], meta[4])
+    meta[4] = meta[3]
+    return root
+
+
+@njit(cache=True)
+def _relink(TR, x, prev, out, no, nxt, last):
+    """x's list: prev, out[:no], nxt (-1: none)."""
+    for i in range(no):
+        t = out[i]
+        TR[t, _PV] = prev
         if prev >= 0:
             TR[prev, _NX] = t
         prev = t
@@ -436,4 +598,3 @@ def ix_update(TR, fr, meta, root, x, s, e, g, c, m, WT, WG, WC, WM, wlen, ids, n
         TR[nxt, _PV] = prev
     else:
         last[x] = prev
-    return root
