@@ -35,19 +35,19 @@ def _rdtsc(typingctx):
 
 # (old text, new text): each old text must occur exactly once in nodeplan.py
 PATCHES = [
-    ("def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen):",
-     "def _plan_indexed(now, d, need, only_now, root, TR, WT, WG, WC, WM, wlen, chosen, prof):"),
+    ("def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, chosen):",
+     "def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, chosen, prof):"),
     ("            hs = _heap_push(hk, hv, hs, b, z)\n",
      "            hs = _heap_push(hk, hv, hs, b, z)\n            prof[18] += 1\n"),
     ("          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep):\n    \"\"\"One scheduling pass",
      "          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep, prof):\n    \"\"\"One scheduling pass"),
     ("              *_exclusive(pl, avail, order), False)[0]",
      "              *_exclusive(pl, avail, order), False, _PROF)[0]"),
-    ("                te = _plan_indexed(now, dur, nn[j], only_now, roots[ty], TR, WT, WG, WC, WM,\n"
-     "                                   wlen, trial)\n",
+    ("                te = _plan_indexed(now, dur, nn[j], only_now, root, slot[ty], TR, WT, WG, WC,\n"
+     "                                   WM, wlen, trial)\n",
      "                c0 = _rdtsc()\n"
-     "                te = _plan_indexed(now, dur, nn[j], only_now, roots[ty], TR, WT, WG, WC, WM,\n"
-     "                                   wlen, trial, prof)\n"
+     "                te = _plan_indexed(now, dur, nn[j], only_now, root, slot[ty], TR, WT, WG, WC,\n"
+     "                                   WM, wlen, trial, prof)\n"
      "                k_ = 0 if nn[j] == 1 else 2\n"
      "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
     ("                te = _plan_job(now, rg[j], rc[j], rm[j], dur, nn[j], only_now, not now_here,\n",
@@ -57,21 +57,21 @@ PATCHES = [
      "unit[j], ml, excl[j], boff, bnodes)\n"
      "                k_ = 4 if nn[j] == 1 else 6\n"
      "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
-    ("                    roots[ty], TR, fr = _ix_build(",
-     "                    c0 = _rdtsc()\n                    roots[ty], TR, fr = _ix_build("),
-    ("                                                  lastid[nix])\n                    ixon[ty] = True\n",
-     "                                                  lastid[nix])\n                    ixon[ty] = True\n"
+    ("                    root, TR, fr = _ix_build(",
+     "                    c0 = _rdtsc()\n                    root, TR, fr = _ix_build("),
+    ("                                             elig[nix], root)\n                    slot[ty] = nix\n",
+     "                                             elig[nix], root)\n                    slot[ty] = nix\n"
      "                    prof[8] += _rdtsc() - c0\n                    prof[9] += 1\n"),
-    ("            if nix > 0:         # the runs this hold changes: found before it...\n",
+    ("            if nix > 0:         # the slots whose runs this hold can change: before it...\n",
      "            c1 = _rdtsc()\n            prof[11] += 1\n"
-     "            if nix > 0:         # the runs this hold changes: found before it...\n"),
+     "            if nix > 0:         # the slots whose runs this hold can change: before it...\n"),
     ("            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n",
      "            c2 = _rdtsc()\n            prof[12] += c2 - c1\n"
      "            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n"
      "            c3 = _rdtsc()\n            prof[10] += c3 - c2\n"),
-    ("                                              hint, q2)\n        planned[j] = t\n",
-     "                                              hint, q2)\n"
-     "                        prof[13] += 1\n"
+    ("                               WM, wlen, lastid, ids, ibuf)\n        planned[j] = t\n",
+     "                               WM, wlen, lastid, ids, ibuf)\n"
+     "                prof[13] += 1\n"
      "            prof[14] += _rdtsc() - c3\n        planned[j] = t\n"),
     ("    for q in range(last + 1):\n        j = queue[q]\n",
      "    prof[20] = _rdtsc()\n    for q in range(last + 1):\n        j = queue[q]\n"),
@@ -148,8 +148,8 @@ for name, k in (("indexed plan need=1", 0), ("indexed plan multi", 2), ("scan pl
                 ("scan plan multi", 6), ("index builds", 8)):
     print(f"  {{name:22s}} {{ms(P[k]):8.1f}} ms  calls {{P[k+1]:8d}}")
 print(f"  runs pushed in indexed multi-node sweeps {{P[18]}}")
-print(f"  holds (node x job)     {{P[11]}}; index updates {{P[13]}}")
-print(f"  index find (list walk) {{ms(P[12]):8.1f}} ms")
+print(f"  holds (node x job)     {{P[11]}}; index updates (node x hold) {{P[13]}}")
+print(f"  slots touched (before) {{ms(P[12]):8.1f}} ms")
 print(f"  _hold                  {{ms(P[10]):8.1f}} ms")
 print(f"  index update           {{ms(P[14]):8.1f}} ms")
 rest = P[16] - sum(P[k] for k in (0, 2, 4, 6, 8, 10, 12, 14))

@@ -1,39 +1,48 @@
-"""The run index's incremental maintenance (fastsched.runindex): inserts next
-to a hinted predecessor, and the per-node run lists that holds update.
+"""The shared run index's incremental maintenance (fastsched.runindex): slots
+added in the middle, holds on several nodes, inserts next to a hinted
+predecessor, the per-node run lists.
 
-Twin: a plain sorted list of keys (the treap must walk the same way) and, for
-the node lists, the runs recomputed from the profile after every hold.
+Twin: the runs recomputed from the profile after every step by a plain loop,
+merged by (node, start, length) into the slots they are runs of; the index
+must hold exactly those entries (in key order, with the right slot masks and
+free at the start), every node's list in (start, length) order, every
+subtree's max length per slot, and walk each slot like a sorted list.
 """
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastsched.runindex import (_A, _INF, _LN, _NX, _PV, _add, _delete, ix_add_node, ix_find,
-                                ix_update, new_table, tr_reserve, tr_succ)
+from fastsched.nodeplan import _hold, _split
+from fastsched.runindex import (_A, _G, _C, _M, _MK, _MX, _LF, _LN, _NX, _PR, _PV, _RT, _UP,
+                                _INF, NFIELDS, _add, _delete, _next, add_slot, ix_add_slot,
+                                ix_hold, ix_new_job, ix_touched, new_table, tr_reserve,
+                                tr_succ)
+
+INF = int(_INF)
 
 
-def walk(TR, root, d):
-    out, z = [], tr_succ(TR, root, -1, d)
+def walk(TR, root, d, q):
+    out, z = [], tr_succ(TR, root, -1, d, q)
     while z >= 0:
-        out.append(tuple(int(v) for v in TR[z, :5]))
-        z = tr_succ(TR, root, z, d)
+        out.append(tuple(int(v) for v in TR[z, :6]))
+        z = tr_succ(TR, root, z, d, q)
     return out
 
 
 @settings(max_examples=80, deadline=None)
 @given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 6), st.integers(0, 2),
-                              st.integers(0, 3), st.sampled_from([1, 3, 5, int(_INF)]),
-                              st.integers(-1, 40)), max_size=60),
+                              st.integers(0, 3), st.sampled_from([1, 3, 5, INF]),
+                              st.integers(-1, 40), st.integers(1, 3)), max_size=60),
        ds=st.lists(st.integers(0, 6), min_size=1, max_size=3))
 def test_hinted_inserts_match_a_sorted_list(ops, ds):
     """Inserts with any hint (-1, a live entry right before the key or anywhere
-    else) keep key order and subtree max lengths right."""
-    TR, fr, meta = new_table(4)
+    else) keep key order and every slot's subtree max lengths right."""
+    TR, fr, meta = new_table(2, 4)
     root = -1
     model = {}
     ids = {}
-    for add, a, g, x, ln, h in ops:
-        key = (a, g, 0, 0, x)
+    for add, a, g, x, ln, h, mk in ops:
+        key = (a, g, 0, 0, x, ln)
         if add and key not in model:
             TR, fr = tr_reserve(TR, fr, meta, 1)
             live = sorted(ids)
@@ -41,103 +50,190 @@ def test_hinted_inserts_match_a_sorted_list(ops, ds):
             if h % 3 == 0 and live:         # often the true predecessor, when there is one
                 before = [k for k in live if k < key]
                 hint = ids[before[-1]] if before else hint
-            root = _add(TR, fr, meta, root, a, g, 0, 0, x, ln, hint)
-            model[key] = ln
+            root = _add(TR, fr, meta, root, a, g, 0, 0, x, ln, mk, hint)
+            model[key] = mk
             ids[key] = int(meta[3])
         elif not add and key in model:
-            root = _delete(TR, root, a, g, 0, 0, x, fr, meta)
+            root = _delete(TR, root, a, g, 0, 0, x, ln, fr, meta)
             del model[key]
             del ids[key]
-    for d in ds:
-        assert walk(TR, root, d) == [k for k in sorted(model) if model[k] >= d]
+    for q in range(2):
+        for d in ds:
+            assert walk(TR, root, d, q) == [k for k in sorted(model)
+                                            if model[k] >> q & 1 and k[5] >= d]
 
 
-def profile_runs(WT, WG, L, g):
-    """(start, length) of every run of free >= g of a one-node profile."""
-    runs, k = [], 0
-    while k < L:
-        if WG[0, k] < g:
-            k += 1
-            continue
-        k2 = k + 1
-        while k2 < L and WG[0, k2] >= g:
-            k2 += 1
-        runs.append((int(WT[0, k]), int(_INF) if k2 == L else int(WT[0, k2] - WT[0, k])))
-        k = k2
-    return runs
+# --------------------------------------------------------------------------- holds
+
+def twin_entries(prof, types, elig):
+    """{(a, g, c, m, x, length): slot mask} of the runs of every slot's type
+    on its nodes, from the profile (prof[x] = [(t, g, c, m), ...])."""
+    want = {}
+    for q, (g, c, m) in enumerate(types):
+        for x, segs in enumerate(prof):
+            if not elig[x] >> q & 1:
+                continue
+            k = 0
+            while k < len(segs):
+                if not (segs[k][1] >= g and segs[k][2] >= c and segs[k][3] >= m):
+                    k += 1
+                    continue
+                k2 = k + 1
+                while k2 < len(segs) and segs[k2][1] >= g and segs[k2][2] >= c and segs[k2][3] >= m:
+                    k2 += 1
+                ln = INF if k2 == len(segs) else segs[k2][0] - segs[k][0]
+                key = (segs[k][0], segs[k][1], segs[k][2], segs[k][3], x, ln)
+                want[key] = want.get(key, 0) | 1 << q
+                k = k2
+    return want
 
 
-def hold(WT, WG, wlen, s, e, g):
-    """Twin of the engine's hold (split at s and e, subtract g on [s, e))."""
-    for t in (s, e):
-        L = wlen[0]
-        k = L - 1
-        while WT[0, k] > t:
-            k -= 1
-        if WT[0, k] != t:
-            WT[0, k + 2:L + 1] = WT[0, k + 1:L].copy()
-            WG[0, k + 2:L + 1] = WG[0, k + 1:L].copy()
-            WT[0, k + 1] = t
-            WG[0, k + 1] = WG[0, k]
-            wlen[0] = L + 1
-    inside = (WT[0, :wlen[0]] >= s) & (WT[0, :wlen[0]] < e)
-    WG[0, :wlen[0]][inside] -= g
-
-
-@settings(max_examples=80, deadline=None)
-@given(holds=st.lists(st.tuples(st.integers(0, 30), st.integers(1, 12), st.integers(1, 4)),
-                      max_size=12),
-       g=st.integers(1, 4))
-def test_holds_keep_node_lists_and_index_right(holds, g):
-    """Random holds on one node (capacity 4, request g): after each,
-    ix_find + ix_update leave the node's list (time order, links, last) and
-    the treap equal to the runs recomputed from the profile."""
-    K = 4 + 2 * len(holds) + 4
-    WT = np.zeros((1, K), dtype=np.int64)
-    WG = np.zeros((1, K), dtype=np.int64)
-    WC = np.zeros((1, K), dtype=np.int64)
-    WM = np.zeros((1, K), dtype=np.int64)
-    WG[0, 0] = 4
-    wlen = np.array([1], dtype=np.int64)
-    TR, fr, meta = new_table(4)
-    last = np.full(1, -1, dtype=np.int64)
-    TR, fr = tr_reserve(TR, fr, meta, K)
-    root = ix_add_node(TR, fr, meta, -1, 0, g, 0, 0, WT, WG, WC, WM, wlen, last)
-    ids = np.empty(K, dtype=np.int64)
-    buf = np.empty((4, K), dtype=np.int64)
-    hint = np.full(1, -1, dtype=np.int64)
-    for s, dur, hg in holds:
-        e = s + dur
-        free = WG[0, :wlen[0]]
-        seg = [k for k in range(wlen[0]) if WT[0, k] < e and (k + 1 == wlen[0] or WT[0, k + 1] > s)]
-        if min(free[k] for k in seg) < hg:
-            continue                        # does not fit: the engine never holds it
-        before = profile_runs(WT, WG, wlen[0], g)
-        hold(WT, WG, wlen, s, s, 0)         # s a breakpoint, as the engine splits first
-        hold(WT, WG, wlen, e, e, 0)
-        L = wlen[0]
-        if not ((WT[0, :L] >= s) & (WT[0, :L] < e) & (WG[0, :L] >= g)).any():
-            hold(WT, WG, wlen, s, e, hg)    # meets none of the runs: the engine skips it
-            assert profile_runs(WT, WG, wlen[0], g) == before
-            continue
-        n = ix_find(TR, 0, s, e, ids, last)
-        assert n >= 1
-        hint[0] = -1        # as the engine per job: a hint must still be in the index
-        hold(WT, WG, wlen, s, e, hg)
-        TR, fr = tr_reserve(TR, fr, meta, wlen[0] + 2)
-        root = ix_update(TR, fr, meta, root, 0, s, e, g, 0, 0, WT, WG, WC, WM, wlen, ids, n,
-                         buf, last, hint, 0)
-        want = profile_runs(WT, WG, wlen[0], g)
-        # the list, walked back from last
-        got, t = [], int(last[0])
+def check_index(TR, root, last, prof, types, elig):
+    S = TR.shape[1] - NFIELDS
+    want = twin_entries(prof, types, elig)
+    # the treap, in order (parent links, heap order, key order, masks, free at the start)
+    got = []
+    z = root
+    if z >= 0:
+        assert TR[z, _UP] == -1
+        while TR[z, _LF] >= 0:
+            z = TR[z, _LF]
+    while z >= 0:
+        got.append((tuple(int(v) for v in TR[z, :6]), int(TR[z, _MK])))
+        for ch in (TR[z, _LF], TR[z, _RT]):
+            if ch >= 0:
+                assert TR[ch, _UP] == z and TR[ch, _PR] <= TR[z, _PR]
+        z = _next(TR, z)
+    assert got == sorted(want.items())
+    # every subtree's max length per slot, recomputed bottom-up
+    if root >= 0:
+        order, stack = [], [root]
+        while stack:
+            t = stack.pop()
+            order.append(t)
+            stack += [c for c in (TR[t, _LF], TR[t, _RT]) if c >= 0]
+        mx = {}
+        for t in reversed(order):
+            v = [int(TR[t, _LN]) if TR[t, _MK] >> q & 1 else -1 for q in range(S)]
+            for c in (TR[t, _LF], TR[t, _RT]):
+                if c >= 0:
+                    v = [max(a, b) for a, b in zip(v, mx[c])]
+            mx[t] = v
+            assert list(TR[t, _MX:_MX + S]) == v, f"max lengths of entry {t}"
+    # every node's list: its entries in (start, length) order, linked both ways
+    for x in range(len(prof)):
+        lst, t = [], int(last[x])
+        if t >= 0:
+            assert TR[t, _NX] == -1
         while t >= 0:
-            got.append((int(TR[t, _A]), int(TR[t, _LN])))
-            nxt = t
-            t = int(TR[t, _PV])
-            if t >= 0:
-                assert TR[t, _NX] == nxt
-        assert got[::-1] == want
-        assert TR[last[0], _NX] == -1
-        # the treap, for a few lengths
-        for d in (0, 1, 5):
-            assert [(k[0], ) for k in walk(TR, root, d)] == [(a,) for a, ln in want if ln >= d]
+            lst.append((int(TR[t, _A]), int(TR[t, _LN])))
+            p = int(TR[t, _PV])
+            if p >= 0:
+                assert TR[p, _NX] == t
+            t = p
+        assert lst[::-1] == sorted((k[0], k[5]) for k in want if k[4] == x), f"node {x}"
+    # each slot walks like a sorted list
+    for q in range(S):
+        for d in (0, 1, 4, 9, INF):
+            assert walk(TR, root, d, q) == [k for k in sorted(want)
+                                            if want[k] >> q & 1 and k[5] >= d]
+
+
+class Engine:
+    """The index side of the engine's pass: slots added lazily, every hold
+    brought into the index as ``_pass`` does (ix_touched before, ix_hold after)."""
+
+    def __init__(self, caps, K):
+        n = len(caps)
+        self.WT = np.zeros((n, K), dtype=np.int64)
+        self.WG = np.zeros((n, K), dtype=np.int64)
+        self.WC = np.zeros((n, K), dtype=np.int64)
+        self.WM = np.zeros((n, K), dtype=np.int64)
+        for x, (g, c, m) in enumerate(caps):
+            self.WG[x, 0], self.WC[x, 0], self.WM[x, 0] = g, c, m
+        self.wlen = np.ones(n, dtype=np.int64)
+        self.TR, self.fr, self.meta = new_table(0, 4)
+        self.root = -1
+        self.last = np.full(n, -1, dtype=np.int64)
+        self.sg, self.sc, self.sm = (np.zeros(16, dtype=np.int64) for _ in range(3))
+        self.elig = np.zeros(n, dtype=np.int64)
+        self.types = []
+        self.ids = np.empty(0, dtype=np.int64)
+        self.nb = np.empty((7, 0), dtype=np.int64)
+
+    def prof(self):
+        return [[tuple(int(A[x, k]) for A in (self.WT, self.WG, self.WC, self.WM))
+                 for k in range(self.wlen[x])] for x in range(len(self.wlen))]
+
+    def add_slot(self, nodes, g, c, m, caps):
+        q = len(self.types)
+        self.TR = add_slot(self.TR, self.meta)
+        self.sg[q], self.sc[q], self.sm[q] = g, c, m
+        for x in nodes:
+            if caps[x][0] >= g and caps[x][1] >= c and caps[x][2] >= m:
+                self.elig[x] |= 1 << q
+                self.TR, self.fr = tr_reserve(self.TR, self.fr, self.meta, self.wlen[x] + 2)
+                self.root = ix_add_slot(self.TR, self.fr, self.meta, self.root, x, q, g, c, m,
+                                        self.WT, self.WG, self.WC, self.WM, self.wlen, self.last)
+        self.types.append((g, c, m))
+
+    def hold(self, x, s, e, g, c, m):
+        A = (self.WT, self.WG, self.WC, self.WM, self.wlen)
+        ka = _split(x, s, *A)
+        kb = _split(x, e, *A)
+        U = ix_touched(x, ka, kb, len(self.types), self.sg, self.sc, self.sm, self.elig,
+                       self.WG, self.WC, self.WM)
+        _hold(x, s, e, g, c, m, *A)
+        if U:
+            room = len(self.types) * (self.wlen[x] + 2)
+            if self.ids.shape[0] < 2 * room:
+                self.ids = np.empty(4 * room, dtype=np.int64)
+                self.nb = np.empty((7, 4 * room), dtype=np.int64)
+            self.TR, self.fr = tr_reserve(self.TR, self.fr, self.meta, room)
+            self.root = ix_hold(self.TR, self.fr, self.meta, self.root, x, ka, kb, U,
+                                len(self.types), self.sg, self.sc, self.sm, *A[:4], self.wlen,
+                                self.last, self.ids, self.nb)
+
+
+def fits(prof_x, s, e, g, c, m):
+    """The request fits node x's profile over [s, e)."""
+    for k, (t, fg, fc, fm) in enumerate(prof_x):
+        end = prof_x[k + 1][0] if k + 1 < len(prof_x) else INF
+        if t < e and end > s and (fg < g or fc < c or fm < m):
+            return False
+    return True
+
+
+request = st.tuples(st.integers(0, 3), st.integers(0, 6), st.integers(0, 3))
+
+
+@settings(max_examples=150, deadline=None)
+@given(caps=st.lists(st.tuples(st.integers(1, 4), st.integers(2, 8), st.integers(1, 4)),
+                     min_size=1, max_size=4),
+       types=st.lists(st.tuples(st.integers(0, 1), request), min_size=1, max_size=5,
+                      unique=True),
+       when=st.lists(st.integers(0, 12), min_size=5, max_size=5),
+       jobs=st.lists(st.tuples(st.lists(st.integers(0, 3), min_size=1, max_size=3, unique=True),
+                               st.integers(0, 30), st.integers(1, 12), request), max_size=12))
+def test_holds_keep_the_shared_index_right(caps, types, when, jobs):
+    """Random jobs held on 1-3 nodes each (partition 0: every node, partition
+    1: nodes 0 and 1; types nested or not, several per partition); slot i is
+    added before job ``when[i]``. After every slot and every job the index is
+    exactly the twin's."""
+    n = len(caps)
+    K = 2 + 2 * 3 * len(jobs) + 4
+    eng = Engine(caps, K)
+    parts = [list(range(n)), [x for x in (0, 1) if x < n]]
+    for j in range(len(jobs) + 1):
+        for i, (p, (g, c, m)) in enumerate(types):
+            if when[i] == j or (j == len(jobs) and when[i] > j):
+                eng.add_slot(parts[p], g, c, m, caps)
+                check_index(eng.TR, eng.root, eng.last, eng.prof(), eng.types, eng.elig)
+        if j == len(jobs):
+            break
+        nodes, s, dur, (g, c, m) = jobs[j]
+        ix_new_job(eng.meta)            # as the engine per job: hints of this job only
+        for x in nodes:
+            if x < n and fits(eng.prof()[x], s, s + dur, g, c, m):
+                eng.hold(x, s, s + dur, g, c, m)
+        check_index(eng.TR, eng.root, eng.last, eng.prof(), eng.types, eng.elig)

@@ -42,7 +42,7 @@ from numba import njit
 from .cluster import Cluster, NodeState
 from .topology import choose_gpus_kernel, topo_place
 from .runindex import (MAX_SLOTS as _MAX_SLOTS, NFIELDS as _NF, add_slot, ix_add_slot, ix_hold,
-                       ix_touched, tr_reserve, tr_succ)
+                       ix_new_job, ix_touched, new_meta, tr_reserve, tr_succ)
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices, csr_take)
 from .errors import InputError
@@ -665,15 +665,15 @@ def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, cho
 def _ix_build(now, g, c, m, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, WM, wlen, last,
               elig, root):
     """A new slot for a type in the shared run index: every capable node of its
-    partition (first segments moved to now first) gets its runs, and ``elig[x]``
-    (the slot's row: holds on x can change its runs). Returns (root, TR, fr)."""
+    partition (first segments moved to now first) gets its runs, and the slot's
+    bit in ``elig[x]`` (holds on x can change its runs). Returns (root, TR, fr)."""
     TR = add_slot(TR, meta)
     q = TR.shape[1] - _NF - 1
     for i in range(plist.shape[0]):
         x = plist[i]
         if capG[x] < g or capC[x] < c or capM[x] < m:
             continue
-        elig[x] = True
+        elig[x] |= np.int64(1) << q
         WT[x, 0] = now
         TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
         root = ix_add_slot(TR, fr, meta, root, x, q, g, c, m, WT, WG, WC, WM, wlen, last)
@@ -952,11 +952,11 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     root = -1
     TR = np.empty((1024, _NF), dtype=np.int64)
     fr = np.empty(1024, dtype=np.int64)
-    meta = np.array([0, 0, 0, -1, -1], dtype=np.int64)
-    elig = np.zeros((0, 0), dtype=np.bool_)      # per slot: nodes of its type
+    meta = new_meta()
+    elig = np.zeros(0, dtype=np.int64)          # per node: the slots of its types (bits)
     lastid = np.zeros(0, dtype=np.int64)        # each node's last entry
     ids = np.empty(0, dtype=np.int64)           # buffers of ix_hold
-    ibuf = np.empty((5, 0), dtype=np.int64)
+    ibuf = np.empty((7, 0), dtype=np.int64)
     for q in range(last + 1):
         j = queue[q]
         held = _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage)
@@ -1000,13 +1000,13 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                 if qn[ty] > index_after:
                     if nix == 0:
                         lastid = np.full(capG.shape[0], -1, dtype=np.int64)
-                        elig = np.zeros((_MAX_SLOTS, capG.shape[0]), dtype=np.bool_)
+                        elig = np.zeros(capG.shape[0], dtype=np.int64)
                     sg[nix] = type_g[ty]
                     sc[nix] = type_c[ty]
                     sm[nix] = type_m[ty]
                     root, TR, fr = _ix_build(now, sg[nix], sc[nix], sm[nix], plist, capG, capC,
                                              capM, TR, fr, meta, WT, WG, WC, WM, wlen, lastid,
-                                             elig[nix], root)
+                                             elig, root)
                     slot[ty] = nix
                     nix += 1
             if slot[ty] >= 0:
@@ -1029,7 +1029,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
         if t - now > window:        # beyond the planning window: no reservation
             continue
         held_end = _on_grid(t + dur, res)
-        meta[4] = -1            # the insertion hint (this job's own entries stay valid)
+        ix_new_job(meta)        # insertion hints: this job's own entries only
         for i in range(nn[j]):
             x = chosen[i]
             touched = np.int64(0)
@@ -1048,10 +1048,10 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                 room = nix * (wlen[x] + 2)      # (the hold adds no breakpoint now)
                 if ids.shape[0] < 2 * room:
                     ids = np.empty(4 * room, dtype=np.int64)
-                    ibuf = np.empty((5, 4 * room), dtype=np.int64)
+                    ibuf = np.empty((7, 4 * room), dtype=np.int64)
                 TR, fr = tr_reserve(TR, fr, meta, room)
-                root = ix_hold(TR, fr, meta, root, x, ka, kb, touched, sg, sc, sm, WT, WG, WC,
-                               WM, wlen, lastid, ids, ibuf)
+                root = ix_hold(TR, fr, meta, root, x, ka, kb, touched, nix, sg, sc, sm, WT, WG,
+                               WC, WM, wlen, lastid, ids, ibuf)
         planned[j] = t
         if t > now:
             resv[reserved] = j

@@ -31,7 +31,8 @@ its last runs are infinite), walked back from the end to find them.
 
 Storage: one int64 table ``TR[id, field]``, one column more per slot (added
 when a slot is, :func:`add_slot`), a free list ``fr`` and ``meta = [used,
-free count, priority counter, last added id, hint]``.
+free count, priority counter, last added id, insertion hints]``
+(:func:`new_meta`).
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ _INF = np.int64(1) << np.int64(62)
 def new_table(slots: int = 0, cap: int = 1024):
     """Empty storage: (TR, fr, meta)."""
     return (np.empty((cap, NFIELDS + slots), dtype=np.int64), np.empty(cap, dtype=np.int64),
-            np.array([0, 0, 0, -1, -1], dtype=np.int64))
+            new_meta())
 
 
 @njit(cache=True)
@@ -415,46 +416,74 @@ def ix_add_slot(TR, fr, meta, root, x, q, g, c, m, WT, WG, WC, WM, wlen, last):
 
 
 @njit(cache=True)
-def ix_touched(x, ka, kb, nslots, sg, sc, sm, elig, WG, WC, WM):
-    """Before a hold on segments ka..kb-1 of node x: the slots (bit mask) whose
-    runs it can change: x is of the slot's type and one of the segments fits it."""
-    U = np.int64(0)
+def _fit_mask(x, k, nslots, sg, sc, sm, WG, WC, WM):
+    """The slots whose request segment k of node x covers (bit mask; no branches:
+    the outcomes are data dependent)."""
+    g = WG[x, k]
+    c = WC[x, k]
+    m = WM[x, k]
+    f = np.int64(0)
     for q in range(nslots):
-        if elig[q, x]:
-            for k in range(ka, kb):
-                if _fits(x, k, sg[q], sc[q], sm[q], WG, WC, WM):
-                    U |= np.int64(1) << q
-                    break
-    return U
+        f |= np.int64((g >= sg[q]) & (c >= sc[q]) & (m >= sm[q])) << q
+    return f
 
 
 @njit(cache=True)
-def _window_runs(x, klo, e, U, sg, sc, sm, WT, WG, WC, WM, wlen, nb):
+def ix_touched(x, ka, kb, nslots, sg, sc, sm, elig, WG, WC, WM):
+    """Before a hold on segments ka..kb-1 of node x: the slots (bit mask) whose
+    runs it can change: x is of the slot's type (bit q of ``elig[x]``) and one
+    of the segments fits it."""
+    U = np.int64(0)
+    if elig[x] == 0:
+        return U
+    for k in range(ka, kb):
+        U |= _fit_mask(x, k, nslots, sg, sc, sm, WG, WC, WM)
+    return U & elig[x]
+
+
+@njit(cache=True)
+def _window_runs(x, klo, e, U, nslots, sg, sc, sm, WT, WG, WC, WM, wlen, nb):
     """The runs of the slots in U that start in [WT[x, klo], e], distinct by
     (start, length), in that order: start ``nb[0]``, length ``nb[1]``, segment
-    ``nb[2]``, slots ``nb[3]``; returns how many."""
+    ``nb[2]``, slots ``nb[3]``; returns how many. One sweep for all slots:
+    a slot's run starts where its bit turns on and ends where it turns off."""
     L = wlen[x]
     n = 0
-    b = U
+    opened = np.empty(nslots, dtype=np.int64)     # segment where slot q's run began
+    prev = np.int64(0)
+    if klo > 0:                 # runs under way before the window are not in it
+        prev = _fit_mask(x, klo - 1, nslots, sg, sc, sm, WG, WC, WM) & U
+    live = np.int64(0)          # slots with an open run that started in the window
+    k = klo
+    while k < L:
+        f = _fit_mask(x, k, nslots, sg, sc, sm, WG, WC, WM) & U
+        ended = prev & ~f & live
+        q = 0
+        while ended:
+            if ended & 1:
+                k0 = opened[q]
+                n = _put_run(nb, n, WT[x, k0], WT[x, k] - WT[x, k0], k0, np.int64(1) << q)
+            ended >>= 1
+            q += 1
+        live &= f
+        if WT[x, k] <= e:
+            st = f & ~prev
+            live |= st
+            q = 0
+            while st:
+                if st & 1:
+                    opened[q] = k
+                st >>= 1
+                q += 1
+        elif live == 0:
+            return n
+        prev = f
+        k += 1
     q = 0
-    while b:
-        if b & 1:
-            g = sg[q]
-            c = sc[q]
-            m = sm[q]
-            k = klo
-            if k > 0 and _fits(x, k - 1, g, c, m, WG, WC, WM):
-                while k < L and _fits(x, k, g, c, m, WG, WC, WM):
-                    k += 1          # a run that started before the window: not in it
-            while k < L and WT[x, k] <= e:
-                if not _fits(x, k, g, c, m, WG, WC, WM):
-                    k += 1
-                    continue
-                k2 = _run_end(x, k, g, c, m, WG, WC, WM, wlen)
-                n = _put_run(nb, n, WT[x, k], _run_len(x, k, k2, WT, wlen), k,
-                             np.int64(1) << q)
-                k = k2 + 1
-        b >>= 1
+    while live:                 # runs to the profile's end: infinite
+        if live & 1:
+            n = _put_run(nb, n, WT[x, opened[q]], _INF, opened[q], np.int64(1) << q)
+        live >>= 1
         q += 1
     return n
 
@@ -479,27 +508,67 @@ def _put_run(nb, n, a, ln, k, bit):
 
 
 @njit(cache=True)
-def _window_start(x, ka, U, sg, sc, sm, WG, WC, WM):
+def _window_start(x, ka, U, nslots, sg, sc, sm, WG, WC, WM):
     """The first segment of the window a hold at segment ka can change: the
     earliest start of a run of a slot in U that reaches ka (else ka). The
     segments before ka are as before the hold."""
-    klo = ka
-    b = U
-    q = 0
-    while b:
-        if b & 1:
-            k = ka
-            while k > 0 and _fits(x, k - 1, sg[q], sc[q], sm[q], WG, WC, WM):
-                k -= 1
-            if k < klo:
-                klo = k
-        b >>= 1
-        q += 1
-    return klo
+    k = ka
+    alive = U                   # slots whose run still reaches ka going back
+    while k > 0:
+        alive &= _fit_mask(x, k - 1, nslots, sg, sc, sm, WG, WC, WM)
+        if alive == 0:
+            break
+        k -= 1
+    return k
+
+
+_NH = 4                 # insertion hints kept per job: (start, entry) pairs in meta[5:]
 
 
 @njit(cache=True)
-def ix_hold(TR, fr, meta, root, x, ka, kb, U, sg, sc, sm, WT, WG, WC, WM, wlen, last, ids, nb):
+def new_meta():
+    """``meta = [used, free count, priority counter, last added id, next hint
+    to replace, (start, entry) x _NH hints]``."""
+    meta = np.zeros(5 + 2 * _NH, dtype=np.int64)
+    meta[3] = -1
+    for h in range(_NH):
+        meta[6 + 2 * h] = -1
+    return meta
+
+
+@njit(cache=True)
+def ix_new_job(meta):
+    """Forget the insertion hints: an entry added for an earlier job may be gone."""
+    for h in range(_NH):
+        meta[6 + 2 * h] = -1
+
+
+@njit(cache=True)
+def _hint(meta, a):
+    """The entry this job added last with start a (-1: none). The holds of one
+    multi-node job add runs with the same starts (its start, its end) on
+    node after node: mostly neighbours in key order."""
+    for h in range(_NH):
+        if meta[6 + 2 * h] >= 0 and meta[5 + 2 * h] == a:
+            return meta[6 + 2 * h]
+    return -1
+
+
+@njit(cache=True)
+def _set_hint(meta, a, z):
+    for h in range(_NH):
+        if meta[5 + 2 * h] == a:
+            meta[6 + 2 * h] = z
+            return
+    h = meta[4]
+    meta[5 + 2 * h] = a
+    meta[6 + 2 * h] = z
+    meta[4] = (h + 1) % _NH
+
+
+@njit(cache=True)
+def ix_hold(TR, fr, meta, root, x, ka, kb, U, nslots, sg, sc, sm, WT, WG, WC, WM, wlen, last,
+            ids, nb):
     """After a hold on segments ka..kb-1 of node x (ix_touched gave U before
     it): bring x's entries up to date. Only runs that start in the window [lo, e]
     can change (lo: :func:`_window_start`, e = WT[x, kb]: a run that starts
@@ -507,17 +576,16 @@ def ix_hold(TR, fr, meta, root, x, ka, kb, U, sg, sc, sm, WT, WG, WC, WM, wlen, 
     same type, so they start at or after lo). So x's entries starting in the
     window are matched by (start, length) with the slot-U runs there now: the
     slots outside U keep their bits, the ones in U get them from the match; an
-    entry left with none is deleted, an unmatched run inserted (next to the
-    entry added last, ``meta[4]``: the holds of one multi-node job add runs
-    with the same start, mostly adjacent in key order). An entry whose free
-    at its start changed lies in [s, e), where every slot of it is in U.
+    entry left with none is deleted, an unmatched run inserted
+    (:func:`_apply`). An entry whose free at its start changed lies in [s, e),
+    where every slot of it is in U.
 
     Returns the new root; needs room for ``nslots * (wlen[x] + 2)`` entries,
-    in ``ids`` and in each row of ``nb[5, :]``, twice that."""
-    klo = _window_start(x, ka, U, sg, sc, sm, WG, WC, WM)
+    in ``ids`` and in each row of ``nb[7, :]``, twice that."""
+    klo = _window_start(x, ka, U, nslots, sg, sc, sm, WG, WC, WM)
     lo = WT[x, klo]
     e = WT[x, kb]
-    n = _window_runs(x, klo, e, U, sg, sc, sm, WT, WG, WC, WM, wlen, nb)
+    n = _window_runs(x, klo, e, U, nslots, sg, sc, sm, WT, WG, WC, WM, wlen, nb)
     # x's entries in the window, in order, and their neighbours in x's list
     nxt = -1
     t = last[x]
@@ -530,59 +598,123 @@ def ix_hold(TR, fr, meta, root, x, ka, kb, U, sg, sc, sm, WT, WG, WC, WM, wlen, 
         ne += 1
         t = TR[t, _PV]
     prev = t
-    # merge (both in (start, length) order) into the window's new list nb[4]
-    out = nb[4]
-    no = 0
+    nop = _match(TR, root, x, ids, ne, nb, n, U, WG, WC, WM)
+    root, no = _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM)
+    _relink(TR, x, prev, nb[4], no, nxt, last)
+    return root
+
+
+@njit(cache=True)
+def _match(TR, root, x, ids, ne, nb, n, U, WG, WC, WM):
+    """Merge x's window entries (``ids[ne-1]`` .. ``ids[0]``: (start, length)
+    order) with the window runs into actions in that order: ``nb[5]`` = 0
+    keep entry ``nb[6]`` (its slots updated here), 1 delete it, 2 add run
+    ``nb[6]``; returns how many."""
+    op = nb[5]
+    ov = nb[6]
+    nop = 0
     i = 0
     for o in range(ne - 1, -1, -1):
         t = ids[o]
         a = TR[t, _A]
         ln = TR[t, _LN]
         while i < n and (nb[0, i] < a or (nb[0, i] == a and nb[1, i] < ln)):
-            root = _add_window_run(TR, fr, meta, root, x, nb, i, WG, WC, WM)
-            out[no] = meta[3]
-            no += 1
+            op[nop] = 2
+            ov[nop] = i
+            nop += 1
             i += 1
         mk = TR[t, _MK] & ~U
-        same = i < n and nb[0, i] == a and nb[1, i] == ln
-        if same:
+        if i < n and nb[0, i] == a and nb[1, i] == ln:
             k = nb[2, i]
             if WG[x, k] == TR[t, _G] and WC[x, k] == TR[t, _C] and WM[x, k] == TR[t, _M]:
                 mk |= nb[3, i]
                 i += 1
-                same = False        # matched: nothing left to add for it
-        if mk == 0:
-            root = _delete_at(TR, root, t, fr, meta)
-        else:
-            if mk != TR[t, _MK]:
-                TR[t, _MK] = mk
-                _pull_up(TR, t)
-            out[no] = t
-            no += 1
-        if same:                    # same run, other free at its start: a new key
-            root = _add_window_run(TR, fr, meta, root, x, nb, i, WG, WC, WM)
-            out[no] = meta[3]
-            no += 1
-            i += 1
+        op[nop] = 0 if mk else 1
+        ov[nop] = t
+        nop += 1
+        if mk and mk != TR[t, _MK]:
+            TR[t, _MK] = mk
+            _pull_up(TR, t)
     while i < n:
-        root = _add_window_run(TR, fr, meta, root, x, nb, i, WG, WC, WM)
-        out[no] = meta[3]
-        no += 1
+        op[nop] = 2
+        ov[nop] = i
+        nop += 1
         i += 1
-    _relink(TR, x, prev, out, no, nxt, last)
-    return root
+    return nop
 
 
 @njit(cache=True)
-def _add_window_run(TR, fr, meta, root, x, nb, i, WG, WC, WM):
-    """Insert window run i (see :func:`_window_runs`) after the hint; it becomes the hint."""
-    k = nb[2, i]
-    root = _add(TR, fr, meta, root, nb[0, i], WG[x, k], WC[x, k], WM[x, k], x, nb[1, i],
-                nb[3, i], meta[4])
-    meta[4] = meta[3]
-    return root
+def _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM):
+    """Carry out :func:`_match`'s actions; x's window entries, in order, into
+    ``nb[4]``. Returns (root, how many). Within a stretch of deletes and adds
+    of one start and the same free at it, an entry to delete takes an added
+    run's length and slots in place (pairs in order: the stretch lies between
+    two kept entries or other keys, so key order holds), saving a delete and
+    an insert; the rest is deleted first, then inserted."""
+    op = nb[5]
+    ov = nb[6]
+    out = nb[4]
+    no = 0
+    p = 0
+    while p < nop:
+        if op[p] == 0:
+            out[no] = ov[p]
+            no += 1
+            p += 1
+            continue
+        a = _op_start(TR, nb, op[p], ov[p])
+        p2 = p
+        nd = 0
+        na = 0
+        while p2 < nop and op[p2] != 0 and _op_start(TR, nb, op[p2], ov[p2]) == a:
+            if op[p2] == 1:
+                nd += 1
+            else:
+                na += 1
+            p2 += 1
+        pairs = 0
+        if nd > 0 and na > 0:
+            d0 = _nth(op, p, p2, 1, 0)
+            k = nb[2, ov[_nth(op, p, p2, 2, 0)]]
+            t = ov[d0]
+            if WG[x, k] == TR[t, _G] and WC[x, k] == TR[t, _C] and WM[x, k] == TR[t, _M]:
+                pairs = min(nd, na)
+        for r in range(pairs, nd):
+            root = _delete_at(TR, root, ov[_nth(op, p, p2, 1, r)], fr, meta)
+        for r in range(pairs):
+            t = ov[_nth(op, p, p2, 1, r)]
+            i = ov[_nth(op, p, p2, 2, r)]
+            TR[t, _LN] = nb[1, i]
+            TR[t, _MK] = nb[3, i]
+            _pull_up(TR, t)
+            out[no] = t
+            no += 1
+        for r in range(pairs, na):
+            i = ov[_nth(op, p, p2, 2, r)]
+            k = nb[2, i]
+            root = _add(TR, fr, meta, root, a, WG[x, k], WC[x, k], WM[x, k], x, nb[1, i],
+                        nb[3, i], _hint(meta, a))
+            _set_hint(meta, a, meta[3])
+            out[no] = meta[3]
+            no += 1
+        p = p2
+    return root, no
 
 
+@njit(cache=True)
+def _op_start(TR, nb, kind, v):
+    return TR[v, _A] if kind == 1 else nb[0, v]
+
+
+@njit(cache=True)
+def _nth(op, p, p2, kind, r):
+    """The position of the r-th action of this kind in op[p:p2]."""
+    for j in range(p, p2):
+        if op[j] == kind:
+            if r == 0:
+                return j
+            r -= 1
+    return -1
 @njit(cache=True)
 def _relink(TR, x, prev, out, no, nxt, last):
     """x's list: prev, out[:no], nxt (-1: none)."""
