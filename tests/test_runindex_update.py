@@ -159,7 +159,7 @@ class Engine:
         self.elig = np.zeros(n, dtype=np.int64)
         self.types = []
         self.ids = np.empty(0, dtype=np.int64)
-        self.nb = np.empty((7, 0), dtype=np.int64)
+        self.nb = np.empty((8, 0), dtype=np.int64)
 
     def prof(self):
         return [[tuple(int(A[x, k]) for A in (self.WT, self.WG, self.WC, self.WM))
@@ -188,7 +188,7 @@ class Engine:
             room = len(self.types) * (self.wlen[x] + 2)
             if self.ids.shape[0] < 2 * room:
                 self.ids = np.empty(4 * room, dtype=np.int64)
-                self.nb = np.empty((7, 4 * room), dtype=np.int64)
+                self.nb = np.empty((8, 4 * room), dtype=np.int64)
             self.TR, self.fr = tr_reserve(self.TR, self.fr, self.meta, room)
             self.root = ix_hold(self.TR, self.fr, self.meta, self.root, x, ka, kb, U,
                                 len(self.types), self.sg, self.sc, self.sm, *A[:4], self.wlen,

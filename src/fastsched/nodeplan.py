@@ -956,7 +956,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     elig = np.zeros(0, dtype=np.int64)          # per node: the slots of its types (bits)
     lastid = np.zeros(0, dtype=np.int64)        # each node's last entry
     ids = np.empty(0, dtype=np.int64)           # buffers of ix_hold
-    ibuf = np.empty((7, 0), dtype=np.int64)
+    ibuf = np.empty((8, 0), dtype=np.int64)
     for q in range(last + 1):
         j = queue[q]
         held = _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage)
@@ -1048,7 +1048,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                 room = nix * (wlen[x] + 2)      # (the hold adds no breakpoint now)
                 if ids.shape[0] < 2 * room:
                     ids = np.empty(4 * room, dtype=np.int64)
-                    ibuf = np.empty((7, 4 * room), dtype=np.int64)
+                    ibuf = np.empty((8, 4 * room), dtype=np.int64)
                 TR, fr = tr_reserve(TR, fr, meta, room)
                 root = ix_hold(TR, fr, meta, root, x, ka, kb, touched, nix, sg, sc, sm, WT, WG,
                                WC, WM, wlen, lastid, ids, ibuf)

@@ -373,35 +373,30 @@ def ix_add_slot(TR, fr, meta, root, x, q, g, c, m, WT, WG, WC, WM, wlen, last):
     entry with the same (start, length) gets bit q, else a new entry is made
     and linked into x's list. Returns the new root; the storage needs room for
     ``wlen[x]`` more entries."""
-    L = wlen[x]
     bit = np.int64(1) << q
-    # slot q's runs, then merged into x's list from the back (both in (start, length) order)
-    rk = np.empty(L, dtype=np.int64)
-    rl = np.empty(L, dtype=np.int64)
-    n = 0
-    k = 0
-    while k < L:
-        if not _fits(x, k, g, c, m, WG, WC, WM):
-            k += 1
-            continue
-        k2 = _run_end(x, k, g, c, m, WG, WC, WM, wlen)
-        rk[n] = k
-        rl[n] = _run_len(x, k, k2, WT, wlen)
-        n += 1
-        k = k2 + 1
+    # slot q's runs from the last, merged into x's list from its back (both in
+    # (start, length) order)
     t = last[x]
     after = -1                  # the entry after t in x's list
-    for i in range(n - 1, -1, -1):
-        a = WT[x, rk[i]]
-        while t >= 0 and (TR[t, _A] > a or (TR[t, _A] == a and TR[t, _LN] > rl[i])):
+    k = wlen[x] - 1
+    while k >= 0:
+        if not _fits(x, k, g, c, m, WG, WC, WM):
+            k -= 1
+            continue
+        k1 = k                  # the run: segments k1..k
+        while k1 > 0 and _fits(x, k1 - 1, g, c, m, WG, WC, WM):
+            k1 -= 1
+        a = WT[x, k1]
+        ln = _run_len(x, k1, k + 1, WT, wlen)
+        k = k1 - 1
+        while t >= 0 and (TR[t, _A] > a or (TR[t, _A] == a and TR[t, _LN] > ln)):
             after = t
             t = TR[t, _PV]
-        if t >= 0 and TR[t, _A] == a and TR[t, _LN] == rl[i]:
+        if t >= 0 and TR[t, _A] == a and TR[t, _LN] == ln:
             TR[t, _MK] |= bit
-            _raise(TR, t, bit, rl[i])
+            _raise(TR, t, bit, ln)
             continue
-        k = rk[i]
-        root = _add(TR, fr, meta, root, a, WG[x, k], WC[x, k], WM[x, k], x, rl[i], bit)
+        root = _add(TR, fr, meta, root, a, WG[x, k1], WC[x, k1], WM[x, k1], x, ln, bit)
         z = meta[3]
         TR[z, _PV] = t
         TR[z, _NX] = after
@@ -445,11 +440,12 @@ def ix_touched(x, ka, kb, nslots, sg, sc, sm, elig, WG, WC, WM):
 def _window_runs(x, klo, e, U, nslots, sg, sc, sm, WT, WG, WC, WM, wlen, nb):
     """The runs of the slots in U that start in [WT[x, klo], e], distinct by
     (start, length), in that order: start ``nb[0]``, length ``nb[1]``, segment
-    ``nb[2]``, slots ``nb[3]``; returns how many. One sweep for all slots:
-    a slot's run starts where its bit turns on and ends where it turns off."""
+    ``nb[2]``, slots ``nb[3]`` (``nb[7]``: scratch); returns how many. One
+    sweep for all slots: a slot's run starts where its bit turns on and ends
+    where it turns off."""
     L = wlen[x]
     n = 0
-    opened = np.empty(nslots, dtype=np.int64)     # segment where slot q's run began
+    opened = nb[7]              # segment where slot q's run began
     prev = np.int64(0)
     if klo > 0:                 # runs under way before the window are not in it
         prev = _fit_mask(x, klo - 1, nslots, sg, sc, sm, WG, WC, WM) & U
@@ -581,7 +577,7 @@ def ix_hold(TR, fr, meta, root, x, ka, kb, U, nslots, sg, sc, sm, WT, WG, WC, WM
     where every slot of it is in U.
 
     Returns the new root; needs room for ``nslots * (wlen[x] + 2)`` entries,
-    in ``ids`` and in each row of ``nb[7, :]``, twice that."""
+    in ``ids`` and in each row of ``nb[8, :]``, twice that."""
     klo = _window_start(x, ka, U, nslots, sg, sc, sm, WG, WC, WM)
     lo = WT[x, klo]
     e = WT[x, kb]
