@@ -275,6 +275,21 @@ def _next(TR, t):
 
 
 @njit(cache=True)
+def _prev(TR, t):
+    """The entry before t in key order, whatever its slots; -1 if none."""
+    lf = TR[t, _LF]
+    if lf >= 0:
+        while TR[lf, _RT] >= 0:
+            lf = TR[lf, _RT]
+        return lf
+    p = TR[t, _UP]
+    while p >= 0 and TR[p, _LF] == t:
+        t = p
+        p = TR[t, _UP]
+    return p
+
+
+@njit(cache=True)
 def _add(TR, fr, meta, root, a, g, c, m, x, ln, mk, after=-1):
     """Insert a run of the slots in ``mk`` (storage must have room); returns the
     new root, the entry in ``meta[3]``. ``after``: an entry that is likely its
@@ -675,6 +690,8 @@ def _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM):
             t = ov[d0]
             if WG[x, k] == TR[t, _G] and WC[x, k] == TR[t, _C] and WM[x, k] == TR[t, _M]:
                 pairs = min(nd, na)
+            elif nd == 1 and na == 1 and _rekey(TR, t, WG[x, k], WC[x, k], WM[x, k]):
+                pairs = 1
         for r in range(pairs, nd):
             root = _delete_at(TR, root, ov[_nth(op, p, p2, 1, r)], fr, meta)
         for r in range(pairs):
@@ -695,6 +712,26 @@ def _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM):
             no += 1
         p = p2
     return root, no
+
+
+@njit(cache=True)
+def _rekey(TR, t, g, c, m):
+    """Give entry t the free (g, c, m) at its start in place if it keeps its
+    place in key order (between its neighbours); True if done."""
+    pv = _prev(TR, t)
+    nx = _next(TR, t)
+    og = TR[t, _G]
+    oc = TR[t, _C]
+    om = TR[t, _M]
+    TR[t, _G] = g
+    TR[t, _C] = c
+    TR[t, _M] = m
+    if (pv < 0 or _less(TR, pv, t)) and (nx < 0 or _less(TR, t, nx)):
+        return True
+    TR[t, _G] = og
+    TR[t, _C] = oc
+    TR[t, _M] = om
+    return False
 
 
 @njit(cache=True)
