@@ -209,19 +209,21 @@ request = st.tuples(st.integers(0, 3), st.integers(0, 6), st.integers(0, 3))
 
 @settings(max_examples=150, deadline=None)
 @given(caps=st.lists(st.tuples(st.integers(1, 4), st.integers(2, 8), st.integers(1, 4)),
-                     min_size=1, max_size=4),
+                     min_size=2, max_size=6),
        types=st.lists(st.tuples(st.integers(0, 1), request), min_size=1, max_size=5,
                       unique=True),
        when=st.lists(st.integers(0, 12), min_size=5, max_size=5),
-       jobs=st.lists(st.tuples(st.lists(st.integers(0, 3), min_size=1, max_size=3, unique=True),
+       jobs=st.lists(st.tuples(st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=True),
                                st.integers(0, 30), st.integers(1, 12), request), max_size=12))
 def test_holds_keep_the_shared_index_right(caps, types, when, jobs):
-    """Random jobs held on 1-3 nodes each (partition 0: every node, partition
-    1: nodes 0 and 1; types nested or not, several per partition); slot i is
-    added before job ``when[i]``. After every slot and every job the index is
-    exactly the twin's."""
+    """Random jobs held on 1-4 of 2-6 nodes each (partition 0: every node,
+    partition 1: nodes 0 and 1; types nested or not, several per partition);
+    slot i is added before job ``when[i]``. After every slot and every job the
+    index is exactly the twin's. (Mutations caught: no slot-mask update on a
+    kept entry; the walk stopping at the hold's start or at A + LN < s;
+    re-keying an entry in place without the neighbour check.)"""
     n = len(caps)
-    K = 2 + 2 * 3 * len(jobs) + 4
+    K = 2 + 2 * 4 * len(jobs) + 4
     eng = Engine(caps, K)
     parts = [list(range(n)), [x for x in (0, 1) if x < n]]
     for j in range(len(jobs) + 1):
