@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastsched.nodeplan import _hold, _split
-from fastsched.runindex import (_A, _G, _C, _M, _MK, _MX, _LF, _LN, _NX, _PR, _PV, _RT, _UP,
+from fastsched.runindex import (_A, _MK, _MX, _LF, _LN, _NX, _PR, _PV, _RT, _UP,
                                 _INF, NFIELDS, _add, _delete, _next, add_slot, ix_add_slot,
                                 ix_hold, ix_new_job, ix_touched, new_table, tr_reserve,
                                 tr_succ)

@@ -369,15 +369,6 @@ def _fits(x, k, g, c, m, WG, WC, WM):
 
 
 @njit(cache=True)
-def _run_end(x, k, g, c, m, WG, WC, WM, wlen):
-    """The first segment after k (a feasible one) that does not fit (wlen: none)."""
-    k += 1
-    while k < wlen[x] and _fits(x, k, g, c, m, WG, WC, WM):
-        k += 1
-    return k
-
-
-@njit(cache=True)
 def _run_len(x, k, k2, WT, wlen):
     return _INF if k2 == wlen[x] else WT[x, k2] - WT[x, k]
 
@@ -609,14 +600,14 @@ def ix_hold(TR, fr, meta, root, x, ka, kb, U, nslots, sg, sc, sm, WT, WG, WC, WM
         ne += 1
         t = TR[t, _PV]
     prev = t
-    nop = _match(TR, root, x, ids, ne, nb, n, U, WG, WC, WM)
+    nop = _match(TR, x, ids, ne, nb, n, U, WG, WC, WM)
     root, no = _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM)
     _relink(TR, x, prev, nb[4], no, nxt, last)
     return root
 
 
 @njit(cache=True)
-def _match(TR, root, x, ids, ne, nb, n, U, WG, WC, WM):
+def _match(TR, x, ids, ne, nb, n, U, WG, WC, WM):
     """Merge x's window entries (``ids[ne-1]`` .. ``ids[0]``: (start, length)
     order) with the window runs into actions in that order: ``nb[5]`` = 0
     keep entry ``nb[6]`` (its slots updated here), 1 delete it, 2 add run
