@@ -739,6 +739,8 @@ def _nth(op, p, p2, kind, r):
                 return j
             r -= 1
     return -1
+
+
 @njit(cache=True)
 def _relink(TR, x, prev, out, no, nxt, last):
     """x's list: prev, out[:no], nxt (-1: none)."""
