@@ -26,6 +26,12 @@ def test_node_point_reports_decisions_median_and_rss():
         1000 * fig["median_ms"] / 300, abs=1000 * 0.05 / 300 + 1e-3)
 
 
+def test_node_point_over_its_time_is_not_measured():
+    fig = measure_point("ai-8k", 300, "easy", False, repeat=2, max_seconds=0.0)
+    assert fig["not_measured"].startswith("a warmup pass took")
+    assert len(fig["first_runs_s"]) == 1 and "median_ms" not in fig
+
+
 def test_ai_mix_site_reports_wall_decisions_and_rss():
     fig = run_scenario("ai-mix-1m", repeat=3, jobs=300)
     assert fig["jobs"] == 300 and fig["runs"] == 1 and fig["passes"] > 0
@@ -50,7 +56,7 @@ def test_scaling_grid_from_the_cli(capsys, tmp_path):
         (200, "easy"), (200, "conservative"), (400, "easy"), (400, "conservative")]
     for p in points:
         assert p["cluster"] == "ai-8k" and p["runs"] == 1 and p["median_ms"] > 0
-        assert p["warmup_small_ms"] > 0 and "warmup_ms" not in p
+        assert p["warmup"] == "small" and p["warmup_ms"] > 0
         assert sum(p["outcomes"].values()) == p["pending"]
     assert "400  conservative" in capsys.readouterr().out
 

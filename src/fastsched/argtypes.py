@@ -23,8 +23,10 @@ non_negative_int = _int_at_least(0)
 def comma_list(item):
     """A comma-separated list, each entry parsed by ``item`` (an argparse type)."""
     def parse(text: str) -> list:
-        return [item(part.strip()) for part in text.split(",") if part.strip()] or \
+        values = [item(part.strip()) for part in text.split(",") if part.strip()]
+        if not values:
             _fail(f"empty list: {text!r}")
+        return values
     return parse
 
 

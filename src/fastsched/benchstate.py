@@ -123,23 +123,26 @@ def run_pass(state: BusyState, policy: str, full: bool, depth: int = 1):
 LONG_PASS_S = 20.0
 
 
+def _timed(state, policy, full):
+    t = time.perf_counter()
+    d = run_pass(state, policy, full)
+    return time.perf_counter() - t, d
+
+
 def _child(cluster_name, pending, policy, full, repeat, seed, out, warmup):
     if warmup == "small":               # load the compiled kernels on a small state
-        t = time.perf_counter()
-        run_pass(busy_state("ai-8k", pending=1_000, seed=seed), policy, full)
-        out.put(("warmup", time.perf_counter() - t))
+        out.put(("warmup", _timed(busy_state("ai-8k", pending=1_000, seed=seed),
+                                  policy, full)[0]))
     t = time.perf_counter()
     state = busy_state(cluster_name, pending=pending, seed=seed)
     out.put(("state", time.perf_counter() - t, len(state.running), state.busy_fraction,
              int(state.cluster.gpus.sum())))
-    first = 1 if warmup == "small" else 0       # the same state's run 0 is the warm-up
-    for k in range(repeat + 1 - first):
-        t = time.perf_counter()
-        d = run_pass(state, policy, full)
-        dt = time.perf_counter() - t
-        counts = np.bincount(d.outcome, minlength=3).tolist()
-        out.put(("run", dt, counts, d.walked))
-        if warmup == "small" and dt > LONG_PASS_S:
+    if warmup == "same":
+        out.put(("warmup", _timed(state, policy, full)[0]))
+    for k in range(repeat):
+        dt, d = _timed(state, policy, full)
+        out.put(("run", dt, np.bincount(d.outcome, minlength=3).tolist(), d.walked))
+        if dt > LONG_PASS_S:
             break
     out.put(("done", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
 
@@ -149,27 +152,32 @@ def measure_point(cluster_name: str, pending: int, policy: str, full: bool, repe
     """Time one pass (median of ``repeat`` after a warm-up) in a child process; a run
     that takes longer than ``max_seconds`` stops the point (reported not measured).
     ``warmup``: "same" (an untimed pass on the state itself) or "small" (an untimed pass
-    on ai-8k with 1,000 pending; then a pass over :data:`LONG_PASS_S` is timed once)."""
+    on ai-8k with 1,000 pending). A pass over :data:`LONG_PASS_S` is timed once."""
     import multiprocessing as mp
     ctx = mp.get_context("fork")
     q = ctx.Queue()
     proc = ctx.Process(target=_child,
                        args=(cluster_name, pending, policy, full, repeat, seed, q, warmup))
     proc.start()
-    fig = {"cluster": cluster_name, "pending": pending, "policy": policy, "full": full}
+    fig = {"cluster": cluster_name, "pending": pending, "policy": policy, "full": full,
+           "warmup": warmup}
     times = []
     try:
         while True:
             try:
                 msg = q.get(timeout=max_seconds + 60)
             except Exception:
-                fig["not_measured"] = (f"a run took more than {max_seconds:.0f} s "
-                                       f"({len(times)} run(s) done, warm-up included)")
+                fig["not_measured"] = (f"a pass took more than {max_seconds:.0f} s "
+                                       f"({len(times)} timed run(s) done)")
                 if times:
                     fig["first_runs_s"] = [round(x, 3) for x in times]
                 break
+            if msg[0] in ("warmup", "run") and msg[1] > max_seconds:
+                fig["not_measured"] = f"a {msg[0]} pass took {msg[1]:.1f} s > {max_seconds:.0f} s"
+                fig["first_runs_s"] = [round(x, 3) for x in times + [msg[1]]]
+                break
             if msg[0] == "warmup":
-                fig["warmup_small_ms"] = round(1000 * msg[1], 1)
+                fig["warmup_ms"] = round(1000 * msg[1], 1)
             elif msg[0] == "state":
                 fig.update(state_s=round(msg[1], 2), running_jobs=msg[2],
                            busy=round(msg[3], 4), gpus=msg[4])
@@ -177,10 +185,6 @@ def measure_point(cluster_name: str, pending: int, policy: str, full: bool, repe
                 times.append(msg[1])
                 fig.update(outcomes=dict(zip(("start", "reserved", "blocked"), msg[2])),
                            walked=msg[3])
-                if msg[1] > max_seconds:
-                    fig["not_measured"] = f"a run took {msg[1]:.1f} s > {max_seconds:.0f} s"
-                    fig["first_runs_s"] = [round(x, 3) for x in times]
-                    break
             else:
                 fig["peak_rss_mb"] = round(msg[1], 1)
                 break
@@ -188,16 +192,10 @@ def measure_point(cluster_name: str, pending: int, policy: str, full: bool, repe
         if proc.is_alive():
             proc.kill()
         proc.join()
-    if warmup == "small":
-        times.insert(0, None)           # no warm-up run on this state
-    if "not_measured" not in fig and len(times) > 1:
-        runs = times[1:]
-        med = statistics.median(runs)
-        if times[0] is not None:
-            fig["warmup_ms"] = round(1000 * times[0], 1)
-        fig.update(median_ms=round(1000 * med, 1), min_ms=round(1000 * min(runs), 1),
-                   us_per_decision=round(1e6 * med / pending, 3),
-                   runs=len(runs),
+    if "not_measured" not in fig and times:
+        med = statistics.median(times)
+        fig.update(median_ms=round(1000 * med, 1), min_ms=round(1000 * min(times), 1),
+                   us_per_decision=round(1e6 * med / pending, 3), runs=len(times),
                    decisions_per_s=round(pending / med),
                    walked_per_s=round(fig["walked"] / med))
     return fig
