@@ -15,7 +15,6 @@ from test_constraints import assert_same, constrained_cases
 from test_nodepass import check_against_simulation
 from test_nodeplan import assert_same_as_twin, node_cases
 from fastsched import nodeplan
-from fastsched.runindex import _INF, _add, _delete, new_table, tr_reserve, tr_succ
 
 FAST = settings(max_examples=40, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -26,41 +25,6 @@ FAST = settings(max_examples=40, deadline=None,
 def indexed(request, monkeypatch):
     monkeypatch.setattr(nodeplan, "_INDEX_AFTER", request.param)
     return request.param
-
-
-# --------------------------------------------------------------------------- the treap alone
-
-@settings(max_examples=60, deadline=None)
-@given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 6), st.integers(0, 2),
-                              st.integers(0, 3), st.sampled_from([1, 3, 5, int(_INF)]),
-                              st.integers(1, 7)),
-                    max_size=60),
-       ds=st.lists(st.integers(0, 6), min_size=1, max_size=4))
-def test_treap_matches_a_sorted_list(ops, ds):
-    """Random inserts/deletes of runs (a, g, 0, 0, x, len) of slot masks 1..7
-    (three slots): walking the index with tr_succ gives, for every slot and d,
-    the sorted runs of that slot at least d long."""
-    TR, fr, meta = new_table(3, 4)
-    root = -1
-    model = {}
-    for add, a, g, x, ln, mk in ops:
-        key = (a, g, 0, 0, x, ln)
-        if add and key not in model:
-            TR, fr = tr_reserve(TR, fr, meta, 1)
-            root = _add(TR, fr, meta, root, a, g, 0, 0, x, ln, mk)
-            model[key] = mk
-        elif not add and key in model:
-            root = _delete(TR, root, a, g, 0, 0, x, ln, fr, meta)
-            del model[key]
-    for q in range(3):
-        for d in ds:
-            want = [k for k in sorted(model) if model[k] >> q & 1 and k[5] >= d]
-            got = []
-            z = tr_succ(TR, root, -1, d, q)
-            while z >= 0:
-                got.append(tuple(int(v) for v in TR[z, :6]))
-                z = tr_succ(TR, root, z, d, q)
-            assert got == want
 
 
 # --------------------------------------------------------------------------- engine, index forced

@@ -14,11 +14,20 @@ from hypothesis import strategies as st
 
 from fastsched.nodeplan import _hold, _split
 from fastsched.runindex import (_A, _MK, _MX, _LF, _LN, _NX, _PR, _PV, _RT, _UP,
-                                _INF, NFIELDS, _add, _delete, _next, add_slot, ix_add_slot,
+                                _INF, NFIELDS, _add, _delete_at, _next, add_slot, ix_add_slot,
                                 ix_hold, ix_new_job, ix_touched, new_table, tr_reserve,
                                 tr_succ)
 
 INF = int(_INF)
+
+
+def delete_key(TR, root, key, fr, meta):
+    """Remove the entry with key (a, g, c, m, x, length), found by a descent."""
+    t = root
+    while t >= 0 and tuple(int(v) for v in TR[t, :6]) != key:
+        t = TR[t, _RT] if tuple(int(v) for v in TR[t, :6]) < key else TR[t, _LF]
+    assert t >= 0, key
+    return _delete_at(TR, root, t, fr, meta)
 
 
 def walk(TR, root, d, q):
@@ -36,7 +45,8 @@ def walk(TR, root, d, q):
        ds=st.lists(st.integers(0, 6), min_size=1, max_size=3))
 def test_hinted_inserts_match_a_sorted_list(ops, ds):
     """Inserts with any hint (-1, a live entry right before the key or anywhere
-    else) keep key order and every slot's subtree max lengths right."""
+    else) and deletes keep key order and every slot's subtree max lengths right:
+    walking each slot with tr_succ gives its sorted runs at least d long."""
     TR, fr, meta = new_table(2, 4)
     root = -1
     model = {}
@@ -53,10 +63,12 @@ def test_hinted_inserts_match_a_sorted_list(ops, ds):
             root = _add(TR, fr, meta, root, a, g, 0, 0, x, ln, mk, hint)
             model[key] = mk
             ids[key] = int(meta[3])
-        elif not add and key in model:
-            root = _delete(TR, root, a, g, 0, 0, x, ln, fr, meta)
+        elif not add and model:         # delete a live entry (a random key rarely is one)
+            key = sorted(model)[h % len(model)]
+            root = delete_key(TR, root, key, fr, meta)
             del model[key]
             del ids[key]
+    assert check_treap(TR, root) == sorted(model.items())
     for q in range(2):
         for d in ds:
             assert walk(TR, root, d, q) == [k for k in sorted(model)
@@ -88,10 +100,11 @@ def twin_entries(prof, types, elig):
     return want
 
 
-def check_index(TR, root, last, prof, types, elig):
+def check_treap(TR, root):
+    """The treap's entries in order, as (key, slot mask), after checking parent
+    links, heap order and every subtree's max length per slot against a
+    recomputation."""
     S = TR.shape[1] - NFIELDS
-    want = twin_entries(prof, types, elig)
-    # the treap, in order (parent links, heap order, key order, masks, free at the start)
     got = []
     z = root
     if z >= 0:
@@ -104,7 +117,6 @@ def check_index(TR, root, last, prof, types, elig):
             if ch >= 0:
                 assert TR[ch, _UP] == z and TR[ch, _PR] <= TR[z, _PR]
         z = _next(TR, z)
-    assert got == sorted(want.items())
     # every subtree's max length per slot, recomputed bottom-up
     if root >= 0:
         order, stack = [], [root]
@@ -120,6 +132,14 @@ def check_index(TR, root, last, prof, types, elig):
                     v = [max(a, b) for a, b in zip(v, mx[c])]
             mx[t] = v
             assert list(TR[t, _MX:_MX + S]) == v, f"max lengths of entry {t}"
+    return got
+
+
+def check_index(TR, root, last, prof, types, elig):
+    S = TR.shape[1] - NFIELDS
+    want = twin_entries(prof, types, elig)
+    # the treap (key order, masks, free at the start) against the runs of the profile
+    assert check_treap(TR, root) == sorted(want.items())
     # every node's list: its entries in (start, length) order, linked both ways
     for x in range(len(prof)):
         lst, t = [], int(last[x])

@@ -939,7 +939,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
         return -1, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R
     reserved = 0
     nstarted = 0
-    resv = np.empty(last + 1, dtype=np.int64)      # the reserved jobs, undone at the end
+    resv = np.empty(last + 1, dtype=np.int64)      # the reserved jobs (undone at the end: keep)
     # the run index: one for the pass, a slot per indexed type (built lazily,
     # updated by every hold); a type without a slot keeps the scan path
     T = type_p.shape[0]

@@ -344,23 +344,6 @@ def _attach_after(TR, f, z):
     return True
 
 
-@njit(cache=True)
-def _delete(TR, root, a, g, c, m, x, ln, fr, meta):
-    """Remove the entry with key (a, g, c, m, x, ln) if there; returns the new root."""
-    t = root
-    key = np.array([a, g, c, m, x, ln], dtype=np.int64)
-    while t >= 0:
-        s = 0
-        for f in range(6):
-            if TR[t, f] != key[f]:
-                s = -1 if TR[t, f] < key[f] else 1
-                break
-        if s == 0:
-            return _delete_at(TR, root, t, fr, meta)
-        t = TR[t, _RT] if s < 0 else TR[t, _LF]
-    return root
-
-
 # --------------------------------------------------------------------------- node runs
 
 @njit(cache=True)
