@@ -13,19 +13,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastsched.nodeplan import _hold, _split
-from fastsched.runindex import (_A, _MK, _MX, _LF, _LN, _NX, _PR, _PV, _RT, _UP,
-                                _INF, NFIELDS, _add, _delete_at, _next, add_slot, ix_add_slot,
-                                ix_hold, ix_new_job, ix_touched, new_table, tr_reserve,
-                                tr_succ)
+from fastsched.runindex import (_A, _MK, _MX, _LF, _LN, _NX, _PV, _RT, _UP,
+                                _INF, NFIELDS, _add, _delete_at, _get, _next, _prio, add_slot,
+                                ix_add_slot, ix_hold, ix_new_job, ix_packable, ix_touched,
+                                new_table, tr_key, tr_reserve, tr_succ)
 
 INF = int(_INF)
+
+
+def key_of(TR, t):
+    """Entry t's key (a, g, c, m, x, length)."""
+    return tuple(int(v) for v in tr_key(TR, t))
+
+
+def F(TR, t, f):
+    """Field f of entry t: a packed half-word (_LF, _RT, _UP, _MK, _PV, _NX)."""
+    return int(_get(TR, t, f))
 
 
 def delete_key(TR, root, key, fr, meta):
     """Remove the entry with key (a, g, c, m, x, length), found by a descent."""
     t = root
-    while t >= 0 and tuple(int(v) for v in TR[t, :6]) != key:
-        t = TR[t, _RT] if tuple(int(v) for v in TR[t, :6]) < key else TR[t, _LF]
+    while t >= 0 and key_of(TR, t) != key:
+        t = F(TR, t, _RT) if key_of(TR, t) < key else F(TR, t, _LF)
     assert t >= 0, key
     return _delete_at(TR, root, t, fr, meta)
 
@@ -33,7 +43,7 @@ def delete_key(TR, root, key, fr, meta):
 def walk(TR, root, d, q):
     out, z = [], tr_succ(TR, root, -1, d, q)
     while z >= 0:
-        out.append(tuple(int(v) for v in TR[z, :6]))
+        out.append(key_of(TR, z))
         z = tr_succ(TR, root, z, d, q)
     return out
 
@@ -103,19 +113,19 @@ def twin_entries(prof, types, elig):
 def check_treap(TR, root):
     """The treap's entries in order, as (key, slot mask), after checking parent
     links, heap order and every subtree's max length per slot against a
-    recomputation."""
+    recomputation (every slot column: an unused one holds -1)."""
     S = TR.shape[1] - NFIELDS
     got = []
     z = root
     if z >= 0:
-        assert TR[z, _UP] == -1
-        while TR[z, _LF] >= 0:
-            z = TR[z, _LF]
+        assert F(TR, z, _UP) == -1
+        while F(TR, z, _LF) >= 0:
+            z = F(TR, z, _LF)
     while z >= 0:
-        got.append((tuple(int(v) for v in TR[z, :6]), int(TR[z, _MK])))
-        for ch in (TR[z, _LF], TR[z, _RT]):
+        got.append((key_of(TR, z), int(F(TR, z, _MK))))
+        for ch in (F(TR, z, _LF), F(TR, z, _RT)):
             if ch >= 0:
-                assert TR[ch, _UP] == z and TR[ch, _PR] <= TR[z, _PR]
+                assert F(TR, ch, _UP) == z and _prio(ch) <= _prio(z)
         z = _next(TR, z)
     # every subtree's max length per slot, recomputed bottom-up
     if root >= 0:
@@ -123,11 +133,11 @@ def check_treap(TR, root):
         while stack:
             t = stack.pop()
             order.append(t)
-            stack += [c for c in (TR[t, _LF], TR[t, _RT]) if c >= 0]
+            stack += [c for c in (F(TR, t, _LF), F(TR, t, _RT)) if c >= 0]
         mx = {}
         for t in reversed(order):
-            v = [int(TR[t, _LN]) if TR[t, _MK] >> q & 1 else -1 for q in range(S)]
-            for c in (TR[t, _LF], TR[t, _RT]):
+            v = [int(TR[t, _LN]) if F(TR, t, _MK) >> q & 1 else -1 for q in range(S)]
+            for c in (F(TR, t, _LF), F(TR, t, _RT)):
                 if c >= 0:
                     v = [max(a, b) for a, b in zip(v, mx[c])]
             mx[t] = v
@@ -136,7 +146,7 @@ def check_treap(TR, root):
 
 
 def check_index(TR, root, last, prof, types, elig):
-    S = TR.shape[1] - NFIELDS
+    S = len(types)
     want = twin_entries(prof, types, elig)
     # the treap (key order, masks, free at the start) against the runs of the profile
     assert check_treap(TR, root) == sorted(want.items())
@@ -144,12 +154,12 @@ def check_index(TR, root, last, prof, types, elig):
     for x in range(len(prof)):
         lst, t = [], int(last[x])
         if t >= 0:
-            assert TR[t, _NX] == -1
+            assert F(TR, t, _NX) == -1
         while t >= 0:
             lst.append((int(TR[t, _A]), int(TR[t, _LN])))
-            p = int(TR[t, _PV])
+            p = int(F(TR, t, _PV))
             if p >= 0:
-                assert TR[p, _NX] == t
+                assert F(TR, p, _NX) == t
             t = p
         assert lst[::-1] == sorted((k[0], k[5]) for k in want if k[4] == x), f"node {x}"
     # each slot walks like a sorted list
@@ -259,3 +269,36 @@ def test_holds_keep_the_shared_index_right(caps, types, when, jobs):
             if x < n and fits(eng.prof()[x], s, s + dur, g, c, m):
                 eng.hold(x, s, s + dur, g, c, m)
         check_index(eng.TR, eng.root, eng.last, eng.prof(), eng.types, eng.elig)
+
+
+def test_a_ninth_slot_widens_the_table():
+    """Slots 9 and 10 (the table's second set of slot columns) and holds after
+    them: the index is still exactly the twin's."""
+    caps = [(4, 8, 4), (2, 6, 3), (4, 4, 2)]
+    eng = Engine(caps, 24)
+    types = [(g, c, 1) for g in range(3) for c in (1, 3, 5)] + [(1, 2, 2)]
+    for i, (g, c, m) in enumerate(types):
+        eng.add_slot(range(len(caps)), g, c, m, caps)
+        if i == 3:
+            eng.hold(0, 2, 7, 1, 2, 1)
+    assert eng.TR.shape[1] == NFIELDS + 16
+    check_index(eng.TR, eng.root, eng.last, eng.prof(), eng.types, eng.elig)
+    for x, s, e, (g, c, m) in [(0, 0, 4, (1, 1, 1)), (1, 3, 9, (2, 5, 1)), (2, 1, 5, (3, 1, 1)),
+                               (0, 6, 10, (2, 2, 2))]:
+        ix_new_job(eng.meta)
+        if fits(eng.prof()[x], s, e, g, c, m):
+            eng.hold(x, s, e, g, c, m)
+        check_index(eng.TR, eng.root, eng.last, eng.prof(), eng.types, eng.elig)
+
+
+def test_packable_limits():
+    """The index packs GPUs, CPUs, MB and node ids in 32-bit halves: a node at
+    2**31 of any of them sends the engine back to the scan path."""
+    one = np.array([1], dtype=np.int64)
+    big = np.array([2 ** 31], dtype=np.int64)
+    top = np.array([2 ** 31 - 1], dtype=np.int64)
+    assert ix_packable(top, top, top)
+    assert not ix_packable(big, one, one)
+    assert not ix_packable(one, big, one)
+    assert not ix_packable(one, one, big)
+    assert ix_packable(one[:0], one[:0], one[:0])

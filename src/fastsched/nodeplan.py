@@ -41,8 +41,9 @@ from numba import njit
 
 from .cluster import Cluster, NodeState
 from .topology import choose_gpus_kernel, topo_place
-from .runindex import (MAX_SLOTS as _MAX_SLOTS, NFIELDS as _NF, add_slot, ix_add_slot, ix_hold,
-                       ix_new_job, ix_touched, new_meta, tr_reserve, tr_succ)
+from .runindex import (MAX_SLOTS as _MAX_SLOTS, _A, _LN, add_slot, ix_add_slot, ix_hold,
+                       ix_new_job, ix_packable, ix_touched, new_meta, tr_empty, tr_node,
+                       tr_reserve, tr_succ)
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices, csr_take)
 from .errors import InputError
@@ -594,11 +595,11 @@ def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, cho
     g/c/m at the start, node) are the best-fit order of a start now and the
     start-sorted sweep of a later one."""
     z = tr_succ(TR, root, -1, d, q)
-    if z < 0 or (only_now and TR[z, 0] != now):
+    if z < 0 or (only_now and TR[z, _A] != now):
         return -1
     if need == 1:
-        chosen[0] = TR[z, 4]
-        return TR[z, 0]
+        chosen[0] = tr_node(TR, z)
+        return TR[z, _A]
     # --- smallest t covered by `need` feasible intervals [a, a + len - d]
     cap = 4 * need + 16
     hk = np.empty(cap, dtype=np.int64)
@@ -606,12 +607,12 @@ def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, cho
     hs = 0
     t = -1
     while z >= 0:
-        t = TR[z, 0]
+        t = TR[z, _A]
         if only_now and t != now:
             return -1
         at_t = 0
-        while z >= 0 and TR[z, 0] == t:
-            chosen[at_t] = TR[z, 4]
+        while z >= 0 and TR[z, _A] == t:
+            chosen[at_t] = tr_node(TR, z)
             at_t += 1
             if at_t == need:
                 # need runs start at t: t is the start, and they are the choice (the
@@ -626,7 +627,7 @@ def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, cho
                 hv2[:hs] = hv[:hs]
                 hk = hk2
                 hv = hv2
-            b = _INF if TR[z, 5] >= _INF else t + TR[z, 5] - d
+            b = _INF if TR[z, _LN] >= _INF else t + TR[z, _LN] - d
             hs = _heap_push(hk, hv, hs, b, z)
             z = tr_succ(TR, root, z, d, q)
         while hs > 0 and hk[0] < t:
@@ -640,8 +641,8 @@ def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, cho
     cx = np.empty(hs, dtype=np.int64)
     ca = np.empty(hs, dtype=np.int64)
     for i in range(hs):
-        cx[i] = TR[hv[i], 4]
-        ca[i] = TR[hv[i], 0]
+        cx[i] = tr_node(TR, hv[i])
+        ca[i] = TR[hv[i], _A]
     by_node = np.argsort(cx)
     k0 = np.empty(hs, dtype=np.int64)
     k1 = np.empty(hs, dtype=np.int64)
@@ -668,7 +669,7 @@ def _ix_build(now, g, c, m, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, W
     partition (first segments moved to now first) gets its runs, and the slot's
     bit in ``elig[x]`` (holds on x can change its runs). Returns (root, TR, fr)."""
     TR = add_slot(TR, meta)
-    q = TR.shape[1] - _NF - 1
+    q = meta[2] - 1
     for i in range(plist.shape[0]):
         x = plist[i]
         if capG[x] < g or capC[x] < c or capM[x] < m:
@@ -949,8 +950,10 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     sc = np.empty(_MAX_SLOTS, dtype=np.int64)
     sm = np.empty(_MAX_SLOTS, dtype=np.int64)
     nix = 0
+    # the index packs node amounts in 32 bits: a cluster beyond that keeps the scan path
+    indexed = index_after >= 0 and levels.shape[0] == 0 and ix_packable(capG, capC, capM)
     root = -1
-    TR = np.empty((1024, _NF), dtype=np.int64)
+    TR = tr_empty(1024)
     fr = np.empty(1024, dtype=np.int64)
     meta = new_meta()
     elig = np.zeros(0, dtype=np.int64)          # per node: the slots of its types (bits)
@@ -994,8 +997,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
             if only_now and not now_here:
                 continue
             ty = pc_type[e]
-            if levels.shape[0] == 0 and index_after >= 0 and slot[ty] < 0 and \
-                    nix < _MAX_SLOTS:
+            if indexed and slot[ty] < 0 and nix < _MAX_SLOTS:
                 qn[ty] += 1
                 if qn[ty] > index_after:
                     if nix == 0:

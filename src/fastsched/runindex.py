@@ -29,27 +29,63 @@ entries are also a list in (start, length) order (links ``PV``/``NX``, the
 last entry in ``last[x]``: a node is wholly free after its profile's end, so
 its last runs are infinite), walked back from the end to find them.
 
-Storage: one int64 table ``TR[id, field]``, one column more per slot (added
-when a slot is, :func:`add_slot`), a free list ``fr`` and ``meta = [used,
-free count, priority counter, last added id, insertion hints]``
-(:func:`new_meta`).
+Storage: one int64 table ``TR[id, field]``, a free list ``fr`` and ``meta =
+[used, free count, slots, last added id, insertion hints]`` (:func:`new_meta`).
+Its upkeep is bound by memory traffic (~10^5 entries, tens of MB: beyond the
+L2 caches), so a row is small and cache-line aligned (:func:`_rows`):
+one 64-byte line with the key and the links (node ids, GPUs, CPUs, MB, entry
+ids and slot masks fit in 32 bits and are packed in pairs, :func:`_get`),
+one line of per-slot maxima (8 slots; 16 columns once a ninth slot is added,
+:func:`add_slot`). A treap priority is a hash of the row id (:func:`_prio`):
+computed, not stored; the shape of the treap never changes an answer, only
+the entries' key order does.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-_A, _G, _C, _M, _X, _LN, _MK, _LF, _RT, _PR, _UP, _PV, _NX = range(13)
-NFIELDS = 13            # fixed fields; column NFIELDS + q is slot q's subtree max length
+# A row: eight int64 words (one 64-byte line) then the slot maxima (column
+# _MX + q: slot q's subtree max length). Words 0-3 are the key in key order,
+# (g, c) and (m, x) packed so that comparing the words compares the pairs;
+# words 4-6 pack the int32 links and the slot mask.
+_A, _GC, _MN, _LN, _LR, _UK, _PN = range(7)         # words
+NFIELDS = 8             # the first slot column
 _MX = NFIELDS
+# half-word fields, read and written by _get / _set: 2 * word + (1: high half)
+_C, _G = 2 * _GC, 2 * _GC + 1
+_X, _M = 2 * _MN, 2 * _MN + 1
+_LF, _RT = 2 * _LR, 2 * _LR + 1
+_UP, _MK = 2 * _UK, 2 * _UK + 1
+_PV, _NX = 2 * _PN, 2 * _PN + 1
+_LO = np.int64(0xFFFFFFFF)
 MAX_SLOTS = 16
+_SLOT_COLS = 8          # slot columns of a new table: one line
 _INF = np.int64(1) << np.int64(62)
 
 
 def new_table(slots: int = 0, cap: int = 1024):
-    """Empty storage: (TR, fr, meta)."""
-    return (np.empty((cap, NFIELDS + slots), dtype=np.int64), np.empty(cap, dtype=np.int64),
-            new_meta())
+    """Empty storage for ``slots`` slots: (TR, fr, meta)."""
+    meta = new_meta()
+    meta[2] = slots
+    TR = tr_empty(cap) if slots <= _SLOT_COLS else _rows(cap, _MX + MAX_SLOTS)
+    return TR, np.empty(cap, dtype=np.int64), meta
+
+
+@njit(cache=True)
+def tr_empty(cap):
+    """A table of ``cap`` rows with room for 8 slots (no entries: the slot count
+    is in ``meta``)."""
+    return _rows(cap, NFIELDS + _SLOT_COLS)
+
+
+@njit(cache=True)
+def _rows(cap, width):
+    """An uninitialised (cap, width) table whose rows start on 64-byte lines
+    (width: a multiple of 8)."""
+    buf = np.empty(cap * width + 8, dtype=np.int64)
+    off = (-buf.ctypes.data % 64) // 8
+    return buf[off:off + cap * width].reshape((cap, width))
 
 
 @njit(cache=True)
@@ -60,7 +96,7 @@ def tr_reserve(TR, fr, meta, extra):
     cap = TR.shape[0]
     while cap < meta[0] + extra:
         cap *= 2
-    T2 = np.empty((cap, TR.shape[1]), dtype=np.int64)
+    T2 = _rows(cap, TR.shape[1])
     T2[:meta[0]] = TR[:meta[0]]
     f2 = np.empty(cap, dtype=np.int64)
     f2[:meta[1]] = fr[:meta[1]]
@@ -69,18 +105,77 @@ def tr_reserve(TR, fr, meta, extra):
 
 @njit(cache=True)
 def add_slot(TR, meta):
-    """The table with one more slot column (no entry has a run of it yet):
-    the new slot is ``TR.shape[1] - NFIELDS - 1``."""
-    T2 = np.empty((TR.shape[0], TR.shape[1] + 1), dtype=np.int64)
+    """Storage for one more slot (no entry has a run of it yet): the table,
+    widened to 16 slot columns at the ninth slot. The new slot is ``meta[2] - 1``."""
+    meta[2] += 1
+    if NFIELDS + meta[2] <= TR.shape[1]:
+        return TR               # unused slot columns hold -1 already (_add)
+    T2 = _rows(TR.shape[0], NFIELDS + MAX_SLOTS)
     T2[:meta[0], :TR.shape[1]] = TR[:meta[0]]
-    T2[:meta[0], TR.shape[1]] = -1
+    T2[:meta[0], TR.shape[1]:] = -1
     return T2
+
+
+@njit(cache=True)
+def ix_packable(capG, capC, capM):
+    """True if every node's GPUs, CPUs and MB fit the packed 32-bit halves of
+    the key (a run's free at its start lies between 0 and the capacity)."""
+    lim = np.int64(1) << np.int64(31)
+    return capG.shape[0] < lim and (capG.shape[0] == 0 or (
+        capG.max() < lim and capC.max() < lim and capM.max() < lim))
+
+
+@njit(cache=True)
+def _get(TR, t, f):
+    """Half-word field f of entry t (signed 32-bit: links are -1 for none)."""
+    w = TR[t, f >> 1]
+    return w >> 32 if f & 1 else (w << 32) >> 32
+
+
+@njit(cache=True)
+def _set(TR, t, f, v):
+    """Set half-word field f of entry t to v (-2**31 <= v < 2**31)."""
+    w = TR[t, f >> 1]
+    if f & 1:
+        TR[t, f >> 1] = (w & _LO) | (v << 32)
+    else:
+        TR[t, f >> 1] = (w & ~_LO) | (v & _LO)
+
+
+@njit(cache=True)
+def _free_is(TR, t, g, c, m):
+    """Entry t's free at its start is (g, c, m)."""
+    return _get(TR, t, _G) == g and _get(TR, t, _C) == c and _get(TR, t, _M) == m
+
+
+@njit(cache=True)
+def tr_key(TR, t):
+    """Entry t's key (a, g, c, m, x, length)."""
+    return (TR[t, _A], _get(TR, t, _G), _get(TR, t, _C), _get(TR, t, _M), _get(TR, t, _X),
+            TR[t, _LN])
+
+
+@njit(cache=True)
+def tr_node(TR, t):
+    """Entry t's node."""
+    return _get(TR, t, _X)
+
+
+@njit(cache=True)
+def _prio(t):
+    """Entry t's treap priority: splitmix64 of its row id (a reused row keeps its
+    priority; it is as independent of the new key as a fresh draw)."""
+    h = np.uint64(t + 1) * np.uint64(0x9E3779B97F4A7C15)
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    h = h ^ (h >> np.uint64(31))
+    return np.int64(h >> np.uint64(1))
 
 
 @njit(cache=True)
 def _less(TR, i, j):
     """key(i) < key(j): (a, g, c, m, x, length)."""
-    for f in range(6):
+    for f in (_A, _GC, _MN, _LN):
         if TR[i, f] != TR[j, f]:
             return TR[i, f] < TR[j, f]
     return False
@@ -89,9 +184,9 @@ def _less(TR, i, j):
 @njit(cache=True)
 def _pull(TR, t):
     """Recompute t's subtree max length of every slot; True if one changed."""
-    lf = TR[t, _LF]
-    rt = TR[t, _RT]
-    mk = TR[t, _MK]
+    lf = _get(TR, t, _LF)
+    rt = _get(TR, t, _RT)
+    mk = _get(TR, t, _MK)
     ln = TR[t, _LN]
     changed = False
     for q in range(TR.shape[1] - NFIELDS):
@@ -111,7 +206,7 @@ def _pull_up(TR, t):
     """Recompute the max lengths from t up; above a subtree whose maxima did
     not change nothing can change, so stop there."""
     while t >= 0 and _pull(TR, t):
-        t = TR[t, _UP]
+        t = _get(TR, t, _UP)
 
 
 @njit(cache=True)
@@ -130,42 +225,43 @@ def _raise(TR, t, mk, ln):
             q += 1
         if not grew:
             return
-        t = TR[t, _UP]
+        t = _get(TR, t, _UP)
 
 
 @njit(cache=True)
 def _rotate_up(TR, z, root):
     """Rotate z above its parent; returns the new root. (Iterative code
     throughout: Numba's cache does not keep recursive functions safely.)"""
-    p = TR[z, _UP]
-    gp = TR[p, _UP]
-    if TR[p, _LF] == z:
-        b = TR[z, _RT]
-        TR[p, _LF] = b
-        TR[z, _RT] = p
+    p = _get(TR, z, _UP)
+    gp = _get(TR, p, _UP)
+    if _get(TR, p, _LF) == z:
+        b = _get(TR, z, _RT)
+        _set(TR, p, _LF, b)
+        _set(TR, z, _RT, p)
     else:
-        b = TR[z, _LF]
-        TR[p, _RT] = b
-        TR[z, _LF] = p
+        b = _get(TR, z, _LF)
+        _set(TR, p, _RT, b)
+        _set(TR, z, _LF, p)
     if b >= 0:
-        TR[b, _UP] = p
-    TR[p, _UP] = z
-    TR[z, _UP] = gp
+        _set(TR, b, _UP, p)
+    _set(TR, p, _UP, z)
+    _set(TR, z, _UP, gp)
     if gp < 0:
         root = z
-    elif TR[gp, _LF] == p:
-        TR[gp, _LF] = z
+    elif _get(TR, gp, _LF) == p:
+        _set(TR, gp, _LF, z)
     else:
-        TR[gp, _RT] = z
+        _set(TR, gp, _RT, z)
+    for q in range(TR.shape[1] - NFIELDS):     # z now tops p's old subtree: same runs
+        TR[z, _MX + q] = TR[p, _MX + q]
     _pull(TR, p)
-    _pull(TR, z)
     return root
 
 
 @njit(cache=True)
 def _rise(TR, z, root):
     """Rotate a new leaf up to its heap place; returns the new root."""
-    while TR[z, _UP] >= 0 and TR[z, _PR] > TR[TR[z, _UP], _PR]:
+    while _get(TR, z, _UP) >= 0 and _prio(z) > _prio(_get(TR, z, _UP)):
         root = _rotate_up(TR, z, root)
     return root
 
@@ -173,47 +269,50 @@ def _rise(TR, z, root):
 @njit(cache=True)
 def _insert(TR, root, z):
     """Insert entry z (fields set, no links) by a descent; returns the new root."""
-    TR[z, _LF] = -1
-    TR[z, _RT] = -1
+    _set(TR, z, _LF, -1)
+    _set(TR, z, _RT, -1)
     if root < 0:
-        TR[z, _UP] = -1
+        _set(TR, z, _UP, -1)
         return z
     t = root
     while True:
         if _less(TR, z, t):
-            if TR[t, _LF] < 0:
-                TR[t, _LF] = z
+            if _get(TR, t, _LF) < 0:
+                _set(TR, t, _LF, z)
                 break
-            t = TR[t, _LF]
+            t = _get(TR, t, _LF)
         else:
-            if TR[t, _RT] < 0:
-                TR[t, _RT] = z
+            if _get(TR, t, _RT) < 0:
+                _set(TR, t, _RT, z)
                 break
-            t = TR[t, _RT]
-    TR[z, _UP] = t
-    _raise(TR, t, TR[z, _MK], TR[z, _LN])
+            t = _get(TR, t, _RT)
+    _set(TR, z, _UP, t)
+    _raise(TR, t, _get(TR, z, _MK), TR[z, _LN])
     return _rise(TR, z, root)      # each rotation keeps the two subtrees it touches right
 
 
 @njit(cache=True)
 def _delete_at(TR, root, t, fr, meta):
     """Remove entry t; returns the new root."""
-    # rotate t down to a leaf, then cut it off
-    while TR[t, _LF] >= 0 or TR[t, _RT] >= 0:
-        lf = TR[t, _LF]
-        rt = TR[t, _RT]
-        if rt < 0 or (lf >= 0 and TR[lf, _PR] > TR[rt, _PR]):
-            root = _rotate_up(TR, lf, root)
-        else:
-            root = _rotate_up(TR, rt, root)
-    p = TR[t, _UP]
+    # rotate t down until it has at most one child, then splice it out: the
+    # child's subtree (maxima right) takes its place, heap order holds
+    lf = _get(TR, t, _LF)
+    rt = _get(TR, t, _RT)
+    while lf >= 0 and rt >= 0:
+        root = _rotate_up(TR, lf if _prio(lf) > _prio(rt) else rt, root)
+        lf = _get(TR, t, _LF)
+        rt = _get(TR, t, _RT)
+    ch = lf if lf >= 0 else rt
+    p = _get(TR, t, _UP)
+    if ch >= 0:
+        _set(TR, ch, _UP, p)
     if p < 0:
-        root = -1
+        root = ch
     else:
-        if TR[p, _LF] == t:
-            TR[p, _LF] = -1
+        if _get(TR, p, _LF) == t:
+            _set(TR, p, _LF, ch)
         else:
-            TR[p, _RT] = -1
+            _set(TR, p, _RT, ch)
         _pull_up(TR, p)
     fr[meta[1]] = t
     meta[1] += 1
@@ -225,13 +324,13 @@ def _first(TR, t, d, q):
     """The first entry of subtree t (whose slot-q max length is >= d) that is
     a run of slot q at least d long."""
     while True:
-        lf = TR[t, _LF]
+        lf = _get(TR, t, _LF)
         if lf >= 0 and TR[lf, _MX + q] >= d:
             t = lf
-        elif (TR[t, _MK] >> q) & 1 and TR[t, _LN] >= d:
+        elif (_get(TR, t, _MK) >> q) & 1 and TR[t, _LN] >= d:
             return t
         else:
-            t = TR[t, _RT]
+            t = _get(TR, t, _RT)
 
 
 @njit(cache=True)
@@ -242,50 +341,50 @@ def tr_succ(TR, root, lo, d, q):
         if root < 0 or TR[root, _MX + q] < d:
             return -1
         return _first(TR, root, d, q)
-    rt = TR[lo, _RT]
+    rt = _get(TR, lo, _RT)
     if rt >= 0 and TR[rt, _MX + q] >= d:
         return _first(TR, rt, d, q)
     t = lo
-    p = TR[t, _UP]
+    p = _get(TR, t, _UP)
     while p >= 0:
-        if TR[p, _LF] == t:
-            if (TR[p, _MK] >> q) & 1 and TR[p, _LN] >= d:
+        if _get(TR, p, _LF) == t:
+            if (_get(TR, p, _MK) >> q) & 1 and TR[p, _LN] >= d:
                 return p
-            rt = TR[p, _RT]
+            rt = _get(TR, p, _RT)
             if rt >= 0 and TR[rt, _MX + q] >= d:
                 return _first(TR, rt, d, q)
         t = p
-        p = TR[t, _UP]
+        p = _get(TR, t, _UP)
     return -1
 
 
 @njit(cache=True)
 def _next(TR, t):
     """The entry after t in key order, whatever its slots; -1 if none."""
-    rt = TR[t, _RT]
+    rt = _get(TR, t, _RT)
     if rt >= 0:
-        while TR[rt, _LF] >= 0:
-            rt = TR[rt, _LF]
+        while _get(TR, rt, _LF) >= 0:
+            rt = _get(TR, rt, _LF)
         return rt
-    p = TR[t, _UP]
-    while p >= 0 and TR[p, _RT] == t:
+    p = _get(TR, t, _UP)
+    while p >= 0 and _get(TR, p, _RT) == t:
         t = p
-        p = TR[t, _UP]
+        p = _get(TR, t, _UP)
     return p
 
 
 @njit(cache=True)
 def _prev(TR, t):
     """The entry before t in key order, whatever its slots; -1 if none."""
-    lf = TR[t, _LF]
+    lf = _get(TR, t, _LF)
     if lf >= 0:
-        while TR[lf, _RT] >= 0:
-            lf = TR[lf, _RT]
+        while _get(TR, lf, _RT) >= 0:
+            lf = _get(TR, lf, _RT)
         return lf
-    p = TR[t, _UP]
-    while p >= 0 and TR[p, _LF] == t:
+    p = _get(TR, t, _UP)
+    while p >= 0 and _get(TR, p, _LF) == t:
         t = p
-        p = TR[t, _UP]
+        p = _get(TR, t, _UP)
     return p
 
 
@@ -301,19 +400,13 @@ def _add(TR, fr, meta, root, a, g, c, m, x, ln, mk, after=-1):
     else:
         z = meta[0]
         meta[0] += 1
-    meta[2] += 1                     # treap priority: splitmix64 of a counter
-    h = np.uint64(meta[2]) * np.uint64(0x9E3779B97F4A7C15)
-    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    h = h ^ (h >> np.uint64(31))
     TR[z, _A] = a
-    TR[z, _G] = g
-    TR[z, _C] = c
-    TR[z, _M] = m
-    TR[z, _X] = x
+    _set(TR, z, _G, g)
+    _set(TR, z, _C, c)
+    _set(TR, z, _M, m)
+    _set(TR, z, _X, x)
     TR[z, _LN] = ln
-    TR[z, _MK] = mk
-    TR[z, _PR] = np.int64(h >> np.uint64(1))
+    _set(TR, z, _MK, mk)
     for q in range(TR.shape[1] - NFIELDS):
         TR[z, _MX + q] = ln if (mk >> q) & 1 else -1
     meta[3] = z
@@ -331,16 +424,16 @@ def _attach_after(TR, f, z):
     sc = _next(TR, f)
     if sc >= 0 and not _less(TR, z, sc):
         return False
-    TR[z, _LF] = -1
-    TR[z, _RT] = -1
-    if TR[f, _RT] < 0:
+    _set(TR, z, _LF, -1)
+    _set(TR, z, _RT, -1)
+    if _get(TR, f, _RT) < 0:
         p = f
-        TR[f, _RT] = z
+        _set(TR, f, _RT, z)
     else:                       # the successor is the leftmost of f's right subtree
         p = sc
-        TR[sc, _LF] = z
-    TR[z, _UP] = p
-    _raise(TR, p, TR[z, _MK], TR[z, _LN])
+        _set(TR, sc, _LF, z)
+    _set(TR, z, _UP, p)
+    _raise(TR, p, _get(TR, z, _MK), TR[z, _LN])
     return True
 
 
@@ -380,19 +473,19 @@ def ix_add_slot(TR, fr, meta, root, x, q, g, c, m, WT, WG, WC, WM, wlen, last):
         k = k1 - 1
         while t >= 0 and (TR[t, _A] > a or (TR[t, _A] == a and TR[t, _LN] > ln)):
             after = t
-            t = TR[t, _PV]
+            t = _get(TR, t, _PV)
         if t >= 0 and TR[t, _A] == a and TR[t, _LN] == ln:
-            TR[t, _MK] |= bit
+            _set(TR, t, _MK, _get(TR, t, _MK) | bit)
             _raise(TR, t, bit, ln)
             continue
         root = _add(TR, fr, meta, root, a, WG[x, k1], WC[x, k1], WM[x, k1], x, ln, bit)
         z = meta[3]
-        TR[z, _PV] = t
-        TR[z, _NX] = after
+        _set(TR, z, _PV, t)
+        _set(TR, z, _NX, after)
         if t >= 0:
-            TR[t, _NX] = z
+            _set(TR, t, _NX, z)
         if after >= 0:
-            TR[after, _PV] = z
+            _set(TR, after, _PV, z)
         else:
             last[x] = z
         after = z
@@ -512,7 +605,7 @@ _NH = 4                 # insertion hints kept per job: (start, entry) pairs in 
 
 @njit(cache=True)
 def new_meta():
-    """``meta = [used, free count, priority counter, last added id, next hint
+    """``meta = [used, free count, slots, last added id, next hint
     to replace, (start, entry) x _NH hints]``."""
     meta = np.zeros(5 + 2 * _NH, dtype=np.int64)
     meta[3] = -1
@@ -576,12 +669,12 @@ def ix_hold(TR, fr, meta, root, x, ka, kb, U, nslots, sg, sc, sm, WT, WG, WC, WM
     t = last[x]
     while t >= 0 and TR[t, _A] > e:
         nxt = t
-        t = TR[t, _PV]
+        t = _get(TR, t, _PV)
     ne = 0
     while t >= 0 and TR[t, _A] >= lo:
         ids[ne] = t
         ne += 1
-        t = TR[t, _PV]
+        t = _get(TR, t, _PV)
     prev = t
     nop = _match(TR, x, ids, ne, nb, n, U, WG, WC, WM)
     root, no = _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM)
@@ -608,17 +701,17 @@ def _match(TR, x, ids, ne, nb, n, U, WG, WC, WM):
             ov[nop] = i
             nop += 1
             i += 1
-        mk = TR[t, _MK] & ~U
+        mk = _get(TR, t, _MK) & ~U
         if i < n and nb[0, i] == a and nb[1, i] == ln:
             k = nb[2, i]
-            if WG[x, k] == TR[t, _G] and WC[x, k] == TR[t, _C] and WM[x, k] == TR[t, _M]:
+            if _free_is(TR, t, WG[x, k], WC[x, k], WM[x, k]):
                 mk |= nb[3, i]
                 i += 1
         op[nop] = 0 if mk else 1
         ov[nop] = t
         nop += 1
-        if mk and mk != TR[t, _MK]:
-            TR[t, _MK] = mk
+        if mk and mk != _get(TR, t, _MK):
+            _set(TR, t, _MK, mk)
             _pull_up(TR, t)
     while i < n:
         op[nop] = 2
@@ -662,7 +755,7 @@ def _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM):
             d0 = _nth(op, p, p2, 1, 0)
             k = nb[2, ov[_nth(op, p, p2, 2, 0)]]
             t = ov[d0]
-            if WG[x, k] == TR[t, _G] and WC[x, k] == TR[t, _C] and WM[x, k] == TR[t, _M]:
+            if _free_is(TR, t, WG[x, k], WC[x, k], WM[x, k]):
                 pairs = min(nd, na)
             elif nd == 1 and na == 1 and _rekey(TR, t, WG[x, k], WC[x, k], WM[x, k]):
                 pairs = 1
@@ -672,7 +765,7 @@ def _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM):
             t = ov[_nth(op, p, p2, 1, r)]
             i = ov[_nth(op, p, p2, 2, r)]
             TR[t, _LN] = nb[1, i]
-            TR[t, _MK] = nb[3, i]
+            _set(TR, t, _MK, nb[3, i])
             _pull_up(TR, t)
             out[no] = t
             no += 1
@@ -694,17 +787,17 @@ def _rekey(TR, t, g, c, m):
     place in key order (between its neighbours); True if done."""
     pv = _prev(TR, t)
     nx = _next(TR, t)
-    og = TR[t, _G]
-    oc = TR[t, _C]
-    om = TR[t, _M]
-    TR[t, _G] = g
-    TR[t, _C] = c
-    TR[t, _M] = m
+    og = _get(TR, t, _G)
+    oc = _get(TR, t, _C)
+    om = _get(TR, t, _M)
+    _set(TR, t, _G, g)
+    _set(TR, t, _C, c)
+    _set(TR, t, _M, m)
     if (pv < 0 or _less(TR, pv, t)) and (nx < 0 or _less(TR, t, nx)):
         return True
-    TR[t, _G] = og
-    TR[t, _C] = oc
-    TR[t, _M] = om
+    _set(TR, t, _G, og)
+    _set(TR, t, _C, oc)
+    _set(TR, t, _M, om)
     return False
 
 
@@ -729,13 +822,13 @@ def _relink(TR, x, prev, out, no, nxt, last):
     """x's list: prev, out[:no], nxt (-1: none)."""
     for i in range(no):
         t = out[i]
-        TR[t, _PV] = prev
+        _set(TR, t, _PV, prev)
         if prev >= 0:
-            TR[prev, _NX] = t
+            _set(TR, prev, _NX, t)
         prev = t
     if prev >= 0:
-        TR[prev, _NX] = nxt
+        _set(TR, prev, _NX, nxt)
     if nxt >= 0:
-        TR[nxt, _PV] = prev
+        _set(TR, nxt, _PV, prev)
     else:
         last[x] = prev
