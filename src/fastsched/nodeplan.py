@@ -47,6 +47,7 @@ from .runindex import (MAX_SLOTS as _MAX_SLOTS, _A, _LN, add_slot, ix_add_slot, 
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices, csr_take)
 from .errors import InputError
+from .prefetch import prefetch
 from .jobs import JobTable
 from .validation import check_basic, reject
 
@@ -373,6 +374,22 @@ def _hold(x, s, e, g, c, m, WT, WG, WC, WM, wlen):
         WG[x, k] -= g
         WC[x, k] -= c
         WM[x, k] -= m
+
+
+@njit(cache=True)
+def _prefetch_node(x, WT, WG, WC, WM, wlen, TR, last):
+    """Start loading what a hold on node x reads first: its profile's last two
+    lines in each array (_split scans back from the end) and its last run index
+    entry (the index update walks back from it). Asked for together, the misses
+    overlap instead of coming one after the other; for the next node of a job,
+    they also overlap the current node's work."""
+    k = wlen[x] - 1
+    for A in (WT, WG, WC, WM):
+        prefetch(A, x, k)
+        if k >= 8:
+            prefetch(A, x, k - 8)
+    if last.shape[0] > 0 and last[x] >= 0:
+        prefetch(TR, last[x], 0)
 
 
 @njit(cache=True)
@@ -1032,8 +1049,11 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
             continue
         held_end = _on_grid(t + dur, res)
         ix_new_job(meta)        # insertion hints: this job's own entries only
+        _prefetch_node(chosen[0], WT, WG, WC, WM, wlen, TR, lastid)
         for i in range(nn[j]):
             x = chosen[i]
+            if i + 1 < nn[j]:       # overlap the next node's first misses with this one
+                _prefetch_node(chosen[i + 1], WT, WG, WC, WM, wlen, TR, lastid)
             touched = np.int64(0)
             if nix > 0:         # the slots whose runs this hold can change: before it...
                 ka = _split(x, t, WT, WG, WC, WM, wlen)

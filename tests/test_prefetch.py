@@ -1,0 +1,34 @@
+"""fastsched.prefetch: a hint that compiles in kernels, changes nothing, and
+takes 2-D arrays only."""
+import numpy as np
+import pytest
+from numba import njit
+from numba.core.errors import TypingError
+
+from fastsched.prefetch import prefetch
+
+
+@njit
+def _sum_with_prefetch(A):
+    s = 0
+    for i in range(A.shape[0]):
+        if i + 1 < A.shape[0]:
+            prefetch(A, i + 1, 0)
+        for j in range(A.shape[1]):
+            s += A[i, j]
+    return s
+
+
+def test_prefetch_leaves_values_alone():
+    A = np.arange(24, dtype=np.int64).reshape(6, 4)
+    before = A.copy()
+    assert _sum_with_prefetch(A) == before.sum()
+    np.testing.assert_array_equal(A, before)
+
+
+def test_prefetch_wants_a_2d_array():
+    @njit
+    def one_d(a):
+        prefetch(a, 0, 0)
+    with pytest.raises(TypingError):
+        one_d(np.zeros(3))
