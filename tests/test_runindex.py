@@ -1,7 +1,7 @@
 """The run index (fastsched.runindex) and the node engine's indexed path.
 
 The engine switches a request type to its run index after ``_INDEX_AFTER``
-plans in a pass; the exactness suites mostly run small queues that stay on
+plans in a pass of the event loop (``_INDEX_AFTER_PASS`` in a single pass); the exactness suites mostly run small queues that stay on
 the scan path, so here the index is forced on (0: from the first plan; 2: a
 switch in the middle of a pass) and checked against the naive twin, and a
 deep benchmark state is planned both ways and must give identical decisions.
@@ -24,6 +24,7 @@ FAST = settings(max_examples=40, deadline=None,
 @pytest.fixture(params=[0, 2])
 def indexed(request, monkeypatch):
     monkeypatch.setattr(nodeplan, "_INDEX_AFTER", request.param)
+    monkeypatch.setattr(nodeplan, "_INDEX_AFTER_PASS", request.param)
     return request.param
 
 
@@ -60,7 +61,7 @@ def test_deep_pass_same_with_and_without_index(monkeypatch, policy):
     state = busy_state("ai-8k", pending=1500, seed=3)
     out = {}
     for after in (-1, 0, 16):
-        monkeypatch.setattr(nodeplan, "_INDEX_AFTER", after)
+        monkeypatch.setattr(nodeplan, "_INDEX_AFTER_PASS", after)
         out[after] = run_pass(state, policy, full=True, depth=300)
     ref = out[-1]
     assert (ref.outcome == 1).sum() > 100 and (ref.outcome == 0).sum() > 10   # a deep pass

@@ -59,9 +59,12 @@ _FCFS, _EASY, _CONS = 0, 1, 2
 _AFTER, _AFTERANY, _AFTEROK, _AFTERNOTOK = AFTER, AFTERANY, AFTEROK, AFTERNOTOK
 _INF = np.int64(1) << np.int64(62)
 _NCAPS = 5         # columns of LimitGroups.caps (constraints.CAPS)
-#: a request type gets a run index after this many plans in one pass (< 0: never).
+#: a request type gets a run index after this many plans in one pass (< 0: never):
+#: in the event loop, whose passes are many and mostly short, and in a single pass
+#: (:func:`plan_nodes`), which plans the whole queue once, so builds pay sooner.
 #: Read at each call, so tests can force either path.
 _INDEX_AFTER = 16
+_INDEX_AFTER_PASS = 4
 
 
 # --------------------------------------------------------------------------- inputs
@@ -1917,7 +1920,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
               reason, part_used, pl.levels, pl.unit[order], pl.max_leaves[order],
               pl.leaf_wait[order],
               q(pending.submit_time if eligible is None else eligible), pl.gpu_groups,
-              np.int64(_INDEX_AFTER), _partition_bits(poff, pflat, X),
+              np.int64(_INDEX_AFTER_PASS), _partition_bits(poff, pflat, X),
               *_exclusive(pl, avail, order), False)[0]
         if code == _FCFS:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, reason, n)
