@@ -1752,8 +1752,6 @@ def _running_state(cluster: Cluster, running: RunningJobs, now: int, res: int = 
     np.bitwise_or.at(used, x, mask)
     fmask = full & ~used
     # per-node running lists sorted by planned end
-    order = np.lexsort((pe, x))
-    xs = x[order]
     rlen = np.bincount(x, minlength=X).astype(np.int64)
     R = 4
     while R < int(rlen.max(initial=0)) + 1:
@@ -1761,19 +1759,33 @@ def _running_state(cluster: Cluster, running: RunningJobs, now: int, res: int = 
     K = 8
     while K < int(rlen.max(initial=0)) + 3:
         K *= 2
-    first = np.zeros(X + 1, dtype=np.int64)
-    np.cumsum(rlen, out=first[1:])
-    col = np.arange(E, dtype=np.int64) - first[xs]
-    RT = np.zeros((X, R), dtype=np.int64)
-    RG = np.zeros((X, R), dtype=np.int64)
-    RC = np.zeros((X, R), dtype=np.int64)
-    RM = np.zeros((X, R), dtype=np.int64)
+    RT, RG, RC, RM = (np.zeros((X, R), dtype=np.int64) for _ in range(4))
+    _running_lists(x, pe, g, c, m, RT, RG, RC, RM)
     RJ = np.full((X, R), -1, dtype=np.int64)
-    RT[xs, col] = pe[order]
-    RG[xs, col] = g[order]
-    RC[xs, col] = c[order]
-    RM[xs, col] = m[order]
     return capG, capC, capM, fg, fc, fm, fmask, RT, RG, RC, RM, RJ, rlen, R, K
+
+
+@njit(cache=True)
+def _running_lists(x, pe, g, c, m, RT, RG, RC, RM):
+    """Fill RT/RG/RC/RM (zeros) with each node's entries of ``x`` sorted by
+    held end ``pe``, equal ends in entry order. An insertion into the node's
+    row per entry: a node has few running jobs (the shift is short), and a
+    global sort by (node, end) costs more on a big cluster (30 -> 17 ms on ai-1m)."""
+    n = np.zeros(RT.shape[0], dtype=np.int64)
+    for e in range(x.shape[0]):
+        y = x[e]
+        k = n[y]
+        while k > 0 and RT[y, k - 1] > pe[e]:
+            RT[y, k] = RT[y, k - 1]
+            RG[y, k] = RG[y, k - 1]
+            RC[y, k] = RC[y, k - 1]
+            RM[y, k] = RM[y, k - 1]
+            k -= 1
+        RT[y, k] = pe[e]
+        RG[y, k] = g[e]
+        RC[y, k] = c[e]
+        RM[y, k] = m[e]
+        n[y] += 1
 
 
 def _with_held_blocks(cluster: Cluster, running: RunningJobs, levels, avail) -> RunningJobs:
