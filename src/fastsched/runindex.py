@@ -361,28 +361,27 @@ def tr_succ(TR, root, lo, d, q):
 @njit(cache=True)
 def _next(TR, t):
     """The entry after t in key order, whatever its slots; -1 if none."""
-    rt = _get(TR, t, _RT)
-    if rt >= 0:
-        while _get(TR, rt, _LF) >= 0:
-            rt = _get(TR, rt, _LF)
-        return rt
-    p = _get(TR, t, _UP)
-    while p >= 0 and _get(TR, p, _RT) == t:
-        t = p
-        p = _get(TR, t, _UP)
-    return p
+    return _step(TR, t, _RT, _LF)
 
 
 @njit(cache=True)
 def _prev(TR, t):
     """The entry before t in key order, whatever its slots; -1 if none."""
-    lf = _get(TR, t, _LF)
-    if lf >= 0:
-        while _get(TR, lf, _RT) >= 0:
-            lf = _get(TR, lf, _RT)
-        return lf
+    return _step(TR, t, _LF, _RT)
+
+
+@njit(cache=True)
+def _step(TR, t, out, back):
+    """t's neighbour in key order on the side of link ``out`` (_RT: successor,
+    _LF: predecessor): the far end of that subtree, else the first ancestor
+    reached from the other side; -1 if none."""
+    c = _get(TR, t, out)
+    if c >= 0:
+        while _get(TR, c, back) >= 0:
+            c = _get(TR, c, back)
+        return c
     p = _get(TR, t, _UP)
-    while p >= 0 and _get(TR, p, _LF) == t:
+    while p >= 0 and _get(TR, p, out) == t:
         t = p
         p = _get(TR, t, _UP)
     return p
