@@ -69,3 +69,32 @@ def test_deep_pass_same_with_and_without_index(monkeypatch, policy):
         d = out[after]
         for f in ("outcome", "planned_start", "node_offsets", "nodes", "gpu_mask", "partition"):
             np.testing.assert_array_equal(getattr(d, f), getattr(ref, f), err_msg=f"{after} {f}")
+
+
+def test_unpackable_cluster_plans_the_same_by_scanning(monkeypatch):
+    """The index packs node amounts in 32 bits; a cluster whose memory does not
+    fit (`ix_packable` false) must take the exact scan path instead. Memory
+    only ever meets sums and comparisons, so scaling every memory figure by the
+    same factor must leave every decision as it was: the packable state goes
+    through the index, the scaled one through the scan, and they must agree."""
+    import dataclasses
+    from fastsched import JobTable
+    from fastsched.benchstate import busy_state, run_pass
+    from fastsched.runindex import ix_packable
+    monkeypatch.setattr(nodeplan, "_INDEX_AFTER_PASS", 0)
+    state = busy_state("ai-8k", pending=600, seed=5)
+    scale = 4096                                    # 2,000,000 MB x 4096 > 2**31
+    cl = state.cluster
+    big = dataclasses.replace(cl, mem_mb=cl.mem_mb * scale)
+    assert ix_packable(cl.gpus, cl.cpus, cl.mem_mb)
+    assert not ix_packable(big.gpus, big.cpus, big.mem_mb)
+    cols = state.pending.to_dict()
+    cols["mem_per_node"] = cols["mem_per_node"] * scale
+    scaled = dataclasses.replace(state, cluster=big, pending=JobTable(**cols),
+                                 running=dataclasses.replace(state.running,
+                                                             mem=state.running.mem * scale))
+    for policy in ("easy", "conservative"):
+        ref, d = (run_pass(s, policy, full=True, depth=300) for s in (state, scaled))
+        assert (ref.outcome == 1).sum() > 50 and (ref.outcome == 0).sum() > 10
+        for f in ("outcome", "planned_start", "node_offsets", "nodes", "gpu_mask", "partition"):
+            np.testing.assert_array_equal(getattr(d, f), getattr(ref, f), err_msg=f"{policy} {f}")
