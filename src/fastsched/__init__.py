@@ -10,6 +10,7 @@ Public API (everything else is private)::
 
     sched = fs.Scheduler(cluster, "easy")     # embed: submit / schedule (pure) / apply / complete
 """
+from . import _jitcache  # noqa: F401  (first: kernels compiled below are keyed on it)
 from .cluster import Cluster, ClusterState, NodeState, Partition
 from .config import SchedulerConfig, load_config, parse_config
 from .errors import FastschedError, InputError, UnsupportedError

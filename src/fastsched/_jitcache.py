@@ -1,0 +1,86 @@
+"""Numba's on-disk cache, made to notice changes in *other* modules.
+
+Numba keys a cached kernel on its own source file only. A kernel that calls a
+kernel of another module (``nodeplan._pass`` inlines ``runindex.ix_hold``) or
+reads another module's constants keeps its stale machine code when only that
+other file changes, as after a ``git pull`` into an editable install: the
+engine would silently run old code. Here every kernel of the package is keyed
+on the files that compiled code can reach: the modules holding kernels and the
+package modules they import (``KERNEL_SOURCES``; tests/test_jitcache.py checks
+the list against the imports). Changing any of them recompiles on next use.
+
+The stamp is added by a cache locator placed ahead of Numba's own; it answers
+only for this package's files and otherwise defers to Numba, so other
+libraries' caches behave as before.
+"""
+from __future__ import annotations
+
+import os
+
+#: modules with compiled code, then the package modules they import
+KERNEL_SOURCES = ("fairshare", "metrics", "nodeplan", "prefetch", "priority", "runindex",
+                  "topology", "verify",
+                  "cluster", "constraints", "errors", "hostlist", "jobs", "schedule",
+                  "validation", "verify_constraints")
+
+
+def sources_stamp(paths) -> tuple:
+    """(name, mtime_ns, size) of each file: what Numba itself checks, per file."""
+    out = []
+    for p in paths:
+        st = os.stat(p)
+        out.append((os.path.basename(p), st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+def install(package_dir: str, modules=KERNEL_SOURCES) -> bool:
+    """Key the cached kernels of files in ``package_dir`` on ``modules`` too.
+
+    Returns False (and changes nothing) when this Numba has no locator list to
+    extend; the package then works as before, with Numba's per-file keys."""
+    try:
+        from numba.core.caching import CacheImpl, _CacheLocator
+    except ImportError:
+        return False
+    locators = getattr(CacheImpl, "_locator_classes", None)
+    if not isinstance(locators, list):
+        return False
+    package_dir = os.path.realpath(package_dir)
+    paths = [os.path.join(package_dir, f"{m}.py") for m in modules]
+
+    class PackageStampLocator(_CacheLocator):
+        """Numba's own locator for the file, with the package's stamp added."""
+
+        def __init__(self, inner):
+            self._inner = inner
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if os.path.dirname(os.path.realpath(py_file)) != package_dir:
+                return None
+            for other in locators:
+                if other is not cls:
+                    inner = other.from_function(py_func, py_file)
+                    if inner is not None:
+                        return cls(inner)
+            return None
+
+        def ensure_cache_path(self):
+            self._inner.ensure_cache_path()
+
+        def get_cache_path(self):
+            return self._inner.get_cache_path()
+
+        def get_disambiguator(self):
+            return self._inner.get_disambiguator()
+
+        def get_source_stamp(self):
+            return (self._inner.get_source_stamp(), sources_stamp(paths))
+
+    locators[:] = [c for c in locators if getattr(c, "package_dir", None) != package_dir]
+    PackageStampLocator.package_dir = package_dir
+    locators.insert(0, PackageStampLocator)
+    return True
+
+
+install(os.path.dirname(__file__))

@@ -1,0 +1,96 @@
+"""fastsched._jitcache: a cached kernel is recompiled when a module it reaches changes.
+
+Numba keys its cache on the kernel's own file only; the package adds the files
+its compiled code can reach. The end-to-end test builds a two-module package
+(a cached caller in b.py, its callee in a.py), edits only a.py, and checks that
+the caller sees the edit with the guard and (the control) does not without.
+"""
+import ast
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import fastsched
+from fastsched import _jitcache, nodeplan
+
+PKG = pathlib.Path(fastsched.__file__).parent
+
+
+def _relative_imports(name):
+    tree = ast.parse((PKG / f"{name}.py").read_text())
+    return {n.module.split(".")[0] for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+
+
+def test_kernel_sources_are_the_kernels_and_what_they_import():
+    text = {p.stem: p.read_text() for p in PKG.glob("*.py")}
+    todo = [m for m, t in text.items() if "@njit" in t or "@intrinsic" in t]
+    assert {"nodeplan", "runindex", "prefetch"} <= set(todo)
+    reach = set()
+    while todo:
+        m = todo.pop()
+        if m not in reach:
+            reach.add(m)
+            todo += [i for i in _relative_imports(m) if i in text]
+    assert reach == set(_jitcache.KERNEL_SOURCES)
+
+
+def test_package_kernels_carry_the_package_stamp():
+    stamp = nodeplan._pass._cache._impl.locator.get_source_stamp()
+    names = [entry[0] for entry in stamp[1]]
+    assert names == [f"{m}.py" for m in _jitcache.KERNEL_SOURCES]
+
+
+CALLER = """
+from numba import njit
+from .a import f
+
+@njit(cache=True)
+def g():
+    return f() * 10
+"""
+RUN = """
+import sys
+sys.path.insert(0, {root!r})
+if {guard}:
+    from fastsched._jitcache import install
+    assert install({pkg!r}, ("a", "b"))
+from pkgx.b import g
+print(g())
+"""
+
+
+def _run(root, guard):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(root / "cache"))
+    code = RUN.format(root=str(root), pkg=str(root / "pkgx"), guard=guard)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout.split()[-1])
+
+
+def _edit_callee(root, value):
+    a = root / "pkgx" / "a.py"
+    a.write_text(f"from numba import njit\n\n@njit\ndef f():\n    return {value}\n")
+    st = os.stat(a)
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))   # a visibly newer file
+
+
+def _package(root):
+    (root / "pkgx").mkdir(parents=True)
+    (root / "pkgx" / "__init__.py").write_text("")
+    (root / "pkgx" / "b.py").write_text(textwrap.dedent(CALLER))
+    _edit_callee(root, 1)
+
+
+def test_editing_a_callee_recompiles_its_cached_caller(tmp_path):
+    for guard, expect_after_edit in ((True, 20), (False, 10)):
+        root = tmp_path / f"guard{guard}"
+        _package(root)
+        assert _run(root, guard) == 10
+        assert list((root / "cache").rglob("b.g-*.nbi"))      # cached ...
+        assert _run(root, guard) == 10                          # ... and read back
+        _edit_callee(root, 2)
+        # without the guard Numba reuses the stale caller (the control: why the guard exists)
+        assert _run(root, guard) == expect_after_edit
