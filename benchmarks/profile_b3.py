@@ -59,8 +59,8 @@ PATCHES = [
      "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
     ("                    root, TR, fr = _ix_build(",
      "                    c0 = _rdtsc()\n                    root, TR, fr = _ix_build("),
-    ("                                             elig, root)\n                    slot[ty] = nix\n",
-     "                                             elig, root)\n                    slot[ty] = nix\n"
+    ("                                             wlen, lastid, elig, root)\n                    slot[ty] = nix\n",
+     "                                             wlen, lastid, elig, root)\n                    slot[ty] = nix\n"
      "                    prof[8] += _rdtsc() - c0\n                    prof[9] += 1\n"),
     ("            if nix > 0:         # the slots whose runs this hold can change: before it...\n",
      "            c1 = _rdtsc()\n            prof[11] += 1\n"
@@ -69,8 +69,8 @@ PATCHES = [
      "            c2 = _rdtsc()\n            prof[12] += c2 - c1\n"
      "            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n"
      "            c3 = _rdtsc()\n            prof[10] += c3 - c2\n"),
-    ("                               WC, WM, wlen, lastid, ids, ibuf)\n        planned[j] = t\n",
-     "                               WC, WM, wlen, lastid, ids, ibuf)\n"
+    ("                               WG, WC, WM, wlen, lastid, ids, ibuf)\n        planned[j] = t\n",
+     "                               WG, WC, WM, wlen, lastid, ids, ibuf)\n"
      "                prof[13] += 1\n"
      "            prof[14] += _rdtsc() - c3\n        planned[j] = t\n"),
     ("    for q in range(last + 1):\n        j = queue[q]\n",

@@ -98,3 +98,23 @@ def test_unpackable_cluster_plans_the_same_by_scanning(monkeypatch):
         assert (ref.outcome == 1).sum() > 50 and (ref.outcome == 0).sum() > 10
         for f in ("outcome", "planned_start", "node_offsets", "nodes", "gpu_mask", "partition"):
             np.testing.assert_array_equal(getattr(d, f), getattr(ref, f), err_msg=f"{policy} {f}")
+
+
+@settings(max_examples=100, deadline=None)
+@given(entries=st.lists(st.tuples(st.integers(1, 50), st.lists(st.integers(0, 3), min_size=1,
+                                                                max_size=3)), max_size=12),
+       data=st.data())
+def test_min_limits_per_type(entries, data):
+    """The run index's per-type threshold: the shortest limit of the jobs in
+    the queue's range that list the type (any of their partitions), else _INF."""
+    n = len(entries)
+    limit = np.array([lim for lim, _ in entries], dtype=np.int64)
+    pc_off = np.cumsum([0] + [len(tys) for _, tys in entries]).astype(np.int64)
+    pc_type = np.array([ty for _, tys in entries for ty in tys], dtype=np.int64)
+    queue = np.array(data.draw(st.permutations(range(n))), dtype=np.int64)
+    q0 = data.draw(st.integers(0, n))
+    q1 = data.draw(st.integers(q0, n))
+    got = nodeplan._min_limits(queue, q0, q1, limit, pc_off, pc_type, 4)
+    for ty in range(4):
+        lims = [entries[j][0] for j in queue[q0:q1] if ty in entries[j][1]]
+        assert got[ty] == (min(lims) if lims else nodeplan._INF)

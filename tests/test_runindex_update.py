@@ -87,9 +87,10 @@ def test_hinted_inserts_match_a_sorted_list(ops, ds):
 
 # --------------------------------------------------------------------------- holds
 
-def twin_entries(prof, types, elig):
+def twin_entries(prof, types, elig, ths):
     """{(a, g, c, m, x, length): slot mask} of the runs of every slot's type
-    on its nodes, from the profile (prof[x] = [(t, g, c, m), ...])."""
+    on its nodes at least ``ths[q]`` long, from the profile (prof[x] = [(t, g,
+    c, m), ...])."""
     want = {}
     for q, (g, c, m) in enumerate(types):
         for x, segs in enumerate(prof):
@@ -105,7 +106,8 @@ def twin_entries(prof, types, elig):
                     k2 += 1
                 ln = INF if k2 == len(segs) else segs[k2][0] - segs[k][0]
                 key = (segs[k][0], segs[k][1], segs[k][2], segs[k][3], x, ln)
-                want[key] = want.get(key, 0) | 1 << q
+                if ln >= ths[q]:
+                    want[key] = want.get(key, 0) | 1 << q
                 k = k2
     return want
 
@@ -145,9 +147,9 @@ def check_treap(TR, root):
     return got
 
 
-def check_index(TR, root, last, prof, types, elig):
+def check_index(TR, root, last, prof, types, elig, ths):
     S = len(types)
-    want = twin_entries(prof, types, elig)
+    want = twin_entries(prof, types, elig, ths)
     # the treap (key order, masks, free at the start) against the runs of the profile
     assert check_treap(TR, root) == sorted(want.items())
     # every node's list: its entries in (start, length) order, linked both ways
@@ -185,7 +187,7 @@ class Engine:
         self.TR, self.fr, self.meta = new_table(0, 4)
         self.root = -1
         self.last = np.full(n, -1, dtype=np.int64)
-        self.sg, self.sc, self.sm = (np.zeros(16, dtype=np.int64) for _ in range(3))
+        self.sg, self.sc, self.sm, self.sth = (np.zeros(16, dtype=np.int64) for _ in range(4))
         self.elig = np.zeros(n, dtype=np.int64)
         self.types = []
         self.ids = np.empty(0, dtype=np.int64)
@@ -195,16 +197,22 @@ class Engine:
         return [[tuple(int(A[x, k]) for A in (self.WT, self.WG, self.WC, self.WM))
                  for k in range(self.wlen[x])] for x in range(len(self.wlen))]
 
-    def add_slot(self, nodes, g, c, m, caps):
+    def check(self):
+        check_index(self.TR, self.root, self.last, self.prof(), self.types, self.elig,
+                    self.sth)
+
+    def add_slot(self, nodes, g, c, m, caps, th=0):
+        """Slot for (g, c, m) on ``nodes``, its runs shorter than ``th`` left out."""
         q = len(self.types)
         self.TR = add_slot(self.TR, self.meta)
-        self.sg[q], self.sc[q], self.sm[q] = g, c, m
+        self.sg[q], self.sc[q], self.sm[q], self.sth[q] = g, c, m, th
         for x in nodes:
             if caps[x][0] >= g and caps[x][1] >= c and caps[x][2] >= m:
                 self.elig[x] |= 1 << q
                 self.TR, self.fr = tr_reserve(self.TR, self.fr, self.meta, self.wlen[x] + 2)
                 self.root = ix_add_slot(self.TR, self.fr, self.meta, self.root, x, q, g, c, m,
-                                        self.WT, self.WG, self.WC, self.WM, self.wlen, self.last)
+                                        th, self.WT, self.WG, self.WC, self.WM, self.wlen,
+                                        self.last)
         self.types.append((g, c, m))
 
     def hold(self, x, s, e, g, c, m):
@@ -221,8 +229,8 @@ class Engine:
                 self.nb = np.empty((8, 4 * room), dtype=np.int64)
             self.TR, self.fr = tr_reserve(self.TR, self.fr, self.meta, room)
             self.root = ix_hold(self.TR, self.fr, self.meta, self.root, x, ka, kb, U,
-                                len(self.types), self.sg, self.sc, self.sm, *A[:4], self.wlen,
-                                self.last, self.ids, self.nb)
+                                len(self.types), self.sg, self.sc, self.sm, self.sth, *A[:4],
+                                self.wlen, self.last, self.ids, self.nb)
 
 
 def fits(prof_x, s, e, g, c, m):
@@ -242,16 +250,19 @@ request = st.tuples(st.integers(0, 3), st.integers(0, 6), st.integers(0, 3))
                      min_size=2, max_size=6),
        types=st.lists(st.tuples(st.integers(0, 1), request), min_size=1, max_size=5,
                       unique=True),
+       ths=st.lists(st.sampled_from([0, 0, 1, 3, 6, 10]), min_size=5, max_size=5),
        when=st.lists(st.integers(0, 12), min_size=5, max_size=5),
        jobs=st.lists(st.tuples(st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=True),
                                st.integers(0, 30), st.integers(1, 12), request), max_size=12))
-def test_holds_keep_the_shared_index_right(caps, types, when, jobs):
+def test_holds_keep_the_shared_index_right(caps, types, ths, when, jobs):
     """Random jobs held on 1-4 of 2-6 nodes each (partition 0: every node,
     partition 1: nodes 0 and 1; types nested or not, several per partition);
-    slot i is added before job ``when[i]``. After every slot and every job the
-    index is exactly the twin's. (Mutations caught: no slot-mask update on a
-    kept entry; the walk stopping at the hold's start or at A + LN < s;
-    re-keying an entry in place without the neighbour check.)"""
+    slot i is added before job ``when[i]`` and keeps its runs at least
+    ``ths[i]`` long. After every slot and every job the index is exactly the
+    twin's. (Mutations caught: no slot-mask update on a kept entry; the walk
+    stopping at the hold's start or at A + LN < s; re-keying an entry in place
+    without the neighbour check; a threshold applied to the built runs only,
+    or to the held ones only.)"""
     n = len(caps)
     K = 2 + 2 * 4 * len(jobs) + 4
     eng = Engine(caps, K)
@@ -259,8 +270,8 @@ def test_holds_keep_the_shared_index_right(caps, types, when, jobs):
     for j in range(len(jobs) + 1):
         for i, (p, (g, c, m)) in enumerate(types):
             if when[i] == j or (j == len(jobs) and when[i] > j):
-                eng.add_slot(parts[p], g, c, m, caps)
-                check_index(eng.TR, eng.root, eng.last, eng.prof(), eng.types, eng.elig)
+                eng.add_slot(parts[p], g, c, m, caps, ths[i])
+                eng.check()
         if j == len(jobs):
             break
         nodes, s, dur, (g, c, m) = jobs[j]
@@ -268,7 +279,7 @@ def test_holds_keep_the_shared_index_right(caps, types, when, jobs):
         for x in nodes:
             if x < n and fits(eng.prof()[x], s, s + dur, g, c, m):
                 eng.hold(x, s, s + dur, g, c, m)
-        check_index(eng.TR, eng.root, eng.last, eng.prof(), eng.types, eng.elig)
+        eng.check()
 
 
 def test_a_ninth_slot_widens_the_table():
@@ -282,13 +293,13 @@ def test_a_ninth_slot_widens_the_table():
         if i == 3:
             eng.hold(0, 2, 7, 1, 2, 1)
     assert eng.TR.shape[1] == NFIELDS + 16
-    check_index(eng.TR, eng.root, eng.last, eng.prof(), eng.types, eng.elig)
+    eng.check()
     for x, s, e, (g, c, m) in [(0, 0, 4, (1, 1, 1)), (1, 3, 9, (2, 5, 1)), (2, 1, 5, (3, 1, 1)),
                                (0, 6, 10, (2, 2, 2))]:
         ix_new_job(eng.meta)
         if fits(eng.prof()[x], s, e, g, c, m):
             eng.hold(x, s, e, g, c, m)
-        check_index(eng.TR, eng.root, eng.last, eng.prof(), eng.types, eng.elig)
+        eng.check()
 
 
 def test_packable_limits():

@@ -683,11 +683,12 @@ def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, cho
 
 
 @njit(cache=True)
-def _ix_build(now, g, c, m, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, WM, wlen, last,
-              elig, root):
+def _ix_build(now, g, c, m, th, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, WM, wlen,
+              last, elig, root):
     """A new slot for a type in the shared run index: every capable node of its
-    partition (first segments moved to now first) gets its runs, and the slot's
-    bit in ``elig[x]`` (holds on x can change its runs). Returns (root, TR, fr)."""
+    partition (first segments moved to now first) gets its runs at least ``th``
+    long, and the slot's bit in ``elig[x]`` (holds on x can change its runs).
+    Returns (root, TR, fr)."""
     TR = add_slot(TR, meta)
     q = meta[2] - 1
     for i in range(plist.shape[0]):
@@ -697,8 +698,23 @@ def _ix_build(now, g, c, m, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, W
         elig[x] |= np.int64(1) << q
         WT[x, 0] = now
         TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
-        root = ix_add_slot(TR, fr, meta, root, x, q, g, c, m, WT, WG, WC, WM, wlen, last)
+        root = ix_add_slot(TR, fr, meta, root, x, q, g, c, m, th, WT, WG, WC, WM, wlen, last)
     return root, TR, fr
+
+
+@njit(cache=True)
+def _min_limits(queue, q0, q1, limit, pc_off, pc_type, T):
+    """Per request type: the shortest time limit of the jobs of ``queue[q0:q1]``
+    that may ask for it (``_INF``: none). A pass only takes capacity away, so a
+    run shorter than this, or a piece of it later, can never start one of them:
+    the run index leaves such runs out (:func:`fastsched.runindex.ix_hold`)."""
+    tmin = np.full(T, _INF, dtype=np.int64)
+    for r in range(q0, q1):
+        j = queue[r]
+        for e in range(pc_off[j], pc_off[j + 1]):
+            if limit[j] < tmin[pc_type[e]]:
+                tmin[pc_type[e]] = limit[j]
+    return tmin
 
 
 @njit(cache=True)
@@ -969,6 +985,8 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     sg = np.empty(_MAX_SLOTS, dtype=np.int64)     # per slot: the type's request
     sc = np.empty(_MAX_SLOTS, dtype=np.int64)
     sm = np.empty(_MAX_SLOTS, dtype=np.int64)
+    sth = np.empty(_MAX_SLOTS, dtype=np.int64)   # per slot: the shortest run it keeps
+    tmin = np.empty(0, dtype=np.int64)
     nix = 0
     # the index packs node amounts in 32 bits: a cluster beyond that keeps the scan path
     indexed = index_after >= 0 and levels.shape[0] == 0 and ix_packable(capG, capC, capM)
@@ -1023,12 +1041,14 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                     if nix == 0:
                         lastid = np.full(capG.shape[0], -1, dtype=np.int64)
                         elig = np.zeros(capG.shape[0], dtype=np.int64)
+                        tmin = _min_limits(queue, q, last + 1, limit, pc_off, pc_type, T)
                     sg[nix] = type_g[ty]
                     sc[nix] = type_c[ty]
                     sm[nix] = type_m[ty]
-                    root, TR, fr = _ix_build(now, sg[nix], sc[nix], sm[nix], plist, capG, capC,
-                                             capM, TR, fr, meta, WT, WG, WC, WM, wlen, lastid,
-                                             elig, root)
+                    sth[nix] = tmin[ty]
+                    root, TR, fr = _ix_build(now, sg[nix], sc[nix], sm[nix], sth[nix], plist,
+                                             capG, capC, capM, TR, fr, meta, WT, WG, WC, WM,
+                                             wlen, lastid, elig, root)
                     slot[ty] = nix
                     nix += 1
             if slot[ty] >= 0:
@@ -1075,8 +1095,8 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                     ids = np.empty(4 * room, dtype=np.int64)
                     ibuf = np.empty((8, 4 * room), dtype=np.int64)
                 TR, fr = tr_reserve(TR, fr, meta, room)
-                root = ix_hold(TR, fr, meta, root, x, ka, kb, touched, nix, sg, sc, sm, WT, WG,
-                               WC, WM, wlen, lastid, ids, ibuf)
+                root = ix_hold(TR, fr, meta, root, x, ka, kb, touched, nix, sg, sc, sm, sth, WT,
+                               WG, WC, WM, wlen, lastid, ids, ibuf)
         planned[j] = t
         if t > now:
             resv[reserved] = j
