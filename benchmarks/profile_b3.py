@@ -35,8 +35,8 @@ def _rdtsc(typingctx):
 
 # (old text, new text): each old text must occur exactly once in nodeplan.py
 PATCHES = [
-    ("def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, chosen):",
-     "def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, chosen, prof):"),
+    ("def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen):",
+     "def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen, prof):"),
     ("            hs = _heap_push(hk, hv, hs, b, z)\n",
      "            hs = _heap_push(hk, hv, hs, b, z)\n            prof[18] += 1\n"),
     ("          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep):\n    \"\"\"One scheduling pass",
@@ -44,10 +44,10 @@ PATCHES = [
     ("              *_exclusive(pl, avail, order), False)[0]",
      "              *_exclusive(pl, avail, order), False, _PROF)[0]"),
     ("                te = _plan_indexed(now, dur, nn[j], only_now, root, slot[ty], TR, WT, WG, WC,\n"
-     "                                   WM, wlen, trial)\n",
+     "                                   WM, wo, wlen, trial)\n",
      "                c0 = _rdtsc()\n"
      "                te = _plan_indexed(now, dur, nn[j], only_now, root, slot[ty], TR, WT, WG, WC,\n"
-     "                                   WM, wlen, trial, prof)\n"
+     "                                   WM, wo, wlen, trial, prof)\n"
      "                k_ = 0 if nn[j] == 1 else 2\n"
      "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
     ("                te = _plan_job(now, rg[j], rc[j], rm[j], dur, nn[j], only_now, not now_here,\n",
@@ -65,12 +65,12 @@ PATCHES = [
     ("            if nix > 0:         # the slots whose runs this hold can change: before it...\n",
      "            c1 = _rdtsc()\n            prof[11] += 1\n"
      "            if nix > 0:         # the slots whose runs this hold can change: before it...\n"),
-    ("            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n",
+    ("            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)\n",
      "            c2 = _rdtsc()\n            prof[12] += c2 - c1\n"
-     "            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n"
+     "            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)\n"
      "            c3 = _rdtsc()\n            prof[10] += c3 - c2\n"),
-    ("                               WG, WC, WM, wlen, lastid, ids, ibuf)\n        planned[j] = t\n",
-     "                               WG, WC, WM, wlen, lastid, ids, ibuf)\n"
+    ("                               WG, WC, WM, wo, wlen, lastid, ids, ibuf)\n        planned[j] = t\n",
+     "                               WG, WC, WM, wo, wlen, lastid, ids, ibuf)\n"
      "                prof[13] += 1\n"
      "            prof[14] += _rdtsc() - c3\n        planned[j] = t\n"),
     ("    for q in range(last + 1):\n        j = queue[q]\n",
@@ -78,9 +78,9 @@ PATCHES = [
     ("    # the next pass starts from the running jobs: undo this pass's reservations\n",
      "    c9 = _rdtsc()\n    prof[16] += c9 - prof[20]\n"
      "    # the next pass starts from the running jobs: undo this pass's reservations\n"),
-    ("            _give_back(alloc_nodes[o], planned[j], e, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n"
+    ("            _give_back(alloc_nodes[o], planned[j], e, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)\n"
      "    return nstarted,",
-     "            _give_back(alloc_nodes[o], planned[j], e, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)\n"
+     "            _give_back(alloc_nodes[o], planned[j], e, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)\n"
      "    prof[17] += _rdtsc() - c9\n    return nstarted,"),
     ("from .validation import check_basic, reject\n",
      "from .validation import check_basic, reject\n" + RDTSC + "\n_PROF = np.zeros(32, dtype=np.int64)\n"),

@@ -51,14 +51,14 @@ def scratch_profile(loop, x, now):
 
 
 def assert_profile_kept(loop, now):
-    WT, WG, WC, WM = loop.W
     for x in range(len(loop.capG)):
+        WT, WG, WC, WM = loop.profile(x)
         L = int(loop.wlen[x])
-        assert WT[x, 0] <= now
-        times = [now] + [int(t) for t in WT[x, 1:L]]
+        assert len(WT) == L and L + 2 <= loop.wcap[x]     # room for two more breakpoints
+        assert WT[0] <= now
+        times = [now] + [int(t) for t in WT[1:L]]
         assert all(a < b for a, b in zip(times, times[1:])), (x, times)
-        kept = _steps([(times[k], (int(WG[x, k]), int(WC[x, k]), int(WM[x, k])))
-                       for k in range(L)])
+        kept = _steps([(times[k], (int(WG[k]), int(WC[k]), int(WM[k]))) for k in range(L)])
         expect, ends = scratch_profile(loop, x, now)
         assert kept == expect, (x, now, kept, expect)
         assert set(times[1:]) <= ends, "a breakpoint that is no running job's held end"

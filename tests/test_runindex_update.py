@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastsched.nodeplan import _hold, _split
+from fastsched.nodeplan import _hold, _profile_of, _room, _segments, _split
 from fastsched.runindex import (_A, _MK, _MX, _LF, _LN, _NX, _PV, _RT, _UP,
                                 _INF, NFIELDS, _add, _delete_at, _get, _next, _prio, add_slot,
                                 ix_add_slot, ix_hold, ix_new_job, ix_packable, ix_touched,
@@ -173,16 +173,17 @@ def check_index(TR, root, last, prof, types, elig, ths):
 
 class Engine:
     """The index side of the engine's pass: slots added lazily, every hold
-    brought into the index as ``_pass`` does (ix_touched before, ix_hold after)."""
+    brought into the index as ``_pass`` does (ix_touched before, ix_hold after),
+    on the ragged profile: segments of ``K`` entries at first, a node that
+    outgrows its segment moves (:func:`fastsched.nodeplan._room`)."""
 
     def __init__(self, caps, K):
         n = len(caps)
-        self.WT = np.zeros((n, K), dtype=np.int64)
-        self.WG = np.zeros((n, K), dtype=np.int64)
-        self.WC = np.zeros((n, K), dtype=np.int64)
-        self.WM = np.zeros((n, K), dtype=np.int64)
+        W, self.wo, self.wcap, self.wst = _segments(np.full(n, K, dtype=np.int64))
+        self.WT, self.WG, self.WC, self.WM = W
         for x, (g, c, m) in enumerate(caps):
-            self.WG[x, 0], self.WC[x, 0], self.WM[x, 0] = g, c, m
+            o = self.wo[x]
+            self.WG[o], self.WC[o], self.WM[o] = g, c, m
         self.wlen = np.ones(n, dtype=np.int64)
         self.TR, self.fr, self.meta = new_table(0, 4)
         self.root = -1
@@ -194,8 +195,9 @@ class Engine:
         self.nb = np.empty((8, 0), dtype=np.int64)
 
     def prof(self):
-        return [[tuple(int(A[x, k]) for A in (self.WT, self.WG, self.WC, self.WM))
-                 for k in range(self.wlen[x])] for x in range(len(self.wlen))]
+        W = (self.WT, self.WG, self.WC, self.WM)
+        return [list(zip(*(A.tolist() for A in _profile_of(W, self.wo, self.wlen, x))))
+                for x in range(len(self.wlen))]
 
     def check(self):
         check_index(self.TR, self.root, self.last, self.prof(), self.types, self.elig,
@@ -211,17 +213,20 @@ class Engine:
                 self.elig[x] |= 1 << q
                 self.TR, self.fr = tr_reserve(self.TR, self.fr, self.meta, self.wlen[x] + 2)
                 self.root = ix_add_slot(self.TR, self.fr, self.meta, self.root, x, q, g, c, m,
-                                        th, self.WT, self.WG, self.WC, self.WM, self.wlen,
+                                        th, self.WT, self.WG, self.WC, self.WM, self.wo,
+                                        self.wlen,
                                         self.last)
         self.types.append((g, c, m))
 
     def hold(self, x, s, e, g, c, m):
-        A = (self.WT, self.WG, self.WC, self.WM, self.wlen)
+        A = (self.WT, self.WG, self.WC, self.WM, self.wo, self.wlen)
         ka = _split(x, s, *A)
         kb = _split(x, e, *A)
         U = ix_touched(x, ka, kb, len(self.types), self.sg, self.sc, self.sm, self.elig,
-                       self.WG, self.WC, self.WM)
+                       self.WG, self.WC, self.WM, self.wo)
         _hold(x, s, e, g, c, m, *A)
+        self.WT, self.WG, self.WC, self.WM = _room(x, *A, self.wcap, self.wst)
+        A = (self.WT, self.WG, self.WC, self.WM, self.wo, self.wlen)
         if U:
             room = len(self.types) * (self.wlen[x] + 2)
             if self.ids.shape[0] < 2 * room:
@@ -229,8 +234,8 @@ class Engine:
                 self.nb = np.empty((8, 4 * room), dtype=np.int64)
             self.TR, self.fr = tr_reserve(self.TR, self.fr, self.meta, room)
             self.root = ix_hold(self.TR, self.fr, self.meta, self.root, x, ka, kb, U,
-                                len(self.types), self.sg, self.sc, self.sm, self.sth, *A[:4],
-                                self.wlen, self.last, self.ids, self.nb)
+                                len(self.types), self.sg, self.sc, self.sm, self.sth, *A,
+                                self.last, self.ids, self.nb)
 
 
 def fits(prof_x, s, e, g, c, m):
@@ -264,8 +269,7 @@ def test_holds_keep_the_shared_index_right(caps, types, ths, when, jobs):
     without the neighbour check; a threshold applied to the built runs only,
     or to the held ones only.)"""
     n = len(caps)
-    K = 2 + 2 * 4 * len(jobs) + 4
-    eng = Engine(caps, K)
+    eng = Engine(caps, 3)       # small segments: holds move nodes
     parts = [list(range(n)), [x for x in (0, 1) if x < n]]
     for j in range(len(jobs) + 1):
         for i, (p, (g, c, m)) in enumerate(types):

@@ -11,9 +11,14 @@ Data layout (all flat NumPy arrays, one row per node):
   ``fmask`` (bit k set = GPU k free);
 * running jobs per node: ``RT/RG/RC/RM/RJ[node, :rlen[node]]`` = planned end
   and (g, c, m) of each running job on the node, sorted by planned end;
-* the work profile per node: breakpoints ``WT[node, k]`` with the free
-  (g, c, m) from ``WT[node, k]`` to ``WT[node, k + 1]`` (the last segment runs
-  forever). It is kept between passes and updated in place: built once from
+* the work profile per node: breakpoints ``T[k]`` with the free (g, c, m)
+  ``G/C/M[k]`` from ``T[k]`` to ``T[k + 1]`` (the last segment runs forever),
+  stored *ragged*: node x's k-th breakpoint is ``WT[wo[x] + k]`` (``WG/WC/WM``
+  alike, ``k < wlen[x]``) in its own segment of ``wcap[x]`` entries of flat
+  arrays. Breakpoint counts are very uneven (ai-1m, 1M reservations: mean 40,
+  max 462), so a padded nodes x max array was 13x the live data. A node that
+  outgrows its segment moves to a twice bigger one at the end (:func:`_room`).
+  The profile is kept between passes and updated in place: built once from
   the running jobs, a start holds its resources until its held end (on the
   absolute grid of multiples of the resolution, so breakpoints never move), a
   completion gives back what the job held from now on and drops breakpoints
@@ -47,7 +52,7 @@ from .runindex import (MAX_SLOTS as _MAX_SLOTS, _A, _LN, add_slot, ix_add_slot, 
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices, csr_take)
 from .errors import InputError
-from .prefetch import prefetch
+from .prefetch import prefetch, prefetch1
 from .jobs import JobTable
 from .validation import check_basic, reject
 
@@ -196,6 +201,77 @@ def _widen(A, width):
     return B
 
 
+# The ragged profile's layout is owned by the kernels below and
+# :func:`_segments`: node x's breakpoints are ``W?[wo[x]:wo[x] + wlen[x]]``, in
+# a segment of ``wcap[x]`` entries; ``wst`` = [top (first entry never used),
+# holes (entries of abandoned segments)].
+
+@njit(cache=True)
+def _resized(A, size, top):
+    B = np.empty(size, dtype=A.dtype)
+    B[:top] = A[:top]
+    return B
+
+
+@njit(cache=True)
+def _compact(WT, WG, WC, WM, wo, wlen, wcap):
+    """Slide every segment down over the holes (in place, in offset order, so a
+    move never overwrites a segment not moved yet); returns the new top."""
+    top = 0
+    for x in np.argsort(wo, kind="mergesort"):
+        o = wo[x]
+        if o != top:
+            for k in range(wlen[x]):
+                WT[top + k] = WT[o + k]
+                WG[top + k] = WG[o + k]
+                WC[top + k] = WC[o + k]
+                WM[top + k] = WM[o + k]
+            wo[x] = top
+        top += wcap[x]
+    return top
+
+
+@njit(cache=True)
+def _room(x, WT, WG, WC, WM, wo, wlen, wcap, wst):
+    """Keep room for two more breakpoints on node x (what a hold or a give-back
+    may add; callers test ``wlen[x] + 2 > wcap[x]`` first: the call and the
+    returned arrays cost in the hold loop). A node that outgrows its segment
+    moves to one twice as big at the top, leaving a hole. When the arrays are
+    full, they are compacted if the holes are over half the live segments (a
+    node's old segments add up to less than its current one, so holes never
+    outweigh the live segments), and doubled if that is not enough. Returns
+    the arrays (new ones when doubled)."""
+    need = wlen[x] + 2
+    if need <= wcap[x]:
+        return WT, WG, WC, WM
+    cap = wcap[x]
+    while cap < need:
+        cap *= 2
+    top = wst[0]
+    if top + cap > WT.shape[0] and 2 * wst[1] > top - wst[1]:
+        top = _compact(WT, WG, WC, WM, wo, wlen, wcap)
+        wst[1] = 0
+    if top + cap > WT.shape[0]:
+        size = max(WT.shape[0], 16)
+        while size < top + cap:
+            size *= 2
+        WT = _resized(WT, size, top)
+        WG = _resized(WG, size, top)
+        WC = _resized(WC, size, top)
+        WM = _resized(WM, size, top)
+    o = wo[x]
+    for k in range(wlen[x]):
+        WT[top + k] = WT[o + k]
+        WG[top + k] = WG[o + k]
+        WC[top + k] = WC[o + k]
+        WM[top + k] = WM[o + k]
+    wst[1] += wcap[x]
+    wo[x] = top
+    wcap[x] = cap
+    wst[0] = top + cap
+    return WT, WG, WC, WM
+
+
 @njit(cache=True)
 def _heap_push(key, val, size, k, v):
     i = size
@@ -237,34 +313,35 @@ def _heap_pop(key, val, size):
 
 
 @njit(cache=True)
-def _build(x, now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
+def _build(x, now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
     """Work profile of node x from scratch, from its running jobs (held ends
     ``RT`` all > now, sorted). The engine builds it once and then keeps it."""
-    WT[x, 0] = now
-    WG[x, 0] = fg[x]
-    WC[x, 0] = fc[x]
-    WM[x, 0] = fm[x]
+    o = wo[x]
+    WT[o] = now
+    WG[o] = fg[x]
+    WC[o] = fc[x]
+    WM[o] = fm[x]
     L = 1
     for r in range(rlen[x]):
         rt = RT[x, r]
-        if rt == WT[x, L - 1]:
-            WG[x, L - 1] += RG[x, r]
-            WC[x, L - 1] += RC[x, r]
-            WM[x, L - 1] += RM[x, r]
+        if rt == WT[o + L - 1]:
+            WG[o + L - 1] += RG[x, r]
+            WC[o + L - 1] += RC[x, r]
+            WM[o + L - 1] += RM[x, r]
         else:
-            WT[x, L] = rt
-            WG[x, L] = WG[x, L - 1] + RG[x, r]
-            WC[x, L] = WC[x, L - 1] + RC[x, r]
-            WM[x, L] = WM[x, L - 1] + RM[x, r]
+            WT[o + L] = rt
+            WG[o + L] = WG[o + L - 1] + RG[x, r]
+            WC[o + L] = WC[o + L - 1] + RC[x, r]
+            WM[o + L] = WM[o + L - 1] + RM[x, r]
             L += 1
     wlen[x] = L
 
 
 @njit(cache=True)
-def _build_all(now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
+def _build_all(now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
     """Every node's work profile from scratch (a single pass's set-up)."""
     for x in range(wlen.shape[0]):
-        _build(x, now, WT, WG, WC, WM, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
+        _build(x, now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
 
 
 @njit(cache=True)
@@ -278,53 +355,56 @@ def _on_grid(t, res):
 
 
 @njit(cache=True)
-def _advance(x, now, WT, WG, WC, WM, wlen):
+def _advance(x, now, WT, WG, WC, WM, wo, wlen):
     """Drop node x's breakpoints at or before ``now``: its first segment starts at now."""
+    o = wo[x]
     L = wlen[x]
     k = 0
-    while k + 1 < L and WT[x, k + 1] <= now:
+    while k + 1 < L and WT[o + k + 1] <= now:
         k += 1
     if k > 0:
         for r in range(k, L):
-            WT[x, r - k] = WT[x, r]
-            WG[x, r - k] = WG[x, r]
-            WC[x, r - k] = WC[x, r]
-            WM[x, r - k] = WM[x, r]
+            WT[o + r - k] = WT[o + r]
+            WG[o + r - k] = WG[o + r]
+            WC[o + r - k] = WC[o + r]
+            WM[o + r - k] = WM[o + r]
         wlen[x] = L - k
-    WT[x, 0] = now
+    WT[o] = now
 
 
 @njit(cache=True)
-def _merge_at(x, k, WT, WG, WC, WM, wlen):
+def _merge_at(x, k, WT, WG, WC, WM, wo, wlen):
     """Remove breakpoint k (>= 1) of node x when it no longer changes anything."""
+    o = wo[x]
     L = wlen[x]
-    if k < 1 or k >= L or WG[x, k] != WG[x, k - 1] or WC[x, k] != WC[x, k - 1] \
-            or WM[x, k] != WM[x, k - 1]:
+    if k < 1 or k >= L or WG[o + k] != WG[o + k - 1] or WC[o + k] != WC[o + k - 1] \
+            or WM[o + k] != WM[o + k - 1]:
         return
     for r in range(k + 1, L):
-        WT[x, r - 1] = WT[x, r]
-        WG[x, r - 1] = WG[x, r]
-        WC[x, r - 1] = WC[x, r]
-        WM[x, r - 1] = WM[x, r]
+        WT[o + r - 1] = WT[o + r]
+        WG[o + r - 1] = WG[o + r]
+        WC[o + r - 1] = WC[o + r]
+        WM[o + r - 1] = WM[o + r]
     wlen[x] = L - 1
 
 
 @njit(cache=True)
-def _give_back(x, s, e, g, c, m, WT, WG, WC, WM, wlen):
+def _give_back(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
     """Undo a hold of (g, c, m) over [s, e) on node x (s >= its first breakpoint):
     a completion (s = now, after :func:`_advance`) or a reservation at the end of
     its pass. The breakpoints at s and e go when they no longer change anything.
     Needs room for two more breakpoints, like :func:`_hold`."""
+    o = wo[x]
     if e <= s:
         return
-    a = _split(x, s, WT, WG, WC, WM, wlen)
-    b = _split(x, e, WT, WG, WC, WM, wlen)
+    a = _split(x, s, WT, WG, WC, WM, wo, wlen)
+    b = _split(x, e, WT, WG, WC, WM, wo, wlen)
     for k in range(a, b):
-        WG[x, k] += g
-        WC[x, k] += c
-        WM[x, k] += m
-    _merge_at(x, b, WT, WG, WC, WM, wlen)
-    _merge_at(x, a, WT, WG, WC, WM, wlen)
+        WG[o + k] += g
+        WC[o + k] += c
+        WM[o + k] += m
+    _merge_at(x, b, WT, WG, WC, WM, wo, wlen)
+    _merge_at(x, a, WT, WG, WC, WM, wo, wlen)
 
 
 @njit(cache=True)
@@ -348,57 +428,60 @@ def _tcount_update(x, og, oc, om, tcount, type_p, type_g, type_c, type_m, pbits,
 
 
 @njit(cache=True)
-def _split(x, t, WT, WG, WC, WM, wlen):
+def _split(x, t, WT, WG, WC, WM, wo, wlen):
     """Make t (>= WT[x, 0]) a breakpoint of node x; return its index. Needs room for one more."""
+    o = wo[x]
     L = wlen[x]
     k = L - 1
-    while WT[x, k] > t:
+    while WT[o + k] > t:
         k -= 1
-    if WT[x, k] == t:
+    if WT[o + k] == t:
         return k
     for r in range(L, k + 1, -1):
-        WT[x, r] = WT[x, r - 1]
-        WG[x, r] = WG[x, r - 1]
-        WC[x, r] = WC[x, r - 1]
-        WM[x, r] = WM[x, r - 1]
-    WT[x, k + 1] = t
-    WG[x, k + 1] = WG[x, k]
-    WC[x, k + 1] = WC[x, k]
-    WM[x, k + 1] = WM[x, k]
+        WT[o + r] = WT[o + r - 1]
+        WG[o + r] = WG[o + r - 1]
+        WC[o + r] = WC[o + r - 1]
+        WM[o + r] = WM[o + r - 1]
+    WT[o + k + 1] = t
+    WG[o + k + 1] = WG[o + k]
+    WC[o + k + 1] = WC[o + k]
+    WM[o + k + 1] = WM[o + k]
     wlen[x] = L + 1
     return k + 1
 
 
 @njit(cache=True)
-def _hold(x, s, e, g, c, m, WT, WG, WC, WM, wlen):
-    a = _split(x, s, WT, WG, WC, WM, wlen)
-    b = _split(x, e, WT, WG, WC, WM, wlen)
+def _hold(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
+    o = wo[x]
+    a = _split(x, s, WT, WG, WC, WM, wo, wlen)
+    b = _split(x, e, WT, WG, WC, WM, wo, wlen)
     for k in range(a, b):
-        WG[x, k] -= g
-        WC[x, k] -= c
-        WM[x, k] -= m
+        WG[o + k] -= g
+        WC[o + k] -= c
+        WM[o + k] -= m
 
 
 @njit(cache=True)
-def _prefetch_node(x, WT, WG, WC, WM, wlen, TR, last):
+def _prefetch_node(x, WT, WG, WC, WM, wo, wlen, TR, last):
     """Start loading what a hold on node x reads first: its profile's last two
     lines in each array (_split scans back from the end) and its last run index
     entry (the index update walks back from it). Asked for together, the misses
     overlap instead of coming one after the other; for the next node of a job,
     they also overlap the current node's work."""
-    k = wlen[x] - 1
+    k = wo[x] + wlen[x] - 1
     for A in (WT, WG, WC, WM):
-        prefetch(A, x, k)
-        if k >= 8:
-            prefetch(A, x, k - 8)
+        prefetch1(A, k)
+        if k >= wo[x] + 8:
+            prefetch1(A, k - 8)
     if last.shape[0] > 0 and last[x] >= 0:
         prefetch(TR, last[x], 0)
 
 
 @njit(cache=True)
-def _segment_at(x, t, WT, wlen):
+def _segment_at(x, t, WT, wo, wlen):
+    o = wo[x]
     k = wlen[x] - 1
-    while WT[x, k] > t:
+    while WT[o + k] > t:
         k -= 1
     return k
 
@@ -415,7 +498,7 @@ def _lex_order(k0, k1, k2, k3, count):
 
 @njit(cache=True)
 def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM,
-              WT, WG, WC, WM, wlen, chosen, levels, unit, max_leaves, excl, boff, bnodes):
+              WT, WG, WC, WM, wo, wlen, chosen, levels, unit, max_leaves, excl, boff, bnodes):
     """Earliest start of a job (or only "now?" when ``only_now``); fills ``chosen[:need]``
     with its nodes, ascending. Returns the start, -1 (only_now and it does not fit) or
     -2 (it fits now, but not within its topology constraint: no plan this pass).
@@ -435,14 +518,15 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
         x = plist[i]
         if capG[x] < g or capC[x] < c or capM[x] < m:
             continue
-        WT[x, 0] = now
-        if skip_now or WG[x, 0] < g or WC[x, 0] < c or WM[x, 0] < m:
+        o = wo[x]
+        WT[o] = now
+        if skip_now or WG[o] < g or WC[o] < c or WM[o] < m:
             continue
         ok = True
         k = 1
         L = wlen[x]
-        while k < L and WT[x, k] < now + d:
-            if WG[x, k] < g or WC[x, k] < c or WM[x, k] < m:
+        while k < L and WT[o + k] < now + d:
+            if WG[o + k] < g or WC[o + k] < c or WM[o + k] < m:
                 ok = False
                 break
             k += 1
@@ -455,15 +539,15 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
         k2 = np.empty(nc, dtype=np.int64)
         k3 = np.empty(nc, dtype=np.int64)
         for i in range(nc):
-            x = cand[i]
-            k1[i] = WG[x, 0]
-            k2[i] = WC[x, 0]
-            k3[i] = WM[x, 0]
+            o = wo[cand[i]]
+            k1[i] = WG[o]
+            k2[i] = WC[o]
+            k3[i] = WM[o]
         if levels.shape[0] > 0:
             pref = cand[:nc][_lex_order(k0, k1, k2, k3, nc)]
             if excl:
                 pref = _in_idle_blocks(pref, now, now + d, levels, boff, bnodes, capG, capC,
-                                       capM, WT, WG, WC, WM, wlen)
+                                       capM, WT, WG, WC, WM, wo, wlen)
             got = topo_place(pref, levels, need, unit, max_leaves)
             if got.shape[0] == need:
                 chosen[:need] = got
@@ -493,7 +577,7 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
     for i in range(P):
         x = plist[i]
         if capG[x] >= g and capC[x] >= c and capM[x] >= m:
-            tails[nt] = WT[x, wlen[x] - 1]
+            tails[nt] = WT[wo[x] + wlen[x] - 1]
             nt += 1
     if need == 1:
         t_up = tails[:nt].min()
@@ -510,22 +594,23 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
             x = plist[i]
             if capG[x] < g or capC[x] < c or capM[x] < m:
                 continue
+            o = wo[x]
             L = wlen[x]
             k = 0
-            while k < L and WT[x, k] <= bt:
-                if WG[x, k] >= g and WC[x, k] >= c and WM[x, k] >= m:
+            while k < L and WT[o + k] <= bt:
+                if WG[o + k] >= g and WC[o + k] >= c and WM[o + k] >= m:
                     k2 = k + 1
-                    while k2 < L and WG[x, k2] >= g and WC[x, k2] >= c and WM[x, k2] >= m:
+                    while k2 < L and WG[o + k2] >= g and WC[o + k2] >= c and WM[o + k2] >= m:
                         k2 += 1
-                    if k2 == L or WT[x, k2] - WT[x, k] >= d:
-                        a = WT[x, k]
-                        if (a < bt or (a == bt and (WG[x, k] < bg or (WG[x, k] == bg and (
-                                WC[x, k] < bc or (WC[x, k] == bc and WM[x, k] < bm)))))):
+                    if k2 == L or WT[o + k2] - WT[o + k] >= d:
+                        a = WT[o + k]
+                        if (a < bt or (a == bt and (WG[o + k] < bg or (WG[o + k] == bg and (
+                                WC[o + k] < bc or (WC[o + k] == bc and WM[o + k] < bm)))))):
                             bt = a
                             bx = x
-                            bg = WG[x, k]
-                            bc = WC[x, k]
-                            bm = WM[x, k]
+                            bg = WG[o + k]
+                            bc = WC[o + k]
+                            bm = WM[o + k]
                         break
                     k = k2 + 1
                 else:
@@ -546,22 +631,23 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
         x = plist[i]
         if capG[x] < g or capC[x] < c or capM[x] < m:
             continue
+        o = wo[x]
         L = wlen[x]
         k = 0
-        while k < L and WT[x, k] <= t_up:
-            if WG[x, k] >= g and WC[x, k] >= c and WM[x, k] >= m:
+        while k < L and WT[o + k] <= t_up:
+            if WG[o + k] >= g and WC[o + k] >= c and WM[o + k] >= m:
                 k2 = k + 1
-                while k2 < L and WG[x, k2] >= g and WC[x, k2] >= c and WM[x, k2] >= m:
+                while k2 < L and WG[o + k2] >= g and WC[o + k2] >= c and WM[o + k2] >= m:
                     k2 += 1
-                a = WT[x, k]
+                a = WT[o + k]
                 if k2 == L:
                     ra[nr] = a
                     rb[nr] = _INF
                     rx[nr] = x
                     nr += 1
-                elif WT[x, k2] - a >= d:
+                elif WT[o + k2] - a >= d:
                     ra[nr] = a
-                    rb[nr] = WT[x, k2] - d
+                    rb[nr] = WT[o + k2] - d
                     rx[nr] = x
                     nr += 1
                 k = k2 + 1
@@ -594,11 +680,11 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
     for r in range(nr):         # runs are in node order, each node's in time order
         if ra[r] <= t and t <= rb[r]:
             x = rx[r]
-            s = _segment_at(x, t, WT, wlen)
+            s = wo[x] + _segment_at(x, t, WT, wo, wlen)
             k0[nc] = -ra[r]
-            k1[nc] = WG[x, s]
-            k2[nc] = WC[x, s]
-            k3[nc] = WM[x, s]
+            k1[nc] = WG[s]
+            k2[nc] = WC[s]
+            k3[nc] = WM[s]
             cx[nc] = x
             nc += 1
     order = _lex_order(k0, k1, k2, k3, nc)
@@ -609,7 +695,7 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
 
 
 @njit(cache=True)
-def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, chosen):
+def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen):
     """:func:`_plan_job` (no topology) over the run index, slot ``q`` (the job's
     type): the same start and nodes. The slot's runs in key order (start, free
     g/c/m at the start, node) are the best-fit order of a start now and the
@@ -670,11 +756,11 @@ def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, cho
     k3 = np.empty(hs, dtype=np.int64)
     for i in range(hs):
         x = cx[by_node[i]]
-        sg = _segment_at(x, t, WT, wlen)
+        sg = wo[x] + _segment_at(x, t, WT, wo, wlen)
         k0[i] = -ca[by_node[i]]
-        k1[i] = WG[x, sg]
-        k2[i] = WC[x, sg]
-        k3[i] = WM[x, sg]
+        k1[i] = WG[sg]
+        k2[i] = WC[sg]
+        k3[i] = WM[sg]
     order = _lex_order(k0, k1, k2, k3, hs)
     for i in range(need):
         chosen[i] = cx[by_node[order[i]]]
@@ -683,8 +769,8 @@ def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wlen, cho
 
 
 @njit(cache=True)
-def _ix_build(now, g, c, m, th, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, WM, wlen,
-              last, elig, root):
+def _ix_build(now, g, c, m, th, plist, capG, capC, capM, TR, fr, meta, WT, WG, WC, WM, wo,
+              wlen, last, elig, root):
     """A new slot for a type in the shared run index: every capable node of its
     partition (first segments moved to now first) gets its runs at least ``th``
     long, and the slot's bit in ``elig[x]`` (holds on x can change its runs).
@@ -696,9 +782,10 @@ def _ix_build(now, g, c, m, th, plist, capG, capC, capM, TR, fr, meta, WT, WG, W
         if capG[x] < g or capC[x] < c or capM[x] < m:
             continue
         elig[x] |= np.int64(1) << q
-        WT[x, 0] = now
+        WT[wo[x]] = now
         TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
-        root = ix_add_slot(TR, fr, meta, root, x, q, g, c, m, th, WT, WG, WC, WM, wlen, last)
+        root = ix_add_slot(TR, fr, meta, root, x, q, g, c, m, th, WT, WG, WC, WM, wo, wlen,
+                           last)
     return root, TR, fr
 
 
@@ -802,7 +889,7 @@ def _exclusive(pl, avail: np.ndarray, order: np.ndarray):
 
 
 @njit(cache=True)
-def _in_idle_blocks(pref, s, e, levels, boff, bnodes, capG, capC, capM, WT, WG, WC, WM, wlen):
+def _in_idle_blocks(pref, s, e, levels, boff, bnodes, capG, capC, capM, WT, WG, WC, WM, wo, wlen):
     """The nodes of ``pref`` (order kept) whose whole leaf group is idle over [s, e):
     every node of it has its full capacity free there in the pass's plan."""
     state = np.zeros(boff.shape[0] - 1, dtype=np.int8)     # 0 unknown, 1 idle, 2 busy
@@ -815,9 +902,10 @@ def _in_idle_blocks(pref, s, e, levels, boff, bnodes, capG, capC, capM, WT, WG, 
             state[b] = 1
             for q in range(boff[b], boff[b + 1]):
                 y = bnodes[q]
+                o = wo[y]
                 k = 0
-                while k < wlen[y] and WT[y, k] < e:
-                    if WG[y, k] != capG[y] or WC[y, k] != capC[y] or WM[y, k] != capM[y]:
+                while k < wlen[y] and WT[o + k] < e:
+                    if WG[o + k] != capG[y] or WC[o + k] != capC[y] or WM[o + k] != capM[y]:
                         state[b] = 2
                         break
                     k += 1
@@ -880,13 +968,12 @@ def _take_running(x, jid, RT, RG, RC, RM, RJ, rlen):
 
 @njit(cache=True)
 def _hold_blocks(j, now, pe, own, g, c, m, levels, boff, bnodes, capG, capC, capM,
-                 fg, fc, fm, WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, R):
+                 fg, fc, fm, WT, WG, WC, WM, wo, wlen, wcap, wst, RT, RG, RC, RM, RJ, rlen, R):
     """Exclusive job ``j`` started now on ``own`` (ascending): every node of its leaf
     groups is held whole over [now, pe) (``pe``: its held end) in the profile and in
     the running state, by entries ``RJ = -2 - j`` (on its own nodes: capacity minus
     its request). Returns the running arrays (maybe widened), R and the profile
-    width needed (two more breakpoints on every node)."""
-    need_w = 0
+    arrays (maybe moved: :func:`_room`)."""
     blocks = np.unique(levels[0][own])
     for b in blocks:
         for q in range(boff[b], boff[b + 1]):
@@ -896,38 +983,39 @@ def _hold_blocks(j, now, pe, own, g, c, m, levels, boff, bnodes, capG, capC, cap
             hg = capG[y] - (g if mine else 0)
             hc = capC[y] - (c if mine else 0)
             hm = capM[y] - (m if mine else 0)
-            WT[y, 0] = now          # kept profile: every later breakpoint is > now
-            _hold(y, now, pe, hg, hc, hm, WT, WG, WC, WM, wlen)
+            WT[wo[y]] = now          # kept profile: every later breakpoint is > now
+            _hold(y, now, pe, hg, hc, hm, WT, WG, WC, WM, wo, wlen)
+            if wlen[y] + 2 > wcap[y]:
+                WT, WG, WC, WM = _room(y, WT, WG, WC, WM, wo, wlen, wcap, wst)
             fg[y] -= hg
             fc[y] -= hc
             fm[y] -= hm
             RT, RG, RC, RM, RJ, R = _add_running(y, pe, hg, hc, hm, -2 - j, RT, RG, RC, RM, RJ,
                                                  rlen, R)
-            need_w = max(need_w, wlen[y] + 2)
-    return RT, RG, RC, RM, RJ, R, need_w
+    return RT, RG, RC, RM, RJ, R, WT, WG, WC, WM
 
 
 @njit(cache=True)
-def _release_blocks(j, now, own, levels, boff, bnodes, fg, fc, fm, WT, WG, WC, WM, wlen,
+def _release_blocks(j, now, own, levels, boff, bnodes, fg, fc, fm, WT, WG, WC, WM, wo, wlen,
                     RT, RG, RC, RM, RJ, rlen):
     """Exclusive job ``j`` ended at ``now``: what :func:`_hold_blocks` held comes back
     (free now, and in the kept profile from now to its held end)."""
     for b in np.unique(levels[0][own]):
         for q in range(boff[b], boff[b + 1]):
             y = bnodes[q]
-            _advance(y, now, WT, WG, WC, WM, wlen)
+            _advance(y, now, WT, WG, WC, WM, wo, wlen)
             e, g, c, m = _take_running(y, -2 - j, RT, RG, RC, RM, RJ, rlen)
             fg[y] += g
             fc[y] += c
             fm[y] += m
-            _give_back(y, now, e, g, c, m, WT, WG, WC, WM, wlen)
+            _give_back(y, now, e, g, c, m, WT, WG, WC, WM, wo, wlen)
 
 
 @njit(cache=True)
 def _pass(now, queue, qlen, policy, depth, full, res, window,
           limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
           type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
-          fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
+          fg, fc, fm, fmask, WT, WG, WC, WM, wo, wlen, wcap, wst, RT, RG, RC, RM, RJ, rlen, R,
           tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
           jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
           eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep):
@@ -954,14 +1042,15 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     ``boff``/``bnodes`` (:func:`_block_nodes`): --exclusive=topo jobs start only
     on idle leaf groups and hold them whole (:func:`_hold_blocks`).
 
-    The work profile ``WT..WM/wlen`` is kept between passes: on entry it holds
-    the running jobs only (every breakpoint but the first > now; ``K`` >= wlen + 2
-    on every node), like ``tcount`` (free-now counts per type, -1: not counted
+    The work profile ``WT..WM/wo/wlen/wcap/wst`` (ragged, see :func:`_room`) is
+    kept between passes: on entry it holds the running jobs only (every
+    breakpoint but the first > now; room for two more breakpoints on every
+    node: wlen + 2 <= wcap), like ``tcount`` (free-now counts per type, -1: not counted
     yet). Starts stay in it; reservations are undone before returning when
     ``keep`` (the caller plans from it again; :func:`plan_nodes` drops it).
 
-    Returns ``(nstarted or -1 when the pass was skipped, WT, WG, WC, WM, K,
-    RT, RG, RC, RM, RJ, R)``: the work arrays may have been widened.
+    Returns ``(nstarted or -1 when the pass was skipped, WT, WG, WC, WM,
+    RT, RG, RC, RM, RJ, R)``: the arrays may have been replaced by bigger ones.
     """
     last = -1
     if policy == _FCFS or full:
@@ -973,7 +1062,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                 last = q
                 break
     if last < 0:
-        return -1, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R
+        return -1, WT, WG, WC, WM, RT, RG, RC, RM, RJ, R
     reserved = 0
     nstarted = 0
     resv = np.empty(last + 1, dtype=np.int64)      # the reserved jobs (undone at the end: keep)
@@ -1048,15 +1137,15 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                     sth[nix] = tmin[ty]
                     root, TR, fr = _ix_build(now, sg[nix], sc[nix], sm[nix], sth[nix], plist,
                                              capG, capC, capM, TR, fr, meta, WT, WG, WC, WM,
-                                             wlen, lastid, elig, root)
+                                             wo, wlen, lastid, elig, root)
                     slot[ty] = nix
                     nix += 1
             if slot[ty] >= 0:
                 te = _plan_indexed(now, dur, nn[j], only_now, root, slot[ty], TR, WT, WG, WC,
-                                   WM, wlen, trial)
+                                   WM, wo, wlen, trial)
             else:
                 te = _plan_job(now, rg[j], rc[j], rm[j], dur, nn[j], only_now, not now_here,
-                               plist, capG, capC, capM, WT, WG, WC, WM, wlen, trial, levels,
+                               plist, capG, capC, capM, WT, WG, WC, WM, wo, wlen, trial, levels,
                                unit[j], ml, excl[j], boff, bnodes)
             if te >= 0 and (t < 0 or te < t):
                 t = te
@@ -1072,23 +1161,19 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
             continue
         held_end = _on_grid(t + dur, res)
         ix_new_job(meta)        # insertion hints: this job's own entries only
-        _prefetch_node(chosen[0], WT, WG, WC, WM, wlen, TR, lastid)
+        _prefetch_node(chosen[0], WT, WG, WC, WM, wo, wlen, TR, lastid)
         for i in range(nn[j]):
             x = chosen[i]
             if i + 1 < nn[j]:       # overlap the next node's first misses with this one
-                _prefetch_node(chosen[i + 1], WT, WG, WC, WM, wlen, TR, lastid)
+                _prefetch_node(chosen[i + 1], WT, WG, WC, WM, wo, wlen, TR, lastid)
             touched = np.int64(0)
             if nix > 0:         # the slots whose runs this hold can change: before it...
-                ka = _split(x, t, WT, WG, WC, WM, wlen)
-                kb = _split(x, held_end, WT, WG, WC, WM, wlen)
-                touched = ix_touched(x, ka, kb, nix, sg, sc, sm, elig, WG, WC, WM)
-            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
-            if wlen[x] + 2 > K:     # keep room for two more breakpoints on every node
-                K *= 2
-                WT = _widen(WT, K)
-                WG = _widen(WG, K)
-                WC = _widen(WC, K)
-                WM = _widen(WM, K)
+                ka = _split(x, t, WT, WG, WC, WM, wo, wlen)
+                kb = _split(x, held_end, WT, WG, WC, WM, wo, wlen)
+                touched = ix_touched(x, ka, kb, nix, sg, sc, sm, elig, WG, WC, WM, wo)
+            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)
+            if wlen[x] + 2 > wcap[x]:   # keep room for two more breakpoints on every node
+                WT, WG, WC, WM = _room(x, WT, WG, WC, WM, wo, wlen, wcap, wst)
             if touched != 0:    # ... and their entries updated after it
                 room = nix * (wlen[x] + 2)      # (the hold adds no breakpoint now)
                 if ids.shape[0] < 2 * room:
@@ -1096,7 +1181,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                     ibuf = np.empty((8, 4 * room), dtype=np.int64)
                 TR, fr = tr_reserve(TR, fr, meta, room)
                 root = ix_hold(TR, fr, meta, root, x, ka, kb, touched, nix, sg, sc, sm, sth, WT,
-                               WG, WC, WM, wlen, lastid, ids, ibuf)
+                               WG, WC, WM, wo, wlen, lastid, ids, ibuf)
         planned[j] = t
         if t > now:
             resv[reserved] = j
@@ -1136,16 +1221,10 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
             RT, RG, RC, RM, RJ, R = _add_running(x, pe, rg[j], rc[j], rm[j], j, RT, RG, RC, RM,
                                                  RJ, rlen, R)
         if excl[j]:     # --exclusive=topo: the rest of its leaf groups is held too
-            RT, RG, RC, RM, RJ, R, need_w = _hold_blocks(
+            RT, RG, RC, RM, RJ, R, WT, WG, WC, WM = _hold_blocks(
                 j, now, pe, chosen[:nn[j]], rg[j], rc[j], rm[j], levels, boff, bnodes,
-                capG, capC, capM, fg, fc, fm, WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, R)
-            if need_w > K:
-                while K < need_w:
-                    K *= 2
-                WT = _widen(WT, K)
-                WG = _widen(WG, K)
-                WC = _widen(WC, K)
-                WM = _widen(WM, K)
+                capG, capC, capM, fg, fc, fm, WT, WG, WC, WM, wo, wlen, wcap, wst,
+                RT, RG, RC, RM, RJ, rlen, R)
             tcount[:] = -1          # recounted when next asked
         nstarted += 1
     # the next pass starts from the running jobs: undo this pass's reservations
@@ -1153,8 +1232,8 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
         j = resv[i]
         e = _on_grid(planned[j] + limit[j], res)
         for o in range(offsets[j], offsets[j] + nn[j]):
-            _give_back(alloc_nodes[o], planned[j], e, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
-    return nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R
+            _give_back(alloc_nodes[o], planned[j], e, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)
+    return nstarted, WT, WG, WC, WM, RT, RG, RC, RM, RJ, R
 
 
 @njit(cache=True)
@@ -1203,22 +1282,23 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
          type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat, policy, depth, rank,
          ch_off, ch_job, ch_kind, pend, never, arrived, eligible, jg_off, jg, caps, gusage,
          reason, part_used, start, end, planned, alloc_nodes, alloc_mask, fg, fc, fm, fmask,
-         WT, WG, WC, WM, wlen, RT, RG, RC, RM, RJ, rlen, tcount, queue, evk, evj,
+         WT, WG, WC, WM, wo, wlen, wcap, wst, RT, RG, RC, RM, RJ, rlen, tcount, queue, evk, evj,
          chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks, index_after, pbits,
          excl, boff, bnodes):
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
-    queue length, events, pass id, passes, K, R]; the widened work arrays are
-    returned. At an instant: completions (freeing resources, limits and
-    dependents), then arrivals (rejected over a max_submit cap; queued when
-    their dependencies are satisfied), then a pass, repeated while zero-length
+    queue length, events, pass id, passes, R]; the arrays that may be replaced
+    by bigger ones (profile, running lists) are returned. At an instant:
+    completions (freeing resources, limits and dependents), then arrivals
+    (rejected over a max_submit cap; queued when their dependencies are
+    satisfied), then a pass, repeated while zero-length
     jobs end at the instant or starts released dependents. The work profile
     and the free-now counts per type are kept across instants (see :func:`_pass`):
     a completion gives back what the job held from now to its held end.
     """
     n = submit.shape[0]
-    a, qlen, nev, pass_id, passes, K, R = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5], sc[6]
+    a, qlen, nev, pass_id, passes, R = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]
     while a < n or nev > 0:
         now = submit[a] if a < n else evk[0]
         if nev > 0 and evk[0] < now:
@@ -1239,12 +1319,12 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
                     fm[x] += rm[j]
                     _tcount_update(x, fg[x] - rg[j], fc[x] - rc[j], fm[x] - rm[j], tcount,
                                    type_p, type_g, type_c, type_m, pbits, fg, fc, fm)
-                    _advance(x, now, WT, WG, WC, WM, wlen)
-                    _give_back(x, now, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wlen)
+                    _advance(x, now, WT, WG, WC, WM, wo, wlen)
+                    _give_back(x, now, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)
                     _take_running(x, j, RT, RG, RC, RM, RJ, rlen)
                 if excl[j]:
                     _release_blocks(j, now, alloc_nodes[offsets[j]:offsets[j] + nn[j]], levels,
-                                    boff, bnodes, fg, fc, fm, WT, WG, WC, WM, wlen,
+                                    boff, bnodes, fg, fc, fm, WT, WG, WC, WM, wo, wlen,
                                     RT, RG, RC, RM, RJ, rlen)
                     tcount[:] = -1      # recounted when next asked
                 _charge(j, -1, nn, rg, rc, rm, jg_off, jg, gusage)
@@ -1272,11 +1352,11 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
                 break
             # 3. one pass
             pass_id += 1
-            nstarted, WT, WG, WC, WM, K, RT, RG, RC, RM, RJ, R = _pass(
+            nstarted, WT, WG, WC, WM, RT, RG, RC, RM, RJ, R = _pass(
                 now, queue, qlen, policy, depth, False, res, window,
                 limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
                 type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
-                fg, fc, fm, fmask, WT, WG, WC, WM, wlen, K, RT, RG, RC, RM, RJ, rlen, R,
+                fg, fc, fm, fmask, WT, WG, WC, WM, wo, wlen, wcap, wst, RT, RG, RC, RM, RJ, rlen, R,
                 tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
                 jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
                 eligible, gmasks, index_after, pbits, excl, boff, bnodes, True)
@@ -1305,7 +1385,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
             # zero-length jobs end now, or starts released dependents: pass again
             if not released and (nev == 0 or evk[0] != now):
                 break
-    sc[0], sc[1], sc[2], sc[3], sc[4], sc[5], sc[6] = a, qlen, nev, pass_id, passes, K, R
+    sc[0], sc[1], sc[2], sc[3], sc[4], sc[5] = a, qlen, nev, pass_id, passes, R
     return WT, WG, WC, WM, RT, RG, RC, RM, RJ
 
 
@@ -1428,10 +1508,10 @@ class _EventLoop:
         g = self.capG.astype(np.uint64)
         self.fmask = np.where(g >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
                               (np.uint64(1) << g) - np.uint64(1)).astype(np.uint64)
-        K, R = 8, 4
+        R = 4
         # the kept work profile: every node wholly free (one segment, from time 0)
-        self.W = [np.zeros((X, K), dtype=np.int64) for _ in range(4)]
-        self.W[1][:, 0], self.W[2][:, 0], self.W[3][:, 0] = self.capG, self.capC, self.capM
+        self.W, self.wo, self.wcap, self.wst = _segments(np.full(X, 8, dtype=np.int64))
+        self.W[1][self.wo], self.W[2][self.wo], self.W[3][self.wo] = self.capG, self.capC, self.capM
         self.wlen = np.ones(X, dtype=np.int64)
         self.Rs = [np.empty((X, R), dtype=np.int64) for _ in range(5)]
         self.rlen = np.zeros(X, dtype=np.int64)
@@ -1443,7 +1523,7 @@ class _EventLoop:
         self.chosen = np.empty(maxN, dtype=np.int64)
         self.trial = np.empty(maxN, dtype=np.int64)
         self.newly = np.empty(n + 1, dtype=np.int64)
-        self.sc = np.array([0, 0, 0, 0, 0, K, R], dtype=np.int64)
+        self.sc = np.array([0, 0, 0, 0, 0, R], dtype=np.int64)
 
     @property
     def done(self) -> bool:
@@ -1477,11 +1557,16 @@ class _EventLoop:
                    self.ch_kind, self.pend, self.never, self.arrived, self.eligible, self.jg_off,
                    self.jg, self.caps, self.gusage, self.reason, self.part_used, self.start,
                    self.end, self.planned, self.alloc_nodes, self.alloc_mask, self.fg, self.fc,
-                   self.fm, self.fmask, W[0], W[1], W[2], W[3], self.wlen, Rs[0], Rs[1], Rs[2],
+                   self.fm, self.fmask, *W, self.wo, self.wlen, self.wcap, self.wst, Rs[0],
+                   Rs[1], Rs[2],
                    Rs[3], Rs[4], self.rlen, self.tcount, self.queue, self.evk,
                    self.evj, self.chosen, self.trial, self.newly, *self.topo,
                    np.int64(_INDEX_AFTER), self.pbits, *self.excl)
         self.W, self.Rs = list(out[:4]), list(out[4:])
+
+    def profile(self, x: int):
+        """Node x's kept work profile: (breakpoints, free GPUs, CPUs, MB) views."""
+        return _profile_of(self.W, self.wo, self.wlen, x)
 
     def result(self) -> NodeRun:
         inv = self.inverse
@@ -1720,6 +1805,24 @@ class NodeDecisions:
                              "reason": self.reason})
 
 
+def _segments(wcap: np.ndarray):
+    """Storage of a ragged work profile (see :func:`_room`): node x gets a
+    segment of ``wcap[x]`` entries, in node order, no holes. Returns
+    ([WT, WG, WC, WM], wo, wcap, wst); the contents are left to the caller."""
+    wcap = np.ascontiguousarray(wcap, dtype=np.int64).copy()
+    wo = np.zeros(len(wcap), dtype=np.int64)
+    np.cumsum(wcap[:-1], out=wo[1:])
+    size = int(wcap.sum())
+    W = [np.zeros(max(size, 1), dtype=np.int64) for _ in range(4)]
+    return W, wo, wcap, np.array([size, 0], dtype=np.int64)
+
+
+def _profile_of(W, wo, wlen, x: int):
+    """Node x's breakpoints and free (g, c, m) from each: four views."""
+    o, L = int(wo[x]), int(wlen[x])
+    return tuple(A[o:o + L] for A in W)
+
+
 def _running_state(cluster: Cluster, running: RunningJobs, now: int, res: int = 1):
     """Free-now arrays and per-node running lists from ``running``: held ends
     (planned ends rounded up to multiples of ``res``), sorted."""
@@ -1776,13 +1879,14 @@ def _running_state(cluster: Cluster, running: RunningJobs, now: int, res: int = 
     R = 4
     while R < int(rlen.max(initial=0)) + 1:
         R *= 2
-    K = 8
-    while K < int(rlen.max(initial=0)) + 3:
-        K *= 2
+    # a node's profile: room for its build and two breakpoints, and for a few
+    # holds before its first move (B3 conservative, paired with the padded layout:
+    # x1.05 with rlen + 3 alone, x0.95 with at least 16)
+    wcap = np.maximum(rlen + 3, 16)
     RT, RG, RC, RM = (np.zeros((X, R), dtype=np.int64) for _ in range(4))
     _running_lists(x, pe, g, c, m, RT, RG, RC, RM)
     RJ = np.full((X, R), -1, dtype=np.int64)
-    return capG, capC, capM, fg, fc, fm, fmask, RT, RG, RC, RM, RJ, rlen, R, K
+    return capG, capC, capM, fg, fc, fm, fmask, RT, RG, RC, RM, RJ, rlen, R, wcap
 
 
 @njit(cache=True)
@@ -1904,7 +2008,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     poff, pflat = _partition_nodes(cluster, avail)
     running = _with_held_blocks(cluster, running, pl.levels, avail)
     (capG, capC, capM, fg, fc, fm, fmask, RT, RG, RC, RM, RJ, rlen, R,
-     K) = _running_state(cluster, running, now, int(res))
+     wcap) = _running_state(cluster, running, now, int(res))
     X = cluster.num_nodes
     if rank is None:
         order = np.lexsort((pending.job_id, pending.submit_time))
@@ -1929,9 +2033,9 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     part_used = np.full(n, -1, dtype=np.int64)
     alloc_nodes = np.full(total, -1, dtype=np.int64)
     alloc_mask = np.zeros(total, dtype=np.uint64)
-    W = [np.empty((X, K), dtype=np.int64) for _ in range(4)]
+    W, wo, wcap, wst = _segments(wcap)
     wlen = np.zeros(X, dtype=np.int64)
-    _build_all(np.int64(now), *W, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
+    _build_all(np.int64(now), *W, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
     tcount = np.full(len(types), -1, dtype=np.int64)
     chosen = np.empty(max(1, int(nn.max(initial=1))), dtype=np.int64)
     trial = np.empty_like(chosen)
@@ -1945,8 +2049,8 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
               q(pending.cpus_per_node), q(pending.mem_per_node), pc_off,
               pc_part.astype(np.int64), pc_type, offsets[:-1].copy(),
               *[np.ascontiguousarray(types[:, k]) for k in range(4)],
-              capG, capC, capM, poff, pflat, fg, fc, fm, fmask, *W, wlen,
-              np.int64(K), RT, RG, RC, RM, RJ, rlen, np.int64(R), tcount, chosen, trial,
+              capG, capC, capM, poff, pflat, fg, fc, fm, fmask, *W, wo, wlen, wcap, wst,
+              RT, RG, RC, RM, RJ, rlen, np.int64(R), tcount, chosen, trial,
               start, end, planned, alloc_nodes, alloc_mask, jg_off, jg.astype(np.int64),
               np.ascontiguousarray(limits.caps, dtype=np.int64).reshape(-1, _NCAPS), usage,
               reason, part_used, pl.levels, pl.unit[order], pl.max_leaves[order],

@@ -441,22 +441,23 @@ def _attach_after(TR, f, z):
 # --------------------------------------------------------------------------- node runs
 
 @njit(cache=True)
-def _fits(x, k, g, c, m, WG, WC, WM):
-    return WG[x, k] >= g and WC[x, k] >= c and WM[x, k] >= m
+def _fits(x, k, g, c, m, WG, WC, WM, wo):
+    return WG[wo[x] + k] >= g and WC[wo[x] + k] >= c and WM[wo[x] + k] >= m
 
 
 @njit(cache=True)
-def _run_len(x, k, k2, WT, wlen):
-    return _INF if k2 == wlen[x] else WT[x, k2] - WT[x, k]
+def _run_len(x, k, k2, WT, wo, wlen):
+    return _INF if k2 == wlen[x] else WT[wo[x] + k2] - WT[wo[x] + k]
 
 
 @njit(cache=True)
-def ix_add_slot(TR, fr, meta, root, x, q, g, c, m, th, WT, WG, WC, WM, wlen, last):
+def ix_add_slot(TR, fr, meta, root, x, q, g, c, m, th, WT, WG, WC, WM, wo, wlen, last):
     """Make slot q's runs of node x (request (g, c, m)) at least ``th`` long
     runs of the index (:func:`ix_hold`: why shorter ones are left out): an
     entry with the same (start, length) gets bit q, else a new entry is made
     and linked into x's list. Returns the new root; the storage needs room for
     ``wlen[x]`` more entries."""
+    xo = wo[x]                 # node x's profile segment
     bit = np.int64(1) << q
     # slot q's runs from the last, merged into x's list from its back (both in
     # (start, length) order)
@@ -464,14 +465,14 @@ def ix_add_slot(TR, fr, meta, root, x, q, g, c, m, th, WT, WG, WC, WM, wlen, las
     after = -1                  # the entry after t in x's list
     k = wlen[x] - 1
     while k >= 0:
-        if not _fits(x, k, g, c, m, WG, WC, WM):
+        if not _fits(x, k, g, c, m, WG, WC, WM, wo):
             k -= 1
             continue
         k1 = k                  # the run: segments k1..k
-        while k1 > 0 and _fits(x, k1 - 1, g, c, m, WG, WC, WM):
+        while k1 > 0 and _fits(x, k1 - 1, g, c, m, WG, WC, WM, wo):
             k1 -= 1
-        a = WT[x, k1]
-        ln = _run_len(x, k1, k + 1, WT, wlen)
+        a = WT[xo + k1]
+        ln = _run_len(x, k1, k + 1, WT, wo, wlen)
         k = k1 - 1
         if ln < th:
             continue
@@ -482,7 +483,7 @@ def ix_add_slot(TR, fr, meta, root, x, q, g, c, m, th, WT, WG, WC, WM, wlen, las
             _set(TR, t, _MK, _get(TR, t, _MK) | bit)
             _raise(TR, t, bit, ln)
             continue
-        root = _add(TR, fr, meta, root, a, WG[x, k1], WC[x, k1], WM[x, k1], x, ln, bit)
+        root = _add(TR, fr, meta, root, a, WG[xo + k1], WC[xo + k1], WM[xo + k1], x, ln, bit)
         z = meta[3]
         _set(TR, z, _PV, t)
         _set(TR, z, _NX, after)
@@ -497,12 +498,13 @@ def ix_add_slot(TR, fr, meta, root, x, q, g, c, m, th, WT, WG, WC, WM, wlen, las
 
 
 @njit(cache=True)
-def _fit_mask(x, k, nslots, sg, sc, sm, WG, WC, WM):
+def _fit_mask(x, k, nslots, sg, sc, sm, WG, WC, WM, wo):
     """The slots whose request segment k of node x covers (bit mask; no branches:
     the outcomes are data dependent)."""
-    g = WG[x, k]
-    c = WC[x, k]
-    m = WM[x, k]
+    xo = wo[x]
+    g = WG[xo + k]
+    c = WC[xo + k]
+    m = WM[xo + k]
     f = np.int64(0)
     for q in range(nslots):
         f |= np.int64((g >= sg[q]) & (c >= sc[q]) & (m >= sm[q])) << q
@@ -510,7 +512,7 @@ def _fit_mask(x, k, nslots, sg, sc, sm, WG, WC, WM):
 
 
 @njit(cache=True)
-def ix_touched(x, ka, kb, nslots, sg, sc, sm, elig, WG, WC, WM):
+def ix_touched(x, ka, kb, nslots, sg, sc, sm, elig, WG, WC, WM, wo):
     """Before a hold on segments ka..kb-1 of node x: the slots (bit mask) whose
     runs it can change: x is of the slot's type (bit q of ``elig[x]``) and one
     of the segments fits it."""
@@ -518,38 +520,39 @@ def ix_touched(x, ka, kb, nslots, sg, sc, sm, elig, WG, WC, WM):
     if elig[x] == 0:
         return U
     for k in range(ka, kb):
-        U |= _fit_mask(x, k, nslots, sg, sc, sm, WG, WC, WM)
+        U |= _fit_mask(x, k, nslots, sg, sc, sm, WG, WC, WM, wo)
     return U & elig[x]
 
 
 @njit(cache=True)
-def _window_runs(x, klo, e, U, nslots, sg, sc, sm, sth, WT, WG, WC, WM, wlen, nb):
+def _window_runs(x, klo, e, U, nslots, sg, sc, sm, sth, WT, WG, WC, WM, wo, wlen, nb):
     """The runs of the slots in U that start in [WT[x, klo], e] (slot q's: at
     least ``sth[q]`` long), distinct by (start, length), in that order: start
     ``nb[0]``, length ``nb[1]``, segment ``nb[2]``, slots ``nb[3]`` (``nb[7]``:
     scratch); returns how many. One
     sweep for all slots: a slot's run starts where its bit turns on and ends
     where it turns off."""
+    xo = wo[x]
     L = wlen[x]
     n = 0
     opened = nb[7]              # segment where slot q's run began
     prev = np.int64(0)
     if klo > 0:                 # runs under way before the window are not in it
-        prev = _fit_mask(x, klo - 1, nslots, sg, sc, sm, WG, WC, WM) & U
+        prev = _fit_mask(x, klo - 1, nslots, sg, sc, sm, WG, WC, WM, wo) & U
     live = np.int64(0)          # slots with an open run that started in the window
     k = klo
     while k < L:
-        f = _fit_mask(x, k, nslots, sg, sc, sm, WG, WC, WM) & U
+        f = _fit_mask(x, k, nslots, sg, sc, sm, WG, WC, WM, wo) & U
         ended = prev & ~f & live
         q = 0
         while ended:
-            if ended & 1 and WT[x, k] - WT[x, opened[q]] >= sth[q]:
+            if ended & 1 and WT[xo + k] - WT[xo + opened[q]] >= sth[q]:
                 k0 = opened[q]
-                n = _put_run(nb, n, WT[x, k0], WT[x, k] - WT[x, k0], k0, np.int64(1) << q)
+                n = _put_run(nb, n, WT[xo + k0], WT[xo + k] - WT[xo + k0], k0, np.int64(1) << q)
             ended >>= 1
             q += 1
         live &= f
-        if WT[x, k] <= e:
+        if WT[xo + k] <= e:
             st = f & ~prev
             live |= st
             q = 0
@@ -565,7 +568,7 @@ def _window_runs(x, klo, e, U, nslots, sg, sc, sm, sth, WT, WG, WC, WM, wlen, nb
     q = 0
     while live:                 # runs to the profile's end: infinite
         if live & 1:
-            n = _put_run(nb, n, WT[x, opened[q]], _INF, opened[q], np.int64(1) << q)
+            n = _put_run(nb, n, WT[xo + opened[q]], _INF, opened[q], np.int64(1) << q)
         live >>= 1
         q += 1
     return n
@@ -591,14 +594,14 @@ def _put_run(nb, n, a, ln, k, bit):
 
 
 @njit(cache=True)
-def _window_start(x, ka, U, nslots, sg, sc, sm, WG, WC, WM):
+def _window_start(x, ka, U, nslots, sg, sc, sm, WG, WC, WM, wo):
     """The first segment of the window a hold at segment ka can change: the
     earliest start of a run of a slot in U that reaches ka (else ka). The
     segments before ka are as before the hold."""
     k = ka
     alive = U                   # slots whose run still reaches ka going back
     while k > 0:
-        alive &= _fit_mask(x, k - 1, nslots, sg, sc, sm, WG, WC, WM)
+        alive &= _fit_mask(x, k - 1, nslots, sg, sc, sm, WG, WC, WM, wo)
         if alive == 0:
             break
         k -= 1
@@ -650,8 +653,8 @@ def _set_hint(meta, a, z):
 
 
 @njit(cache=True)
-def ix_hold(TR, fr, meta, root, x, ka, kb, U, nslots, sg, sc, sm, sth, WT, WG, WC, WM, wlen,
-            last, ids, nb):
+def ix_hold(TR, fr, meta, root, x, ka, kb, U, nslots, sg, sc, sm, sth, WT, WG, WC, WM, wo,
+            wlen, last, ids, nb):
     """After a hold on segments ka..kb-1 of node x (ix_touched gave U before
     it): bring x's entries up to date. Only runs that start in the window [lo, e]
     can change (lo: :func:`_window_start`, e = WT[x, kb]: a run that starts
@@ -672,10 +675,10 @@ def ix_hold(TR, fr, meta, root, x, ka, kb, U, nslots, sg, sc, sm, sth, WT, WG, W
 
     Returns the new root; needs room for ``nslots * (wlen[x] + 2)`` entries,
     in ``ids`` and in each row of ``nb[8, :]``, twice that."""
-    klo = _window_start(x, ka, U, nslots, sg, sc, sm, WG, WC, WM)
-    lo = WT[x, klo]
-    e = WT[x, kb]
-    n = _window_runs(x, klo, e, U, nslots, sg, sc, sm, sth, WT, WG, WC, WM, wlen, nb)
+    klo = _window_start(x, ka, U, nslots, sg, sc, sm, WG, WC, WM, wo)
+    lo = WT[wo[x] + klo]
+    e = WT[wo[x] + kb]
+    n = _window_runs(x, klo, e, U, nslots, sg, sc, sm, sth, WT, WG, WC, WM, wo, wlen, nb)
     # x's entries in the window, in order, and their neighbours in x's list
     nxt = -1
     t = last[x]
@@ -688,18 +691,19 @@ def ix_hold(TR, fr, meta, root, x, ka, kb, U, nslots, sg, sc, sm, sth, WT, WG, W
         ne += 1
         t = _get(TR, t, _PV)
     prev = t
-    nop = _match(TR, x, ids, ne, nb, n, U, WG, WC, WM)
-    root, no = _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM)
+    nop = _match(TR, x, ids, ne, nb, n, U, WG, WC, WM, wo)
+    root, no = _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM, wo)
     _relink(TR, x, prev, nb[4], no, nxt, last)
     return root
 
 
 @njit(cache=True)
-def _match(TR, x, ids, ne, nb, n, U, WG, WC, WM):
+def _match(TR, x, ids, ne, nb, n, U, WG, WC, WM, wo):
     """Merge x's window entries (``ids[ne-1]`` .. ``ids[0]``: (start, length)
     order) with the window runs into actions in that order: ``nb[5]`` = 0
     keep entry ``nb[6]`` (its slots updated here), 1 delete it, 2 add run
     ``nb[6]``; returns how many."""
+    xo = wo[x]
     op = nb[5]
     ov = nb[6]
     nop = 0
@@ -716,7 +720,7 @@ def _match(TR, x, ids, ne, nb, n, U, WG, WC, WM):
         mk = _get(TR, t, _MK) & ~U
         if i < n and nb[0, i] == a and nb[1, i] == ln:
             k = nb[2, i]
-            if _free_is(TR, t, WG[x, k], WC[x, k], WM[x, k]):
+            if _free_is(TR, t, WG[xo + k], WC[xo + k], WM[xo + k]):
                 mk |= nb[3, i]
                 i += 1
         op[nop] = 0 if mk else 1
@@ -734,13 +738,14 @@ def _match(TR, x, ids, ne, nb, n, U, WG, WC, WM):
 
 
 @njit(cache=True)
-def _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM):
+def _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM, wo):
     """Carry out :func:`_match`'s actions; x's window entries, in order, into
     ``nb[4]``. Returns (root, how many). Within a stretch of deletes and adds
     of one start and the same free at it, an entry to delete takes an added
     run's length and slots in place (pairs in order: the stretch lies between
     two kept entries or other keys, so key order holds), saving a delete and
     an insert; the rest is deleted first, then inserted."""
+    xo = wo[x]
     op = nb[5]
     ov = nb[6]
     out = nb[4]
@@ -767,9 +772,9 @@ def _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM):
             d0 = _nth(op, p, p2, 1, 0)
             k = nb[2, ov[_nth(op, p, p2, 2, 0)]]
             t = ov[d0]
-            if _free_is(TR, t, WG[x, k], WC[x, k], WM[x, k]):
+            if _free_is(TR, t, WG[xo + k], WC[xo + k], WM[xo + k]):
                 pairs = min(nd, na)
-            elif nd == 1 and na == 1 and _rekey(TR, t, WG[x, k], WC[x, k], WM[x, k]):
+            elif nd == 1 and na == 1 and _rekey(TR, t, WG[xo + k], WC[xo + k], WM[xo + k]):
                 pairs = 1
         for r in range(pairs, nd):
             root = _delete_at(TR, root, ov[_nth(op, p, p2, 1, r)], fr, meta)
@@ -784,7 +789,7 @@ def _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM):
         for r in range(pairs, na):
             i = ov[_nth(op, p, p2, 2, r)]
             k = nb[2, i]
-            root = _add(TR, fr, meta, root, a, WG[x, k], WC[x, k], WM[x, k], x, nb[1, i],
+            root = _add(TR, fr, meta, root, a, WG[xo + k], WC[xo + k], WM[xo + k], x, nb[1, i],
                         nb[3, i], _hint(meta, a))
             _set_hint(meta, a, meta[3])
             out[no] = meta[3]
