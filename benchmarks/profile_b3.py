@@ -59,8 +59,8 @@ PATCHES = [
      "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
     ("                    root, TR, fr = _ix_build(",
      "                    c0 = _rdtsc()\n                    root, TR, fr = _ix_build("),
-    ("                                             wlen, lastid, elig, root)\n                    slot[ty] = nix\n",
-     "                                             wlen, lastid, elig, root)\n                    slot[ty] = nix\n"
+    ("                                             wo, wlen, lastid, elig, root)\n                    slot[ty] = nix\n",
+     "                                             wo, wlen, lastid, elig, root)\n                    slot[ty] = nix\n"
      "                    prof[8] += _rdtsc() - c0\n                    prof[9] += 1\n"),
     ("            if nix > 0:         # the slots whose runs this hold can change: before it...\n",
      "            c1 = _rdtsc()\n            prof[11] += 1\n"
