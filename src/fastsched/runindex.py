@@ -703,7 +703,7 @@ def _match(TR, x, ids, ne, nb, n, U, WG, WC, WM, wo):
     order) with the window runs into actions in that order: ``nb[5]`` = 0
     keep entry ``nb[6]`` (its slots updated here), 1 delete it, 2 add run
     ``nb[6]``; returns how many."""
-    xo = wo[x]
+    xo = wo[x]                  # node x's segment: its breakpoint k is at xo + k
     op = nb[5]
     ov = nb[6]
     nop = 0
