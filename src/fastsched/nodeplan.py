@@ -214,6 +214,16 @@ def _resized(A, size, top):
 
 
 @njit(cache=True)
+def _copy_segment(WT, WG, WC, WM, src, dst, n):
+    """Copy n breakpoints from offset src to dst (dst < src or no overlap)."""
+    for k in range(n):
+        WT[dst + k] = WT[src + k]
+        WG[dst + k] = WG[src + k]
+        WC[dst + k] = WC[src + k]
+        WM[dst + k] = WM[src + k]
+
+
+@njit(cache=True)
 def _compact(WT, WG, WC, WM, wo, wlen, wcap):
     """Slide every segment down over the holes (in place, in offset order, so a
     move never overwrites a segment not moved yet); returns the new top."""
@@ -221,11 +231,7 @@ def _compact(WT, WG, WC, WM, wo, wlen, wcap):
     for x in np.argsort(wo, kind="mergesort"):
         o = wo[x]
         if o != top:
-            for k in range(wlen[x]):
-                WT[top + k] = WT[o + k]
-                WG[top + k] = WG[o + k]
-                WC[top + k] = WC[o + k]
-                WM[top + k] = WM[o + k]
+            _copy_segment(WT, WG, WC, WM, o, top, wlen[x])
             wo[x] = top
         top += wcap[x]
     return top
@@ -259,12 +265,7 @@ def _room(x, WT, WG, WC, WM, wo, wlen, wcap, wst):
         WG = _resized(WG, size, top)
         WC = _resized(WC, size, top)
         WM = _resized(WM, size, top)
-    o = wo[x]
-    for k in range(wlen[x]):
-        WT[top + k] = WT[o + k]
-        WG[top + k] = WG[o + k]
-        WC[top + k] = WC[o + k]
-        WM[top + k] = WM[o + k]
+    _copy_segment(WT, WG, WC, WM, wo[x], top, wlen[x])
     wst[1] += wcap[x]
     wo[x] = top
     wcap[x] = cap
