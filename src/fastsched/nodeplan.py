@@ -36,6 +36,11 @@ the need-th smallest node *tail* (wholly free after it), which bounds the scans.
 A type planned often in a pass switches to a run index
 (:mod:`fastsched.runindex`): its answers come in O(log) per run looked at
 instead of a scan of every node's profile, and holds update it incrementally.
+
+Reference counts: the kernels that allocate nothing and return no array are
+compiled without Numba's reference counting (``_nrt=False``), like the run
+index's (:mod:`fastsched.runindex` says why); ``_plan_multi`` allocates its
+heap, so it asks for counting back (``_nrt=True``: callees inherit the flag).
 """
 from __future__ import annotations
 
@@ -213,7 +218,7 @@ def _resized(A, size, top):
     return B
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _copy_segment(WT, WG, WC, WM, src, dst, n):
     """Copy n breakpoints from offset src to dst (dst < src or no overlap)."""
     for k in range(n):
@@ -273,7 +278,7 @@ def _room(x, WT, WG, WC, WM, wo, wlen, wcap, wst):
     return WT, WG, WC, WM
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _heap_push(key, val, size, k, v):
     i = size
     while i > 0:
@@ -288,7 +293,7 @@ def _heap_push(key, val, size, k, v):
     return size + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _heap_pop(key, val, size):
     """Drop the smallest entry; returns the new size."""
     size -= 1
@@ -313,7 +318,7 @@ def _heap_pop(key, val, size):
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _build(x, now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
     """Work profile of node x from scratch, from its running jobs (held ends
     ``RT`` all > now, sorted). The engine builds it once and then keeps it."""
@@ -338,14 +343,14 @@ def _build(x, now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
     wlen[x] = L
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _build_all(now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
     """Every node's work profile from scratch (a single pass's set-up)."""
     for x in range(wlen.shape[0]):
         _build(x, now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _on_grid(t, res):
     """t rounded up to the absolute time grid of multiples of res (res = 1: t
     itself). Every hold ends on it, so the profile's breakpoints do not move
@@ -355,7 +360,7 @@ def _on_grid(t, res):
     return (t + res - 1) // res * res
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _advance(x, now, WT, WG, WC, WM, wo, wlen):
     """Drop node x's breakpoints at or before ``now``: its first segment starts at now."""
     o = wo[x]
@@ -373,7 +378,7 @@ def _advance(x, now, WT, WG, WC, WM, wo, wlen):
     WT[o] = now
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _merge_at(x, k, WT, WG, WC, WM, wo, wlen):
     """Remove breakpoint k (>= 1) of node x when it no longer changes anything."""
     o = wo[x]
@@ -389,7 +394,7 @@ def _merge_at(x, k, WT, WG, WC, WM, wo, wlen):
     wlen[x] = L - 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _give_back(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
     """Undo a hold of (g, c, m) over [s, e) on node x (s >= its first breakpoint):
     a completion (s = now, after :func:`_advance`) or a reservation at the end of
@@ -408,7 +413,7 @@ def _give_back(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
     _merge_at(x, a, WT, WG, WC, WM, wo, wlen)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _tcount_update(x, og, oc, om, tcount, type_p, type_g, type_c, type_m, pbits, fg, fc, fm):
     """Node x's free-now went from (og, oc, om) to ``fg/fc/fm[x]``: adjust the
     kept free-now counts of the types already counted (``tcount`` >= 0) whose
@@ -428,7 +433,7 @@ def _tcount_update(x, og, oc, om, tcount, type_p, type_g, type_c, type_m, pbits,
             tcount[ty] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _split(x, t, WT, WG, WC, WM, wo, wlen):
     """Make t (>= WT[x, 0]) a breakpoint of node x; return its index. Needs room for one more."""
     o = wo[x]
@@ -451,7 +456,7 @@ def _split(x, t, WT, WG, WC, WM, wo, wlen):
     return k + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _hold(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
     o = wo[x]
     a = _split(x, s, WT, WG, WC, WM, wo, wlen)
@@ -462,7 +467,7 @@ def _hold(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
         WM[o + k] -= m
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _prefetch_node(x, WT, WG, WC, WM, wo, wlen, TR, last):
     """Start loading what a hold on node x reads first: its profile's last two
     lines in each array (_split scans back from the end) and its last run index
@@ -478,7 +483,7 @@ def _prefetch_node(x, WT, WG, WC, WM, wo, wlen, TR, last):
         prefetch(TR, last[x], 0)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _segment_at(x, t, WT, wo, wlen):
     o = wo[x]
     k = wlen[x] - 1
@@ -695,7 +700,7 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen):
     """:func:`_plan_job` (no topology) over the run index, slot ``q`` (the job's
     type): the same start and nodes. The slot's runs in key order (start, free
@@ -707,6 +712,12 @@ def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen,
     if need == 1:
         chosen[0] = tr_node(TR, z)
         return TR[z, _A]
+    return _plan_multi(z, now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen)
+
+
+@njit(cache=True, _nrt=True)
+def _plan_multi(z, now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen):
+    """:func:`_plan_indexed` for a multi-node job, from its first run ``z``."""
     # --- smallest t covered by `need` feasible intervals [a, a + len - d]
     cap = 4 * need + 16
     hk = np.empty(cap, dtype=np.int64)
@@ -784,7 +795,8 @@ def _ix_build(now, g, c, m, th, plist, capG, capC, capM, TR, fr, meta, WT, WG, W
             continue
         elig[x] |= np.int64(1) << q
         WT[wo[x]] = now
-        TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
+        if meta[0] + wlen[x] + 2 > TR.shape[0]:
+            TR, fr = tr_reserve(TR, fr, meta, wlen[x] + 2)
         root = ix_add_slot(TR, fr, meta, root, x, q, g, c, m, th, WT, WG, WC, WM, wo, wlen,
                            last)
     return root, TR, fr
@@ -805,7 +817,7 @@ def _min_limits(queue, q0, q1, limit, pc_off, pc_type, T):
     return tmin
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _type_count(ty, tcount, type_p, type_g, type_c, type_m, poff, pflat, fg, fc, fm):
     """Available nodes of the type's partition whose free-now (running jobs only) covers it."""
     if tcount[ty] < 0:
@@ -822,7 +834,7 @@ def _type_count(ty, tcount, type_p, type_g, type_c, type_m, poff, pflat, fg, fc,
     return tcount[ty]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage):
     """The first cap of a limit group that starting job ``j`` would exceed, as
     ``group * NCAPS + cap``, or -1 when no limit holds it."""
@@ -843,7 +855,7 @@ def _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _charge(j, sign, nn, rg, rc, rm, jg_off, jg, gusage):
     """Add (sign=1) or remove (sign=-1) running job ``j`` from its groups' usage."""
     for e in range(jg_off[j], jg_off[j + 1]):
@@ -854,7 +866,7 @@ def _charge(j, sign, nn, rg, rc, rm, jg_off, jg, gusage):
         gusage[grp, 3] += sign * nn[j] * rm[j]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fits_now_somewhere(j, nn, pc_off, pc_type, tcount, type_p, type_g, type_c, type_m,
                         poff, pflat, fg, fc, fm):
     """Could job ``j`` start now in one of its partitions, counting running jobs only?"""
@@ -944,7 +956,7 @@ def _add_running(x, pe, g, c, m, jid, RT, RG, RC, RM, RJ, rlen, R):
     return RT, RG, RC, RM, RJ, R
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _take_running(x, jid, RT, RG, RC, RM, RJ, rlen):
     """Remove ``jid``'s entries from node x's running list (order kept); returns
     their latest held end and summed (g, c, m)."""
@@ -1180,7 +1192,8 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                 if ids.shape[0] < 2 * room:
                     ids = np.empty(4 * room, dtype=np.int64)
                     ibuf = np.empty((8, 4 * room), dtype=np.int64)
-                TR, fr = tr_reserve(TR, fr, meta, room)
+                if meta[0] + room > TR.shape[0]:
+                    TR, fr = tr_reserve(TR, fr, meta, room)
                 root = ix_hold(TR, fr, meta, root, x, ka, kb, touched, nix, sg, sc, sm, sth, WT,
                                WG, WC, WM, wo, wlen, lastid, ids, ibuf)
         planned[j] = t
@@ -1237,7 +1250,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     return nstarted, WT, WG, WC, WM, RT, RG, RC, RM, RJ, R
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _enqueue(j, queue, qlen, rank):
     """Insert job ``j`` into ``queue[:qlen]`` (kept sorted by ``rank``); returns the new length."""
     lo = 0
@@ -1254,7 +1267,7 @@ def _enqueue(j, queue, qlen, rank):
     return qlen + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _release(j, started, ok, now, ch_off, ch_job, ch_kind, pend, never, arrived,
              eligible, queue, qlen, rank):
     """Job ``j`` started (``started``) or ended (``ok``: COMPLETED): count down its

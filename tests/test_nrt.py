@@ -1,0 +1,96 @@
+"""Kernels compiled without Numba's reference counting (``_nrt=False``).
+
+Such a kernel skips the atomic increments and decrements of array reference
+counts (fastsched.runindex says why it matters), so it must not return an
+array: the caller would take a reference the kernel never made, and free the
+array while its owner still uses it. Numba itself refuses allocation there, not
+a returned argument; this checks every compiled signature of every such kernel.
+"""
+import importlib
+import os
+import subprocess
+import sys
+
+import numba
+from numba import njit, types
+
+from fastsched._jitcache import KERNEL_SOURCES
+
+
+def _has_array(ty) -> bool:
+    if isinstance(ty, types.Array):
+        return True
+    if isinstance(ty, types.BaseTuple):
+        return any(_has_array(t) for t in ty.types)
+    return False
+
+
+def _leaf_kernels():
+    """(name, dispatcher) of every package kernel that sets ``_nrt=False``."""
+    out = []
+    for mod in KERNEL_SOURCES:
+        m = importlib.import_module(f"fastsched.{mod}")
+        for name, obj in vars(m).items():
+            if (isinstance(obj, numba.core.registry.CPUDispatcher)
+                    and obj.__module__ == m.__name__
+                    and obj.targetoptions.get("_nrt") is False):
+                out.append((f"{mod}.{name}", obj))
+    return out
+
+
+def _array_returning(kernels):
+    return [(name, str(sig)) for name, d in kernels for sig in d.nopython_signatures
+            if _has_array(sig.return_type)]
+
+
+_COMPILE_AND_CHECK = """
+import sys
+sys.path.insert(0, {tests!r})
+from fastsched import nodeplan
+from fastsched.benchstate import busy_state, run_pass
+from test_nrt import _array_returning, _leaf_kernels
+nodeplan._INDEX_AFTER_PASS = 0
+d = run_pass(busy_state("ai-8k", pending=400, seed=5), "conservative", full=True)
+assert (d.outcome == 1).sum() > 50          # reservations: holds updated the index
+kernels = _leaf_kernels()
+compiled = {{name for name, k in kernels if k.nopython_signatures}}
+for hot in ("runindex.ix_hold", "runindex.tr_succ", "nodeplan._hold",
+            "nodeplan._plan_indexed", "nodeplan._split"):
+    assert hot in compiled, hot
+print(len(compiled), _array_returning(kernels))
+"""
+
+
+def test_leaf_kernels_return_no_array(tmp_path):
+    """Every signature a deep indexed pass compiles. In a fresh process with an
+    empty cache: a kernel loaded from the cache brings its callees' code along
+    without compiling them, so their dispatchers would list no signatures."""
+    code = _COMPILE_AND_CHECK.format(tests=os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    count, bad = out.stdout.split(" ", 1)
+    assert int(count) >= 20 and bad.strip() == "[]", out.stdout
+
+
+def test_the_check_sees_a_returned_array():
+    """The check above can fail: a leaf kernel handing back its argument."""
+    @njit(_nrt=False)
+    def hands_back(a):
+        a[0] = 1
+        return a
+
+    @njit(_nrt=False)
+    def hands_back_pair(a):
+        return a.shape[0], a
+
+    @njit(_nrt=False)
+    def counts(a):
+        return a.shape[0]
+
+    for k in (hands_back, hands_back_pair, counts):     # compiled, never run: running
+        k.compile((types.int64[::1],))                  # the first two would free x
+    bad = _array_returning([("hands_back", hands_back), ("hands_back_pair", hands_back_pair),
+                            ("counts", counts)])
+    assert [name for name, _ in bad] == ["hands_back", "hands_back_pair"]
