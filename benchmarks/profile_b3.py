@@ -37,6 +37,11 @@ def _rdtsc(typingctx):
 PATCHES = [
     ("def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen):",
      "def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen, prof):"),
+    ("    return _plan_multi(z, now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen)\n",
+     "    return _plan_multi(z, now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen,\n"
+     "                       prof)\n"),
+    ("def _plan_multi(z, now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen):",
+     "def _plan_multi(z, now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen, prof):"),
     ("            hs = _heap_push(hk, hv, hs, b, z)\n",
      "            hs = _heap_push(hk, hv, hs, b, z)\n            prof[18] += 1\n"),
     ("          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep):\n    \"\"\"One scheduling pass",
