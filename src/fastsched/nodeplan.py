@@ -243,16 +243,16 @@ def _compact(WT, WG, WC, WM, wo, wlen, wcap):
 
 
 @njit(cache=True)
-def _room(x, WT, WG, WC, WM, wo, wlen, wcap, wst):
-    """Keep room for two more breakpoints on node x (what a hold or a give-back
-    may add; callers test ``wlen[x] + 2 > wcap[x]`` first: the call and the
-    returned arrays cost in the hold loop). A node that outgrows its segment
+def _room(x, WT, WG, WC, WM, wo, wlen, wcap, wst, extra=2):
+    """Keep room for ``extra`` more breakpoints on node x (two: what a hold or
+    a give-back may add; callers test ``wlen[x] + extra > wcap[x]`` first: the
+    call and the returned arrays cost in the hold loop). A node that outgrows its segment
     moves to one twice as big at the top, leaving a hole. When the arrays are
     full, they are compacted if the holes are over half the live segments (a
     node's old segments add up to less than its current one, so holes never
     outweigh the live segments), and doubled if that is not enough. Returns
     the arrays (new ones when doubled)."""
-    need = wlen[x] + 2
+    need = wlen[x] + extra
     if need <= wcap[x]:
         return WT, WG, WC, WM
     cap = wcap[x]
@@ -1173,6 +1173,23 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
         if t - now > window:        # beyond the planning window: no reservation
             continue
         held_end = _on_grid(t + dur, res)
+        # room for the holds first, so that the loop over the job's nodes assigns no
+        # array: Numba counts references to an array variable reassigned in a loop
+        # on every turn (atomic instructions, ~12 ns a variable)
+        room = 0                # run-index entries the holds may add, in all
+        room1 = 0               # ... at one node
+        for i in range(nn[j]):
+            x = chosen[i]
+            if wlen[x] + 4 > wcap[x]:   # a hold adds two breakpoints; keep two more free
+                WT, WG, WC, WM = _room(x, WT, WG, WC, WM, wo, wlen, wcap, wst, 4)
+            room += nix * (wlen[x] + 4)
+            room1 = max(room1, nix * (wlen[x] + 4))
+        if nix > 0:
+            if ids.shape[0] < 2 * room1:
+                ids = np.empty(4 * room1, dtype=np.int64)
+                ibuf = np.empty((8, 4 * room1), dtype=np.int64)
+            if meta[0] + room > TR.shape[0]:
+                TR, fr = tr_reserve(TR, fr, meta, room)
         ix_new_job(meta)        # insertion hints: this job's own entries only
         _prefetch_node(chosen[0], WT, WG, WC, WM, wo, wlen, TR, lastid)
         for i in range(nn[j]):
@@ -1185,15 +1202,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
                 kb = _split(x, held_end, WT, WG, WC, WM, wo, wlen)
                 touched = ix_touched(x, ka, kb, nix, sg, sc, sm, elig, WG, WC, WM, wo)
             _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)
-            if wlen[x] + 2 > wcap[x]:   # keep room for two more breakpoints on every node
-                WT, WG, WC, WM = _room(x, WT, WG, WC, WM, wo, wlen, wcap, wst)
             if touched != 0:    # ... and their entries updated after it
-                room = nix * (wlen[x] + 2)      # (the hold adds no breakpoint now)
-                if ids.shape[0] < 2 * room:
-                    ids = np.empty(4 * room, dtype=np.int64)
-                    ibuf = np.empty((8, 4 * room), dtype=np.int64)
-                if meta[0] + room > TR.shape[0]:
-                    TR, fr = tr_reserve(TR, fr, meta, room)
                 root = ix_hold(TR, fr, meta, root, x, ka, kb, touched, nix, sg, sc, sm, sth, WT,
                                WG, WC, WM, wo, wlen, lastid, ids, ibuf)
         planned[j] = t
