@@ -246,8 +246,8 @@ def _compact(WT, WG, WC, WM, wo, wlen, wcap):
 def _room(x, WT, WG, WC, WM, wo, wlen, wcap, wst, extra=2):
     """Keep room for ``extra`` more breakpoints on node x (two: what a hold or
     a give-back may add; callers test ``wlen[x] + extra > wcap[x]`` first: the
-    call and the returned arrays cost in the hold loop). A node that outgrows its segment
-    moves to one twice as big at the top, leaving a hole. When the arrays are
+    call and the returned arrays cost in hot loops). A node that outgrows its
+    segment moves to one twice as big at the top, leaving a hole. When the arrays are
     full, they are compacted if the holes are over half the live segments (a
     node's old segments add up to less than its current one, so holes never
     outweigh the live segments), and doubled if that is not enough. Returns
