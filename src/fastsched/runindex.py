@@ -104,7 +104,9 @@ def _rows(cap, width):
 
 @njit(cache=True)
 def tr_reserve(TR, fr, meta, extra):
-    """Room for ``extra`` more entries (doubling): returns (TR, fr)."""
+    """Room for ``extra`` more entries (doubling): returns (TR, fr). Hot callers
+    test ``meta[0] + extra > TR.shape[0]`` first: a call that returns arrays
+    costs reference counting even when nothing grows."""
     if meta[0] + extra <= TR.shape[0]:
         return TR, fr
     cap = TR.shape[0]
