@@ -20,7 +20,7 @@ import os
 #: modules with compiled code, then the package modules they import
 KERNEL_SOURCES = ("fairshare", "metrics", "nodeplan", "prefetch", "priority", "runindex",
                   "topology", "verify",
-                  "cluster", "constraints", "errors", "hostlist", "jobs", "schedule",
+                  "cluster", "constraints", "errors", "hostlist", "interrupt", "jobs", "schedule",
                   "validation", "verify_constraints")
 
 

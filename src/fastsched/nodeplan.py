@@ -57,6 +57,8 @@ from .runindex import (MAX_SLOTS as _MAX_SLOTS, _A, _LN, add_slot, ix_add_slot, 
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices, csr_take)
 from .errors import InputError
+from .interrupt import DONE as _DONE, NOW as _NOW, REQUEST as _REQUEST, STOP as _STOP
+from .interrupt import call as _call, new_control
 from .prefetch import prefetch, prefetch1
 from .jobs import JobTable
 from .validation import check_basic, reject
@@ -1024,14 +1026,14 @@ def _release_blocks(j, now, own, levels, boff, bnodes, fg, fc, fm, WT, WG, WC, W
             _give_back(y, now, e, g, c, m, WT, WG, WC, WM, wo, wlen)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pass(now, queue, qlen, policy, depth, full, res, window,
           limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
           type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
           fg, fc, fm, fmask, WT, WG, WC, WM, wo, wlen, wcap, wst, RT, RG, RC, RM, RJ, rlen, R,
           tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
           jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep):
+          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep, ctl):
     """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
 
     The one copy of the planning logic: the event loop (:func:`_run`) and
@@ -1053,7 +1055,9 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     ``pbits``: :func:`_partition_bits`, to keep the free-now counts up to date
     through starts (empty: recount after every start). ``excl`` (per job),
     ``boff``/``bnodes`` (:func:`_block_nodes`): --exclusive=topo jobs start only
-    on idle leaf groups and hold them whole (:func:`_hold_blocks`).
+    on idle leaf groups and hold them whole (:func:`_hold_blocks`). ``ctl``: the
+    control array of :mod:`fastsched.interrupt`; on a stop request the pass
+    ends after the job it is planning (jobs not reached are left untouched).
 
     The work profile ``WT..WM/wo/wlen/wcap/wst`` (ragged, see :func:`_room`) is
     kept between passes: on entry it holds the running jobs only (every
@@ -1101,6 +1105,8 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     ids = np.empty(0, dtype=np.int64)           # buffers of ix_hold
     ibuf = np.empty((8, 0), dtype=np.int64)
     for q in range(last + 1):
+        if ctl[_REQUEST] == _STOP:
+            break
         j = queue[q]
         held = _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage)
         if held >= 0:
@@ -1300,14 +1306,14 @@ def _release(j, started, ok, now, ch_off, ch_job, ch_kind, pend, never, arrived,
     return qlen
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
          type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat, policy, depth, rank,
          ch_off, ch_job, ch_kind, pend, never, arrived, eligible, jg_off, jg, caps, gusage,
          reason, part_used, start, end, planned, alloc_nodes, alloc_mask, fg, fc, fm, fmask,
          WT, WG, WC, WM, wo, wlen, wcap, wst, RT, RG, RC, RM, RJ, rlen, tcount, queue, evk, evj,
          chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks, index_after, pbits,
-         excl, boff, bnodes):
+         excl, boff, bnodes, ctl):
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
@@ -1319,6 +1325,10 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
     jobs end at the instant or starts released dependents. The work profile
     and the free-now counts per type are kept across instants (see :func:`_pass`):
     a completion gives back what the job held from now to its held end.
+    ``ctl`` (:mod:`fastsched.interrupt`): any request returns before the next
+    instant (the loop can go on from there as if it never stopped; a stop
+    request also cuts the pass short); the loop writes the time and the jobs
+    finished into it for progress bars.
     """
     n = submit.shape[0]
     a, qlen, nev, pass_id, passes, R = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]
@@ -1326,13 +1336,15 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
         now = submit[a] if a < n else evk[0]
         if nev > 0 and evk[0] < now:
             now = evk[0]
-        if now > t_stop:
+        if now > t_stop or ctl[_REQUEST] != 0:
             break
+        ctl[_NOW] = now
         while True:
             # 1. completions
             while nev > 0 and evk[0] == now:
                 j = evj[0]
                 nev = _heap_pop(evk, evj, nev)
+                ctl[_DONE] += 1
                 held_end = _on_grid(start[j] + limit[j], res)
                 for q in range(offsets[j], offsets[j] + nn[j]):
                     x = alloc_nodes[q]
@@ -1382,7 +1394,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
                 fg, fc, fm, fmask, WT, WG, WC, WM, wo, wlen, wcap, wst, RT, RG, RC, RM, RJ, rlen, R,
                 tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
                 jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-                eligible, gmasks, index_after, pbits, excl, boff, bnodes, True)
+                eligible, gmasks, index_after, pbits, excl, boff, bnodes, True, ctl)
             if nstarted < 0:
                 break
             passes += 1
@@ -1547,6 +1559,7 @@ class _EventLoop:
         self.trial = np.empty(maxN, dtype=np.int64)
         self.newly = np.empty(n + 1, dtype=np.int64)
         self.sc = np.array([0, 0, 0, 0, 0, R], dtype=np.int64)
+        self.control = new_control()
 
     @property
     def done(self) -> bool:
@@ -1571,9 +1584,12 @@ class _EventLoop:
         inv = self.inverse
         return Progress(self.start[inv], self.end[inv], self.eligible[inv])
 
-    def run(self, t_stop: int = int(_INF)) -> None:
-        W, Rs = self.W, self.Rs
-        out = _run(np.int64(t_stop), self.sc, self.res, self.window, self.submit, self.limit, self.runtime, self.nn,
+    def run(self, t_stop: int = int(_INF), tick=None) -> None:
+        """Every instant up to ``t_stop``; ``tick(control)`` now and then while it
+        runs (:mod:`fastsched.interrupt`). Raises Interrupted on Ctrl-C: the loop
+        is then cut mid-pass and cannot go on."""
+        W, Rs, control = self.W, self.Rs, self.control
+        out = _call(_run, np.int64(t_stop), self.sc, self.res, self.window, self.submit, self.limit, self.runtime, self.nn,
                    self.rg, self.rc, self.rm, self.pc_off, self.pc_part, self.pc_type,
                    self.offsets, *self.types, self.capG, self.capC, self.capM, self.poff,
                    self.pflat, self.policy, self.depth, self.rank, self.ch_off, self.ch_job,
@@ -1584,7 +1600,8 @@ class _EventLoop:
                    Rs[1], Rs[2],
                    Rs[3], Rs[4], self.rlen, self.tcount, self.queue, self.evk,
                    self.evj, self.chosen, self.trial, self.newly, *self.topo,
-                   np.int64(_INDEX_AFTER), self.pbits, *self.excl)
+                   np.int64(_INDEX_AFTER), self.pbits, *self.excl, control,
+                   control=control, tick=None if tick is None else (lambda: tick(control)))
         self.W, self.Rs = list(out[:4]), list(out[4:])
 
     def profile(self, x: int):
@@ -1609,7 +1626,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               available=None, *, partitions: PartitionChoices | None = None,
               dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
-              window: int | None = None, placement=None) -> NodeRun:
+              window: int | None = None, placement=None, tick=None) -> NodeRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -1627,6 +1644,9 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     earliest start is more than ``window`` after now gets no reservation
     (and uses none of EASY's); None = no limit. ``placement``: topology-aware
     node choice and GPU groups (:class:`fastsched.constraints.Placement`).
+    ``tick(control)``: called now and then while the compiled loop runs (progress
+    bars: :mod:`fastsched.interrupt`). Ctrl-C raises
+    :class:`fastsched.interrupt.Interrupted`.
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)
@@ -1643,7 +1663,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     if rank is not None:
         loop.set_rank(_unique_rank(rank, jobs))
     if reorder is None:
-        loop.run()
+        loop.run(tick=tick)
         return loop.result()
     if period is None or period < 1:
         raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
@@ -1653,7 +1673,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
         if b != last:
             loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
             last = b
-        loop.run(b + period - 1)
+        loop.run(b + period - 1, tick)
     return loop.result()
 
 
@@ -2067,7 +2087,8 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     walked = _walked(code, bool(full), pc_off, pc_type, nn, types, poff, pflat,
                      fg, fc, fm) if n else 0
     if n:
-        nst = _pass(np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), code, np.int64(depth),
+        control = new_control()
+        nst = _call(_pass, np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), code, np.int64(depth),
               bool(full), res, win, limit, limit, nn, q(pending.gpus_per_node),
               q(pending.cpus_per_node), q(pending.mem_per_node), pc_off,
               pc_part.astype(np.int64), pc_type, offsets[:-1].copy(),
@@ -2080,7 +2101,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
               pl.leaf_wait[order],
               q(pending.submit_time if eligible is None else eligible), pl.gpu_groups,
               np.int64(_INDEX_AFTER_PASS), _partition_bits(poff, pflat, X),
-              *_exclusive(pl, avail, order), False)[0]
+              *_exclusive(pl, avail, order), False, control, control=control)[0]
         if code == _FCFS:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, reason, n)
     outcome = np.full(n, BLOCKED, dtype=np.int8)
