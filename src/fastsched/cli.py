@@ -4,12 +4,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 
 import numpy as np
 
 from .argtypes import choice_of, comma_list, non_negative_int, positive_int
 from .errors import FastschedError, InputError
+from .interrupt import Interrupted, kernel_running, signals_interrupt
 from .policies import POLICIES
 
 SUMMARY_ROWS = [
@@ -31,8 +33,18 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "run"):
         parser.print_help()
         return 2
+    signals_interrupt()
     try:
         return args.run(args) or 0
+    except KeyboardInterrupt as e:        # Ctrl-C, SIGTERM; Interrupted says where the run was
+        code = 128 + int(getattr(e, "signum", signal.SIGINT))
+        print(f"fastsched: {e if isinstance(e, Interrupted) else 'interrupted'}; "
+              "no result written", file=sys.stderr)
+        if kernel_running():
+            sys.stdout.flush()          # a kernel still compiling cannot be stopped:
+            sys.stderr.flush()          # end the process without waiting for it
+            os._exit(code)
+        return code
     except FastschedError as e:
         print(f"fastsched: error: {e}", file=sys.stderr)
         return 2
@@ -43,8 +55,6 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{e.filename}: " if e.filename else ""
         print(f"fastsched: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
 
 
 def _parser() -> argparse.ArgumentParser:

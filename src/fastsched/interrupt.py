@@ -17,12 +17,15 @@ threads share a small *control* array (int64):
 """
 from __future__ import annotations
 
+import queue
 import signal
 import threading
 
 import numpy as np
 
 REQUEST, NOW, DONE = 0, 1, 2
+#: the worker threads' name
+KERNEL_THREAD = "fastsched-kernel"
 STOP, PAUSE = 1, 2
 
 #: how long the waiting thread sleeps between looks at the kernel (s)
@@ -58,34 +61,75 @@ def call(kernel, *args, control: np.ndarray, tick=None):
     """``kernel(*args)`` in a worker thread; returns its result.
 
     ``tick()`` (e.g. a progress bar's refresh) is called every :data:`TICK`
-    seconds while it runs. On KeyboardInterrupt (or a signal turned into one by
+    seconds while it runs, and once when it has returned. On KeyboardInterrupt (or a signal turned into one by
     :func:`signals_interrupt`) the kernel is asked to stop and
     :class:`Interrupted` is raised, carrying the simulated time and jobs done.
     The kernel's own exceptions are re-raised here.
     """
     out = {}
-
-    def work():
-        try:
-            out["value"] = kernel(*args)
-        except BaseException as e:          # handed to the calling thread
-            out["error"] = e
-
-    worker = threading.Thread(target=work, name="fastsched-kernel", daemon=True)
+    finished = threading.Event()
     try:
-        worker.start()
-        while worker.is_alive():
-            worker.join(TICK)
+        _worker().tasks.put((kernel, args, out, finished))
+        while not finished.wait(TICK):
             if tick is not None:
                 tick()
+        if tick is not None:
+            tick()
     except KeyboardInterrupt as e:
         control[REQUEST] = STOP
-        worker.join(GRACE)
-        raise Interrupted(int(control[NOW]) if control[NOW] else None, int(control[DONE]),
-                          getattr(e, "signum", signal.SIGINT)) from None
+        finished.wait(GRACE)
+        raise interrupted(control, e) from None
     if "error" in out:
         raise out["error"]
     return out["value"]
+
+
+class _Worker:
+    """A thread that runs kernels handed to it, one at a time (starting a thread
+    per call would cost ~0.1 ms of CPU: the event loop may be called per
+    PriorityCalcPeriod, tens of thousands of times)."""
+
+    def __init__(self):
+        self.tasks = queue.SimpleQueue()
+        self.busy = False
+        threading.Thread(target=self._serve, name=KERNEL_THREAD, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            kernel, args, out, finished = self.tasks.get()
+            self.busy = True
+            try:
+                out["value"] = kernel(*args)
+            except BaseException as e:      # handed to the calling thread
+                out["error"] = e
+            finally:
+                self.busy = False
+                finished.set()
+
+
+_workers = threading.local()        # one worker per calling thread: callers never queue
+_all_workers: list = []
+
+
+def _worker() -> _Worker:
+    w = getattr(_workers, "worker", None)
+    if w is None:
+        w = _workers.worker = _Worker()
+        _all_workers.append(w)
+    return w
+
+
+def kernel_running() -> bool:
+    """True while some kernel still runs (e.g. one that was compiling when asked to stop)."""
+    return any(w.busy for w in _all_workers)
+
+
+def interrupted(control: np.ndarray, cause: KeyboardInterrupt) -> Interrupted:
+    """The Interrupted for a run whose control array is ``control``."""
+    if isinstance(cause, Interrupted):
+        return cause
+    return Interrupted(int(control[NOW]) if control[NOW] else None, int(control[DONE]),
+                       getattr(cause, "signum", signal.SIGINT))
 
 
 class _Terminated(KeyboardInterrupt):

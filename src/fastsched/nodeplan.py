@@ -58,7 +58,7 @@ from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, Li
                           PartitionChoices, csr_take)
 from .errors import InputError
 from .interrupt import DONE as _DONE, NOW as _NOW, REQUEST as _REQUEST, STOP as _STOP
-from .interrupt import call as _call, new_control
+from .interrupt import call as _call, interrupted as _interrupted, new_control
 from .prefetch import prefetch, prefetch1
 from .jobs import JobTable
 from .validation import check_basic, reject
@@ -1668,12 +1668,15 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     if period is None or period < 1:
         raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
     last = None
-    while not loop.done:
-        b = loop.next_time() // period * period     # the period the next instant is in
-        if b != last:
-            loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
-            last = b
-        loop.run(b + period - 1, tick)
+    try:
+        while not loop.done:
+            b = loop.next_time() // period * period     # the period the next instant is in
+            if b != last:
+                loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
+                last = b
+            loop.run(b + period - 1, tick)
+    except KeyboardInterrupt as e:       # Ctrl-C between two calls: say where the run was
+        raise _interrupted(loop.control, e) from None
     return loop.result()
 
 
