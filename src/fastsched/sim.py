@@ -204,7 +204,7 @@ def _started_schedule(jobs: JobTable, run) -> Schedule:
     keep = np.repeat(started, counts)
     return Schedule(job_id=jobs.job_id.copy(), start_time=run.start, end_time=run.end,
                     alloc_offsets=offsets, alloc_nodes=run.alloc_nodes[keep],
-                    alloc_gpu_mask=run.alloc_gpu_mask[keep])
+                    alloc_gpu_mask=run.alloc_gpu_mask[keep], planning="nodes")
 
 
 def _simulate_pool(cluster: Cluster, jobs: JobTable, policy_code: int, reserve_depth: int,
@@ -222,7 +222,8 @@ def _simulate_pool(cluster: Cluster, jobs: JobTable, policy_code: int, reserve_d
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     return Schedule(job_id=jobs.job_id.copy(), start_time=start[inverse],
-                    end_time=end[inverse], alloc_offsets=offsets, alloc_nodes=alloc), passes
+                    end_time=end[inverse], alloc_offsets=offsets, alloc_nodes=alloc,
+                    planning="counts"), passes
 
 
 def simulate_swf(path, policy: str = "easy", *, procs: int | None = None, strict: bool = False,
