@@ -22,8 +22,8 @@ import os
 #: modules with compiled code, then the package modules they import
 KERNEL_SOURCES = ("fairshare", "metrics", "nodeplan", "prefetch", "priority", "runindex",
                   "topology", "verify",
-                  "cluster", "constraints", "errors", "hostlist", "interrupt", "jobs", "schedule",
-                  "validation", "verify_constraints")
+                  "cluster", "constraints", "errors", "hostlist", "interrupt", "jobs",
+                  "leafkernel", "schedule", "validation", "verify_constraints")
 
 
 def sources_stamp(paths) -> tuple:

@@ -38,9 +38,10 @@ A type planned often in a pass switches to a run index
 instead of a scan of every node's profile, and holds update it incrementally.
 
 Reference counts: the kernels that allocate nothing and return no array are
-compiled without Numba's reference counting (``_nrt=False``), like the run
-index's (:mod:`fastsched.runindex` says why); ``_plan_multi`` allocates its
-heap, so it asks for counting back (``_nrt=True``: callees inherit the flag).
+leaf kernels, compiled without Numba's reference counting
+(:mod:`fastsched.leafkernel` says why, and why it is safe); ``_plan_multi``
+allocates its heap, so it asks for counting back (``_nrt=True``: callees
+inherit the flag).
 """
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ from .runindex import (MAX_SLOTS as _MAX_SLOTS, _A, _LN, add_slot, ix_add_slot, 
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices, csr_take)
 from .errors import InputError
+from .leafkernel import leaf_kernel
 from .interrupt import DONE as _DONE, NOW as _NOW, REQUEST as _REQUEST, STOP as _STOP
 from .interrupt import call as _call, interrupted as _interrupted, new_control
 from .prefetch import prefetch, prefetch1
@@ -220,7 +222,7 @@ def _resized(A, size, top):
     return B
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _copy_segment(WT, WG, WC, WM, src, dst, n):
     """Copy n breakpoints from offset src to dst (dst < src or no overlap)."""
     for k in range(n):
@@ -280,7 +282,7 @@ def _room(x, WT, WG, WC, WM, wo, wlen, wcap, wst, extra=2):
     return WT, WG, WC, WM
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _heap_push(key, val, size, k, v):
     i = size
     while i > 0:
@@ -295,7 +297,7 @@ def _heap_push(key, val, size, k, v):
     return size + 1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _heap_pop(key, val, size):
     """Drop the smallest entry; returns the new size."""
     size -= 1
@@ -320,7 +322,7 @@ def _heap_pop(key, val, size):
     return size
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _build(x, now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
     """Work profile of node x from scratch, from its running jobs (held ends
     ``RT`` all > now, sorted). The engine builds it once and then keeps it."""
@@ -345,14 +347,14 @@ def _build(x, now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
     wlen[x] = L
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _build_all(now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
     """Every node's work profile from scratch (a single pass's set-up)."""
     for x in range(wlen.shape[0]):
         _build(x, now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _on_grid(t, res):
     """t rounded up to the absolute time grid of multiples of res (res = 1: t
     itself). Every hold ends on it, so the profile's breakpoints do not move
@@ -362,7 +364,7 @@ def _on_grid(t, res):
     return (t + res - 1) // res * res
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _advance(x, now, WT, WG, WC, WM, wo, wlen):
     """Drop node x's breakpoints at or before ``now``: its first segment starts at now."""
     o = wo[x]
@@ -380,7 +382,7 @@ def _advance(x, now, WT, WG, WC, WM, wo, wlen):
     WT[o] = now
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _merge_at(x, k, WT, WG, WC, WM, wo, wlen):
     """Remove breakpoint k (>= 1) of node x when it no longer changes anything."""
     o = wo[x]
@@ -396,7 +398,7 @@ def _merge_at(x, k, WT, WG, WC, WM, wo, wlen):
     wlen[x] = L - 1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _give_back(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
     """Undo a hold of (g, c, m) over [s, e) on node x (s >= its first breakpoint):
     a completion (s = now, after :func:`_advance`) or a reservation at the end of
@@ -415,7 +417,7 @@ def _give_back(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
     _merge_at(x, a, WT, WG, WC, WM, wo, wlen)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _tcount_update(x, og, oc, om, tcount, type_p, type_g, type_c, type_m, pbits, fg, fc, fm):
     """Node x's free-now went from (og, oc, om) to ``fg/fc/fm[x]``: adjust the
     kept free-now counts of the types already counted (``tcount`` >= 0) whose
@@ -435,7 +437,7 @@ def _tcount_update(x, og, oc, om, tcount, type_p, type_g, type_c, type_m, pbits,
             tcount[ty] += 1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _split(x, t, WT, WG, WC, WM, wo, wlen):
     """Make t (>= WT[x, 0]) a breakpoint of node x; return its index. Needs room for one more."""
     o = wo[x]
@@ -458,7 +460,7 @@ def _split(x, t, WT, WG, WC, WM, wo, wlen):
     return k + 1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _hold(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
     o = wo[x]
     a = _split(x, s, WT, WG, WC, WM, wo, wlen)
@@ -469,7 +471,7 @@ def _hold(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
         WM[o + k] -= m
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _prefetch_node(x, WT, WG, WC, WM, wo, wlen, TR, last):
     """Start loading what a hold on node x reads first: its profile's last two
     lines in each array (_split scans back from the end) and its last run index
@@ -485,7 +487,7 @@ def _prefetch_node(x, WT, WG, WC, WM, wo, wlen, TR, last):
         prefetch(TR, last[x], 0)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _segment_at(x, t, WT, wo, wlen):
     o = wo[x]
     k = wlen[x] - 1
@@ -702,7 +704,7 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
     return t
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen):
     """:func:`_plan_job` (no topology) over the run index, slot ``q`` (the job's
     type): the same start and nodes. The slot's runs in key order (start, free
@@ -819,7 +821,7 @@ def _min_limits(queue, q0, q1, limit, pc_off, pc_type, T):
     return tmin
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _type_count(ty, tcount, type_p, type_g, type_c, type_m, poff, pflat, fg, fc, fm):
     """Available nodes of the type's partition whose free-now (running jobs only) covers it."""
     if tcount[ty] < 0:
@@ -836,7 +838,7 @@ def _type_count(ty, tcount, type_p, type_g, type_c, type_m, poff, pflat, fg, fc,
     return tcount[ty]
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage):
     """The first cap of a limit group that starting job ``j`` would exceed, as
     ``group * NCAPS + cap``, or -1 when no limit holds it."""
@@ -857,7 +859,7 @@ def _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage):
     return -1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _charge(j, sign, nn, rg, rc, rm, jg_off, jg, gusage):
     """Add (sign=1) or remove (sign=-1) running job ``j`` from its groups' usage."""
     for e in range(jg_off[j], jg_off[j + 1]):
@@ -868,7 +870,7 @@ def _charge(j, sign, nn, rg, rc, rm, jg_off, jg, gusage):
         gusage[grp, 3] += sign * nn[j] * rm[j]
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _fits_now_somewhere(j, nn, pc_off, pc_type, tcount, type_p, type_g, type_c, type_m,
                         poff, pflat, fg, fc, fm):
     """Could job ``j`` start now in one of its partitions, counting running jobs only?"""
@@ -958,7 +960,7 @@ def _add_running(x, pe, g, c, m, jid, RT, RG, RC, RM, RJ, rlen, R):
     return RT, RG, RC, RM, RJ, R
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _take_running(x, jid, RT, RG, RC, RM, RJ, rlen):
     """Remove ``jid``'s entries from node x's running list (order kept); returns
     their latest held end and summed (g, c, m)."""
@@ -1265,7 +1267,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     return nstarted, WT, WG, WC, WM, RT, RG, RC, RM, RJ, R
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _enqueue(j, queue, qlen, rank):
     """Insert job ``j`` into ``queue[:qlen]`` (kept sorted by ``rank``); returns the new length."""
     lo = 0
@@ -1282,7 +1284,7 @@ def _enqueue(j, queue, qlen, rank):
     return qlen + 1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _release(j, started, ok, now, ch_off, ch_job, ch_kind, pend, never, arrived,
              eligible, queue, qlen, rank):
     """Job ``j`` started (``started``) or ended (``ok``: COMPLETED): count down its
