@@ -1,4 +1,4 @@
-"""Standard benchmark *states* for single scheduling passes (B2, B3, B6 in BENCHMARKS.md).
+"""Standard benchmark *states* for single scheduling passes (B2, B3, B6 in benchmarks/RESULTS.md).
 
 :func:`busy_state` builds, deterministically from a seed, a standard cluster
 whose GPUs are ``busy`` (85%) held by running ``ai-mix`` jobs, plus a queue of
@@ -229,7 +229,7 @@ def _b3(repeat: int) -> dict:
     return {"scenario": "conservative-100k (B3)", **fig, "machine": machine()}
 
 
-#: BENCHMARKS.md's B6 grid
+#: the B6 grid: clusters x queue sizes
 B6_CLUSTERS = ("ai-8k", "ai-100k", "ai-1m")
 B6_PENDING = (1_000, 10_000, 100_000, 1_000_000)
 

@@ -112,8 +112,9 @@ def _parser() -> argparse.ArgumentParser:
                        description="Run a standard benchmark scenario in-process and print "
                        "decisions per second, the median wall time over several runs (after a "
                        "warm-up) and the peak RSS.")
-    from .bench import SCENARIOS
-    b.add_argument("scenario", choices=sorted(SCENARIOS), help="scenario (see BENCHMARKS.md)")
+    from .bench import SCENARIOS, SUMMARIES
+    b.add_argument("scenario", choices=sorted(SCENARIOS), help="; ".join(
+        f"{name}: {text}" for name, text in SUMMARIES.items()))
     b.add_argument("--repeat", type=positive_int, default=7, help="timed runs (default 7)")
     b.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     b.add_argument("--jobs", type=positive_int, metavar="N",
