@@ -326,13 +326,14 @@ def _cmd_simulate(args) -> int:
         _write(result.summary_json, args.summary_json)
         print(f"wrote summary to {args.summary_json}")
     if args.start_times is not None:
-        _print_start_times(result, args.start_times, args.csv)
+        _print_start_times(result, args.start_times, args.csv,
+                           getattr(workload, "user_names", None))
     return 0
 
 
-def _print_start_times(result, t: int, csv_path) -> None:
+def _print_start_times(result, t: int, csv_path, user_names) -> None:
     from .snapshot import format_start_times, start_times_at
-    frame = start_times_at(result, t)
+    frame = start_times_at(result, t, user_names)
     print(f"\npending at {t} ({len(frame):,} jobs), expected starts (squeue --start):")
     print(format_start_times(frame))
     if csv_path:
