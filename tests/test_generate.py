@@ -400,3 +400,18 @@ def test_cli(tmp_path, capsys):
     assert "2,000 jobs" in msg and "offered load" in msg
     w = read_workload(out, read_cluster(conf))
     assert _same_jobs(w.jobs, ai_mix(ai_cluster("ai-8k"), 2000, seed=3, load=0.9).jobs)
+
+
+def test_cli_writes_the_example_gres_conf_and_site_config(tmp_path, capsys):
+    """gres.conf comes with a generated cluster and fits its nodes; generate config
+    writes the example site, whose accounts are ai-mix's."""
+    from fastsched.config import load_config
+    from fastsched.topology import read_gres_conf
+    conf = tmp_path / "slurm.conf"
+    assert _run(["generate", "cluster", "ai-8k", "-o", str(conf)]) == 0
+    gres = read_gres_conf(tmp_path / "gres.conf")
+    assert gres.num_gpus == int(read_cluster(conf).gpus.max()) == 8
+    assert gres.source == "Cores" and gres.masks.tolist() == [0x0F, 0xF0]
+    assert _run(["generate", "config", "-o", str(tmp_path / "site.toml")]) == 0
+    cfg = load_config(tmp_path / "site.toml")
+    cfg.build_tree(ai_mix(ai_cluster("ai-8k"), 500, seed=4))     # every account known

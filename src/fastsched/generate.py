@@ -249,16 +249,19 @@ def ai_mix(cluster: Cluster, num_jobs: int, seed: int = 0, load: float = 1.05) -
 
 def add_generate_parser(sub) -> None:
     """Add ``generate cluster`` and ``generate workload`` to the CLI's subparsers."""
-    g = sub.add_parser("generate", help="write a standard cluster (slurm.conf) or workload (CSV)",
-                       description="Write the standard benchmark inputs (benchmarks/RESULTS.md): a "
-                       "cluster as slurm.conf + topology.conf, or a seeded ai-mix workload as CSV.")
+    g = sub.add_parser("generate", help="write a standard cluster (slurm.conf), workload (CSV) "
+                       "or the example site configuration",
+                       description="Write the standard inputs of the benchmarks (benchmarks/RESULTS.md) "
+                       "and examples: a cluster as slurm.conf + topology.conf + gres.conf, a "
+                       "seeded ai-mix workload as CSV, or the example site configuration.")
     gsub = g.add_subparsers(title="what", metavar="WHAT")
     g.set_defaults(run=lambda args: (g.print_help(), 2)[1])
 
-    c = gsub.add_parser("cluster", help="write a standard cluster as slurm.conf (+ topology.conf)",
+    c = gsub.add_parser("cluster", help="write a standard cluster as slurm.conf (+ topology.conf, "
+                        "gres.conf)",
                         description="Write a standard cluster as a slurm.conf subset (NodeName, "
-                        "PartitionName) and its tree topology as topology.conf in the same "
-                        "directory (overwritten).")
+                        "PartitionName), its tree topology as topology.conf and its GPUs' "
+                        "socket groups as gres.conf in the same directory (both overwritten).")
     c.add_argument("name", choices=sorted(CLUSTERS), help="cluster (ai-8k, ai-100k, ai-1m)")
     c.add_argument("-o", "--output", required=True, metavar="slurm.conf",
                    help="slurm.conf to write; topology.conf goes next to it")
@@ -280,6 +283,14 @@ def add_generate_parser(sub) -> None:
                    help="CSV to write (.csv.gz compresses)")
     w.set_defaults(run=_cmd_generate_workload)
 
+    site = gsub.add_parser("config", help="write the example site configuration (TOML)",
+                        description="Write the example site configuration: multifactor "
+                        "priority weights, the association tree of ai-mix workloads "
+                        "(org01..org20 > acct001..acct200) with shares and limits, QOS and "
+                        "partition overrides. Edit it for your site.")
+    site.add_argument("-o", "--output", required=True, metavar="site.toml", help="file to write")
+    site.set_defaults(run=_cmd_generate_config)
+
 
 def load_cluster(spec: str) -> Cluster:
     """A cluster from a slurm.conf path, or a standard name (ai-8k, ai-100k, ai-1m)."""
@@ -290,15 +301,31 @@ def load_cluster(spec: str) -> Cluster:
     return read_cluster(spec)
 
 
+def _example(name: str) -> bytes:
+    """A file shipped in fastsched/data."""
+    from importlib import resources
+    return (resources.files("fastsched") / "data" / name).read_bytes()
+
+
 def _cmd_generate_cluster(args) -> int:
+    from pathlib import Path
     from .slurmconf import topology_path, write_cluster
     cluster = ai_cluster(args.name)
     write_cluster(cluster, args.output, name=args.name)
-    extra = f" (+ {topology_path(args.output)})" if cluster.topology else ""
+    gres = Path(args.output).with_name("gres.conf")
+    gres.write_bytes(_example("example-gres.conf"))
+    extra = f" (+ {topology_path(args.output)}, {gres})"
     print(f"{args.name}: {cluster.num_nodes:,} nodes, {int(cluster.gpus.sum()):,} GPUs "
           f"({cluster.gpu_type}), partitions "
           + ", ".join(f"{p.name} ({len(p.nodes):,} nodes)" for p in cluster.partitions)
           + f" -> {args.output}{extra}")
+    return 0
+
+
+def _cmd_generate_config(args) -> int:
+    from pathlib import Path
+    Path(args.output).write_bytes(_example("example-config.toml"))
+    print(f"example site configuration -> {args.output}")
     return 0
 
 
