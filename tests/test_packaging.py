@@ -41,8 +41,11 @@ def test_config_reads_toml_through_tomli_without_tomllib():
 
 
 def test_hypothesis_is_an_extra_and_tomli_a_310_dependency():
-    import tomllib
     from pathlib import Path
+    try:
+        import tomllib
+    except ImportError:                 # Python 3.10
+        import tomli as tomllib
     project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
                             .read_text())["project"]
     names = [d.split(">")[0].split(";")[0].strip() for d in project["dependencies"]]
