@@ -415,3 +415,13 @@ def test_cli_writes_the_example_gres_conf_and_site_config(tmp_path, capsys):
     assert _run(["generate", "config", "-o", str(tmp_path / "site.toml")]) == 0
     cfg = load_config(tmp_path / "site.toml")
     cfg.build_tree(ai_mix(ai_cluster("ai-8k"), 500, seed=4))     # every account known
+
+
+def test_standard_clusters_keep_their_ai_mix():
+    """The benchmark figures rest on these jobs: sums of every column for one seed, as
+    the generator gave them before it learnt other clusters' partitions."""
+    j = ai_mix(ai_cluster("ai-8k"), 400, seed=11).jobs
+    cols = (j.submit_time, j.time_limit, j.runtime, j.num_nodes, j.gpus_per_node,
+            j.cpus_per_node, j.mem_per_node, j.partition, j.user)
+    assert [int(c.sum()) for c in cols] == [4851803, 30831300, 19070501, 874, 1570, 21980,
+                                            392500000, 38, 28218]

@@ -116,12 +116,12 @@ def _mix_partitions(cluster: Cluster) -> tuple[np.ndarray, int | None]:
     the partitions with GPU nodes, the one with the shortest MaxTime (if shorter
     than the longest) takes the interactive jobs, the others the batch jobs.
     """
-    names = [p.name for p in cluster.partitions]
-    if "batch" in names and "interactive" in names:
-        return np.array([names.index("batch")]), names.index("interactive")
     with_gpus = [i for i, p in enumerate(cluster.partitions) if (cluster.gpus[p.nodes] > 0).any()]
     if not with_gpus:
         raise InputError("ai-mix needs GPU nodes; no partition of the cluster has any")
+    names = [cluster.partitions[i].name for i in with_gpus]
+    if "batch" in names and "interactive" in names:
+        return np.array([with_gpus[names.index("batch")]]), with_gpus[names.index("interactive")]
     max_time = [cluster.partitions[i].max_time or np.inf for i in with_gpus]
     shortest = int(np.argmin(max_time))
     if max_time[shortest] == max(max_time):
@@ -248,7 +248,7 @@ def ai_mix(cluster: Cluster, num_jobs: int, seed: int = 0, load: float = 1.05) -
 # --------------------------------------------------------------------------- CLI
 
 def add_generate_parser(sub) -> None:
-    """Add ``generate cluster`` and ``generate workload`` to the CLI's subparsers."""
+    """Add ``generate cluster``, ``workload`` and ``config`` to the CLI's subparsers."""
     g = sub.add_parser("generate", help="write a standard cluster (slurm.conf), workload (CSV) "
                        "or the example site configuration",
                        description="Write the standard inputs of the benchmarks (benchmarks/RESULTS.md) "
