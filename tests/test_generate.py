@@ -418,8 +418,7 @@ def test_cli_writes_the_example_gres_conf_and_site_config(tmp_path, capsys):
 
 
 def test_standard_clusters_keep_their_ai_mix():
-    """The benchmark figures rest on these jobs: sums of every column for one seed, as
-    the generator gave them before it learnt other clusters' partitions."""
+    """The benchmark figures rest on these jobs: sums of every column for one seed."""
     j = ai_mix(ai_cluster("ai-8k"), 400, seed=11).jobs
     cols = (j.submit_time, j.time_limit, j.runtime, j.num_nodes, j.gpus_per_node,
             j.cpus_per_node, j.mem_per_node, j.partition, j.user)
