@@ -1,4 +1,4 @@
-"""B4 `kth-easy` (see /work/shared/BENCHMARKS.md): the whole KTH-SP2 trace, in-process.
+"""B4 `kth-easy` (benchmarks/RESULTS.md): the whole KTH-SP2 trace, in-process.
 
 Run:   python -m pytest benchmarks/ --benchmark-enable
 Smoke: python -m pytest benchmarks/ --benchmark-disable -q   (each benchmark runs once)

@@ -1,6 +1,6 @@
 """B2 `easy-100k`, B3 `conservative-100k` and B6 `scaling`: one pass of the node
-(GPU-granular) engine on a busy standard cluster (see /work/shared/BENCHMARKS.md and
-fastsched.benchstate for the state).
+(GPU-granular) engine on a busy standard cluster (scenarios and targets in
+benchmarks/RESULTS.md; fastsched.benchstate builds the state).
 
 Run:   python -m pytest benchmarks/test_bench_nodes.py --benchmark-enable
 Smoke: python -m pytest benchmarks/test_bench_nodes.py --benchmark-disable -q

@@ -23,7 +23,7 @@ def main(out_path: str) -> int:
     world = int(os.environ["WORLD_SIZE"])
     assert rank == int(os.environ["SLURM_PROCID"])
     dist.init_process_group("gloo", init_method="env://",
-                            timeout=datetime.timedelta(seconds=45))
+                            timeout=datetime.timedelta(seconds=600))
     try:
         assert dist.get_rank() == rank and dist.get_world_size() == world
         t = torch.tensor([float(rank + 1)])

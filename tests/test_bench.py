@@ -18,7 +18,8 @@ def test_kth_easy_reports_decisions_median_and_rss():
 
 
 def test_node_point_reports_decisions_median_and_rss():
-    fig = measure_point("ai-8k", 300, "easy", False, repeat=1)
+    # no time limit: a cold Numba cache on a busy machine may take minutes to warm up
+    fig = measure_point("ai-8k", 300, "easy", False, repeat=1, max_seconds=None)
     assert "not_measured" not in fig
     assert fig["decisions_per_s"] > 0 and fig["median_ms"] > 0 and fig["peak_rss_mb"] > 0
     # median_ms is rounded to 0.1 ms, us_per_decision is not

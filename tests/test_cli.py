@@ -230,7 +230,7 @@ def test_no_command_prints_help(capsys):
 
 
 def test_entry_point_help():
-    p = subprocess.run(["fastsched", "--help"], capture_output=True, text=True, timeout=60)
+    p = subprocess.run(["fastsched", "--help"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "usage: fastsched" in p.stdout
     for cmd in ("simulate", "demo", "check", "bench"):

@@ -29,9 +29,11 @@ def test_example_config_loads():
     assert (high.limits.MaxJobs, high.limits.MaxSubmitJobs) == (4, 20)
     assert high.limits.MaxWallDurationPerJob == 86400
     assert cfg.qos_factor().tolist() == [0.1, 1.0, 0.0]          # normal, high, low
-    assert [a.name for a in cfg.accounts] == ["science", "engineering", "physics", "biology",
-                                              "robotics"]
-    assert cfg.accounts[2].limits.GrpTRES == {"gres/gpu": 512}
+    names = [a.name for a in cfg.accounts]
+    assert names == [f"org{o:02d}" for o in range(1, 21)] + [f"acct{a:03d}" for a in range(1, 201)]
+    assert {a.parent for a in cfg.accounts[:20]} == {"root"}
+    assert [a.parent for a in cfg.accounts[20:]] == [f"org{a // 10 + 1:02d}" for a in range(200)]
+    assert cfg.accounts[20].limits.GrpTRES == {"gres/gpu": 512}
     assert cfg.partitions == {"batch": {"PriorityJobFactor": 1},
                               "interactive": {"PriorityTier": 2, "PriorityJobFactor": 10}}
 
@@ -40,15 +42,27 @@ def test_tree_from_config_with_default_and_own_shares():
     cfg = load_config(EXAMPLE)
     jobs = JobTable.from_arrays(job_id=[1, 2, 3], submit_time=0, time_limit=60, runtime=1,
                                 num_nodes=1, user=[0, 1, 0])
-    w = Workload(jobs, np.array([0, 0, 1], np.int32), ["alice", "erin"], ["physics", "robotics"],
-                 np.zeros(2, np.int32), ["o"])
+    w = Workload(jobs, np.array([0, 0, 1], np.int32), ["user0001", "erin"],
+                 ["acct001", "acct011"], np.zeros(2, np.int32), ["o"])
     tree = cfg.build_tree(w)
-    assert tree.user_names[:3] == ["physics/alice", "physics/erin", "robotics/alice"]
-    assert "physics/bob" in tree.user_names and "biology/carol" in tree.user_names
-    assert tree.shares[tree.index["physics/alice"]] == 2          # [[user]] override
-    assert tree.shares[tree.index["physics/erin"]] == 1           # default
-    assert tree.names[tree.parent[tree.index["physics"]]] == "science"
+    assert tree.user_names == ["acct001/user0001", "acct001/erin", "acct011/user0001"]
+    assert tree.shares[tree.index["acct001/user0001"]] == 2       # [[user]] override
+    assert tree.shares[tree.index["acct001/erin"]] == 1           # default
+    assert tree.names[tree.parent[tree.index["acct011"]]] == "org02"
     assert tree.job_associations(w).tolist() == [0, 1, 2]
+
+
+def test_example_config_fits_every_generated_workload():
+    """The shipped example names the accounts of ai-mix: any seed, any standard cluster."""
+    from fastsched.generate import ai_cluster, ai_mix
+    from fastsched.limits import compile_limits
+    cfg = load_config(EXAMPLE)
+    cluster = ai_cluster("ai-8k")
+    for seed in range(3):
+        w = ai_mix(cluster, 3000, seed=seed)
+        tree = cfg.build_tree(w)
+        assert len(tree.user_names) >= len(np.unique(w.jobs.user))
+        compile_limits(cfg, w, cluster, tree=tree)
 
 
 def test_partition_overrides():
@@ -60,7 +74,8 @@ def test_partition_overrides():
     assert [p.priority_tier for p in cfg.apply_partitions(cl).partitions] == [1, 2]
     with pytest.raises(InputError, match="unknown partition 'batch'") as e:
         cfg.partition_factor(Cluster.homogeneous(2))
-    assert e.value.field == "partition.batch" and e.value.line == 78
+    line = EXAMPLE.read_text().splitlines().index("[partition.batch]") + 1
+    assert e.value.field == "partition.batch" and e.value.line == line
 
 
 def test_defaults_without_file():

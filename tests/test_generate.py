@@ -135,10 +135,44 @@ def test_load_parameter_and_small_cluster():
         ai_mix(c, 10, load=0)
 
 
-def test_ai_mix_needs_partitions():
+def test_ai_mix_needs_gpus():
     from fastsched.cluster import Cluster
-    with pytest.raises(InputError, match="interactive"):
-        ai_mix(Cluster.homogeneous(4, gpus=8), 10)
+    with pytest.raises(InputError, match="GPU nodes"):
+        ai_mix(Cluster.homogeneous(4, cpus=8), 10)
+
+
+OTHER_SITE = (
+    "NodeName=a[01-06] CPUs=64 RealMemory=500000 Gres=gpu:4\n"
+    "NodeName=h[01-10] CPUs=112 RealMemory=2000000 Gres=gpu:8\n"
+    "NodeName=c[01-04] CPUs=32 RealMemory=100000\n"
+    "PartitionName=a100 Nodes=a[01-06] MaxTime=2-0 Default=YES\n"
+    "PartitionName=h100 Nodes=h[01-10] MaxTime=2-0\n"
+    "PartitionName=debug Nodes=a[01-02],h[01-02] MaxTime=1:00:00 PriorityTier=2\n"
+    "PartitionName=cpu Nodes=c[01-04]\n")
+
+
+def test_ai_mix_on_any_sites_partitions(tmp_path, capsys):
+    """Other partition names: jobs go to the GPU partitions (the shortest MaxTime takes
+    the interactive ones), each sized to fit its partition's GPU nodes."""
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(OTHER_SITE)
+    out = tmp_path / "jobs.csv"
+    assert _run(["generate", "workload", "ai-mix", "--cluster", str(conf), "--jobs", "3000",
+                 "--seed", "2", "-o", str(out)]) == 0
+    c = read_cluster(conf)
+    j = read_workload(out, c).jobs
+    names = np.array([p.name for p in c.partitions])[j.partition]
+    share = {p: np.mean(names == p) for p in ("a100", "h100", "debug", "cpu")}
+    assert share["cpu"] == 0 and 0.07 < share["debug"] < 0.13
+    assert 0.25 < share["a100"] < 0.45 and 0.45 < share["h100"] < 0.65     # by GPU nodes, 6:10
+    node_gpus = {"a100": 4, "h100": 8, "debug": 4}
+    gpu_nodes = {"a100": 6, "h100": 10, "debug": 4}
+    for p in node_gpus:
+        mine = names == p
+        assert j.gpus_per_node[mine].max() == node_gpus[p]
+        assert 1 <= j.num_nodes[mine].min() and j.num_nodes[mine].max() <= gpu_nodes[p]
+    assert (j.time_limit[names == "debug"] <= 3600).all() and j.time_limit.max() <= 2 * 86_400
+    assert (j.cpus_per_node[names == "a100"] == 16 * j.gpus_per_node[names == "a100"]).all()
 
 
 def test_empty_workload(c100k):
@@ -366,3 +400,27 @@ def test_cli(tmp_path, capsys):
     assert "2,000 jobs" in msg and "offered load" in msg
     w = read_workload(out, read_cluster(conf))
     assert _same_jobs(w.jobs, ai_mix(ai_cluster("ai-8k"), 2000, seed=3, load=0.9).jobs)
+
+
+def test_cli_writes_the_example_gres_conf_and_site_config(tmp_path, capsys):
+    """gres.conf comes with a generated cluster and fits its nodes; generate config
+    writes the example site, whose accounts are ai-mix's."""
+    from fastsched.config import load_config
+    from fastsched.topology import read_gres_conf
+    conf = tmp_path / "slurm.conf"
+    assert _run(["generate", "cluster", "ai-8k", "-o", str(conf)]) == 0
+    gres = read_gres_conf(tmp_path / "gres.conf")
+    assert gres.num_gpus == int(read_cluster(conf).gpus.max()) == 8
+    assert gres.source == "Cores" and gres.masks.tolist() == [0x0F, 0xF0]
+    assert _run(["generate", "config", "-o", str(tmp_path / "site.toml")]) == 0
+    cfg = load_config(tmp_path / "site.toml")
+    cfg.build_tree(ai_mix(ai_cluster("ai-8k"), 500, seed=4))     # every account known
+
+
+def test_standard_clusters_keep_their_ai_mix():
+    """The benchmark figures rest on these jobs: sums of every column for one seed."""
+    j = ai_mix(ai_cluster("ai-8k"), 400, seed=11).jobs
+    cols = (j.submit_time, j.time_limit, j.runtime, j.num_nodes, j.gpus_per_node,
+            j.cpus_per_node, j.mem_per_node, j.partition, j.user)
+    assert [int(c.sum()) for c in cols] == [4851803, 30831300, 19070501, 874, 1570, 21980,
+                                            392500000, 38, 28218]

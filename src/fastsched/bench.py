@@ -1,4 +1,5 @@
-"""Standard benchmark scenarios (see BENCHMARKS.md), runnable in-process.
+"""Standard benchmark scenarios (:data:`SUMMARIES`; figures in benchmarks/RESULTS.md),
+runnable in-process.
 
 Each scenario prepares its input once, warms up, then times several runs and
 reports the median: the machine is shared and noisy.
@@ -241,6 +242,19 @@ SCENARIOS = {"kth-easy": _kth_easy, "priority-1m": _priority_1m,
              "scaling": _node_engine("scaling"), "memory-1m": _node_engine("memory-1m"),
              "place-512": _place_512, "easy-100k-topo": _easy_100k_topo,
              "ai-mix-1m": _ai_mix_1m}
+
+#: what each scenario runs, for ``fastsched bench --help``
+SUMMARIES = {
+    "kth-easy": "B4, the whole KTH-SP2 trace under EASY and conservative",
+    "priority-1m": "B1, Fair Tree + multifactor priorities of 1M pending jobs, 2,000 users",
+    "easy-100k": "B2, one EASY pass on ai-100k with 85%% of GPUs busy and 100k pending",
+    "conservative-100k": "B3, one conservative full-depth pass on that state",
+    "scaling": "B6, B2 and B3 over cluster sizes x queue sizes",
+    "memory-1m": "peak RSS of ai-1m 85%% busy with 1M pending and one EASY pass",
+    "place-512": "a 512-node job placed with topology constraints on ai-100k",
+    "easy-100k-topo": "B2 with topology-aware starts",
+    "ai-mix-1m": "B5, 1M ai-mix jobs on ai-100k under multifactor priorities and EASY",
+}
 
 
 def run_scenario(name: str, repeat: int = 7, **options) -> dict:

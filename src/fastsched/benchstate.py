@@ -1,4 +1,4 @@
-"""Standard benchmark *states* for single scheduling passes (B2, B3, B6 in BENCHMARKS.md).
+"""Standard benchmark *states* for single scheduling passes (B2, B3, B6 in benchmarks/RESULTS.md).
 
 :func:`busy_state` builds, deterministically from a seed, a standard cluster
 whose GPUs are ``busy`` (85%) held by running ``ai-mix`` jobs, plus a queue of
@@ -20,6 +20,7 @@ Choices fixed here:
 """
 from __future__ import annotations
 
+import queue
 import resource
 import statistics
 import time
@@ -147,10 +148,24 @@ def _child(cluster_name, pending, policy, full, repeat, seed, out, warmup):
     out.put(("done", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
 
 
+def _receive(q, proc, limit: float | None):
+    """The child's next message; None if it died, or sent nothing for ``limit`` s."""
+    waited = 0.0
+    while limit is None or waited < limit:
+        try:
+            return q.get(timeout=1.0)
+        except queue.Empty:
+            if not proc.is_alive() and q.empty():
+                return None
+            waited += 1.0
+    return None
+
+
 def measure_point(cluster_name: str, pending: int, policy: str, full: bool, repeat: int = 3,
-                  seed: int = 0, max_seconds: float = 120.0, warmup: str = "same") -> dict:
+                  seed: int = 0, max_seconds: float | None = 120.0, warmup: str = "same") -> dict:
     """Time one pass (median of ``repeat`` after a warm-up) in a child process; a run
-    that takes longer than ``max_seconds`` stops the point (reported not measured).
+    that takes longer than ``max_seconds`` stops the point (reported not measured;
+    ``None``: no limit).
     ``warmup``: "same" (an untimed pass on the state itself) or "small" (an untimed pass
     on ai-8k with 1,000 pending). A pass over :data:`LONG_PASS_S` is timed once."""
     import multiprocessing as mp
@@ -164,15 +179,14 @@ def measure_point(cluster_name: str, pending: int, policy: str, full: bool, repe
     times = []
     try:
         while True:
-            try:
-                msg = q.get(timeout=max_seconds + 60)
-            except Exception:
-                fig["not_measured"] = (f"a pass took more than {max_seconds:.0f} s "
-                                       f"({len(times)} timed run(s) done)")
+            msg = _receive(q, proc, None if max_seconds is None else max_seconds + 60)
+            if msg is None:
+                fig["not_measured"] = (f"the child ended, or a pass took more than "
+                                       f"{max_seconds:.0f} s ({len(times)} timed run(s) done)")
                 if times:
                     fig["first_runs_s"] = [round(x, 3) for x in times]
                 break
-            if msg[0] in ("warmup", "run") and msg[1] > max_seconds:
+            if msg[0] in ("warmup", "run") and max_seconds is not None and msg[1] > max_seconds:
                 fig["not_measured"] = f"a {msg[0]} pass took {msg[1]:.1f} s > {max_seconds:.0f} s"
                 fig["first_runs_s"] = [round(x, 3) for x in times + [msg[1]]]
                 break
@@ -215,7 +229,7 @@ def _b3(repeat: int) -> dict:
     return {"scenario": "conservative-100k (B3)", **fig, "machine": machine()}
 
 
-#: BENCHMARKS.md's B6 grid
+#: the B6 grid: clusters x queue sizes
 B6_CLUSTERS = ("ai-8k", "ai-100k", "ai-1m")
 B6_PENDING = (1_000, 10_000, 100_000, 1_000_000)
 

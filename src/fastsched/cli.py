@@ -125,8 +125,9 @@ def _parser() -> argparse.ArgumentParser:
                        description="Run a standard benchmark scenario in-process and print "
                        "decisions per second, the median wall time over several runs (after a "
                        "warm-up) and the peak RSS.")
-    from .bench import SCENARIOS
-    b.add_argument("scenario", choices=sorted(SCENARIOS), help="scenario (see BENCHMARKS.md)")
+    from .bench import SCENARIOS, SUMMARIES
+    b.add_argument("scenario", choices=sorted(SCENARIOS), help="; ".join(
+        f"{name}: {text}" for name, text in SUMMARIES.items()))
     b.add_argument("--repeat", type=positive_int, default=7, help="timed runs (default 7)")
     b.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     b.add_argument("--jobs", type=positive_int, metavar="N",
@@ -338,13 +339,14 @@ def _cmd_simulate(args) -> int:
         _write(result.summary_json, args.summary_json)
         print(f"wrote summary to {args.summary_json}")
     if args.start_times is not None:
-        _print_start_times(result, args.start_times, args.csv)
+        _print_start_times(result, args.start_times, args.csv,
+                           getattr(workload, "user_names", None))
     return 0
 
 
-def _print_start_times(result, t: int, csv_path) -> None:
+def _print_start_times(result, t: int, csv_path, user_names) -> None:
     from .snapshot import format_start_times, start_times_at
-    frame = start_times_at(result, t)
+    frame = start_times_at(result, t, user_names)
     print(f"\npending at {t} ({len(frame):,} jobs), expected starts (squeue --start):")
     print(format_start_times(frame))
     if csv_path:

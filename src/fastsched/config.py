@@ -35,11 +35,15 @@ One file says what slurm.conf's priority lines and ``sacctmgr`` would say::
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 import numpy as np
+
+try:
+    import tomllib
+except ImportError:                     # Python 3.10: the same parser as a backport
+    import tomli as tomllib
 
 from .errors import InputError
 from .fairshare import AssociationTree, Usage, classic, fair_tree

@@ -1,11 +1,19 @@
 """Seeded generators for the standard cluster (``ai-100k`` and its scaled
-variants) and the standard workload ``ai-mix`` (see BENCHMARKS.md).
+variants) and the standard workload ``ai-mix``, the inputs of the benchmark
+scenarios in benchmarks/RESULTS.md.
+
+``ai-mix``: 40% of jobs ask for 1 GPU, 10% for 2, 10% for 4, 25% for one
+whole node, 15% for 2^k whole nodes (k = 1..9, P(k) ~ 2^-0.7k); CPUs and
+memory in proportion to GPUs; 10% interactive; time limits log-uniform from
+10 minutes to 7 days (whole minutes); runtimes the limit x U(0.05, 1), or
+killed at the limit for 10%; 2,000 users in 200 accounts in 20 organisations,
+user activity Zipf(1.2); Poisson arrivals at an offered load of 1.05.
 
 Everything is vectorised NumPy (no per-job Python loop) and deterministic: the
 same arguments and seed give identical arrays on every machine with the same
 NumPy (``np.random.default_rng``, PCG64).
 
-Choices the benchmark text leaves open, fixed here:
+Choices fixed here:
 
 * a job "killed at the limit" has ``runtime = time_limit + 60`` s, so its
   runtime exceeds its limit and it ends in state TIMEOUT;
@@ -101,11 +109,54 @@ def _pow2_floor(x: np.ndarray) -> np.ndarray:
         out = np.where(grow, nxt, out)
 
 
+def _mix_partitions(cluster: Cluster) -> tuple[np.ndarray, int | None]:
+    """(batch partitions, interactive partition or None) for ai-mix on ``cluster``.
+
+    The standard clusters' ``batch`` and ``interactive``. Any other cluster: of
+    the partitions with GPU nodes, the one with the shortest MaxTime (if shorter
+    than the longest) takes the interactive jobs, the others the batch jobs.
+    """
+    with_gpus = [i for i, p in enumerate(cluster.partitions) if (cluster.gpus[p.nodes] > 0).any()]
+    if not with_gpus:
+        raise InputError("ai-mix needs GPU nodes; no partition of the cluster has any")
+    names = [cluster.partitions[i].name for i in with_gpus]
+    if "batch" in names and "interactive" in names:
+        return np.array([with_gpus[names.index("batch")]]), with_gpus[names.index("interactive")]
+    max_time = [cluster.partitions[i].max_time or np.inf for i in with_gpus]
+    shortest = int(np.argmin(max_time))
+    if max_time[shortest] == max(max_time):
+        return np.array(with_gpus), None
+    return np.array(with_gpus[:shortest] + with_gpus[shortest + 1:]), with_gpus[shortest]
+
+
+def _partition_shapes(cluster: Cluster):
+    """Per partition: (GPUs, CPUs, memory) of a node that every GPU node of it holds,
+    and its number of GPU nodes (zeros for a partition without GPUs)."""
+    shapes = np.zeros((4, len(cluster.partitions)), dtype=np.int64)
+    for i, p in enumerate(cluster.partitions):
+        nodes = p.nodes[cluster.gpus[p.nodes] > 0]
+        if len(nodes):
+            shapes[:, i] = (cluster.gpus[nodes].min(), cluster.cpus[nodes].min(),
+                            cluster.mem_mb[nodes].min(), len(nodes))
+    return tuple(shapes)
+
+
+def _spread(parts: np.ndarray, gpu_nodes: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """Partitions for ``n`` jobs over ``parts`` in proportion to their GPU nodes, drawn
+    from a stream of their own: the other draws do not depend on the partitions."""
+    if len(parts) == 1:
+        return np.full(n, parts[0], dtype=np.int32)
+    weight = gpu_nodes[parts] / gpu_nodes[parts].sum()
+    return np.random.default_rng([seed, 1]).choice(parts, size=n, p=weight).astype(np.int32)
+
+
 def ai_mix(cluster: Cluster, num_jobs: int, seed: int = 0, load: float = 1.05) -> Workload:
     """``num_jobs`` jobs of the standard ``ai-mix`` workload for ``cluster``.
 
-    ``cluster`` needs partitions ``batch`` and ``interactive`` and GPU nodes
-    (as :func:`ai_cluster` makes). ``load`` is the offered load: GPU-seconds
+    ``cluster`` needs GPU nodes. On a standard cluster (:func:`ai_cluster`)
+    the jobs go to ``batch`` and ``interactive``; on any other, to its GPU
+    partitions (see :func:`_mix_partitions`), each job sized to the smallest GPU
+    node of its partition. ``load`` is the offered load: GPU-seconds
     used / (cluster GPUs x submission span). Jobs come sorted by submit time,
     with ids 1..num_jobs. See the module docstring for the exact rules.
     """
@@ -114,21 +165,8 @@ def ai_mix(cluster: Cluster, num_jobs: int, seed: int = 0, load: float = 1.05) -
         raise InputError(f"number of jobs must be >= 0, got {num_jobs}", field="jobs")
     if not (load > 0 and np.isfinite(load)):
         raise InputError(f"offered load must be > 0, got {load}", field="load")
-    try:
-        p_batch = cluster.partition_index("batch")
-        p_inter = cluster.partition_index("interactive")
-    except InputError:
-        raise InputError("ai-mix needs a cluster with partitions 'batch' and 'interactive' "
-                         f"(has {[p.name for p in cluster.partitions]}); "
-                         "use fastsched.generate.ai_cluster()") from None
-    batch, inter = cluster.partitions[p_batch], cluster.partitions[p_inter]
-    if len(batch.nodes) == 0 or len(inter.nodes) == 0:
-        raise InputError("ai-mix: partitions 'batch' and 'interactive' must have nodes")
-    ref = int(batch.nodes[0])
-    node_gpus, node_cpus = int(cluster.gpus[ref]), int(cluster.cpus[ref])
-    node_mem = int(cluster.mem_mb[ref])
-    if node_gpus <= 0:
-        raise InputError("ai-mix needs GPU nodes; the cluster's nodes have no GPUs")
+    batch_parts, p_inter = _mix_partitions(cluster)
+    node_gpus, node_cpus, node_mem, gpu_nodes = _partition_shapes(cluster)
 
     rng = np.random.default_rng(seed)
     n = num_jobs
@@ -137,18 +175,24 @@ def ai_mix(cluster: Cluster, num_jobs: int, seed: int = 0, load: float = 1.05) -
     category = rng.choice(5, size=n, p=np.array(SIZE_SHARES))
     pk = 2.0 ** (-MULTI_DECAY * MULTI_K)
     k = rng.choice(MULTI_K, size=n, p=pk / pk.sum())
-    small = np.minimum(np.array(SMALL_GPUS + (node_gpus, node_gpus)), node_gpus)
-    gpus_per_node = small[category].astype(np.int32)
-    num_nodes = np.where(category == 4, np.int64(1) << k, 1).astype(np.int64)
 
-    # --- partition: 10% interactive; node counts capped to what the partition holds
+    # --- partition: 10% interactive; batch jobs spread over the batch partitions
     interactive = rng.random(n) < INTERACTIVE_SHARE
-    partition = np.where(interactive, p_inter, p_batch).astype(np.int32)
-    cap = np.where(interactive, _pow2_floor(len(inter.nodes)), _pow2_floor(len(batch.nodes)))
-    num_nodes = np.minimum(num_nodes, cap).astype(np.int32)
+    partition = _spread(batch_parts, gpu_nodes, n, seed)
+    if p_inter is not None:
+        partition = np.where(interactive, p_inter, partition).astype(np.int32)
 
-    cpus_per_node = (node_cpus * gpus_per_node.astype(np.int64) // node_gpus).astype(np.int32)
-    mem_per_node = node_mem * gpus_per_node.astype(np.int64) // node_gpus
+    # sizes in the partition's nodes; node counts capped to what the partition holds
+    full = node_gpus[:, None]
+    gpus_per_node = np.minimum(np.array(SMALL_GPUS + (0, 0)), full)
+    gpus_per_node[:, 3:] = full
+    gpus_per_node = gpus_per_node[partition, category].astype(np.int32)
+    num_nodes = np.where(category == 4, np.int64(1) << k, 1).astype(np.int64)
+    num_nodes = np.minimum(num_nodes, _pow2_floor(np.maximum(gpu_nodes, 1))[partition])
+    num_nodes = num_nodes.astype(np.int32)
+    share = gpus_per_node.astype(np.int64)
+    cpus_per_node = (node_cpus[partition] * share // node_gpus[partition]).astype(np.int32)
+    mem_per_node = node_mem[partition] * share // node_gpus[partition]
 
     # --- time limits: log-uniform in whole minutes, capped by the partition's MaxTime
     lo, hi = np.log(LIMIT_MIN_MINUTES), np.log(LIMIT_MAX_MINUTES)
@@ -204,17 +248,20 @@ def ai_mix(cluster: Cluster, num_jobs: int, seed: int = 0, load: float = 1.05) -
 # --------------------------------------------------------------------------- CLI
 
 def add_generate_parser(sub) -> None:
-    """Add ``generate cluster`` and ``generate workload`` to the CLI's subparsers."""
-    g = sub.add_parser("generate", help="write a standard cluster (slurm.conf) or workload (CSV)",
-                       description="Write the standard benchmark inputs (see BENCHMARKS.md): a "
-                       "cluster as slurm.conf + topology.conf, or a seeded ai-mix workload as CSV.")
+    """Add ``generate cluster``, ``workload`` and ``config`` to the CLI's subparsers."""
+    g = sub.add_parser("generate", help="write a standard cluster (slurm.conf), workload (CSV) "
+                       "or the example site configuration",
+                       description="Write the standard inputs of the benchmarks (benchmarks/RESULTS.md) "
+                       "and examples: a cluster as slurm.conf + topology.conf + gres.conf, a "
+                       "seeded ai-mix workload as CSV, or the example site configuration.")
     gsub = g.add_subparsers(title="what", metavar="WHAT")
     g.set_defaults(run=lambda args: (g.print_help(), 2)[1])
 
-    c = gsub.add_parser("cluster", help="write a standard cluster as slurm.conf (+ topology.conf)",
+    c = gsub.add_parser("cluster", help="write a standard cluster as slurm.conf (+ topology.conf, "
+                        "gres.conf)",
                         description="Write a standard cluster as a slurm.conf subset (NodeName, "
-                        "PartitionName) and its tree topology as topology.conf in the same "
-                        "directory (overwritten).")
+                        "PartitionName), its tree topology as topology.conf and its GPUs' "
+                        "socket groups as gres.conf in the same directory (both overwritten).")
     c.add_argument("name", choices=sorted(CLUSTERS), help="cluster (ai-8k, ai-100k, ai-1m)")
     c.add_argument("-o", "--output", required=True, metavar="slurm.conf",
                    help="slurm.conf to write; topology.conf goes next to it")
@@ -236,6 +283,14 @@ def add_generate_parser(sub) -> None:
                    help="CSV to write (.csv.gz compresses)")
     w.set_defaults(run=_cmd_generate_workload)
 
+    site = gsub.add_parser("config", help="write the example site configuration (TOML)",
+                        description="Write the example site configuration: multifactor "
+                        "priority weights, the association tree of ai-mix workloads "
+                        "(org01..org20 > acct001..acct200) with shares and limits, QOS and "
+                        "partition overrides. Edit it for your site.")
+    site.add_argument("-o", "--output", required=True, metavar="site.toml", help="file to write")
+    site.set_defaults(run=_cmd_generate_config)
+
 
 def load_cluster(spec: str) -> Cluster:
     """A cluster from a slurm.conf path, or a standard name (ai-8k, ai-100k, ai-1m)."""
@@ -246,15 +301,31 @@ def load_cluster(spec: str) -> Cluster:
     return read_cluster(spec)
 
 
+def _example(name: str) -> bytes:
+    """A file shipped in fastsched/data."""
+    from importlib import resources
+    return (resources.files("fastsched") / "data" / name).read_bytes()
+
+
 def _cmd_generate_cluster(args) -> int:
+    from pathlib import Path
     from .slurmconf import topology_path, write_cluster
     cluster = ai_cluster(args.name)
     write_cluster(cluster, args.output, name=args.name)
-    extra = f" (+ {topology_path(args.output)})" if cluster.topology else ""
+    gres = Path(args.output).with_name("gres.conf")
+    gres.write_bytes(_example("example-gres.conf"))
+    extra = f" (+ {topology_path(args.output)}, {gres})"
     print(f"{args.name}: {cluster.num_nodes:,} nodes, {int(cluster.gpus.sum()):,} GPUs "
           f"({cluster.gpu_type}), partitions "
           + ", ".join(f"{p.name} ({len(p.nodes):,} nodes)" for p in cluster.partitions)
           + f" -> {args.output}{extra}")
+    return 0
+
+
+def _cmd_generate_config(args) -> int:
+    from pathlib import Path
+    Path(args.output).write_bytes(_example("example-config.toml"))
+    print(f"example site configuration -> {args.output}")
     return 0
 
 

@@ -374,7 +374,8 @@ def research_order(name: str, jobs: JobTable, now: int, *, size: str = "cpus") -
     max(now - s, 0). Policies: FCFS (s), SJF (r), WFP3 (-(w/r)^3 n), UNICEP
     (-w / (log2(n) r), n = 1 first), F1 (log10(r) n + 870 log10(s)), F2
     (sqrt(r) n + 25600 log10(s)), F3 (r n + 6860000 log10(s)), F4
-    (r sqrt(n) + 530000 log10(s)), with log10(s) taken of max(s, 1).
+    (r sqrt(n) + 530000 log10(s)), with log10(s) taken of max(s, 1). w is the
+    textbook wait, not the RLScheduler code's (docs/priority.md, "Research orders").
     """
     key = str(name).upper()
     if key not in RESEARCH_ORDERS:

@@ -23,9 +23,10 @@ SQUEUE_START_COLUMNS = ["JOBID", "PARTITION", "USER", "ST", "START_TIME", "NODES
                         "SCHEDNODES", "REASON"]
 
 
-def start_times_at(result: SimulationResult, t: int):
+def start_times_at(result: SimulationResult, t: int, user_names=None):
     """The pending jobs at ``t`` of ``result`` and their expected starts: a DataFrame
-    with :data:`SQUEUE_START_COLUMNS`, in queue order (ST is always PD).
+    with :data:`SQUEUE_START_COLUMNS`, in queue order (ST is always PD). USER is
+    the name from ``user_names`` (a workload's, indexed by user id), else the id.
 
     A run with constraints (priorities, limits, dependencies, partition
     choices, placement) is planned under them too: queue order by the
@@ -33,13 +34,13 @@ def start_times_at(result: SimulationResult, t: int):
     job still waiting for a dependency gets reason ``Dependency`` (START_TIME
     -1, like squeue's N/A)."""
     if _constrained(result):
-        return _constrained_start_times(result, int(t))
+        return _constrained_start_times(result, int(t), user_names)
     import pandas as pd
     running, pending = result.state_at(t)
     sched = Scheduler.from_state(result.cluster, running, pending, "conservative",
                                  engine=result.summary.get("engine", "auto"))
     est = sched.expected_start_times(int(t))
-    return pd.DataFrame({"JOBID": est.job_id, "PARTITION": est.partition, "USER": _users(est.user),
+    return pd.DataFrame({"JOBID": est.job_id, "PARTITION": est.partition, "USER": _users(est.user, user_names),
                          "ST": np.full(len(est), "PD"), "START_TIME": est.expected_start,
                          "NODES": est.num_nodes, "SCHEDNODES": est.schednodes,
                          "REASON": est.reason}, columns=SQUEUE_START_COLUMNS)
@@ -50,7 +51,7 @@ def _constrained(result) -> bool:
                ("limits", "dependencies", "partitions", "placement", "priority_at"))
 
 
-def _constrained_start_times(result, t: int):
+def _constrained_start_times(result, t: int, user_names):
     """start_times_at under the run's constraints (see there), via one full
     conservative node-engine pass."""
     import pandas as pd
@@ -88,13 +89,13 @@ def _constrained_start_times(result, t: int):
     planned = pd.DataFrame({
         "JOBID": d.job_id, "PARTITION": part_names[np.where(d.partition >= 0, d.partition,
                                                             w.partition[r])],
-        "USER": _users(w.user[r]), "ST": "PD", "START_TIME": d.planned_start,
+        "USER": _users(w.user[r], user_names), "ST": "PD", "START_TIME": d.planned_start,
         "NODES": w.num_nodes[r], "SCHEDNODES": sched, "REASON": reason},
         columns=SQUEUE_START_COLUMNS)
     dep = np.flatnonzero(waiting & ~queued)
     held = pd.DataFrame({
         "JOBID": w.job_id[dep], "PARTITION": part_names[w.partition[dep]],
-        "USER": _users(w.user[dep]), "ST": "PD", "START_TIME": -1, "NODES": w.num_nodes[dep],
+        "USER": _users(w.user[dep], user_names), "ST": "PD", "START_TIME": -1, "NODES": w.num_nodes[dep],
         "SCHEDNODES": "(null)", "REASON": np.where(result.never[dep] & (s.start_time[dep] < 0),
                                                   "DependencyNeverSatisfied", "Dependency")},
         columns=SQUEUE_START_COLUMNS)
@@ -128,6 +129,12 @@ def format_start_times(frame) -> str:
     return "\n".join([line(cols)] + [line([col[i] for col in cells]) for i in range(len(frame))])
 
 
-def _users(user: np.ndarray) -> np.ndarray:
-    """User ids as text; squeue's "(null)" for an unknown user (-1)."""
-    return np.where(user >= 0, np.asarray(user).astype(str), "(null)")
+def _users(user: np.ndarray, names=None) -> np.ndarray:
+    """User names (ids as text without ``names``); squeue's "(null)" for an unknown
+    user (-1)."""
+    user = np.asarray(user)
+    known = user >= 0
+    text = np.full(len(user), "(null)", dtype=object)
+    text[known] = (np.asarray(names, dtype=object)[user[known]] if names is not None
+                   else user[known].astype(str))
+    return text

@@ -12,11 +12,18 @@ that are unique but not always in submit order. Example::
     def test_my_policy(cw):
         cluster, jobs = cw
         ...
+
+hypothesis is an optional dependency: ``pip install fastsched[testing]``.
 """
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import strategies as st
+
+try:
+    from hypothesis import strategies as st
+except ImportError as e:
+    raise ImportError("fastsched.testing needs hypothesis: pip install fastsched[testing]",
+                      name=e.name) from None
 
 from .cluster import Cluster
 from .jobs import JobTable
