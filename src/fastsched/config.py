@@ -45,6 +45,7 @@ from .errors import InputError
 from .fairshare import AssociationTree, Usage, classic, fair_tree
 from .priority import PriorityWeights
 from .slurmconf import parse_time
+from .textfile import read_text
 
 __all__ = ["SchedulerConfig", "Limits", "QOS", "AccountEntry", "UserEntry", "load_config",
            "parse_config", "parse_tres", "LIMIT_TRES", "RESET_PERIODS"]
@@ -334,17 +335,7 @@ class _Where:
 
 def load_config(path) -> SchedulerConfig:
     """Read a TOML configuration file (see the module docstring)."""
-    fname = str(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=fname) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a UTF-8 text file: {e}", file=fname) from None
-    return parse_config(text, source=fname)
+    return parse_config(read_text(path), source=str(path))
 
 
 def parse_config(text: str, source: str | None = None) -> SchedulerConfig:

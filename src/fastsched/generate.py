@@ -30,6 +30,7 @@ import numpy as np
 from .cluster import Cluster, Partition
 from .errors import InputError
 from .jobs import JobTable
+from .validation import MAX_COUNT
 from .workload import Workload
 
 __all__ = ["CLUSTERS", "WORKLOADS", "ai_cluster", "ai_mix", "add_generate_parser"]
@@ -110,8 +111,9 @@ def ai_mix(cluster: Cluster, num_jobs: int, seed: int = 0, load: float = 1.05) -
     with ids 1..num_jobs. See the module docstring for the exact rules.
     """
     num_jobs = int(num_jobs)
-    if num_jobs < 0:
-        raise InputError(f"number of jobs must be >= 0, got {num_jobs}", field="jobs")
+    if not 0 <= num_jobs <= MAX_COUNT:
+        raise InputError(f"number of jobs must be in 0..{MAX_COUNT:,}, got {num_jobs}",
+                         field="jobs")
     if not (load > 0 and np.isfinite(load)):
         raise InputError(f"offered load must be > 0, got {load}", field="load")
     try:
@@ -205,6 +207,7 @@ def ai_mix(cluster: Cluster, num_jobs: int, seed: int = 0, load: float = 1.05) -
 
 def add_generate_parser(sub) -> None:
     """Add ``generate cluster`` and ``generate workload`` to the CLI's subparsers."""
+    from .argtypes import non_negative_int, positive_float, seed
     g = sub.add_parser("generate", help="write a standard cluster (slurm.conf) or workload (CSV)",
                        description="Write the standard benchmark inputs (see BENCHMARKS.md): a "
                        "cluster as slurm.conf + topology.conf, or a seeded ai-mix workload as CSV.")
@@ -228,9 +231,9 @@ def add_generate_parser(sub) -> None:
     w.add_argument("--cluster", required=True, metavar="slurm.conf",
                    help="cluster file (or a standard cluster name: "
                         + ", ".join(sorted(CLUSTERS)) + ")")
-    w.add_argument("--jobs", type=int, required=True, metavar="N", help="number of jobs")
-    w.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    w.add_argument("--load", type=float, default=1.05,
+    w.add_argument("--jobs", type=non_negative_int, required=True, metavar="N", help="number of jobs")
+    w.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
+    w.add_argument("--load", type=positive_float, default=1.05,
                    help="offered load as a fraction of the cluster's GPU-hours (default 1.05)")
     w.add_argument("-o", "--output", required=True, metavar="jobs.csv",
                    help="CSV to write (.csv.gz compresses)")

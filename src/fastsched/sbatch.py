@@ -127,6 +127,7 @@ import numpy as np
 from .errors import InputError, UnsupportedError
 from .jobs import JobRequest
 from .slurmconf import format_time, parse_time
+from .textfile import read_text
 
 __all__ = ["SlurmRequest", "NormalisedRequest", "parse_args", "parse_script", "normalise",
            "to_job_request", "format_request", "add_sbatch_parser", "DEPENDENCY_TYPES"]
@@ -373,13 +374,10 @@ def parse_script(path_or_text, *, name: str | None = None) -> SlurmRequest:
     when it contains a newline)."""
     if isinstance(path_or_text, Path) or "\n" not in str(path_or_text):
         path = Path(path_or_text)
-        try:
-            text = path.read_text()
-        except UnicodeDecodeError:
-            raise InputError("not a text file", file=str(path)) from None
+        text = read_text(path)
         fname = name or str(path)
     else:
-        text, fname = str(path_or_text), name or "<script>"
+        text, fname = str(path_or_text).removeprefix("\ufeff"), name or "<script>"
     req = SlurmRequest(script=fname if fname != "<script>" else None)
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.startswith("#SBATCH"):

@@ -37,6 +37,7 @@ import numpy as np
 from .cluster import Cluster, Partition
 from .errors import InputError, UnsupportedError
 from .hostlist import compress, expand
+from .textfile import read_text
 
 __all__ = ["write_cluster", "read_cluster", "parse_time", "format_time", "topology_path"]
 
@@ -211,11 +212,7 @@ def _tokens(raw: str, fname: str, lineno: int) -> list[tuple[str, str]]:
 
 def _lines(path: Path):
     """(line number, logical line) pairs; a trailing backslash continues a line."""
-    fname = str(path)
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a text file: {e}", file=fname) from None
+    text = read_text(path)
     pending, start = "", 0
     for lineno, raw in enumerate(text.splitlines(), 1):
         if not pending:

@@ -1,0 +1,28 @@
+"""Reading the text inputs (slurm.conf, topology.conf, gres.conf, TOML, batch scripts)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import InputError
+
+
+def read_text(path) -> str:
+    """The UTF-8 text of ``path``, without a leading byte-order mark.
+
+    An unreadable file, binary content (a NUL byte) or another encoding is a
+    one-line :class:`InputError` naming the file and line.
+    """
+    fname = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", file=fname) from None
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise InputError(f"not a text file (NUL byte at offset {nul})", file=fname,
+                         line=raw.count(b"\n", 0, nul) + 1)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
+                         file=fname, line=raw.count(b"\n", 0, e.start) + 1) from None
