@@ -38,6 +38,7 @@ from .cluster import Cluster, Partition
 from .errors import InputError, UnsupportedError
 from .hostlist import compress, expand
 from .textfile import read_text
+from .validation import MAX_SECONDS
 
 __all__ = ["write_cluster", "read_cluster", "parse_time", "format_time", "topology_path"]
 
@@ -89,7 +90,15 @@ def parse_time(text: str) -> int | None:
     if not all(p.isascii() and p.isdigit() for p in parts):
         raise InputError(f"bad time {text!r}")
     h, m, s = (int(p) for p in parts)
-    return ((days * 24 + h) * 60 + m) * 60 + s
+    seconds = ((days * 24 + h) * 60 + m) * 60 + s
+    if seconds > MAX_SECONDS:
+        raise InputError(f"time {_short(text)} is out of range (at most {MAX_SECONDS:,} s)")
+    return seconds
+
+
+def _short(text: str) -> str:
+    """``text`` quoted, cut to a readable length."""
+    return repr(text) if len(text) <= 30 else repr(text[:12] + "..." + text[-6:])
 
 
 # --------------------------------------------------------------------------- writing

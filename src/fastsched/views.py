@@ -247,8 +247,8 @@ def add_views_parser(sub) -> None:
 def _time_arg(text: str) -> int:
     from .slurmconf import parse_time
     t = text.strip()
-    if t.isdigit():
-        return int(t)
+    if t.isascii() and t.isdigit():
+        t = "0:" + t                          # plain seconds as MM:SS, range-checked
     try:
         value = parse_time(t)
     except InputError as e:
