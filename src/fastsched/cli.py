@@ -197,9 +197,16 @@ def _load_trace(path: str, *, procs=None, strict=False, cluster_spec=None):
         if not cluster_spec:
             raise InputError("a workload CSV needs --cluster (slurm.conf or a standard name)",
                              file=path)
+        if procs is not None:
+            raise InputError("--procs is the machine size of an SWF trace; a workload CSV runs "
+                             "on --cluster", field="--procs")
         cluster = load_cluster(cluster_spec)
-        workload = read_workload(path, cluster)
-        return cluster, workload, workload.jobs, []
+        workload = read_workload(path, cluster, strict=strict)
+        return cluster, workload, workload.jobs, workload.skipped
+    if cluster_spec:
+        raise InputError("--cluster is for workload CSVs; an SWF trace runs on its own machine "
+                         "of single-processor nodes (size: MaxProcs, or --procs)",
+                         field="--cluster")
     from .swf import read_swf
     trace = read_swf(path, procs=procs, strict=strict)
     return Cluster.homogeneous(trace.procs), None, trace.jobs, trace.skipped
