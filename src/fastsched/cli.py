@@ -306,7 +306,7 @@ def _cmd_simulate(args) -> int:
             raise InputError("--config needs a workload CSV (with users and accounts)",
                              field="--config")
         result = simulate_site(cluster, workload, load_config(args.config), args.policy,
-                               **options)
+                               skipped=skipped, **options)
     else:
         result = simulate(cluster, jobs, args.policy, skipped=skipped,
                           **_workload_constraints(workload), **options)
