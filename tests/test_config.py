@@ -157,3 +157,13 @@ def test_config_with_byte_order_mark_or_binary(tmp_path):
     with pytest.raises(InputError, match="NUL byte") as e:
         load_config(p)
     assert e.value.line == 1
+
+
+@pytest.mark.parametrize("line, message", [
+    ("MaxJobs = 1000000000000000000000000000000", "must be <= 2,147,483,647"),
+    ('GrpTRES = "gres/gpu=99999999999999999999999"', "out of range"),
+])
+def test_limits_beyond_64_bits_are_refused(line, message):
+    with pytest.raises(InputError, match=message) as e:
+        parse_config(f'[[account]]\nname = "a"\n{line}\n', source="c.toml")
+    assert e.value.line == 3

@@ -428,12 +428,14 @@ def _read_frame(path, fname: str):
     except pd.errors.ParserError as e:
         import re
         m = re.search(r"line (\d+)", str(e))
-        raise InputError(f"malformed CSV: {e}", file=fname,
+        raise InputError(f"malformed CSV: {' '.join(str(e).split())}", file=fname,
                          line=int(m.group(1)) if m else None) from None
     except UnicodeDecodeError as e:
         raise InputError(f"not a text file: {e}", file=fname) from None
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
         raise InputError(f"cannot decompress: {e}", file=fname) from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", file=fname) from None
 
     frame.columns = [str(c).strip() for c in frame.columns]
     for col in CSV_COLUMNS:
