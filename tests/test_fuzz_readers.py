@@ -20,7 +20,7 @@ from fastsched.slurmconf import read_cluster
 from fastsched.swf import read_swf
 from fastsched.topology import read_block_topology, read_gres_conf
 from fastsched.validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS
-from fastsched.workload import read_workload
+from fastsched.workload import read_workload, requests_to_workload
 
 FUZZ = settings(max_examples=80, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -79,8 +79,8 @@ def mangle(text: str, how: str, cut: float) -> bytes:
     return raw
 
 
-MANGLE = st.tuples(st.sampled_from(["plain", "plain", "truncate", "gzip-cut", "utf16",
-                                    "latin1"]), st.floats(0, 1))
+MANGLE = st.tuples(st.sampled_from(["plain"] * 5 + ["truncate", "gzip-cut", "utf16", "latin1"]),
+                   st.floats(0, 1))
 
 
 # --------------------------------------------------------------------------- SWF
@@ -151,7 +151,9 @@ def test_workload_csv(tmp_path, small_cluster, rows, mangled):
 
 CONF_LINE = st.one_of(
     st.builds("NodeName=n[1-{}] CPUs={} RealMemory={} Gres=gpu:{}".format,
-              NUMBERS, NUMBERS, NUMBERS, NUMBERS),
+              st.integers(-1, 9), NUMBERS, NUMBERS, NUMBERS),
+    st.builds("NodeName=n[1-2] {}={}".format,
+              st.sampled_from(["CPUs", "RealMemory", "Gres=gpu:h100:", "State"]), NUMBERS),
     st.builds("PartitionName=p Nodes=ALL MaxTime={} PriorityTier={}".format,
               st.one_of(NUMBERS, st.sampled_from(["1-0", "99999999999-0", "1:2:3"])), NUMBERS),
     st.builds("DownNodes=n{} State={}".format, NUMBERS, st.sampled_from(["DOWN", "IDLE"])),
@@ -160,15 +162,32 @@ CONF_LINE = st.one_of(
 
 
 @FUZZ
-@given(lines=st.lists(CONF_LINE, max_size=4), mangled=MANGLE)
+@given(lines=st.lists(CONF_LINE, min_size=1, max_size=2), mangled=MANGLE)
 def test_slurm_conf(tmp_path, lines, mangled):
-    path = write(tmp_path, "slurm.conf", mangle("\n".join(lines) + "\n", *mangled))
+    text = "\n".join(lines) + "\nPartitionName=q Nodes=ALL\n"
+    path = write(tmp_path, "slurm.conf", mangle(text, *mangled))
     result = {}
     err = failure(lambda: result.update(c=read_cluster(path)))
     if err is None:
         c = result["c"]
         assert (c.cpus >= 0).all() and (c.mem_mb >= 0).all() and (c.mem_mb <= MAX_MEMORY_MB).all()
         assert all(p.max_time is None or 0 <= p.max_time <= MAX_SECONDS for p in c.partitions)
+
+
+SWITCH_LINE = st.one_of(
+    st.builds("SwitchName=s{} Nodes=n[{}-{}]".format, NUMBERS, NUMBERS, NUMBERS),
+    st.builds("SwitchName=top Switches=s[{}-{}]".format, NUMBERS, NUMBERS),
+    st.text(max_size=20),
+)
+
+
+@FUZZ
+@given(lines=st.lists(SWITCH_LINE, max_size=3), mangled=MANGLE)
+def test_tree_topology_conf(tmp_path, lines, mangled):
+    conf = write(tmp_path, "slurm.conf", "NodeName=n[1-8] CPUs=4\nPartitionName=p Nodes=ALL\n")
+    topo = write(tmp_path, "topology.conf", mangle("\n".join(lines) + "\n", *mangled))
+    err = failure(lambda: read_cluster(conf))
+    assert err is None or err.file in (conf, topo)
 
 
 # --------------------------------------------------------------------------- gres.conf, topology
@@ -241,14 +260,15 @@ def numbers_in(obj, depth=0):
 
 SBATCH_OPTION = st.sampled_from(["-N", "--ntasks", "--time", "--mem", "--gres=gpu:",
                                  "--gpus-per-node", "--cpus-per-task", "--array",
-                                 "--mem-per-gpu", "--switches", "--nodes"])
+                                 "--mem-per-gpu", "--switches", "--nodes", "--begin",
+                                 "--nice", "--dependency=afterok:"])
 
 
 @FUZZ
-@given(options=st.lists(st.tuples(SBATCH_OPTION, FIELDS), max_size=4), bom=st.booleans(),
+@given(options=st.lists(st.tuples(SBATCH_OPTION, FIELDS), max_size=2), bom=st.booleans(),
        mangled=MANGLE)
 def test_sbatch_script(tmp_path, small_cluster, options, bom, mangled):
-    lines = ["#!/bin/bash"] + [
+    lines = ["#!/bin/bash", "#SBATCH -t 10"] + [
         f"#SBATCH {o}{v}" if o.endswith(":") else f"#SBATCH {o}={v}" for o, v in options]
     text = ("\ufeff" if bom else "") + "\n".join(lines) + "\nsrun x\n"
     path = write(tmp_path, "job.sh", mangle(text, *mangled))
@@ -258,6 +278,10 @@ def test_sbatch_script(tmp_path, small_cluster, options, bom, mangled):
         n = result["n"]
         assert 1 <= n.num_nodes <= 4
         assert n.time_limit is None or 0 < n.time_limit <= MAX_SECONDS
+        if n.time_limit is not None:
+            err = failure(lambda: result.update(
+                w=requests_to_workload([(n, 0, 10)], small_cluster)))
+            assert err is not None or in_range(result["w"].jobs, 4) is None
 
 
 # --------------------------------------------------------------------------- CLI arguments

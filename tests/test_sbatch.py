@@ -347,3 +347,8 @@ def test_huge_sbatch_values_are_out_of_range(tmp_path, option, field):
     with pytest.raises(InputError, match="out of range") as e:
         normalise(parse_script(p))
     assert e.value.line == 2 and e.value.field == field
+
+
+def test_dependency_on_a_job_id_beyond_64_bits_is_an_input_error():
+    with pytest.raises(InputError, match="job id out of range"):
+        parse_dependency("afterok:" + "9" * 30)

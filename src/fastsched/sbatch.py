@@ -578,6 +578,8 @@ def parse_dependency(text: str) -> tuple[list[tuple[str, tuple[str, ...]]], str]
         if not job_ids or not all(re.match(pattern, j) for j in job_ids):
             raise InputError(f"dependency {item!r}: expected {kind}:job_id[:job_id...]"
                              + (" (job_id+minutes allowed)" if kind == "after" else ""))
+        if any(len(n) > 18 for n in re.findall(r"\d+", ids)):   # no job id is that large
+            raise InputError(f"dependency {item[:40]!r}: job id out of range")
         out.append((kind, job_ids))
     return out, mode
 
