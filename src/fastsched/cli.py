@@ -62,8 +62,8 @@ def _parser() -> argparse.ArgumentParser:
                        "'fastsched generate workload') on --cluster, and print the summary.")
     s.add_argument("trace", help="SWF trace, or workload CSV (.csv, .csv.gz)")
     _policy_args(s)
-    s.add_argument("--procs", type=machine_size, help="SWF machine size (default: the MaxProcs/MaxNodes "
-                   "header)")
+    s.add_argument("--procs", type=machine_size,
+                   help="SWF machine size (default: the MaxProcs/MaxNodes header)")
     s.add_argument("--cluster", help="for a workload CSV: slurm.conf, or ai-8k / ai-100k / ai-1m")
     s.add_argument("--strict", action="store_true",
                    help="a job that cannot run is an error instead of being skipped")

@@ -231,7 +231,8 @@ def add_generate_parser(sub) -> None:
     w.add_argument("--cluster", required=True, metavar="slurm.conf",
                    help="cluster file (or a standard cluster name: "
                         + ", ".join(sorted(CLUSTERS)) + ")")
-    w.add_argument("--jobs", type=non_negative_int, required=True, metavar="N", help="number of jobs")
+    w.add_argument("--jobs", type=non_negative_int, required=True, metavar="N",
+                   help="number of jobs")
     w.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     w.add_argument("--load", type=positive_float, default=1.05,
                    help="offered load as a fraction of the cluster's GPU-hours (default 1.05)")

@@ -18,8 +18,8 @@ as a hostlist or ``ALL``, ``PriorityTier``, ``MaxTime`` as ``MM``, ``MM:SS``,
 ``PartitionName=DEFAULT`` too) and ``TopologyPlugin``. Keys are case-insensitive;
 other keys and lines are ignored, except ``DownNodes`` lines and ``State=DOWN`` (or
 DRAIN, FAIL, FUTURE) on ``NodeName`` lines: the cluster model has no node states, so
-those are errors rather than nodes silently scheduled as up. A malformed line raises :class:`InputError`
-naming the file, the line and the field.
+those are errors rather than nodes silently scheduled as up. A malformed line raises
+:class:`InputError` naming the file, the line and the field.
 
 Topology levels are numbered from the leaves up and named after their switches'
 common name prefix (``leaf``, ``spine``; ``level<d>`` when the names differ). A

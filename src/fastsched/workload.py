@@ -380,16 +380,16 @@ def _runnable_rows(cluster: Cluster, cols: dict, partitions: PartitionChoices, f
                         cols["cpus_per_node"][rows], cols["mem_per_node"][rows]], axis=1)
     types, inverse = np.unique(request, axis=0, return_inverse=True)
     capacity = np.array([_nodes_holding(cluster, *t) for t in types.tolist()], dtype=np.int64)
-    fits = cols["num_nodes"][rows] <= capacity[inverse.ravel()]
+    entry_capacity = capacity[inverse.ravel()]
+    fits = cols["num_nodes"][rows] <= entry_capacity
     keep = np.bincount(rows[fits], minlength=len(cols["job_id"])) > 0
     skipped = []
     for i in np.flatnonzero(~keep).tolist():
-        names = ",".join(cluster.partitions[p].name for p in
-                         partitions.partition[partitions.offsets[i]:partitions.offsets[i + 1]])
+        entries = slice(partitions.offsets[i], partitions.offsets[i + 1])
+        names = ",".join(cluster.partitions[p].name for p in partitions.partition[entries])
         reason = (f"needs {cols['num_nodes'][i]} node(s) with {cols['gpus_per_node'][i]} GPUs, "
                   f"{cols['cpus_per_node'][i]} CPUs and {cols['mem_per_node'][i]} MB; partition "
-                  f"{names!r} has {capacity[inverse.ravel()[partitions.offsets[i]]]} such "
-                  "node(s)")
+                  f"{names!r} has {entry_capacity[entries].max()} such node(s)")
         if strict:
             raise InputError(f"job {cols['job_id'][i]} can never run: {reason}", file=fname,
                              line=i + 2, field="num_nodes")
