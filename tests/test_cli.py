@@ -454,3 +454,11 @@ def test_sprio_at_beyond_any_time_is_a_usage_error(capsys, small):
     with pytest.raises(SystemExit):
         main(["sprio", str(csv_path), "--cluster", str(conf), "--at", "9" * 23])
     assert "out of range" in capsys.readouterr().err
+
+
+def test_check_with_a_truncated_gz_schedule_is_an_input_error(capsys, trace, tmp_path):
+    import gzip
+    bad = tmp_path / "jobs.csv.gz"
+    bad.write_bytes(gzip.compress(b"job_id,start_time\n" * 50)[:30])
+    code, _, err = run(capsys, "check", bad, "--trace", trace)
+    assert code == 2 and f"{bad}: not a jobs CSV" in err

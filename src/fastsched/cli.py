@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+import zlib
 
 import numpy as np
 
@@ -377,10 +378,13 @@ def _cmd_check(args) -> int:
     placement = _placement(args, cluster, jobs, workload)
     if placement is not None:
         constraints["placement"] = placement
+    # EmptyDataError and UnicodeDecodeError are ValueErrors; a damaged .gz raises
+    # EOFError or zlib.error
     try:
         frame = pd.read_csv(args.jobs_csv, keep_default_na=False, index_col=False)
-    except (ValueError, pd.errors.ParserError) as e:   # EmptyDataError is a ValueError
-        raise InputError(f"not a jobs CSV: {str(e).strip()}", file=args.jobs_csv) from None
+    except (ValueError, EOFError, zlib.error, pd.errors.ParserError) as e:
+        raise InputError(f"not a jobs CSV: {' '.join(str(e).split())}",
+                         file=args.jobs_csv) from None
     report = check_frame(cluster, jobs, frame,
                          source=args.jobs_csv, policy=args.policy,
                          reserve_depth=args.reserve_depth, **constraints)
