@@ -411,3 +411,11 @@ def test_generate_refuses_absurd_job_counts(capsys):
     assert "--jobs: must be <=" in capsys.readouterr().err
     with pytest.raises(InputError, match="number of jobs"):
         ai_mix(ai_cluster("ai-8k"), 3_000_000_000)
+
+
+def test_number_too_long_for_int_is_an_input_error(tmp_path):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("# nodes\nNodeName=n[1-2] CPUs=" + "9" * 5000 + "\n")
+    with pytest.raises(InputError, match="a number of 5,000 digits is out of range") as e:
+        read_cluster(conf)
+    assert e.value.line == 2

@@ -21,7 +21,7 @@ import os
 KERNEL_SOURCES = ("fairshare", "metrics", "nodeplan", "prefetch", "priority", "runindex",
                   "topology", "verify",
                   "cluster", "constraints", "errors", "hostlist", "jobs", "schedule",
-                  "validation", "verify_constraints")
+                  "textfile", "validation", "verify_constraints")
 
 
 def sources_stamp(paths) -> tuple:

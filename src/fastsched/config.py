@@ -45,7 +45,7 @@ from .errors import InputError
 from .fairshare import AssociationTree, Usage, classic, fair_tree
 from .priority import PriorityWeights
 from .slurmconf import parse_time
-from .textfile import read_text
+from .textfile import check_digits, read_text
 from .validation import MAX_COUNT, MAX_MEMORY_MB
 
 __all__ = ["SchedulerConfig", "Limits", "QOS", "AccountEntry", "UserEntry", "load_config",
@@ -341,6 +341,7 @@ def load_config(path) -> SchedulerConfig:
 
 def parse_config(text: str, source: str | None = None) -> SchedulerConfig:
     """Parse configuration TOML text; ``source`` names it in errors."""
+    check_digits(text, source)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -127,7 +127,7 @@ import numpy as np
 from .errors import InputError, UnsupportedError
 from .jobs import JobRequest
 from .slurmconf import format_time, parse_time
-from .textfile import read_text
+from .textfile import check_digits, read_text
 from .validation import MAX_COUNT, MAX_MEMORY_MB
 
 __all__ = ["SlurmRequest", "NormalisedRequest", "parse_args", "parse_script", "normalise",
@@ -379,6 +379,7 @@ def parse_script(path_or_text, *, name: str | None = None) -> SlurmRequest:
         fname = name or str(path)
     else:
         text, fname = str(path_or_text).removeprefix("\ufeff"), name or "<script>"
+        check_digits(text, fname)
     req = SlurmRequest(script=fname if fname != "<script>" else None)
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.startswith("#SBATCH"):
