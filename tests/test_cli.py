@@ -375,3 +375,90 @@ def test_simulate_with_a_research_order(capsys, tmp_path):
     capsys.readouterr()
     assert main(["simulate", str(trace), "--order", "nope"]) == 2
     assert "unknown research order" in capsys.readouterr().err
+
+
+SMALL_CONF = ("NodeName=n[1-4] CPUs=8 RealMemory=1000 Gres=gpu:4\n"
+              "PartitionName=p Nodes=ALL Default=YES MaxTime=1-0\n")
+CSV_HEADER = ("job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,cpus_per_node,"
+              "mem_per_node,partition,user,account\n")
+
+
+@pytest.fixture
+def small(tmp_path):
+    """(slurm.conf of 4 nodes, a workload CSV whose job 2 asks for 20 nodes)."""
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(SMALL_CONF)
+    csv_path = tmp_path / "jobs.csv"
+    csv_path.write_text(CSV_HEADER + "1,0,100,50,1,1,1,10,p,u,a\n2,5,100,50,20,1,1,10,p,u,a\n"
+                        "3,6,100,50,4,4,8,1000,p,u,a\n")
+    return conf, csv_path
+
+
+def test_oversized_csv_job_is_skipped_and_listed(capsys, small, tmp_path):
+    conf, csv_path = small
+    out = tmp_path / "out.csv"
+    code, stdout, _ = run(capsys, "simulate", csv_path, "--cluster", conf, "--no-progress",
+                          "--jobs-out", out)
+    assert code == 0
+    assert "job 2 (line 3): needs 20 node(s)" in stdout
+    assert [r["job_id"] for r in read_csv(out)] == ["1", "3"]
+    code, _, err = run(capsys, "simulate", csv_path, "--cluster", conf, "--strict")
+    assert code == 2 and f"{csv_path}:3: field num_nodes: job 2 can never run" in err
+    assert run(capsys, "check", out, "--trace", csv_path, "--cluster", conf)[0] == 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--reserve-depth", "99999999999999999999999"], "--reserve-depth: must be <="),
+    (["--start-times", "99999999999999999999999"], "--start-times: must be <="),
+    (["--window", str(2**63)], "--window: must be <="),
+])
+def test_huge_integer_options_are_usage_errors(capsys, small, argv, message):
+    conf, csv_path = small
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", str(csv_path), "--cluster", str(conf), *argv])
+    assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_procs_beyond_any_machine_is_refused(capsys, trace):
+    with pytest.raises(SystemExit):
+        main(["simulate", str(trace), "--procs", str(2**63)])
+    assert "--procs: must be <=" in capsys.readouterr().err
+
+
+def test_cluster_with_an_swf_trace_is_refused(capsys, trace, small):
+    code, _, err = run(capsys, "simulate", trace, "--cluster", small[0])
+    assert code == 2 and "--cluster is for workload CSVs" in err
+
+
+def test_truncated_gz_workload_is_an_input_error(capsys, small, tmp_path):
+    import gzip
+    conf, csv_path = small
+    bad = tmp_path / "jobs.csv.gz"
+    bad.write_bytes(gzip.compress(csv_path.read_bytes())[:40])
+    code, _, err = run(capsys, "simulate", bad, "--cluster", conf)
+    assert code == 2 and f"{bad}: cannot decompress" in err
+
+
+@pytest.mark.parametrize("cell, message", [("1e30", "'1e+30' is out of range"),
+                                           ("4611686018427387000", "is out of range")])
+def test_absurd_csv_times_are_errors(capsys, small, tmp_path, cell, message):
+    conf, _ = small
+    bad = tmp_path / "bad.csv"
+    bad.write_text(CSV_HEADER + f"1,0,{cell},50,1,1,1,10,p,u,a\n")
+    code, _, err = run(capsys, "simulate", bad, "--cluster", conf)
+    assert code == 2 and f"{bad}:2: field time_limit: " in err and message in err
+
+
+def test_sprio_at_beyond_any_time_is_a_usage_error(capsys, small):
+    conf, csv_path = small
+    with pytest.raises(SystemExit):
+        main(["sprio", str(csv_path), "--cluster", str(conf), "--at", "9" * 23])
+    assert "out of range" in capsys.readouterr().err
+
+
+def test_check_with_a_truncated_gz_schedule_is_an_input_error(capsys, trace, tmp_path):
+    import gzip
+    bad = tmp_path / "jobs.csv.gz"
+    bad.write_bytes(gzip.compress(b"job_id,start_time\n" * 50)[:30])
+    code, _, err = run(capsys, "check", bad, "--trace", trace)
+    assert code == 2 and f"{bad}: not a jobs CSV" in err

@@ -162,3 +162,23 @@ def test_classic_by_flag():
         parse_config("[priority]\nPriorityFlags = \"NO_FAIR_TREE\"\n"
                      "FairShareAlgorithm = \"fair_tree\"\n")
     assert isinstance(cfg, SchedulerConfig)
+
+
+def test_config_with_byte_order_mark_or_binary(tmp_path):
+    p = tmp_path / "site.toml"
+    p.write_bytes("\ufeff[priority]\nPriorityWeightAge = 1000\n".encode())
+    load_config(p)
+    p.write_bytes(b"[priority]\x00\n")
+    with pytest.raises(InputError, match="NUL byte") as e:
+        load_config(p)
+    assert e.value.line == 1
+
+
+@pytest.mark.parametrize("line, message", [
+    ("MaxJobs = 1000000000000000000000000000000", "must be <= 2,147,483,647"),
+    ('GrpTRES = "gres/gpu=99999999999999999999999"', "out of range"),
+])
+def test_limits_beyond_64_bits_are_refused(line, message):
+    with pytest.raises(InputError, match=message) as e:
+        parse_config(f'[[account]]\nname = "a"\n{line}\n', source="c.toml")
+    assert e.value.line == 3

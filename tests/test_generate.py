@@ -424,3 +424,56 @@ def test_standard_clusters_keep_their_ai_mix():
             j.cpus_per_node, j.mem_per_node, j.partition, j.user)
     assert [int(c.sum()) for c in cols] == [4851803, 30831300, 19070501, 874, 1570, 21980,
                                             392500000, 38, 28218]
+
+
+@pytest.mark.parametrize("line, field, message", [
+    ("NodeName=n[1-2] CPUs=999999999999999999999999", "CPUs", "out of range"),
+    ("NodeName=n[1-2] RealMemory=99999999999999999999", "RealMemory", "out of range"),
+    ("NodeName=n[1-2] CPUs=4 State=DOWN", "State", "not supported"),
+])
+def test_conf_values_out_of_range_or_unsupported(tmp_path, line, field, message):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(line + "\n")
+    with pytest.raises(InputError, match=message) as e:
+        read_cluster(conf)
+    assert e.value.line == 1 and e.value.field == field
+
+
+def test_down_nodes_are_refused_not_ignored(tmp_path):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("NodeName=n[1-4] CPUs=4\nDownNodes=n[1-2] State=DOWN Reason=psu\n"
+                    "PartitionName=p Nodes=ALL\n")
+    with pytest.raises(InputError, match="DownNodes is not supported") as e:
+        read_cluster(conf)
+    assert e.value.line == 2
+
+
+def test_parse_time_refuses_absurd_times():
+    with pytest.raises(InputError, match="out of range"):
+        parse_time("99999999999999999-0")
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfeN\x00o\x00", b"NodeName=n1\x00 CPUs=4\n"])
+def test_binary_conf_is_an_input_error(tmp_path, content):
+    conf = tmp_path / "slurm.conf"
+    conf.write_bytes(content)
+    with pytest.raises(InputError, match="not (UTF-8 text|a text file)"):
+        read_cluster(conf)
+
+
+def test_generate_refuses_absurd_job_counts(capsys):
+    from fastsched.cli import main
+    with pytest.raises(SystemExit):
+        main(["generate", "workload", "ai-mix", "--cluster", "ai-8k", "--jobs", "3000000000",
+              "-o", "x.csv"])
+    assert "--jobs: must be <=" in capsys.readouterr().err
+    with pytest.raises(InputError, match="number of jobs"):
+        ai_mix(ai_cluster("ai-8k"), 3_000_000_000)
+
+
+def test_number_too_long_for_int_is_an_input_error(tmp_path):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("# nodes\nNodeName=n[1-2] CPUs=" + "9" * 5000 + "\n")
+    with pytest.raises(InputError, match="a number of 5,000 digits is out of range") as e:
+        read_cluster(conf)
+    assert e.value.line == 2

@@ -360,3 +360,18 @@ def test_torch_distributed_allreduce_through_cli(tmp_path):
     assert result["sum"] == 10.0 and result["world_size"] == 4
     assert [(x["rank"], x["local_rank"], x["node_id"], x["node"]) for x in result["layout"]] == [
         (0, 0, 0, "node001"), (1, 1, 0, "node001"), (2, 0, 1, "node002"), (3, 1, 1, "node002")]
+
+
+def test_absurd_task_counts_are_refused_before_any_fork():
+    with pytest.raises(InputError, match="at most 4,096 processes"):
+        allocate_local(100_000)
+    r = cli("run", "-N", "100000", "--", "true")
+    assert r.returncode == 2 and "at most 4,096 processes" in r.stderr
+
+
+def test_cli_names_the_rank_that_failed():
+    code = "import os, sys; sys.exit(5 if os.environ['RANK'] == '1' else 0)"
+    r = cli("run", "-n", "3", "--", sys.executable, "-c", code)
+    assert r.returncode == 5
+    assert "task 1 (rank 1) exited with status 5" in r.stderr
+    assert "task 0" not in r.stderr and "task 2 (" not in r.stderr

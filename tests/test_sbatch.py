@@ -325,3 +325,30 @@ def test_cli_errors(capsys, script):
     assert code == 2 and "no batch script" in out
     code, out = run(capsys, "--help")
     assert code == 0 and "usage: fastsched sbatch" in out
+
+
+def test_byte_order_mark_keeps_the_sbatch_lines(tmp_path):
+    p = tmp_path / "bom.sh"
+    p.write_bytes(b"\xef\xbb\xbf#!/bin/bash\n#SBATCH -N 2\n#SBATCH --time=10\nsrun x\n")
+    assert parse_script(p).options["nodes"] == "2"
+    assert parse_script("\ufeff#!/bin/bash\n#SBATCH -N 3\n").options["nodes"] == "3"
+
+
+@pytest.mark.parametrize("option, field", [
+    ("--array=99999999999999999999999", "--array"),
+    ("--ntasks=99999999999999999999999", "--ntasks"),
+    ("--gres=gpu:99999999999999999999999", "--gres"),
+    ("--time=99999999999-0", "--time"),
+    ("--mem=99999999999999999999T", "--mem"),
+])
+def test_huge_sbatch_values_are_out_of_range(tmp_path, option, field):
+    p = tmp_path / "big.sh"
+    p.write_text(f"#!/bin/bash\n#SBATCH {option}\nsrun x\n")
+    with pytest.raises(InputError, match="out of range") as e:
+        normalise(parse_script(p))
+    assert e.value.line == 2 and e.value.field == field
+
+
+def test_dependency_on_a_job_id_beyond_64_bits_is_an_input_error():
+    with pytest.raises(InputError, match="job id out of range"):
+        parse_dependency("afterok:" + "9" * 30)

@@ -242,3 +242,36 @@ def test_bundled_kth():
     assert tr.num_timeouts == int((tr.jobs.runtime > tr.jobs.time_limit).sum()) > 0
     with pytest.raises(InputError):
         bundled_trace("nope")
+
+
+def test_hashed_user_ids_are_labels(tmp_path):
+    # Standardised traces hash user ids into 14-digit numbers: read them, keep them.
+    big = 35012304659472
+    p = write(tmp_path, [rec(1, 0, 10, 1, 1, 20, user=big), rec(2, 5, 10, 1, 1, 20, user=7),
+                         rec(3, 6, 10, 1, 1, 20, user=big), rec(4, 7, 10, 1, 1, 20)])
+    t = read_swf(p)
+    assert t.user_ids.tolist() == [big, 7, big, -1]
+    assert t.jobs.user.tolist() == [1, 0, 1, -1]          # renumbered by value, -1 kept
+
+
+def test_out_of_range_field_says_so(tmp_path):
+    p = write(tmp_path, [rec(1, 0, 10, 1, 1, 20), rec(2, 5, 10, 1, 99_999_999_999, 20)])
+    with pytest.raises(InputError, match=r"t.swf:9: field 8 \(requested_processors\): "
+                       r"'99999999999' is out of range"):
+        read_swf(p)
+
+
+@pytest.mark.parametrize("field, value", [(9, "1e30"), (2, "1e30"), (4, "1e30"), (9, "-1e30")])
+def test_absurd_times_are_errors_not_estimates(tmp_path, field, value):
+    toks = rec(1, 0, 10, 1, 1, 20).split()
+    toks[field - 1] = value
+    with pytest.raises(InputError, match=f"field {field} .*out of range"):
+        read_swf(write(tmp_path, [" ".join(toks)]))
+
+
+def test_absurd_machine_size_is_refused(tmp_path):
+    p = write(tmp_path, [rec(1, 0, 10, 1, 1, 20)], header="; MaxProcs: 1e30\n")
+    with pytest.raises(InputError, match="MaxProcs 1e30 is out of range"):
+        read_swf(p)
+    with pytest.raises(InputError, match="procs must be an integer in"):
+        read_swf(write(tmp_path, [rec(1, 0, 10, 1, 1, 20)]), procs=2**63)

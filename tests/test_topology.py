@@ -384,3 +384,14 @@ def test_bench_place_512_scenario_runs():
     fig = run_scenario("place-512", 1)
     assert fig["free_nodes"] == 1875 and fig["tree_switches64_groups_spanned"] <= 64
     assert all(fig[k] > 0 for k in fig if k.endswith("_median_us"))
+
+
+@pytest.mark.parametrize("content, what", [(b"\xff\xfe\x00bad", "NUL byte"),
+                                           (b"Name=gpu File=/dev/nvidia0 \xe9\n", "UTF-8")])
+def test_binary_or_non_utf8_topology_and_gres_files(tmp_path, content, what):
+    p = tmp_path / "x.conf"
+    p.write_bytes(content)
+    for read in (lambda: read_gres_conf(p), lambda: read_block_topology(p, ["n1"])):
+        with pytest.raises(InputError, match=what) as e:
+            read()
+        assert e.value.file == str(p) and e.value.line == 1

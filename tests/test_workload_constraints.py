@@ -393,3 +393,25 @@ def test_example_in_the_simulator(tmp_path, cluster):
     s = r.schedule
     assert s.job_id.tolist() == w.jobs.job_id.tolist()
     assert s.start_time.tolist() == [0, 0, 50, 50, 100, 100, -1, -1, -1]
+
+
+def test_oversized_rows_are_skipped_and_later_errors_keep_their_lines(tmp_path):
+    cluster = ai_cluster("ai-8k")
+    head = ("job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,cpus_per_node,"
+            "mem_per_node,partition,user,account,dependency,array\n")
+    rows = ["1,0,100,50,1,8,1,10,batch,u,a,,0-1",
+            "5,1,100,50,99999,8,1,10,\"batch,interactive\",u,a,,",   # more nodes than any
+            "6,2,100,50,1,8,1,10,batch,u,a,afterok:1,"]
+    p = tmp_path / "w.csv"
+    p.write_text(head + "\n".join(rows) + "\n")
+    w = read_workload(p, cluster)
+    assert [(s.job_id, s.line) for s in w.skipped] == [(5, 3)]
+    assert w.jobs.job_id.tolist() == [1, 2, 6]
+    assert w.dependencies.parent[w.dependencies.offsets[2]:].tolist() == [0, 1]
+    with pytest.raises(InputError, match="can never run") as e:
+        read_workload(p, cluster, strict=True)
+    assert e.value.line == 3
+    p.write_text(head + "\n".join(rows) + "\n7,3,100,50,1,8,1,10,batch,u,a,afterok:99,\n")
+    with pytest.raises(InputError) as e:
+        read_workload(p, cluster)
+    assert e.value.line == 5 and e.value.field == "dependency"

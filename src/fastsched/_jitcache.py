@@ -23,7 +23,7 @@ import os
 KERNEL_SOURCES = ("fairshare", "metrics", "nodeplan", "prefetch", "priority", "runindex",
                   "topology", "verify",
                   "cluster", "constraints", "errors", "hostlist", "interrupt", "jobs",
-                  "leafkernel", "schedule", "validation", "verify_constraints")
+                  "leafkernel", "schedule", "textfile", "validation", "verify_constraints")
 
 
 def sources_stamp(paths) -> tuple:

@@ -6,10 +6,12 @@ import json
 import os
 import signal
 import sys
+import zlib
 
 import numpy as np
 
-from .argtypes import choice_of, comma_list, non_negative_int, positive_int
+from .argtypes import (choice_of, comma_list, machine_size, non_negative_int, positive_int,
+                       positive_seconds, seconds)
 from .errors import FastschedError, InputError
 from .interrupt import Interrupted, kernel_running, signals_interrupt
 from .policies import POLICIES
@@ -71,8 +73,8 @@ def _parser() -> argparse.ArgumentParser:
                        "'fastsched generate workload') on --cluster, and print the summary.")
     s.add_argument("trace", help="SWF trace, or workload CSV (.csv, .csv.gz)")
     _policy_args(s)
-    s.add_argument("--procs", type=int, help="SWF machine size (default: the MaxProcs/MaxNodes "
-                   "header)")
+    s.add_argument("--procs", type=machine_size,
+                   help="SWF machine size (default: the MaxProcs/MaxNodes header)")
     s.add_argument("--cluster", help="for a workload CSV: slurm.conf, or ai-8k / ai-100k / ai-1m")
     s.add_argument("--strict", action="store_true",
                    help="a job that cannot run is an error instead of being skipped")
@@ -80,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON")
     s.add_argument("--show-skipped", action="store_true", help="list every skipped job")
     s.add_argument("--no-progress", action="store_true", help="never show a progress bar")
-    s.add_argument("--start-times", type=non_negative_int, metavar="T",
+    s.add_argument("--start-times", type=seconds, metavar="T",
                    help="also rebuild the state at time T (running and pending jobs just "
                    "before the pass at T) and print every pending job's expected start, like "
                    "squeue --start (a full conservative plan; times in seconds)")
@@ -94,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
                        "Archive) under the three policies, verify each schedule, and print the "
                        "summaries side by side.")
     d.add_argument("--trace", help="another SWF trace instead of the bundled one")
-    d.add_argument("--procs", type=int, help="machine size (default: from the header)")
+    d.add_argument("--procs", type=machine_size, help="machine size (default: from the header)")
     d.set_defaults(run=_cmd_demo)
 
     c = sub.add_parser("check", help="verify a schedule (jobs CSV) against its trace",
@@ -112,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--policy", choices=sorted(POLICIES),
                    help="also check this policy's promises")
     c.add_argument("--reserve-depth", type=positive_int, default=1, help="EASY reservations (default 1)")
-    c.add_argument("--procs", type=int, help="machine size (default: from the header)")
+    c.add_argument("--procs", type=machine_size, help="machine size (default: from the header)")
     c.add_argument("--config", metavar="CFG.toml",
                    help="also check the configuration's QOS and association limits")
     _add_topology_args(c, "with --exclusive-topo or a workload's 'exclusive' column: also "
@@ -167,12 +169,12 @@ def _site_args(p: argparse.ArgumentParser) -> None:
                    help="queue order by a research policy instead of submit time: FCFS, SJF, "
                    "WFP3, UNICEP, F1-F4 (Carastan-Santos & de Camargo; scores recomputed "
                    "every --order-period)")
-    g.add_argument("--order-period", type=positive_int, default=60, metavar="S",
+    g.add_argument("--order-period", type=positive_seconds, default=60, metavar="S",
                    help="with --order: recompute the scores every S seconds of simulated "
                    "time (default 60)")
-    g.add_argument("--resolution", type=positive_int, default=1, metavar="S",
+    g.add_argument("--resolution", type=positive_seconds, default=1, metavar="S",
                    help="plan on a grid of S seconds (Slurm's bf_resolution; default 1: exact)")
-    g.add_argument("--window", type=non_negative_int, metavar="S",
+    g.add_argument("--window", type=seconds, metavar="S",
                    help="reserve only starts within S seconds (bf_window; default: no limit)")
     _add_topology_args(g, "topology-aware starts: tree = the cluster's topology.conf "
                        "switches, block = --block-topology FILE")
@@ -210,9 +212,16 @@ def _load_trace(path: str, *, procs=None, strict=False, cluster_spec=None):
         if not cluster_spec:
             raise InputError("a workload CSV needs --cluster (slurm.conf or a standard name)",
                              file=path)
+        if procs is not None:
+            raise InputError("--procs is the machine size of an SWF trace; a workload CSV runs "
+                             "on --cluster", field="--procs")
         cluster = load_cluster(cluster_spec)
-        workload = read_workload(path, cluster)
-        return cluster, workload, workload.jobs, []
+        workload = read_workload(path, cluster, strict=strict)
+        return cluster, workload, workload.jobs, workload.skipped
+    if cluster_spec:
+        raise InputError("--cluster is for workload CSVs; an SWF trace runs on its own machine "
+                         "of single-processor nodes (size: MaxProcs, or --procs)",
+                         field="--cluster")
     from .swf import read_swf
     trace = read_swf(path, procs=procs, strict=strict)
     return Cluster.homogeneous(trace.procs), None, trace.jobs, trace.skipped
@@ -312,7 +321,7 @@ def _cmd_simulate(args) -> int:
             raise InputError("--config needs a workload CSV (with users and accounts)",
                              field="--config")
         result = simulate_site(cluster, workload, load_config(args.config), args.policy,
-                               **options)
+                               skipped=skipped, **options)
     else:
         result = simulate(cluster, jobs, args.policy, skipped=skipped,
                           **_workload_constraints(workload), **options)
@@ -384,10 +393,13 @@ def _cmd_check(args) -> int:
     placement = _placement(args, cluster, jobs, workload)
     if placement is not None:
         constraints["placement"] = placement
+    # EmptyDataError and UnicodeDecodeError are ValueErrors; a damaged .gz raises
+    # EOFError or zlib.error
     try:
         frame = pd.read_csv(args.jobs_csv, keep_default_na=False, index_col=False)
-    except (ValueError, pd.errors.ParserError) as e:   # EmptyDataError is a ValueError
-        raise InputError(f"not a jobs CSV: {str(e).strip()}", file=args.jobs_csv) from None
+    except (ValueError, EOFError, zlib.error, pd.errors.ParserError) as e:
+        raise InputError(f"not a jobs CSV: {' '.join(str(e).split())}",
+                         file=args.jobs_csv) from None
     report = check_frame(cluster, jobs, frame,
                          source=args.jobs_csv, policy=args.policy,
                          reserve_depth=args.reserve_depth, **constraints)

@@ -49,6 +49,8 @@ from .errors import InputError
 from .fairshare import AssociationTree, Usage, classic, fair_tree
 from .priority import PriorityWeights
 from .slurmconf import parse_time
+from .textfile import check_digits, read_text
+from .validation import MAX_COUNT, MAX_MEMORY_MB
 
 __all__ = ["SchedulerConfig", "Limits", "QOS", "AccountEntry", "UserEntry", "load_config",
            "parse_config", "parse_tres", "LIMIT_TRES", "RESET_PERIODS"]
@@ -338,21 +340,12 @@ class _Where:
 
 def load_config(path) -> SchedulerConfig:
     """Read a TOML configuration file (see the module docstring)."""
-    fname = str(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=fname) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a UTF-8 text file: {e}", file=fname) from None
-    return parse_config(text, source=fname)
+    return parse_config(read_text(path), source=str(path))
 
 
 def parse_config(text: str, source: str | None = None) -> SchedulerConfig:
     """Parse configuration TOML text; ``source`` names it in errors."""
+    check_digits(text, source)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -399,7 +392,7 @@ def _table(value, path: str, where: _Where) -> dict:
     return value
 
 
-def _int(value, path, where, minimum=0, allow_unlimited=False) -> int | None:
+def _int(value, path, where, minimum=0, allow_unlimited=False, maximum=MAX_COUNT) -> int | None:
     if allow_unlimited and (value == -1 or (isinstance(value, str)
                                             and value.upper() in ("UNLIMITED", "INFINITE", "-1"))):
         return None
@@ -407,6 +400,8 @@ def _int(value, path, where, minimum=0, allow_unlimited=False) -> int | None:
         raise where.error(f"must be an integer, got {value!r}", path)
     if value < minimum:
         raise where.error(f"must be >= {minimum}, got {value}", path)
+    if value > maximum:
+        raise where.error(f"must be <= {maximum:,}, got {value}", path)
     return value
 
 
@@ -463,6 +458,9 @@ def parse_tres(text, path: str = "TRES", where: _Where | None = None) -> dict[st
             raise where.error(f"bad TRES count in {item!r}", path) from None
         if not np.isfinite(count) or count < 0 or count != int(count):
             raise where.error(f"TRES count in {item!r} must be a whole number >= 0", path)
+        if count > MAX_MEMORY_MB:
+            raise where.error(f"TRES count in {item[:40]!r} is out of range (at most "
+                              f"{MAX_MEMORY_MB:,})", path)
         if name in out:
             raise where.error(f"TRES {name} given twice in {text!r}", path)
         out[name] = int(count)
@@ -575,9 +573,7 @@ def _parse_qos(cfg: SchedulerConfig, table, where: _Where) -> None:
     for name, body in table.items():
         path = f"qos.{name}"
         keys = _check_keys(_table(body, path, where), allowed, path, where)
-        prio = _int(keys["Priority"][0], keys["Priority"][1], where) if "Priority" in keys else 0
-        if prio > 0xFFFFFFFF:
-            raise where.error(f"Priority must be <= {0xFFFFFFFF}", f"{path}.Priority")
+        prio = _int(*keys["Priority"], where, maximum=0xFFFFFFFF) if "Priority" in keys else 0
         factor = _number(*keys["UsageFactor"], where) if "UsageFactor" in keys else 1.0
         cfg.qos[name] = QOS(name, prio, factor, _parse_limits(keys, QOS_LIMIT_KEYS, where))
 

@@ -38,6 +38,7 @@ import numpy as np
 from .cluster import Cluster, Partition
 from .errors import InputError
 from .jobs import JobTable
+from .validation import MAX_COUNT
 from .workload import Workload
 
 __all__ = ["CLUSTERS", "WORKLOADS", "ai_cluster", "ai_mix", "add_generate_parser"]
@@ -161,8 +162,9 @@ def ai_mix(cluster: Cluster, num_jobs: int, seed: int = 0, load: float = 1.05) -
     with ids 1..num_jobs. See the module docstring for the exact rules.
     """
     num_jobs = int(num_jobs)
-    if num_jobs < 0:
-        raise InputError(f"number of jobs must be >= 0, got {num_jobs}", field="jobs")
+    if not 0 <= num_jobs <= MAX_COUNT:
+        raise InputError(f"number of jobs must be in 0..{MAX_COUNT:,}, got {num_jobs}",
+                         field="jobs")
     if not (load > 0 and np.isfinite(load)):
         raise InputError(f"offered load must be > 0, got {load}", field="load")
     batch_parts, p_inter = _mix_partitions(cluster)
@@ -254,6 +256,7 @@ def add_generate_parser(sub) -> None:
                        description="Write the standard inputs of the benchmarks (benchmarks/RESULTS.md) "
                        "and examples: a cluster as slurm.conf + topology.conf + gres.conf, a "
                        "seeded ai-mix workload as CSV, or the example site configuration.")
+    from .argtypes import non_negative_int, positive_float, seed
     gsub = g.add_subparsers(title="what", metavar="WHAT")
     g.set_defaults(run=lambda args: (g.print_help(), 2)[1])
 
@@ -275,9 +278,10 @@ def add_generate_parser(sub) -> None:
     w.add_argument("--cluster", required=True, metavar="slurm.conf",
                    help="cluster file (or a standard cluster name: "
                         + ", ".join(sorted(CLUSTERS)) + ")")
-    w.add_argument("--jobs", type=int, required=True, metavar="N", help="number of jobs")
-    w.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    w.add_argument("--load", type=float, default=1.05,
+    w.add_argument("--jobs", type=non_negative_int, required=True, metavar="N",
+                   help="number of jobs")
+    w.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
+    w.add_argument("--load", type=positive_float, default=1.05,
                    help="offered load as a fraction of the cluster's GPU-hours (default 1.05)")
     w.add_argument("-o", "--output", required=True, metavar="jobs.csv",
                    help="CSV to write (.csv.gz compresses)")

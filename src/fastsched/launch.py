@@ -69,7 +69,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .argtypes import non_negative_int, positive_int
+from .argtypes import int_in, non_negative_int, positive_int
+from .validation import MAX_LOCAL_TASKS
 from .errors import InputError
 from .hostlist import compress
 
@@ -191,6 +192,9 @@ def block_distribution(num_nodes: int, num_tasks: int | None = None,
     if num_tasks is None:
         num_tasks = num_nodes * (ntasks_per_node or 1)
     _check_int(num_tasks, "number of tasks (-n)", minimum=1)
+    if max(num_tasks, num_nodes) > MAX_LOCAL_TASKS:
+        raise InputError(f"{max(num_tasks, num_nodes):,} local tasks: at most "
+                         f"{MAX_LOCAL_TASKS:,} processes can be started on this machine")
     if num_tasks < num_nodes:
         raise InputError(f"cannot run {num_tasks} task(s) on {num_nodes} nodes: every node "
                          f"needs at least one task (ask for -N {num_tasks} or -n {num_nodes})")
@@ -450,12 +454,16 @@ def _wait(procs: list[subprocess.Popen], *, timeout: float | None,
             if i not in statuses and p.poll() is not None:
                 statuses[i] = _status(p.returncode)
         if kill_on_bad_exit and any(s != 0 for s in statuses.values()):
+            _report_failures(statuses)
             killed = _terminate(procs)
             for i, p in enumerate(procs):     # tasks that ended meanwhile by themselves
                 if i not in statuses and i not in killed:
                     statuses[i] = _status(p.returncode)
-            break
+            if killed:
+                print(f"fastsched run: terminated {len(killed)} other task(s)", file=sys.stderr)
+            return max(statuses.values())
         if len(statuses) == len(procs):
+            _report_failures(statuses)
             break
         if deadline is not None and time.monotonic() >= deadline:
             killed = _terminate(procs)
@@ -465,6 +473,14 @@ def _wait(procs: list[subprocess.Popen], *, timeout: float | None,
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
     return max(statuses.values(), default=0)
+
+
+def _report_failures(statuses: dict[int, int]) -> None:
+    """Name every task that failed by itself, as srun does (``task 3: exited with ...``)."""
+    for rank in sorted(statuses):
+        if statuses[rank] != 0:
+            print(f"fastsched run: error: task {rank} (rank {rank}) exited with status "
+                  f"{statuses[rank]}", file=sys.stderr)
 
 
 # ----------------------------------------------------------------------------- command line
@@ -501,7 +517,7 @@ def add_run_parser(sub) -> argparse.ArgumentParser:
                    help="bind G GPUs to each task (its own CUDA_VISIBLE_DEVICES)")
     r.add_argument("--job-id", type=non_negative_int, metavar="ID",
                    help="SLURM_JOB_ID (default: derived from this process id); fixes MASTER_PORT")
-    r.add_argument("--master-port", type=positive_int, metavar="PORT",
+    r.add_argument("--master-port", type=int_in(1, 65535), metavar="PORT",
                    help="override MASTER_PORT (default 10000 + job id %% 20000)")
     r.add_argument("--node-prefix", default="node", metavar="NAME",
                    help="node names are NAME001, NAME002, ... (default 'node')")

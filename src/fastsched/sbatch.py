@@ -127,6 +127,8 @@ import numpy as np
 from .errors import InputError, UnsupportedError
 from .jobs import JobRequest
 from .slurmconf import format_time, parse_time
+from .textfile import check_digits, read_text
+from .validation import MAX_COUNT, MAX_MEMORY_MB
 
 __all__ = ["SlurmRequest", "NormalisedRequest", "parse_args", "parse_script", "normalise",
            "to_job_request", "format_request", "add_sbatch_parser", "DEPENDENCY_TYPES"]
@@ -373,13 +375,11 @@ def parse_script(path_or_text, *, name: str | None = None) -> SlurmRequest:
     when it contains a newline)."""
     if isinstance(path_or_text, Path) or "\n" not in str(path_or_text):
         path = Path(path_or_text)
-        try:
-            text = path.read_text()
-        except UnicodeDecodeError:
-            raise InputError("not a text file", file=str(path)) from None
+        text = read_text(path)
         fname = name or str(path)
     else:
-        text, fname = str(path_or_text), name or "<script>"
+        text, fname = str(path_or_text).removeprefix("\ufeff"), name or "<script>"
+        check_digits(text, fname)
     req = SlurmRequest(script=fname if fname != "<script>" else None)
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.startswith("#SBATCH"):
@@ -405,13 +405,24 @@ def parse_script(path_or_text, *, name: str | None = None) -> SlurmRequest:
 _INT = re.compile(r"^\d+$")
 
 
+def _whole(text: str) -> int:
+    """The number of a string of digits (matched by ``_INT``), at most MAX_COUNT."""
+    if len(text) > 10 or int(text) > MAX_COUNT:
+        shown = text if len(text) <= 24 else f"{text[:10]}...({len(text)} digits)"
+        raise InputError(f"{shown} is out of range (at most {MAX_COUNT:,})")
+    return int(text)
+
+
 def _count(req: SlurmRequest, name: str, *, minimum: int = 1) -> int | None:
     if name not in req:
         return None
     text = req.get(name) or ""
     if not _INT.match(text.strip()):
         raise _err(f"--{name}: {text!r} is not a whole number", req.origin.get(name), name)
-    value = int(text)
+    try:
+        value = _whole(text.strip())
+    except InputError as e:
+        raise _err(f"--{name}: {e.reason}", req.origin.get(name), name) from None
     if value < minimum:
         raise _err(f"--{name}: must be at least {minimum}, got {value}", req.origin.get(name),
                    name)
@@ -429,6 +440,9 @@ def _nodes(req: SlurmRequest) -> tuple[int, int] | None:
     mult = {"": 1, "k": 1024, "m": 1024 * 1024}
     lo = int(m.group(1)) * mult[m.group(2).lower()]
     hi = lo if m.group(3) is None else int(m.group(3)) * mult[m.group(4).lower()]
+    if hi > MAX_COUNT:
+        raise _err(f"node count {text!r} is out of range (at most {MAX_COUNT:,})",
+                   req.origin.get("nodes"), "nodes")
     if lo < 1 or hi < lo:
         raise _err(f"invalid node count {text!r} (need 1 <= min <= max)",
                    req.origin.get("nodes"), "nodes")
@@ -445,9 +459,11 @@ def parse_memory(text: str) -> int:
         raise InputError(f"invalid memory size {text!r} (expected a whole number with an "
                          "optional K, M, G or T suffix)")
     n, unit = int(m.group(1)), m.group(2).upper()
-    if unit == "K":
-        return -(-n // 1024)
-    return n * {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[unit]
+    mb = -(-n // 1024) if unit == "K" else n * {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[unit]
+    if mb > MAX_MEMORY_MB:
+        raise InputError(f"memory size {text.strip()[:30]!r} is out of range (at most "
+                         f"{MAX_MEMORY_MB:,} MB)")
+    return mb
 
 
 def _memory(req: SlurmRequest, name: str) -> int | None:
@@ -466,9 +482,11 @@ def _time(req: SlurmRequest, name: str) -> tuple[bool, int | None]:
     text = req.get(name) or ""
     try:
         seconds = parse_time(text)
-    except InputError:
-        raise _err(f"--{name}: invalid time {text!r} (formats: MM, MM:SS, HH:MM:SS, D-HH, "
-                   "D-HH:MM, D-HH:MM:SS, UNLIMITED)", req.origin.get(name), name) from None
+    except InputError as e:
+        reason = e.reason if "out of range" in e.reason else (
+            f"invalid time {text!r} (formats: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, "
+            "UNLIMITED)")
+        raise _err(f"--{name}: {reason}", req.origin.get(name), name) from None
     return True, (None if seconds == 0 else seconds)
 
 
@@ -479,8 +497,8 @@ def _switches(req: SlurmRequest) -> tuple[int | None, int | None]:
     text = (req.get("switches") or "").strip()
     count, at, wait = text.partition("@")
     origin = req.origin.get("switches")
-    if not _INT.match(count) or int(count) < 1:
-        raise _err(f"--switches: {text!r} needs a leaf switch count >= 1 "
+    if not _INT.match(count) or int(count) < 1 or len(count) > 10 or int(count) > MAX_COUNT:
+        raise _err(f"--switches: {text[:30]!r} needs a leaf switch count in 1..{MAX_COUNT:,} "
                    "(count[@max-time])", origin, "switches")
     if not at:
         return int(count), None
@@ -498,10 +516,13 @@ def _gpu_spec(req: SlurmRequest, name: str) -> tuple[str, int] | None:
         return None
     text = (req.get(name) or "").strip()
     parts = text.split(":")
-    if len(parts) == 1 and _INT.match(parts[0]):
-        return "", int(parts[0])
-    if len(parts) == 2 and parts[0] and _INT.match(parts[1]):
-        return parts[0], int(parts[1])
+    try:
+        if len(parts) == 1 and _INT.match(parts[0]):
+            return "", _whole(parts[0])
+        if len(parts) == 2 and parts[0] and _INT.match(parts[1]):
+            return parts[0], _whole(parts[1])
+    except InputError as e:
+        raise _err(f"--{name}: {e.reason}", req.origin.get(name), name) from None
     raise _err(f"--{name}: malformed {text!r} (expected [type:]number)",
                req.origin.get(name), name)
 
@@ -523,9 +544,9 @@ def parse_gres(text: str) -> tuple[tuple[str, int] | None, list[str]]:
         if len(parts) == 1:
             spec = ("", 1)
         elif len(parts) == 2:
-            spec = ("", int(parts[1])) if _INT.match(parts[1]) else (parts[1], 1)
+            spec = ("", _whole(parts[1])) if _INT.match(parts[1]) else (parts[1], 1)
         elif len(parts) == 3 and parts[1] and _INT.match(parts[2]):
-            spec = (parts[1], int(parts[2]))
+            spec = (parts[1], _whole(parts[2]))
         else:
             raise InputError(f"malformed --gres {text!r}: expected gpu[[:type]:count] with a "
                              "whole-number count")
@@ -558,6 +579,8 @@ def parse_dependency(text: str) -> tuple[list[tuple[str, tuple[str, ...]]], str]
         if not job_ids or not all(re.match(pattern, j) for j in job_ids):
             raise InputError(f"dependency {item!r}: expected {kind}:job_id[:job_id...]"
                              + (" (job_id+minutes allowed)" if kind == "after" else ""))
+        if any(len(n) > 18 for n in re.findall(r"\d+", ids)):   # no job id is that large
+            raise InputError(f"dependency {item[:40]!r}: job id out of range")
         out.append((kind, job_ids))
     return out, mode
 
@@ -569,15 +592,15 @@ def parse_array(text: str) -> tuple[list[int], int | None]:
     if pct:
         if not _INT.match(limit) or int(limit) < 1:
             raise InputError(f"array {text!r}: the %-limit must be a whole number >= 1")
-        max_running = int(limit)
+        max_running = _whole(limit)
     indexes: set[int] = set()
     for item in body.split(","):
         m = re.match(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$", item.strip())
         if not m:
             raise InputError(f"array {text!r}: bad entry {item!r} (expected N, A-B or A-B:S)")
-        lo = int(m.group(1))
-        hi = lo if m.group(2) is None else int(m.group(2))
-        step = 1 if m.group(3) is None else int(m.group(3))
+        lo = _whole(m.group(1))
+        hi = lo if m.group(2) is None else _whole(m.group(2))
+        step = 1 if m.group(3) is None else _whole(m.group(3))
         if hi < lo or step < 1:
             raise InputError(f"array {text!r}: bad range {item!r}")
         if hi - lo > _MAX_ARRAY or len(indexes) > _MAX_ARRAY:

@@ -16,8 +16,10 @@ Reading understands ``NodeName`` (``CPUs``, ``RealMemory``, ``Gres=gpu[:type]:N`
 as a hostlist or ``ALL``, ``PriorityTier``, ``MaxTime`` as ``MM``, ``MM:SS``,
 ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``, ``UNLIMITED``/``INFINITE``;
 ``PartitionName=DEFAULT`` too) and ``TopologyPlugin``. Keys are case-insensitive;
-other keys and lines are ignored. A malformed line raises :class:`InputError`
-naming the file, the line and the field.
+other keys and lines are ignored, except ``DownNodes`` lines and ``State=DOWN`` (or
+DRAIN, FAIL, FUTURE) on ``NodeName`` lines: the cluster model has no node states, so
+those are errors rather than nodes silently scheduled as up. A malformed line raises
+:class:`InputError` naming the file, the line and the field.
 
 Topology levels are numbered from the leaves up and named after their switches'
 common name prefix (``leaf``, ``spine``; ``level<d>`` when the names differ). A
@@ -37,6 +39,8 @@ import numpy as np
 from .cluster import Cluster, Partition
 from .errors import InputError, UnsupportedError
 from .hostlist import compress, expand
+from .textfile import read_text
+from .validation import MAX_COUNT, MAX_MEMORY_MB, MAX_NODES, MAX_SECONDS
 
 __all__ = ["write_cluster", "read_cluster", "parse_time", "format_time", "topology_path"]
 
@@ -88,7 +92,15 @@ def parse_time(text: str) -> int | None:
     if not all(p.isascii() and p.isdigit() for p in parts):
         raise InputError(f"bad time {text!r}")
     h, m, s = (int(p) for p in parts)
-    return ((days * 24 + h) * 60 + m) * 60 + s
+    seconds = ((days * 24 + h) * 60 + m) * 60 + s
+    if seconds > MAX_SECONDS:
+        raise InputError(f"time {_short(text)} is out of range (at most {MAX_SECONDS:,} s)")
+    return seconds
+
+
+def _short(text: str) -> str:
+    """``text`` quoted, cut to a readable length."""
+    return repr(text) if len(text) <= 30 else repr(text[:12] + "..." + text[-6:])
 
 
 # --------------------------------------------------------------------------- writing
@@ -211,11 +223,7 @@ def _tokens(raw: str, fname: str, lineno: int) -> list[tuple[str, str]]:
 
 def _lines(path: Path):
     """(line number, logical line) pairs; a trailing backslash continues a line."""
-    fname = str(path)
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a text file: {e}", file=fname) from None
+    text = read_text(path)
     pending, start = "", 0
     for lineno, raw in enumerate(text.splitlines(), 1):
         if not pending:
@@ -229,12 +237,28 @@ def _lines(path: Path):
         yield start, pending
 
 
-def _int_value(value: str, fname: str, lineno: int, key: str, minimum: int = 0) -> int:
+def _int_value(value: str, fname: str, lineno: int, key: str, minimum: int = 0,
+               maximum: int = MAX_COUNT) -> int:
     v = value.strip()
     if not (v.isascii() and v.isdigit()) or int(v) < minimum:
-        raise InputError(f"{v!r} is not an integer >= {minimum}", file=fname, line=lineno,
+        raise InputError(f"{v[:30]!r} is not an integer >= {minimum}", file=fname, line=lineno,
                          field=key)
+    if len(v) > 20 or int(v) > maximum:
+        raise InputError(f"{v[:30]!r} is out of range (at most {maximum:,})", file=fname,
+                         line=lineno, field=key)
     return int(v)
+
+
+#: NodeName State= values that make a node unusable, which the cluster model cannot express
+_UNUSABLE_STATES = ("DOWN", "DRAIN", "FAIL", "FAILING", "FUTURE")
+
+
+def _check_node_state(option: tuple[str, str], fname: str, lineno: int) -> None:
+    key, value = option
+    if value.strip().upper().split("+")[0] in _UNUSABLE_STATES:
+        raise InputError(f"State={value} is not supported: the cluster model has no node "
+                         "states, so these nodes would be scheduled as if up; remove them "
+                         "from the partitions instead", file=fname, line=lineno, field=key)
 
 
 def _parse_gres(value: str, fname: str, lineno: int) -> tuple[int, str]:
@@ -298,7 +322,9 @@ def read_cluster(path) -> Cluster:
                 spec["cpus"] = _int_value(opts["procs"][1], fname, lineno, opts["procs"][0])
             if "realmemory" in opts:
                 spec["mem"] = _int_value(opts["realmemory"][1], fname, lineno,
-                                         opts["realmemory"][0])
+                                         opts["realmemory"][0], maximum=MAX_MEMORY_MB)
+            if "state" in opts:
+                _check_node_state(opts["state"], fname, lineno)
             if "gres" in opts:
                 spec["gpus"], spec["gtype"] = _parse_gres(opts["gres"][1], fname, lineno)
             if spec["gpus"] > 64:
@@ -314,11 +340,18 @@ def read_cluster(path) -> Cluster:
             if not hosts:
                 raise InputError("no node names", file=fname, line=lineno, field=head)
             node_names.extend(hosts)
+            if len(node_names) > MAX_NODES:
+                raise InputError(f"more than {MAX_NODES:,} nodes", file=fname, line=lineno,
+                                 field=head)
             cpus.extend([spec["cpus"]] * len(hosts))
             mem.extend([spec["mem"]] * len(hosts))
             gpus.extend([spec["gpus"]] * len(hosts))
             if spec["gpus"] and spec["gtype"]:
                 gpu_types.add(spec["gtype"])
+        elif kind == "downnodes":
+            raise InputError("DownNodes is not supported: the cluster model has no node "
+                             "states, so these nodes would be scheduled as if up; remove them "
+                             "from the partitions instead", file=fname, line=lineno, field=head)
         elif kind == "partitionname":
             tier = part_defaults["tier"]
             if "prioritytier" in opts:

@@ -36,6 +36,7 @@ import numpy as np
 
 from .errors import InputError
 from .jobs import JobTable
+from .validation import MAX_COUNT, MAX_NODES, MAX_SECONDS
 
 __all__ = ["SkippedJob", "SWFTrace", "read_swf", "bundled_trace", "SWF_FIELDS"]
 
@@ -50,6 +51,10 @@ SWF_FIELDS: dict[int, str] = {
 _NFIELDS = 18
 _TIME_FIELDS = (2, 3, 4, 9)           # floats accepted, rounded to the nearest second
 _COUNT_FIELDS = (1, 5, 8, 12)         # must be integral
+#: field -> largest magnitude it may have. Job and user numbers are labels (standardised
+#: traces hash user ids into 14-digit numbers): any integer float64 holds exactly.
+_LIMITS = {1: 2**53, 12: 2**53, 5: MAX_COUNT, 8: MAX_COUNT,
+           2: MAX_SECONDS, 4: MAX_SECONDS, 9: MAX_SECONDS}
 
 _BUNDLED = {"KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz"}
 
@@ -76,6 +81,9 @@ class SWFTrace:
     header_lines: list[str] = field(default_factory=list)
     skipped: list[SkippedJob] = field(default_factory=list)
     num_timeouts: int = 0          #: jobs whose runtime exceeds their requested time
+    #: each job's SWF user id (int64, -1 = missing). ``jobs.user`` is that id when every id
+    #: fits int32, else the ids renumbered 0, 1, ... in increasing order (-1 stays missing).
+    user_ids: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return (f"SWFTrace({self.path!r}, {len(self.jobs)} jobs, procs={self.procs}, "
@@ -120,14 +128,18 @@ def _machine_size(procs, header: dict[str, str], path: str) -> int:
             p = int(procs)
         except (TypeError, ValueError):
             raise InputError(f"procs must be a positive integer, got {procs!r}", file=path) from None
-        if p != procs or p <= 0:
-            raise InputError(f"procs must be a positive integer, got {procs!r}", file=path)
+        if p != procs or not 0 < p <= MAX_NODES:
+            raise InputError(f"procs must be an integer in 1..{MAX_NODES:,}, got {procs!r}",
+                             file=path)
         return p
     for key in ("MaxProcs", "MaxNodes"):
         try:
             v = float(header.get(key, "").split()[0])
         except (ValueError, IndexError):
             continue
+        if v > MAX_NODES:
+            raise InputError(f"{key} {header[key].strip()[:30]} is out of range (at most "
+                             f"{MAX_NODES:,}); give the machine size (--procs)", file=path)
         if v > 0 and v == int(v):
             return int(v)
     raise InputError("no MaxProcs/MaxNodes header; give the machine size (procs=... / --procs)",
@@ -207,12 +219,25 @@ def read_swf(path, *, procs: int | None = None, strict: bool = False) -> SWFTrac
     num_timeouts = int(np.count_nonzero(runtime > limit))
 
     order = np.lexsort((ids, submit))
+    user = user[order]
     jobs = JobTable.from_arrays(
         job_id=ids[order], submit_time=submit[order], time_limit=limit[order],
         runtime=runtime[order], num_nodes=nproc[order], cpus_per_node=1,
-        gpus_per_node=0, mem_per_node=0, partition=0, user=user[order])
+        gpus_per_node=0, mem_per_node=0, partition=0, user=_user_index(user))
     return SWFTrace(path=path, jobs=jobs, procs=machine, header=header,
-                    header_lines=header_lines, skipped=skipped, num_timeouts=num_timeouts)
+                    header_lines=header_lines, skipped=skipped, num_timeouts=num_timeouts,
+                    user_ids=user)
+
+
+def _user_index(user: np.ndarray) -> np.ndarray:
+    """int32 user column: the ids themselves when they fit, else renumbered by value."""
+    i32 = np.iinfo(np.int32)
+    if len(user) == 0 or (user.max() <= i32.max and user.min() >= i32.min):
+        return user
+    known = user >= 0
+    index = np.full(len(user), -1, dtype=np.int64)
+    index[known] = np.unique(user[known], return_inverse=True)[1]
+    return index
 
 
 def _parse_block(data: list[str]):
@@ -234,7 +259,10 @@ def _derive(arr):
     ok = True
     for k in _COUNT_FIELDS:
         col = arr[:, k - 1]
-        if not (col == np.floor(col)).all() or (np.abs(col) > 2**31 - 1).any():
+        if not (col == np.floor(col)).all():
+            ok = False
+    for k, limit in _LIMITS.items():
+        if (np.abs(arr[:, k - 1]) > limit).any():
             ok = False
     submit_f = arr[:, 1]
     if (submit_f < 0).any():
@@ -287,8 +315,11 @@ def _slow_scan(data, lineno, path, machine, strict):
                 v = math.nan
             if not math.isfinite(v):
                 raise InputError(f"{t!r} is not a number", file=path, line=no, field=_fname(k))
-            if k in _COUNT_FIELDS and (v != math.floor(v) or abs(v) > 2**31 - 1):
+            if k in _COUNT_FIELDS and v != math.floor(v):
                 raise InputError(f"{t!r} is not an integer", file=path, line=no, field=_fname(k))
+            if abs(v) > _LIMITS.get(k, math.inf):
+                raise InputError(f"{t[:30]!r} is out of range (at most {_LIMITS[k]:,} in "
+                                 "magnitude)", file=path, line=no, field=_fname(k))
             vals.append(v)
         rows.append(vals)
         if vals[1] < 0:

@@ -32,6 +32,7 @@ from numba import njit
 
 from .errors import InputError
 from .hostlist import expand
+from .textfile import read_text
 
 __all__ = ["topo_place", "choose_gpus_kernel", "levels_array", "place_tree", "place_block",
            "BlockTopology", "read_block_topology", "GpuGroups", "parse_gres_conf",
@@ -373,7 +374,7 @@ def read_block_topology(path, node_names) -> BlockTopology:
     block_names: list[str] = []
     sizes: tuple[int, ...] = ()
     size_line = None
-    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+    for lineno, raw in enumerate(read_text(path).splitlines(), 1):
         opts = _key_values(raw, fname, lineno)
         if not opts:
             continue
@@ -616,7 +617,7 @@ def _groups_from_entries(entries, file: str) -> GpuGroups:
 
 def read_gres_conf(path, node: str | None = None) -> GpuGroups:
     """:func:`parse_gres_conf` of the file at ``path``."""
-    return parse_gres_conf(Path(path).read_text(), file=str(path), node=node)
+    return parse_gres_conf(read_text(path), file=str(path), node=node)
 
 
 def choose_gpus(free_mask: int, count: int, groups: GpuGroups | np.ndarray | None = None) -> int:

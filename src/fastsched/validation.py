@@ -7,6 +7,21 @@ from .cluster import Cluster
 from .errors import InputError, UnsupportedError
 from .jobs import MAX_TIME, JobTable
 
+# Caps on every size and time an input may give. Each is far beyond what any real
+# site could need, yet small enough that no input can make fastsched allocate
+# absurd arrays, fork without end, or overflow int64 arithmetic.
+#: nodes of a cluster or SWF machine (the largest machines have ~10^5; hostlists cap at 2^24 too)
+MAX_NODES = 1 << 24
+#: jobs of a workload or trace, and any other count (int32 job rows and columns)
+MAX_COUNT = (1 << 31) - 1
+#: any time, time limit or duration in seconds (~35,000 years): submit + limit and every
+#: sum of times the engine forms stay far below its 2^62 "infinity" and int64
+MAX_SECONDS = 1 << 40
+#: memory per node in MB (an exabyte)
+MAX_MEMORY_MB = 1 << 40
+#: processes one local ``fastsched run`` may start (each is a fork)
+MAX_LOCAL_TASKS = 4096
+
 
 def check_basic(jobs: JobTable) -> None:
     """What every engine needs: unique ids, at least one node, a limit of at least

@@ -247,8 +247,8 @@ def add_views_parser(sub) -> None:
 def _time_arg(text: str) -> int:
     from .slurmconf import parse_time
     t = text.strip()
-    if t.isdigit():
-        return int(t)
+    if t.isascii() and t.isdigit():
+        t = "0:" + t                          # plain seconds as MM:SS, range-checked
     try:
         value = parse_time(t)
     except InputError as e:
@@ -267,7 +267,7 @@ def _state(args):
     from .workload import read_workload
     config = load_config(args.config) if args.config else SchedulerConfig()
     cluster = config.apply_partitions(load_cluster(args.cluster))
-    workload = read_workload(args.workload, cluster)
+    workload = read_workload(args.workload, cluster, strict=True)
     at = args.at if args.at is not None else \
         (int(workload.jobs.submit_time.max()) if len(workload) else 0)
     tree = config.build_tree(workload)

@@ -37,7 +37,9 @@ order after the required ones; any other extra column is ignored):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import gzip
+import zlib
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,6 +50,7 @@ from .errors import InputError
 from .jobs import JobTable
 from .sbatch import parse_array, parse_dependency
 from .submission import build_jobs
+from .validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS
 
 __all__ = ["Workload", "write_workload", "read_workload", "requests_to_workload",
            "CSV_COLUMNS", "DEFAULT_QOS"]
@@ -99,6 +102,9 @@ class Workload:
     array_task: np.ndarray | None = None
     limits: LimitGroups | None = None
     exclusive_topo: np.ndarray | None = None
+    #: rows of the file left out because they can never run on the cluster
+    #: (:class:`fastsched.swf.SkippedJob`, by file line), as SWF traces list theirs
+    skipped: list = field(default_factory=list)
 
     def __post_init__(self):
         self.account = np.ascontiguousarray(self.account, dtype=np.int32)
@@ -309,7 +315,7 @@ def _unique_categories(names: list[str], what: str) -> list[str]:
     return list(names)
 
 
-def read_workload(path, cluster: Cluster) -> Workload:
+def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
     """Read a workload CSV written by :func:`write_workload` (or by hand).
 
     Rows may come in any order; the result is sorted by (submit_time, job_id),
@@ -317,7 +323,10 @@ def read_workload(path, cluster: Cluster) -> Workload:
     indices follow the sorted order of their names. Raises InputError naming
     file, line and column for a malformed row, a missing column, an unknown
     partition, a bad or unknown dependency, a malformed array or an impossible
-    value.
+    value. A row that can never run on ``cluster`` (more nodes, GPUs, CPUs or
+    memory than any of its partitions has) is left out and listed in
+    ``skipped``, as :func:`fastsched.read_swf` does; with ``strict=True`` it
+    raises InputError instead.
     """
     fname = str(path)
     frame = _read_frame(path, fname)
@@ -342,11 +351,84 @@ def read_workload(path, cluster: Cluster) -> Workload:
         per_row["name"] = frame["name"].to_numpy(dtype=object)
     if "exclusive" in frame.columns:
         per_row["exclusive_topo"] = _exclusive_column(frame["exclusive"], fname)
-    built = build_jobs(cols, partitions, per_row,
-                       dependency=_parse_sparse(frame, "dependency", parse_dependency, fname),
-                       arrays=_parse_sparse(frame, "array", parse_array, fname),
-                       tasks=_task_columns(frame, fname), where=lambda r: (fname, r + 2))
-    return _assemble(built, user_names, account_names, org_of_account, org_names, qos_names)
+    dependency = _parse_sparse(frame, "dependency", parse_dependency, fname)
+    arrays = _parse_sparse(frame, "array", parse_array, fname)
+    tasks = _task_columns(frame, fname)
+    keep, skipped = _runnable_rows(cluster, cols, partitions, fname, strict)
+    lines = np.flatnonzero(keep) + 2
+    if skipped:
+        cols, per_row, tasks, dependency, arrays, partitions = _take_rows(
+            keep, cols, per_row, tasks, dependency, arrays, partitions)
+    built = build_jobs(cols, partitions, per_row, dependency=dependency, arrays=arrays,
+                       tasks=tasks, where=lambda r: (fname, int(lines[r])))
+    workload = _assemble(built, user_names, account_names, org_of_account, org_names,
+                         qos_names)
+    workload.skipped = skipped
+    return workload
+
+
+def _runnable_rows(cluster: Cluster, cols: dict, partitions: PartitionChoices, fname: str,
+                   strict: bool):
+    """(bool per row: can run on ``cluster``, SkippedJob list of the others).
+
+    A row can run when one of its partitions has ``num_nodes`` nodes that each hold
+    its per-node request. One count per distinct (partition, request): a loop over
+    request types, not rows."""
+    from .swf import SkippedJob
+    rows = np.repeat(np.arange(len(cols["job_id"])), np.diff(partitions.offsets))
+    request = [partitions.partition, cols["gpus_per_node"][rows], cols["cpus_per_node"][rows],
+               cols["mem_per_node"][rows]]
+    inverse, first = _distinct_rows(request)
+    capacity = np.array([_nodes_holding(cluster, *(int(c[e]) for c in request))
+                         for e in first.tolist()], dtype=np.int64)
+    entry_capacity = capacity[inverse]
+    fits = cols["num_nodes"][rows] <= entry_capacity
+    keep = np.bincount(rows[fits], minlength=len(cols["job_id"])) > 0
+    skipped = []
+    for i in np.flatnonzero(~keep).tolist():
+        entries = slice(partitions.offsets[i], partitions.offsets[i + 1])
+        names = ",".join(cluster.partitions[p].name for p in partitions.partition[entries])
+        reason = (f"needs {cols['num_nodes'][i]} node(s) with {cols['gpus_per_node'][i]} GPUs, "
+                  f"{cols['cpus_per_node'][i]} CPUs and {cols['mem_per_node'][i]} MB; partition "
+                  f"{names!r} has {entry_capacity[entries].max()} such node(s)")
+        if strict:
+            raise InputError(f"job {cols['job_id'][i]} can never run: {reason}", file=fname,
+                             line=i + 2, field="num_nodes")
+        skipped.append(SkippedJob(int(cols["job_id"][i]), i + 2, reason))
+    return keep, skipped
+
+
+def _distinct_rows(columns) -> tuple[np.ndarray, np.ndarray]:
+    """(type per entry, first entry of each type): entries equal in every column share a
+    type. Hash-based and linear (np.unique(axis=0) sorts rows: 4x slower on 1M jobs)."""
+    import pandas as pd
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for col in columns:
+        codes, uniques = pd.factorize(col)
+        key = pd.factorize(key * len(uniques) + codes)[0]     # stays < number of entries
+    first = np.zeros(int(key.max()) + 1 if len(key) else 0, dtype=np.int64)
+    first[key[::-1]] = np.arange(len(key) - 1, -1, -1)       # the last write is the first entry
+    return key, first
+
+
+def _nodes_holding(cluster: Cluster, part: int, gpus: int, cpus: int, mem: int) -> int:
+    nodes = cluster.partitions[part].nodes
+    return int(np.count_nonzero((cluster.gpus[nodes] >= gpus) & (cluster.cpus[nodes] >= cpus)
+                                & (cluster.mem_mb[nodes] >= mem)))
+
+
+def _take_rows(keep, cols, per_row, tasks, dependency, arrays, partitions):
+    """The parsed rows where ``keep`` holds (sparse row -> value maps renumbered)."""
+    from .constraints import csr_take
+    kept = np.flatnonzero(keep)
+    new_row = np.cumsum(keep) - 1
+    offsets, index = csr_take(partitions.offsets, kept)
+    return ({c: v[kept] for c, v in cols.items()},
+            {c: np.asarray(v)[kept] for c, v in per_row.items()},
+            None if tasks is None else tuple(t[kept] for t in tasks),
+            {int(new_row[r]): v for r, v in dependency.items() if keep[r]},
+            {int(new_row[r]): v for r, v in arrays.items() if keep[r]},
+            PartitionChoices(offsets, partitions.partition[index]))
 
 
 def _read_frame(path, fname: str):
@@ -360,10 +442,14 @@ def _read_frame(path, fname: str):
     except pd.errors.ParserError as e:
         import re
         m = re.search(r"line (\d+)", str(e))
-        raise InputError(f"malformed CSV: {e}", file=fname,
+        raise InputError(f"malformed CSV: {' '.join(str(e).split())}", file=fname,
                          line=int(m.group(1)) if m else None) from None
     except UnicodeDecodeError as e:
         raise InputError(f"not a text file: {e}", file=fname) from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise InputError(f"cannot decompress: {e}", file=fname) from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", file=fname) from None
 
     frame.columns = [str(c).strip() for c in frame.columns]
     for col in CSV_COLUMNS:
@@ -449,6 +535,13 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
                      list(account_names), qos_names)
 
 
+#: column -> largest value a row may give (larger ones cannot be stored or would overflow
+#: the engine's time arithmetic; see fastsched.validation)
+_MAXIMA = {"submit_time": MAX_SECONDS, "time_limit": MAX_SECONDS, "runtime": MAX_SECONDS,
+           "num_nodes": MAX_COUNT, "gpus_per_node": MAX_COUNT, "cpus_per_node": MAX_COUNT,
+           "mem_per_node": MAX_MEMORY_MB}
+
+
 def _check_values(cols: dict, fname: str) -> None:
     _check_range(cols["job_id"], cols["job_id"] < 0, fname, "job_id", "must be >= 0")
     _check_range(cols["submit_time"], cols["submit_time"] < 0, fname, "submit_time",
@@ -458,11 +551,9 @@ def _check_values(cols: dict, fname: str) -> None:
     _check_range(cols["num_nodes"], cols["num_nodes"] < 1, fname, "num_nodes", "must be >= 1")
     for col in ("gpus_per_node", "cpus_per_node", "mem_per_node"):
         _check_range(cols[col], cols[col] < 0, fname, col, "must be >= 0")
-    too_big = (cols["num_nodes"] > np.iinfo(np.int32).max) | \
-        (cols["gpus_per_node"] > 64) | (cols["cpus_per_node"] > np.iinfo(np.int32).max)
-    if too_big.any():
-        i = int(np.flatnonzero(too_big)[0])
-        raise InputError("value out of range", file=fname, line=i + 2)
+    for col, most in _MAXIMA.items():
+        _check_range(cols[col], cols[col] > most, fname, col,
+                     f"is out of range (at most {most:,})")
 
 
 def _assemble(built: dict, user_names, account_names, org_of_account, org_names,
@@ -572,8 +663,10 @@ def _int_column(series, fname: str, col: str) -> np.ndarray:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raw = series.iloc[i]
-        shown = "" if raw is None or (isinstance(raw, float) and np.isnan(raw)) else raw
-        raise InputError(f"{shown!r} is not an integer" if shown != "" else "missing value",
+        shown = "" if raw is None or (isinstance(raw, float) and np.isnan(raw)) else str(raw)
+        what = ("is out of range" if np.isfinite(num[i]) and num[i] == np.floor(num[i])
+                else "is not an integer")
+        raise InputError(f"{shown[:30]!r} {what}" if shown != "" else "missing value",
                          file=fname, line=i + 2, field=col)
     return num.astype(np.int64)
 
