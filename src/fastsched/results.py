@@ -13,7 +13,7 @@ import numpy as np
 
 from .cluster import Cluster
 from .jobs import JobTable
-from .metrics import gpu_fragmentation
+from .metrics import busy_node_seconds, gpu_fragmentation
 from .constraints import CAPS, csr_take
 from .schedule import Schedule
 
@@ -202,9 +202,17 @@ def _indices(gpus) -> list[int]:
     return [k for k in range(m.bit_length()) if (m >> k) & 1]
 
 
-def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule) -> dict:
-    """Metrics of a finished schedule, over the jobs that started (``not_started``
-    counts the others: held by a limit or a dependency forever, or rejected)."""
+def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule, *,
+              exclusive: bool = False) -> dict:
+    """Metrics of a finished schedule, over the jobs that started (``never_started``
+    counts the others: held by a limit or a dependency forever, or rejected).
+
+    Utilisations are shares of [first submit, last end): ``utilisation``, of
+    node-time with at least one job on the node (jobs sharing a node count it
+    once); ``cpu_utilisation`` / ``gpu_utilisation``, of CPU-/GPU-time
+    allocated. JCT (job completion time) = end - submit. ``exclusive``: no two
+    jobs ever share a node (the pool engine), which makes node time a plain sum.
+    """
     started = schedule.start_time >= 0
     if not started.all():
         sub = Schedule(job_id=schedule.job_id[started], start_time=schedule.start_time[started],
@@ -212,35 +220,46 @@ def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule) -> dict:
                        alloc_offsets=_kept_offsets(schedule.alloc_offsets, started),
                        alloc_nodes=schedule.alloc_nodes,
                        alloc_gpu_mask=schedule.alloc_gpu_mask)
-        out = summarize(cluster, workload.take(started), sub)
-        out["jobs"] = len(workload)
-        out["not_started"] = int((~started).sum())
+        out = summarize(cluster, workload.take(started), sub, exclusive=exclusive)
+        out.update(jobs=len(workload), never_started=int((~started).sum()))
         return out
     n = len(workload)
     if n == 0:
-        return {"jobs": 0}
+        return {"jobs": 0, "never_started": 0}
     wait = (schedule.start_time - workload.submit_time).astype(np.float64)
     run = (schedule.end_time - schedule.start_time).astype(np.float64)
-    bsld = np.maximum((wait + run) / np.maximum(run, BSLD_TAU), 1.0)
+    jct = wait + run
+    bsld = np.maximum(jct / np.maximum(run, BSLD_TAU), 1.0)
     first, last = int(workload.submit_time.min()), int(schedule.end_time.max())
     makespan = last - first
-    node_seconds = float(np.dot(workload.num_nodes.astype(np.float64), run))
-    capacity = float(cluster.num_nodes) * makespan
-    total_gpus = float(cluster.gpus.sum())
-    gpu_seconds = float(np.dot((workload.num_nodes.astype(np.float64)
-                                * workload.gpus_per_node), run))
+    nodes_per_job = workload.num_nodes.astype(np.float64)
+    cpu_seconds = float(np.dot(nodes_per_job * workload.cpus_per_node, run))
+    gpu_seconds = float(np.dot(nodes_per_job * workload.gpus_per_node, run))
+    p95_jct, p99_jct = np.percentile(jct, [95, 99])
     return {
         "jobs": n,
+        "never_started": 0,
         "timeouts": int((workload.runtime > workload.time_limit).sum()),
         "avg_wait": float(wait.mean()),
         "median_wait": float(np.median(wait)),
         "max_wait": int(wait.max()),
+        "avg_jct": float(jct.mean()),
+        "median_jct": float(np.median(jct)),
+        "p95_jct": float(p95_jct),
+        "p99_jct": float(p99_jct),
         "avg_bounded_slowdown": float(bsld.mean()),
-        "utilisation": node_seconds / capacity if capacity > 0 else 0.0,
-        "gpu_utilisation": (gpu_seconds / (total_gpus * makespan)
-                            if total_gpus > 0 and makespan > 0 else None),
+        "utilisation": _share(busy_node_seconds(schedule, exclusive), cluster.num_nodes, makespan),
+        "cpu_utilisation": _share(cpu_seconds, float(cluster.cpus.sum()), makespan),
+        "gpu_utilisation": _share(gpu_seconds, float(cluster.gpus.sum()), makespan),
         "gpu_fragmentation": gpu_fragmentation(cluster, workload, schedule),
         "makespan": makespan,
         "first_submit": first,
         "last_end": last,
     }
+
+
+def _share(used: float, capacity: float, makespan: int) -> float | None:
+    """``used`` resource-seconds over ``capacity`` x ``makespan`` (None: no such resource)."""
+    if capacity <= 0:
+        return None
+    return used / (capacity * makespan) if makespan > 0 else 0.0

@@ -115,7 +115,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                  "priority_at": _priority_at(priority, run) if callable(priority) else
                  (None if priority is None else lambda t, key=np.asarray(priority): key)}
     wall = time.perf_counter() - wall
-    summary = summarize(cluster, jobs, schedule)
+    summary = summarize(cluster, jobs, schedule, exclusive=engine == "pool")
     skipped = list(skipped or [])
     summary.update({
         "policy": spec.name,
