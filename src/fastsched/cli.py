@@ -29,6 +29,7 @@ SUMMARY_ROWS = [
     ("makespan", "makespan (s)", "{:,}"),
     ("engine", "engine", "{}"),
     ("passes", "scheduling passes", "{:,}"), ("sim_seconds", "simulation wall time (s)", "{:.4f}"),
+    ("compile_seconds", "engine compile/load time (s)", "{:.2f}"),
 ]
 
 
@@ -418,9 +419,20 @@ def _cmd_bench(args) -> int:
 
 
 def _write(writer, path) -> None:
-    """Run ``writer(path)``; name the path in the error (pandas' OSErrors do not)."""
+    """Run ``writer`` on a temporary file beside ``path``, then rename it to ``path``, so
+    an interrupted or failed write leaves the old file (or none), never a truncated one.
+    Errors name the path (pandas' OSErrors do not)."""
+    import shutil
+    import tempfile
+    folder, name = os.path.split(os.path.abspath(path))
     try:
-        writer(path)
+        # the same name in a private folder: the suffix still picks the compression
+        scratch = tempfile.mkdtemp(prefix=".fastsched-", dir=folder)
+        try:
+            writer(os.path.join(scratch, name))
+            os.replace(os.path.join(scratch, name), path)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     except OSError as e:
         raise InputError(f"cannot write: {e.strerror or e}", file=path) from None
 

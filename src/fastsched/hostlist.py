@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 from .errors import InputError
 
-__all__ = ["expand", "compress"]
+__all__ = ["expand", "compress", "compress_rows"]
 
 #: refuse to expand hostlists larger than this (a typo like ``[1-999999999]``).
 MAX_HOSTS = 1 << 24
@@ -120,6 +122,13 @@ def compress_numbers(numbers: Iterable[int]) -> str:
     return _ranges(nums, 0) if nums else ""
 
 
+def _check_name(name) -> None:
+    if not isinstance(name, str):
+        raise InputError(f"host name must be a string, got {name!r}")
+    if not name or any(c in name for c in "[],") or name != name.strip():
+        raise InputError(f"bad host name {name!r}")
+
+
 def compress(names: Iterable[str]) -> str:
     """A Slurm hostlist naming exactly the set ``names``.
 
@@ -133,10 +142,7 @@ def compress(names: Iterable[str]) -> str:
     parsed: list[tuple[str, str | None]] = []
     padded_widths: set[tuple[str, int]] = set()
     for name in names:
-        if not isinstance(name, str):
-            raise InputError(f"host name must be a string, got {name!r}")
-        if not name or any(c in name for c in "[],") or name != name.strip():
-            raise InputError(f"bad host name {name!r}")
+        _check_name(name)
         m = _TRAILING_NUM.match(name)
         if m is None:
             parsed.append((name, None))
@@ -169,3 +175,175 @@ def compress(names: Iterable[str]) -> str:
         else:
             out.append(f"{prefix}[{_ranges(ordered, width)}]")
     return ",".join(out)
+
+
+
+# ---- many hostlists at once ------------------------------------------------------------
+
+#: trailing numbers up to this many digits are handled with int64 arithmetic
+_MAX_DIGITS = 18
+
+
+def compress_rows(names: Sequence[str], offsets: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """:func:`compress` of every row of a CSR list of node indices, with array operations.
+
+    Row ``i`` names ``names[k]`` for ``k`` in ``nodes[offsets[i]:offsets[i + 1]]``.
+    Returns an object array of str, element ``i`` equal to ``compress`` of row ``i``'s
+    names ("" for an empty row). Cost: one pass over the entries, plus a sort of them
+    when some row is not already one group in ascending order.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    nodes = np.asarray(nodes, dtype=np.int64)
+    if len(nodes) == 0:
+        return np.full(len(offsets) - 1, "", dtype=object)
+    used = np.zeros(len(names), dtype=bool)
+    used[nodes] = True
+    parsed = _ParsedNames(names, np.flatnonzero(used))
+    if parsed.too_long:
+        return np.array([compress([names[k] for k in nodes[a:b]])
+                         for a, b in zip(offsets[:-1], offsets[1:])] or [], dtype=object)
+    row = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    text, num = parsed.text[nodes], parsed.num[nodes]
+    width = parsed.width[nodes]
+    _widen_unshared(width, row, text, parsed, nodes)
+    group = text * (_MAX_DIGITS + 1) + width
+    first = _first_appearance(row, group, num, offsets)
+    order = np.lexsort((num, first)) if first is not None else None
+    if first is None:                       # already one ascending group per row
+        first = offsets[:-1][row]
+    else:
+        row, text, num, width, first = (a[order] for a in (row, text, num, width, first))
+    repeat = np.zeros(len(num), dtype=bool)
+    repeat[1:] = (first[1:] == first[:-1]) & (num[1:] == num[:-1])
+    if repeat.any():
+        row, text, num, width, first = (a[~repeat] for a in (row, text, num, width, first))
+    tokens, token_row = _range_tokens(parsed.texts, row, text, num, width, first)
+    return join_rows(tokens, token_row, len(offsets) - 1)
+
+
+class _ParsedNames:
+    """Per node (only ``used`` ones are parsed): the text before the trailing number
+    (an index into ``texts``; bare names: the whole name), the number, and the
+    bracket group's digit width (0: bare name; 1: unpadded number)."""
+
+    def __init__(self, names: Sequence[str], used: np.ndarray):
+        n = len(names)
+        self.text = np.zeros(n, dtype=np.int64)
+        self.num = np.zeros(n, dtype=np.int64)
+        self.width = np.zeros(n, dtype=np.int64)
+        self.digits = np.zeros(n, dtype=np.int64)   # of an unpadded number (0: none)
+        ids: dict[str, int] = {}
+        padded: set[tuple[int, int]] = set()
+        self.too_long = False
+        for k in used.tolist():
+            _check_name(names[k])
+            m = _TRAILING_NUM.match(names[k])
+            prefix, digits = (names[k], "") if m is None else m.groups()
+            self.text[k] = ids.setdefault(prefix, len(ids))
+            if not digits:
+                continue
+            if len(digits) > _MAX_DIGITS:
+                self.too_long = True
+                return
+            self.num[k] = int(digits)
+            if len(digits) > 1 and digits[0] == "0":
+                self.width[k] = len(digits)
+                padded.add((self.text[k], len(digits)))
+            else:
+                self.width[k], self.digits[k] = 1, len(digits)
+        self.texts = np.array(list(ids), dtype=object)
+        self._pick_widths(used, padded)
+
+    def _pick_widths(self, used: np.ndarray, padded: set) -> None:
+        """An unpadded w-digit number joins the width-w group when its row has padded
+        w-digit names of that prefix, else the width-1 group (as :func:`compress`).
+        When no prefix also has unpadded numbers of another length, both groups print
+        alike, so such numbers take width w here; ``row_dependent`` marks the others."""
+        unpadded = used[self.digits[used] > 0]
+        shadowed = np.array([(t, d) in padded for t, d in
+                             zip(self.text[unpadded].tolist(), self.digits[unpadded].tolist())],
+                            dtype=bool)
+        lengths: dict[int, set] = {}
+        for t, d in zip(self.text[unpadded].tolist(), self.digits[unpadded].tolist()):
+            lengths.setdefault(t, set()).add(d)
+        mixed = np.array([len(lengths[t]) > 1 for t in self.text[unpadded].tolist()], dtype=bool)
+        self.row_dependent = np.zeros(len(self.text), dtype=bool)
+        self.row_dependent[unpadded[shadowed & mixed]] = True
+        canonical = unpadded[shadowed & ~mixed]
+        self.width[canonical] = self.digits[canonical]
+
+
+def _widen_unshared(width, row, text, parsed: _ParsedNames, nodes) -> None:
+    """Width of the row-dependent entries: w when the row has a padded w-digit name
+    with the same prefix, else 1 (already set)."""
+    check = parsed.row_dependent[nodes]
+    if not check.any():
+        return
+    key = (row * len(parsed.texts) + text) * (_MAX_DIGITS + 1)
+    padded_keys = (key + width)[(width > 1) & (parsed.digits[nodes] == 0)]
+    digits = parsed.digits[nodes][check]
+    width[check] = np.where(np.isin(key[check] + digits, padded_keys), digits, 1)
+
+
+def _first_appearance(row, group, num, offsets):
+    """Per entry, the position of its group's first entry in its row; None when every
+    row is already a single group in strictly ascending order (nothing to sort)."""
+    same_row = row[1:] == row[:-1]
+    if not (same_row & ((group[1:] != group[:-1]) | (num[1:] <= num[:-1]))).any():
+        return None
+    by_group = np.lexsort((group, row))           # stable: first entries lead
+    starts = np.ones(len(row), dtype=bool)
+    starts[1:] = (row[by_group][1:] != row[by_group][:-1]) | \
+        (group[by_group][1:] != group[by_group][:-1])
+    where = np.flatnonzero(starts)
+    first = np.empty(len(row), dtype=np.int64)
+    first[by_group] = np.repeat(by_group[where], np.diff(np.append(where, len(row))))
+    return first
+
+
+def _range_tokens(texts, row, text, num, width, first):
+    """One string per run of consecutive numbers, the runs of a row in order:
+    ``[","] prefix ["["] lo["-"hi] ("," | "]" | "")``, and its row; concatenated per
+    row, the tokens make the hostlist."""
+    new_group = np.ones(len(num), dtype=bool)
+    new_group[1:] = first[1:] != first[:-1]
+    new_run = new_group.copy()
+    new_run[1:] |= num[1:] != num[:-1] + 1
+    runs = np.flatnonzero(new_run)
+    ends = np.append(runs[1:], len(num)) - 1
+    group_of = np.cumsum(new_group) - 1
+    multi = (np.bincount(group_of) > 1)[group_of[runs]]
+    opens = new_group[runs]
+    closes = np.append(new_group[runs[1:]], True)
+    row_start = np.ones(len(num), dtype=bool)
+    row_start[1:] = row[1:] != row[:-1]
+    bare, w = width[runs] == 0, width[runs]
+    lo, hi = num[runs], num[ends]
+    head = (_pick(row_start[runs], "", ",") + texts[text[runs]] + _pick(multi, "[", ""))
+    body = _padded(lo, w) + _pick(hi > lo, "-", "") + np.where(hi > lo, _padded(hi, w), "")
+    tail = np.where(closes, _pick(multi, "]", ""), ",")
+    return np.where(opens, head, "") + np.where(bare, "", body) + tail, row[runs]
+
+
+def _pick(cond, yes: str, no: str) -> np.ndarray:
+    return np.where(cond, yes, no).astype(object)
+
+
+def _padded(values, widths) -> np.ndarray:
+    """Decimal strings zero-padded to ``widths``, as an object array."""
+    return np.strings.zfill(values.astype(str), widths).astype(object)
+
+
+def join_rows(tokens: np.ndarray, row: np.ndarray, rows: int) -> np.ndarray:
+    """Concatenate ``tokens`` (str, grouped by ``row`` in ascending order) per row:
+    an object array of ``rows`` strings, "" for rows without tokens."""
+    tokens = np.asarray(tokens, dtype=object)
+    text = "".join(tokens.tolist())
+    # one C-level join and split instead of a Python loop over rows
+    sep = next(c for c in map(chr, itertools.count(1)) if c not in text)
+    marks = np.searchsorted(row, np.arange(rows), side="right") + np.arange(rows)
+    pieces = np.full(len(tokens) + rows, sep, dtype=object)
+    keep = np.ones(len(pieces), dtype=bool)
+    keep[marks] = False
+    pieces[keep] = tokens
+    return np.array("".join(pieces.tolist()).split(sep)[:-1], dtype=object)

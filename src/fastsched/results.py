@@ -57,27 +57,34 @@ class SimulationResult:
 
     @cached_property
     def jobs(self):
-        """One record per job, as a pandas DataFrame (columns: ``RECORD_COLUMNS``)."""
+        """One record per job, as a pandas DataFrame (columns: ``RECORD_COLUMNS``).
+
+        Times are nullable integers: a job that never started has no start, end,
+        wait or run time (empty in CSV)."""
         import pandas as pd
-        from .hostlist import compress
+        from .hostlist import compress_rows
         w, s = self.workload, self.schedule
         names = self.cluster.node_names
-        hostlists = [compress([names[k] for k in s.nodes_of(i)]) for i in range(len(s))]
-        gpu_ids = [format_gpu_ids(names, s.nodes_of(i), s.gpus_of(i)) for i in range(len(s))]
+        started = s.start_time >= 0
+
+        def times(values):                  # missing (NA) where the job never started
+            return pd.arrays.IntegerArray(np.where(started, values, 0).astype(np.int64),
+                                          ~started)
+
         return pd.DataFrame({
             "job_id": s.job_id,
             "submit_time": w.submit_time,
-            "start_time": s.start_time,
-            "end_time": s.end_time,
-            "wait_time": s.start_time - w.submit_time,
-            "run_time": s.end_time - s.start_time,
+            "start_time": times(s.start_time),
+            "end_time": times(s.end_time),
+            "wait_time": times(s.start_time - w.submit_time),
+            "run_time": times(s.end_time - s.start_time),
             "time_limit": w.time_limit,
             "state": self.states(),
             "num_nodes": w.num_nodes,
             "procs": w.num_nodes.astype(np.int64) * w.cpus_per_node,
             "gpus": w.num_nodes.astype(np.int64) * w.gpus_per_node,
-            "nodes": hostlists,
-            "gpu_ids": gpu_ids,
+            "nodes": compress_rows(names, s.alloc_offsets, s.alloc_nodes),
+            "gpu_ids": gpu_id_rows(names, s.alloc_offsets, s.alloc_nodes, s.alloc_gpu_mask),
             **self._constraint_columns(),
         })
 
@@ -182,6 +189,25 @@ def _kept_offsets(offsets: np.ndarray, keep: np.ndarray) -> np.ndarray:
     out = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
     np.cumsum(counts[keep], out=out[1:])
     return out
+
+
+def gpu_id_rows(names, offsets, nodes, masks) -> np.ndarray:
+    """:func:`format_gpu_ids` of every job of a CSR allocation (``masks``: uint64 per
+    entry, or None: no GPUs), with array operations: an object array of str."""
+    from .hostlist import compress_numbers, join_rows
+    rows = len(offsets) - 1
+    if masks is None or not masks.any():
+        return np.full(rows, "", dtype=object)
+    row = np.repeat(np.arange(rows), np.diff(offsets))
+    held = masks != 0
+    row, nodes, masks = row[held], nodes[held], masks[held]
+    kinds, kind = np.unique(masks, return_inverse=True)       # few distinct GPU sets
+    indices = np.array([compress_numbers(_indices(m)) for m in kinds.tolist()], dtype=object)
+    lead = np.ones(len(row), dtype=bool)
+    lead[1:] = row[1:] != row[:-1]
+    tokens = (np.where(lead, "", ",").astype(object) + np.asarray(names, dtype=object)[nodes]
+              + "(IDX:" + indices[kind] + ")")
+    return join_rows(tokens, row, rows)
 
 
 def format_gpu_ids(names, nodes, gpus) -> str:
