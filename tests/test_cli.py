@@ -364,6 +364,7 @@ def test_simulate_a_site_with_constraints_topology_and_limits(site, tmp_path, ca
     assert rows[1]["nodes"] in ("gpu[1-2]", "gpu[3-4]")     # one leaf switch
     assert int(rows[2]["start_time"]) == 100                # afterok:1
     assert rows[10]["state"] == "PENDING" and rows[10]["reason"] == "DependencyNeverSatisfied"
+    assert rows[10]["start_time"] == rows[10]["end_time"] == rows[10]["wait_time"] == ""
     tasks = sorted(int(rows[j]["start_time"]) for j in (3, 4, 5, 6))
     assert tasks[1] >= 55             # biology MaxJobs=1: one task at a time
     assert all(r["priority"] != "" for j, r in rows.items() if j != 10)

@@ -36,9 +36,10 @@ def test_jobs_frame_columns_and_dtypes():
         "time_limit", "state", "num_nodes", "procs", "gpus", "nodes", "gpu_ids"]
     assert len(df) == 4
     assert (df["gpu_ids"] == "").all()                     # an SWF machine has no GPUs
-    for col in ("job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time",
-                "time_limit", "procs", "gpus"):
+    for col in ("job_id", "submit_time", "time_limit", "procs", "gpus"):
         assert df[col].dtype == np.int64, col
+    for col in ("start_time", "end_time", "wait_time", "run_time"):  # NA: never started
+        assert df[col].dtype == "Int64", col
     assert pd.api.types.is_integer_dtype(df["num_nodes"])
     for col in ("state", "nodes"):
         assert pd.api.types.is_string_dtype(df[col]) or df[col].dtype == object, col
