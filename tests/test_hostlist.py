@@ -100,11 +100,21 @@ cluster_names = st.lists(
     min_size=1, max_size=40)
 
 
+numbered_names = st.tuples(st.integers(0, 120), st.integers(1, 40), st.sampled_from([0, 2, 3])).map(
+    lambda t: [f"n{i:0{t[2]}d}" if t[2] else f"n{i}" for i in range(t[0], t[0] + t[1])])
+
+
 @st.composite
 def allocations(draw):
-    """Node names and rows of node indices (any order, repeats allowed) in CSR form."""
-    names = draw(cluster_names)
-    rows = draw(st.lists(st.lists(st.integers(0, len(names) - 1), max_size=12), max_size=8))
+    """Node names (random, or numbered in index order as in a cluster) and rows of node
+    indices (any order with repeats, or ranges of indices as whole-node jobs get) in CSR
+    form."""
+    names = draw(cluster_names | numbered_names)
+    n = len(names)
+    index_range = st.tuples(st.integers(0, n - 1), st.integers(1, n)).map(
+        lambda t: list(range(t[0], min(n, t[0] + t[1]))))
+    rows = draw(st.lists(st.lists(st.integers(0, n - 1), max_size=12) | index_range,
+                         max_size=8))
     offsets = np.cumsum([0] + [len(r) for r in rows])
     return names, offsets, np.array([k for r in rows for k in r], dtype=np.int64)
 

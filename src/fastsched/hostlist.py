@@ -177,7 +177,6 @@ def compress(names: Iterable[str]) -> str:
     return ",".join(out)
 
 
-
 # ---- many hostlists at once ------------------------------------------------------------
 
 #: trailing numbers up to this many digits are handled with int64 arithmetic
@@ -189,8 +188,9 @@ def compress_rows(names: Sequence[str], offsets: np.ndarray, nodes: np.ndarray) 
 
     Row ``i`` names ``names[k]`` for ``k`` in ``nodes[offsets[i]:offsets[i + 1]]``.
     Returns an object array of str, element ``i`` equal to ``compress`` of row ``i``'s
-    names ("" for an empty row). Cost: one pass over the entries, plus a sort of them
-    when some row is not already one group in ascending order.
+    names ("" for an empty row). Runs of consecutive indices naming consecutive
+    numbers are handled as one item, so whole-node allocations of thousands of
+    nodes cost little; rows that are not one ascending group are sorted.
     """
     offsets = np.asarray(offsets, dtype=np.int64)
     nodes = np.asarray(nodes, dtype=np.int64)
@@ -202,23 +202,48 @@ def compress_rows(names: Sequence[str], offsets: np.ndarray, nodes: np.ndarray) 
     if parsed.too_long:
         return np.array([compress([names[k] for k in nodes[a:b]])
                          for a, b in zip(offsets[:-1], offsets[1:])] or [], dtype=object)
-    row = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
-    text, num = parsed.text[nodes], parsed.num[nodes]
-    width = parsed.width[nodes]
-    _widen_unshared(width, row, text, parsed, nodes)
-    group = text * (_MAX_DIGITS + 1) + width
-    first = _first_appearance(row, group, num, offsets)
-    order = np.lexsort((num, first)) if first is not None else None
-    if first is None:                       # already one ascending group per row
-        first = offsets[:-1][row]
-    else:
-        row, text, num, width, first = (a[order] for a in (row, text, num, width, first))
-    repeat = np.zeros(len(num), dtype=bool)
-    repeat[1:] = (first[1:] == first[:-1]) & (num[1:] == num[:-1])
-    if repeat.any():
-        row, text, num, width, first = (a[~repeat] for a in (row, text, num, width, first))
-    tokens, token_row = _range_tokens(parsed.texts, row, text, num, width, first)
+    items = _ascending_runs(parsed, offsets, nodes)
+    if items is None:
+        items = _sorted_entries(parsed, offsets, nodes)
+    tokens, token_row = _range_tokens(parsed.texts, *items)
     return join_rows(tokens, token_row, len(offsets) - 1)
+
+
+def _ascending_runs(parsed, offsets, nodes):
+    """Items ``(row, text, lo, hi, width, group)`` for runs of consecutive node indices
+    with consecutive numbers, when every row is one group in ascending order (else
+    None). ``group`` changes where a bracket group starts: here, at each row."""
+    joined = np.zeros(len(nodes), dtype=bool)
+    joined[1:] = (nodes[1:] == nodes[:-1] + 1) & parsed.follows[nodes[:-1]]
+    joined[offsets[:-1][np.diff(offsets) > 0]] = False
+    starts = np.flatnonzero(~joined)
+    lo_node = nodes[starts]
+    hi_node = nodes[np.append(starts[1:], len(nodes)) - 1]
+    row = np.searchsorted(offsets, starts, side="right") - 1
+    text, width = parsed.text[lo_node], parsed.width[lo_node]
+    lo, hi = parsed.num[lo_node], parsed.num[hi_node]
+    _widen_unshared(width, row, text, parsed, lo_node)
+    same_row = row[1:] == row[:-1]
+    if (same_row & ((text[1:] != text[:-1]) | (width[1:] != width[:-1])
+                    | (lo[1:] <= hi[:-1]))).any():
+        return None
+    return row, text, lo, hi, width, row
+
+
+def _sorted_entries(parsed, offsets, nodes):
+    """Items ``(row, text, lo, hi, width, group)`` of single entries, repeats dropped, in
+    each row's group order (first appearance) with ascending numbers; ``group`` is the
+    position of the group's first entry."""
+    row = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    text, num, width = parsed.text[nodes], parsed.num[nodes], parsed.width[nodes]
+    _widen_unshared(width, row, text, parsed, nodes)
+    group = _first_appearance(row, text * (_MAX_DIGITS + 1) + width)
+    order = np.lexsort((num, group))
+    row, text, num, width, group = (a[order] for a in (row, text, num, width, group))
+    keep = np.ones(len(num), dtype=bool)
+    keep[1:] = (group[1:] != group[:-1]) | (num[1:] != num[:-1])
+    row, text, num, width, group = (a[keep] for a in (row, text, num, width, group))
+    return row, text, num, num, width, group
 
 
 class _ParsedNames:
@@ -253,6 +278,12 @@ class _ParsedNames:
                 self.width[k], self.digits[k] = 1, len(digits)
         self.texts = np.array(list(ids), dtype=object)
         self._pick_widths(used, padded)
+        #: node k + 1's name continues node k's range (same bracket group, number + 1)
+        self.follows = np.zeros(n, dtype=bool)
+        self.follows[:-1] = ((self.text[1:] == self.text[:-1]) & (self.width[:-1] > 0)
+                             & (self.width[1:] == self.width[:-1])
+                             & (self.num[1:] == self.num[:-1] + 1)
+                             & ~self.row_dependent[1:] & ~self.row_dependent[:-1])
 
     def _pick_widths(self, used: np.ndarray, padded: set) -> None:
         """An unpadded w-digit number joins the width-w group when its row has padded
@@ -285,12 +316,8 @@ def _widen_unshared(width, row, text, parsed: _ParsedNames, nodes) -> None:
     width[check] = np.where(np.isin(key[check] + digits, padded_keys), digits, 1)
 
 
-def _first_appearance(row, group, num, offsets):
-    """Per entry, the position of its group's first entry in its row; None when every
-    row is already a single group in strictly ascending order (nothing to sort)."""
-    same_row = row[1:] == row[:-1]
-    if not (same_row & ((group[1:] != group[:-1]) | (num[1:] <= num[:-1]))).any():
-        return None
+def _first_appearance(row, group):
+    """Per entry, the position of the first entry of its (row, group)."""
     by_group = np.lexsort((group, row))           # stable: first entries lead
     starts = np.ones(len(row), dtype=bool)
     starts[1:] = (row[by_group][1:] != row[by_group][:-1]) | \
@@ -301,28 +328,30 @@ def _first_appearance(row, group, num, offsets):
     return first
 
 
-def _range_tokens(texts, row, text, num, width, first):
-    """One string per run of consecutive numbers, the runs of a row in order:
-    ``[","] prefix ["["] lo["-"hi] ("," | "]" | "")``, and its row; concatenated per
-    row, the tokens make the hostlist."""
-    new_group = np.ones(len(num), dtype=bool)
-    new_group[1:] = first[1:] != first[:-1]
-    new_run = new_group.copy()
-    new_run[1:] |= num[1:] != num[:-1] + 1
-    runs = np.flatnonzero(new_run)
-    ends = np.append(runs[1:], len(num)) - 1
+def _range_tokens(texts, row, text, lo, hi, width, group):
+    """One string per range of consecutive numbers, in order: ``[","] prefix ["["]
+    lo["-"hi] ("," | "]" | "")``, and its row; concatenated per row, the hostlists.
+    Items are sorted, without repeats; ``group`` changes where a bracket group starts."""
+    new_group = np.ones(len(lo), dtype=bool)
+    new_group[1:] = group[1:] != group[:-1]
+    new_range = new_group.copy()
+    new_range[1:] |= lo[1:] != hi[:-1] + 1
+    first = np.flatnonzero(new_range)
+    last = np.append(first[1:], len(lo)) - 1
     group_of = np.cumsum(new_group) - 1
-    multi = (np.bincount(group_of) > 1)[group_of[runs]]
-    opens = new_group[runs]
-    closes = np.append(new_group[runs[1:]], True)
-    row_start = np.ones(len(num), dtype=bool)
+    group_starts = np.flatnonzero(new_group)
+    group_ends = np.append(group_starts[1:], len(lo)) - 1
+    multi = (hi[group_ends] > lo[group_starts])[group_of[first]]
+    opens = new_group[first]
+    closes = np.append(new_group[first[1:]], True)
+    row_start = np.ones(len(lo), dtype=bool)
     row_start[1:] = row[1:] != row[:-1]
-    bare, w = width[runs] == 0, width[runs]
-    lo, hi = num[runs], num[ends]
-    head = (_pick(row_start[runs], "", ",") + texts[text[runs]] + _pick(multi, "[", ""))
-    body = _padded(lo, w) + _pick(hi > lo, "-", "") + np.where(hi > lo, _padded(hi, w), "")
+    bare, w = width[first] == 0, width[first]
+    a, b = lo[first], hi[last]
+    head = _pick(row_start[first], "", ",") + texts[text[first]] + _pick(multi, "[", "")
+    body = _padded(a, w) + _pick(b > a, "-", "") + np.where(b > a, _padded(b, w), "")
     tail = np.where(closes, _pick(multi, "]", ""), ",")
-    return np.where(opens, head, "") + np.where(bare, "", body) + tail, row[runs]
+    return np.where(opens, head, "") + np.where(bare, "", body) + tail, row[first]
 
 
 def _pick(cond, yes: str, no: str) -> np.ndarray:
