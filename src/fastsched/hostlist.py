@@ -222,7 +222,7 @@ def _ascending_runs(parsed, offsets, nodes):
     row = np.searchsorted(offsets, starts, side="right") - 1
     text, width = parsed.text[lo_node], parsed.width[lo_node]
     lo, hi = parsed.num[lo_node], parsed.num[hi_node]
-    _widen_unshared(width, row, text, parsed, lo_node)
+    _set_row_dependent_widths(width, row, text, parsed, lo_node)
     same_row = row[1:] == row[:-1]
     if (same_row & ((text[1:] != text[:-1]) | (width[1:] != width[:-1])
                     | (lo[1:] <= hi[:-1]))).any():
@@ -236,7 +236,7 @@ def _sorted_entries(parsed, offsets, nodes):
     position of the group's first entry."""
     row = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
     text, num, width = parsed.text[nodes], parsed.num[nodes], parsed.width[nodes]
-    _widen_unshared(width, row, text, parsed, nodes)
+    _set_row_dependent_widths(width, row, text, parsed, nodes)
     group = _first_appearance(row, text * (_MAX_DIGITS + 1) + width)
     order = np.lexsort((num, group))
     row, text, num, width, group = (a[order] for a in (row, text, num, width, group))
@@ -291,20 +291,19 @@ class _ParsedNames:
         When no prefix also has unpadded numbers of another length, both groups print
         alike, so such numbers take width w here; ``row_dependent`` marks the others."""
         unpadded = used[self.digits[used] > 0]
-        shadowed = np.array([(t, d) in padded for t, d in
-                             zip(self.text[unpadded].tolist(), self.digits[unpadded].tolist())],
-                            dtype=bool)
+        pairs = list(zip(self.text[unpadded].tolist(), self.digits[unpadded].tolist()))
         lengths: dict[int, set] = {}
-        for t, d in zip(self.text[unpadded].tolist(), self.digits[unpadded].tolist()):
+        for t, d in pairs:
             lengths.setdefault(t, set()).add(d)
-        mixed = np.array([len(lengths[t]) > 1 for t in self.text[unpadded].tolist()], dtype=bool)
+        shadowed = np.array([p in padded for p in pairs], dtype=bool)
+        mixed = np.array([len(lengths[t]) > 1 for t, _ in pairs], dtype=bool)
         self.row_dependent = np.zeros(len(self.text), dtype=bool)
         self.row_dependent[unpadded[shadowed & mixed]] = True
         canonical = unpadded[shadowed & ~mixed]
         self.width[canonical] = self.digits[canonical]
 
 
-def _widen_unshared(width, row, text, parsed: _ParsedNames, nodes) -> None:
+def _set_row_dependent_widths(width, row, text, parsed: _ParsedNames, nodes) -> None:
     """Width of the row-dependent entries: w when the row has a padded w-digit name
     with the same prefix, else 1 (already set)."""
     check = parsed.row_dependent[nodes]
