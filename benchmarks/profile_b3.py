@@ -44,10 +44,10 @@ PATCHES = [
      "def _plan_multi(z, now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen, prof):"),
     ("            hs = _heap_push(hk, hv, hs, b, z)\n",
      "            hs = _heap_push(hk, hv, hs, b, z)\n            prof[18] += 1\n"),
-    ("          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep):\n    \"\"\"One scheduling pass",
-     "          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep, prof):\n    \"\"\"One scheduling pass"),
-    ("              *_exclusive(pl, avail, order), False)[0]",
-     "              *_exclusive(pl, avail, order), False, _PROF)[0]"),
+    ("          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep, ctl):\n    \"\"\"One scheduling pass",
+     "          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep, ctl, prof):\n    \"\"\"One scheduling pass"),
+    ("              *_exclusive(pl, avail, order), False, control, control=control)[0]",
+     "              *_exclusive(pl, avail, order), False, control, _PROF, control=control)[0]"),
     ("                te = _plan_indexed(now, dur, nn[j], only_now, root, slot[ty], TR, WT, WG, WC,\n"
      "                                   WM, wo, wlen, trial)\n",
      "                c0 = _rdtsc()\n"
@@ -78,8 +78,8 @@ PATCHES = [
      "                               WG, WC, WM, wo, wlen, lastid, ids, ibuf)\n"
      "                prof[13] += 1\n"
      "            prof[14] += _rdtsc() - c3\n        planned[j] = t\n"),
-    ("    for q in range(last + 1):\n        j = queue[q]\n",
-     "    prof[20] = _rdtsc()\n    for q in range(last + 1):\n        j = queue[q]\n"),
+    ("    for q in range(last + 1):\n        if ctl[_REQUEST] == _STOP:\n",
+     "    prof[20] = _rdtsc()\n    for q in range(last + 1):\n        if ctl[_REQUEST] == _STOP:\n"),
     ("    # the next pass starts from the running jobs: undo this pass's reservations\n",
      "    c9 = _rdtsc()\n    prof[16] += c9 - prof[20]\n"
      "    # the next pass starts from the running jobs: undo this pass's reservations\n"),

@@ -351,7 +351,7 @@ cdef int64_t _start_jobs(int64_t now, int64_t[::1] starts, int64_t nstart,
 def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
                   const int64_t[::1] limit_in, const int64_t[::1] runtime,
                   int64_t num_nodes, int policy, int64_t reserve_depth,
-                  alloc_start_in=None, progress=None):
+                  int64_t[::1] control, alloc_start_in=None):
     """Event-driven simulation of jobs on a pool of ``num_nodes`` identical nodes.
 
     Jobs must be in queue order (sorted by submit time, then job id).
@@ -363,7 +363,10 @@ def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
     alloc_start_in : int64[n] or None      where job i's nodes go in alloc_nodes (default:
                                            cumsum of procs, i.e. queue order); lets the
                                            caller get the nodes in its own job order
-    progress : callable(int) or None       called with the number of jobs finished so far, now and then
+    control : int64[4]                     fastsched.interrupt's control array: any request in
+                                           control[0] returns before the next instant (the
+                                           caller then drops the result); the loop writes the
+                                           time and the jobs finished into control[1], [2]
 
     Returns (start int64[n], end int64[n], alloc_nodes int64[sum(procs)], passes int64):
     job i ran on alloc_nodes[alloc_start[i]:alloc_start[i] + procs[i]].
@@ -401,13 +404,14 @@ def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
     cdef int64_t nev = 0, m = 0, qlen = 0, a = 0, done = 0
     cdef int64_t free = num_nodes, now, job, k, s, q, w, nstart, passes = 0
     cdef int64_t depth = reserve_depth if policy == POLICY_EASY else n + 1
-    cdef int64_t report_every = max(n // 200, 1000), next_report = report_every
-    cdef bint want_progress = progress is not None
     with nogil:
         while a < n or nev > 0:
             now = submit[a] if a < n else ev_key[0]
             if nev > 0 and ev_key[0] < now:
                 now = ev_key[0]
+            if control[0] != 0:
+                break
+            control[1] = now
             while True:
                 # 1. completions at `now`
                 while nev > 0 and ev_key[0] == now:
@@ -418,6 +422,7 @@ def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
                     first_word = _give_back(free_bits, first_word, alloc, offsets[job],
                                             offsets[job] + procs[job])
                     done += 1
+                    control[2] = done
                 # 2. arrivals at `now` (only on the first round at this time)
                 while a < n and submit[a] == now:
                     queue[qlen] = a
@@ -453,12 +458,6 @@ def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
                 # zero-length jobs end at `now`: complete them and pass again
                 if nev == 0 or ev_key[0] != now:
                     break
-            if want_progress and done >= next_report:
-                next_report = done + report_every
-                with gil:
-                    progress(done)
-    if want_progress:
-        progress(done)
     return start_arr, end_arr, alloc_arr, passes
 
 

@@ -94,3 +94,17 @@ def test_the_check_sees_a_returned_array():
     bad = _array_returning([("hands_back", hands_back), ("hands_back_pair", hands_back_pair),
                             ("counts", counts)])
     assert [name for name, _ in bad] == ["hands_back", "hands_back_pair"]
+
+
+def test_every_kernel_without_reference_counting_is_declared_a_leaf_kernel():
+    """``_nrt=False`` is spelled once, in fastsched.leafkernel, whose docstring
+    says why such a kernel is safe; every other one goes through leaf_kernel."""
+    import pathlib
+    import fastsched
+    package = pathlib.Path(fastsched.__file__).parent
+    spelled = sorted(p.name for p in package.glob("*.py")
+                     if "_nrt=False" in p.read_text().replace("``_nrt=False``", ""))
+    assert spelled == ["leafkernel.py"]
+    leaves = [name for name, _ in _leaf_kernels()]
+    assert len(leaves) >= 60 and all(name.split(".")[0] in ("nodeplan", "runindex")
+                                     for name in leaves)

@@ -14,6 +14,7 @@ from fastsched.errors import FastschedError, InputError, UnsupportedError
 from fastsched.jobs import JobTable
 from fastsched.schedule import Schedule
 from fastsched.verify import ScheduleError, VerifyReport, Violation, verify
+import fastsched as fs
 
 
 def make(rows, starts, nodes, *, ends=None, cpus=1, gpus=0, partition=0):
@@ -355,3 +356,37 @@ def test_schedule_from_frame():
     assert {v.kind for v in verify(cluster, jobs, sched).violations} == {"not_started"}
     with pytest.raises(InputError, match="node099"):
         schedule_from_frame(cluster, df.assign(nodes=["node099", "", ""]))
+
+
+# --------------------------------------------------------------------------- planning models
+
+def test_a_node_engine_schedule_is_not_judged_by_the_counts_model():
+    """The node engine plans concrete-node reservations: on KTH-SP2 it starts some
+    jobs later than the textbook (counts) conservative would, which the counts
+    checks flag. verify must neither pass nor fail it on the policy."""
+    import dataclasses
+    trace = fs.read_swf(fs.bundled_trace("KTH-SP2"))
+    jobs = trace.jobs.take(np.arange(5000))
+    cluster = fs.Cluster.homogeneous(trace.procs)
+    r = fs.simulate(cluster, jobs, "conservative", window=10**9)   # forces the node engine
+    assert r.schedule.planning == "nodes"
+    report = fs.verify(cluster, jobs, r.schedule, policy="conservative")
+    assert report.ok and "conservative" not in report.checks
+    assert report.not_checked and "NOT CHECKED: conservative" in str(report)
+    # the same starts judged as a counts-model schedule do break its rules
+    as_counts = dataclasses.replace(r.schedule, planning="counts")
+    assert fs.verify(cluster, jobs, as_counts, policy="conservative").kinds() & {
+        "could_start", "reservation_delayed"}
+    # fcfs order holds in both models, so it is checked
+    f = fs.simulate(cluster, jobs, "fcfs", window=10**9)
+    assert "fcfs" in fs.verify(cluster, jobs, f.schedule, policy="fcfs").checks
+
+
+def test_the_pool_engine_schedule_is_checked_by_the_counts_model():
+    trace = fs.read_swf(fs.bundled_trace("KTH-SP2"))
+    jobs = trace.jobs.take(np.arange(2000))
+    cluster = fs.Cluster.homogeneous(trace.procs)
+    r = fs.simulate(cluster, jobs, "conservative")
+    assert r.schedule.planning == "counts"
+    report = fs.verify(cluster, jobs, r.schedule, policy="conservative")
+    assert report.ok and "conservative" in report.checks and not report.not_checked

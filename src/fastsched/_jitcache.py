@@ -8,6 +8,8 @@ engine would silently run old code. Here every kernel of the package is keyed
 on the files that compiled code can reach: the modules holding kernels and the
 package modules they import (``KERNEL_SOURCES``; tests/test_jitcache.py checks
 the list against the imports). Changing any of them recompiles on next use.
+So does switching Numba's bounds checking (``NUMBA_BOUNDSCHECK``), which Numba
+leaves out of its own key: a checked run must never load unchecked code.
 
 The stamp is added by a cache locator placed ahead of Numba's own; it answers
 only for this package's files and otherwise defers to Numba, so other
@@ -20,8 +22,8 @@ import os
 #: modules with compiled code, then the package modules they import
 KERNEL_SOURCES = ("fairshare", "metrics", "nodeplan", "prefetch", "priority", "runindex",
                   "topology", "verify",
-                  "cluster", "constraints", "errors", "hostlist", "jobs", "schedule",
-                  "validation", "verify_constraints")
+                  "cluster", "constraints", "errors", "hostlist", "interrupt", "jobs",
+                  "leafkernel", "schedule", "validation", "verify_constraints")
 
 
 def sources_stamp(paths) -> tuple:
@@ -75,7 +77,9 @@ def install(package_dir: str, modules=KERNEL_SOURCES) -> bool:
             return self._inner.get_disambiguator()
 
         def get_source_stamp(self):
-            return (self._inner.get_source_stamp(), sources_stamp(paths))
+            from numba.core import config
+            return (self._inner.get_source_stamp(), sources_stamp(paths),
+                    ("boundscheck", config.BOUNDSCHECK))
 
     locators[:] = [c for c in locators if getattr(c, "package_dir", None) != package_dir]
     PackageStampLocator.package_dir = package_dir

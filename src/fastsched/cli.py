@@ -4,12 +4,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 
 import numpy as np
 
 from .argtypes import choice_of, comma_list, non_negative_int, positive_int
 from .errors import FastschedError, InputError
+from .interrupt import Interrupted, kernel_running, signals_interrupt
 from .policies import POLICIES
 
 SUMMARY_ROWS = [
@@ -39,8 +41,18 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "run"):
         parser.print_help()
         return 2
+    signals_interrupt()
     try:
         return args.run(args) or 0
+    except KeyboardInterrupt as e:        # Ctrl-C, SIGTERM; Interrupted says where the run was
+        code = 128 + int(getattr(e, "signum", signal.SIGINT))
+        print(f"fastsched: {e if isinstance(e, Interrupted) else 'interrupted'}; "
+              "no result written", file=sys.stderr)
+        if kernel_running():
+            sys.stdout.flush()          # a kernel still compiling cannot be stopped:
+            sys.stderr.flush()          # end the process without waiting for it
+            os._exit(code)
+        return code
     except FastschedError as e:
         print(f"fastsched: error: {e}", file=sys.stderr)
         return 2
@@ -51,8 +63,6 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{e.filename}: " if e.filename else ""
         print(f"fastsched: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -99,7 +109,10 @@ def _parser() -> argparse.ArgumentParser:
                        description="Check a schedule independently of the scheduler: no "
                        "overcommit, no start before submit, end = start + min(runtime, limit), "
                        "and the policy's promises (fcfs order; no reservation delayed under "
-                       "easy/conservative). Exit status 1 if it finds violations.")
+                       "easy/conservative). Exit status 1 if it finds violations; 3 if "
+                       "it found none but could not check the policy asked for (a schedule "
+                       "planned with concrete-node reservations, column planning=nodes: "
+                       "the policy checks implement the textbook counts model).")
     c.add_argument("jobs_csv", metavar="JOBS.csv", help="records written by simulate --jobs-out")
     c.add_argument("--trace", required=True,
                    help="the SWF trace or workload CSV the schedule replays")
@@ -390,7 +403,9 @@ def _cmd_check(args) -> int:
         print(f"  {v.kind}: {v.message}")
     if len(report.violations) > 20:
         print(f"  ... and {len(report.violations) - 20} more")
-    return 0 if report.ok else 1
+    if not report.ok:
+        return 1
+    return 3 if report.not_checked else 0
 
 
 def _config_limits(path, cluster, workload):

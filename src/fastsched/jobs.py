@@ -4,6 +4,10 @@ A job asks for ``num_nodes`` distinct nodes with, on each node, ``gpus_per_node`
 GPUs, ``cpus_per_node`` CPUs and ``mem_per_node`` MB of memory, for at most
 ``time_limit`` seconds. ``runtime`` is what the job would really run (known to a
 simulator from a trace, never used for planning). Times are int64 seconds.
+
+Slurm's ``UNLIMITED``/``INFINITE`` time limit is :data:`UNLIMITED`: a limit at
+or above it (``2**63 - 1`` included) is stored as it. Submit times may be real
+epoch seconds, up to :data:`MAX_TIME`.
 """
 from __future__ import annotations
 
@@ -12,6 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError
+
+#: an unlimited time limit, in seconds (~2,177 years): beyond any replay, yet small
+#: enough that starts planned behind millions of unlimited jobs stay far below the
+#: engines' "never" (2**62) and below int64 overflow
+UNLIMITED = 2**36
+#: the latest submit time accepted (~34,800 years of epoch seconds; epoch
+#: *milliseconds* are beyond it and refused)
+MAX_TIME = 2**40
 
 #: column name -> dtype, in the order records and CSV files use.
 JOB_FIELDS: dict[str, type] = {
@@ -33,7 +45,8 @@ class JobTable:
 
     Build one with :meth:`from_arrays`; every column named in ``JOB_FIELDS`` is
     an attribute of the same length. Optional columns default to: 1 CPU per
-    node, 0 GPUs, 0 MB, partition 0, user -1.
+    node, 0 GPUs, 0 MB, partition 0, user -1. Time limits above
+    :data:`UNLIMITED` are stored as :data:`UNLIMITED`.
     """
 
     __slots__ = tuple(JOB_FIELDS)
@@ -50,6 +63,8 @@ class JobTable:
                 n = len(col)
             elif len(col) != n:
                 raise InputError(f"column {name!r} has {len(col)} entries, expected {n}")
+            if name == "time_limit" and n and col.max() > UNLIMITED:
+                col = np.minimum(col, UNLIMITED)
             setattr(self, name, col)
         unknown = set(columns) - set(JOB_FIELDS)
         if unknown:

@@ -38,9 +38,10 @@ A type planned often in a pass switches to a run index
 instead of a scan of every node's profile, and holds update it incrementally.
 
 Reference counts: the kernels that allocate nothing and return no array are
-compiled without Numba's reference counting (``_nrt=False``), like the run
-index's (:mod:`fastsched.runindex` says why); ``_plan_multi`` allocates its
-heap, so it asks for counting back (``_nrt=True``: callees inherit the flag).
+leaf kernels, compiled without Numba's reference counting
+(:mod:`fastsched.leafkernel` says why, and why it is safe); ``_plan_multi``
+allocates its heap, so it asks for counting back (``_nrt=True``: callees
+inherit the flag).
 """
 from __future__ import annotations
 
@@ -57,6 +58,9 @@ from .runindex import (MAX_SLOTS as _MAX_SLOTS, _A, _LN, add_slot, ix_add_slot, 
 from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices, csr_take)
 from .errors import InputError
+from .leafkernel import leaf_kernel
+from .interrupt import DONE as _DONE, NOW as _NOW, REQUEST as _REQUEST, STOP as _STOP
+from .interrupt import call as _call, interrupted as _interrupted, new_control
 from .prefetch import prefetch, prefetch1
 from .jobs import JobTable
 from .validation import check_basic, reject
@@ -218,7 +222,7 @@ def _resized(A, size, top):
     return B
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _copy_segment(WT, WG, WC, WM, src, dst, n):
     """Copy n breakpoints from offset src to dst (dst < src or no overlap)."""
     for k in range(n):
@@ -278,7 +282,7 @@ def _room(x, WT, WG, WC, WM, wo, wlen, wcap, wst, extra=2):
     return WT, WG, WC, WM
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _heap_push(key, val, size, k, v):
     i = size
     while i > 0:
@@ -293,7 +297,7 @@ def _heap_push(key, val, size, k, v):
     return size + 1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _heap_pop(key, val, size):
     """Drop the smallest entry; returns the new size."""
     size -= 1
@@ -318,7 +322,7 @@ def _heap_pop(key, val, size):
     return size
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _build(x, now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
     """Work profile of node x from scratch, from its running jobs (held ends
     ``RT`` all > now, sorted). The engine builds it once and then keeps it."""
@@ -343,14 +347,14 @@ def _build(x, now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
     wlen[x] = L
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _build_all(now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm):
     """Every node's work profile from scratch (a single pass's set-up)."""
     for x in range(wlen.shape[0]):
         _build(x, now, WT, WG, WC, WM, wo, wlen, RT, RG, RC, RM, rlen, fg, fc, fm)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _on_grid(t, res):
     """t rounded up to the absolute time grid of multiples of res (res = 1: t
     itself). Every hold ends on it, so the profile's breakpoints do not move
@@ -360,7 +364,7 @@ def _on_grid(t, res):
     return (t + res - 1) // res * res
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _advance(x, now, WT, WG, WC, WM, wo, wlen):
     """Drop node x's breakpoints at or before ``now``: its first segment starts at now."""
     o = wo[x]
@@ -378,7 +382,7 @@ def _advance(x, now, WT, WG, WC, WM, wo, wlen):
     WT[o] = now
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _merge_at(x, k, WT, WG, WC, WM, wo, wlen):
     """Remove breakpoint k (>= 1) of node x when it no longer changes anything."""
     o = wo[x]
@@ -394,7 +398,7 @@ def _merge_at(x, k, WT, WG, WC, WM, wo, wlen):
     wlen[x] = L - 1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _give_back(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
     """Undo a hold of (g, c, m) over [s, e) on node x (s >= its first breakpoint):
     a completion (s = now, after :func:`_advance`) or a reservation at the end of
@@ -413,7 +417,7 @@ def _give_back(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
     _merge_at(x, a, WT, WG, WC, WM, wo, wlen)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _tcount_update(x, og, oc, om, tcount, type_p, type_g, type_c, type_m, pbits, fg, fc, fm):
     """Node x's free-now went from (og, oc, om) to ``fg/fc/fm[x]``: adjust the
     kept free-now counts of the types already counted (``tcount`` >= 0) whose
@@ -433,7 +437,7 @@ def _tcount_update(x, og, oc, om, tcount, type_p, type_g, type_c, type_m, pbits,
             tcount[ty] += 1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _split(x, t, WT, WG, WC, WM, wo, wlen):
     """Make t (>= WT[x, 0]) a breakpoint of node x; return its index. Needs room for one more."""
     o = wo[x]
@@ -456,7 +460,7 @@ def _split(x, t, WT, WG, WC, WM, wo, wlen):
     return k + 1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _hold(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
     o = wo[x]
     a = _split(x, s, WT, WG, WC, WM, wo, wlen)
@@ -467,7 +471,7 @@ def _hold(x, s, e, g, c, m, WT, WG, WC, WM, wo, wlen):
         WM[o + k] -= m
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _prefetch_node(x, WT, WG, WC, WM, wo, wlen, TR, last):
     """Start loading what a hold on node x reads first: its profile's last two
     lines in each array (_split scans back from the end) and its last run index
@@ -483,7 +487,7 @@ def _prefetch_node(x, WT, WG, WC, WM, wo, wlen, TR, last):
         prefetch(TR, last[x], 0)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _segment_at(x, t, WT, wo, wlen):
     o = wo[x]
     k = wlen[x] - 1
@@ -700,7 +704,7 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
     return t
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen):
     """:func:`_plan_job` (no topology) over the run index, slot ``q`` (the job's
     type): the same start and nodes. The slot's runs in key order (start, free
@@ -817,7 +821,7 @@ def _min_limits(queue, q0, q1, limit, pc_off, pc_type, T):
     return tmin
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _type_count(ty, tcount, type_p, type_g, type_c, type_m, poff, pflat, fg, fc, fm):
     """Available nodes of the type's partition whose free-now (running jobs only) covers it."""
     if tcount[ty] < 0:
@@ -834,7 +838,7 @@ def _type_count(ty, tcount, type_p, type_g, type_c, type_m, poff, pflat, fg, fc,
     return tcount[ty]
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage):
     """The first cap of a limit group that starting job ``j`` would exceed, as
     ``group * NCAPS + cap``, or -1 when no limit holds it."""
@@ -855,7 +859,7 @@ def _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage):
     return -1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _charge(j, sign, nn, rg, rc, rm, jg_off, jg, gusage):
     """Add (sign=1) or remove (sign=-1) running job ``j`` from its groups' usage."""
     for e in range(jg_off[j], jg_off[j + 1]):
@@ -866,7 +870,7 @@ def _charge(j, sign, nn, rg, rc, rm, jg_off, jg, gusage):
         gusage[grp, 3] += sign * nn[j] * rm[j]
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _fits_now_somewhere(j, nn, pc_off, pc_type, tcount, type_p, type_g, type_c, type_m,
                         poff, pflat, fg, fc, fm):
     """Could job ``j`` start now in one of its partitions, counting running jobs only?"""
@@ -956,7 +960,7 @@ def _add_running(x, pe, g, c, m, jid, RT, RG, RC, RM, RJ, rlen, R):
     return RT, RG, RC, RM, RJ, R
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _take_running(x, jid, RT, RG, RC, RM, RJ, rlen):
     """Remove ``jid``'s entries from node x's running list (order kept); returns
     their latest held end and summed (g, c, m)."""
@@ -1024,14 +1028,14 @@ def _release_blocks(j, now, own, levels, boff, bnodes, fg, fc, fm, WT, WG, WC, W
             _give_back(y, now, e, g, c, m, WT, WG, WC, WM, wo, wlen)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pass(now, queue, qlen, policy, depth, full, res, window,
           limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
           type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat,
           fg, fc, fm, fmask, WT, WG, WC, WM, wo, wlen, wcap, wst, RT, RG, RC, RM, RJ, rlen, R,
           tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
           jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep):
+          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep, ctl):
     """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
 
     The one copy of the planning logic: the event loop (:func:`_run`) and
@@ -1053,7 +1057,9 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     ``pbits``: :func:`_partition_bits`, to keep the free-now counts up to date
     through starts (empty: recount after every start). ``excl`` (per job),
     ``boff``/``bnodes`` (:func:`_block_nodes`): --exclusive=topo jobs start only
-    on idle leaf groups and hold them whole (:func:`_hold_blocks`).
+    on idle leaf groups and hold them whole (:func:`_hold_blocks`). ``ctl``: the
+    control array of :mod:`fastsched.interrupt`; on a stop request the pass
+    ends after the job it is planning (jobs not reached are left untouched).
 
     The work profile ``WT..WM/wo/wlen/wcap/wst`` (ragged, see :func:`_room`) is
     kept between passes: on entry it holds the running jobs only (every
@@ -1101,6 +1107,8 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     ids = np.empty(0, dtype=np.int64)           # buffers of ix_hold
     ibuf = np.empty((8, 0), dtype=np.int64)
     for q in range(last + 1):
+        if ctl[_REQUEST] == _STOP:
+            break
         j = queue[q]
         held = _held(j, nn, rg, rc, rm, jg_off, jg, caps, gusage)
         if held >= 0:
@@ -1259,7 +1267,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     return nstarted, WT, WG, WC, WM, RT, RG, RC, RM, RJ, R
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _enqueue(j, queue, qlen, rank):
     """Insert job ``j`` into ``queue[:qlen]`` (kept sorted by ``rank``); returns the new length."""
     lo = 0
@@ -1276,7 +1284,7 @@ def _enqueue(j, queue, qlen, rank):
     return qlen + 1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _release(j, started, ok, now, ch_off, ch_job, ch_kind, pend, never, arrived,
              eligible, queue, qlen, rank):
     """Job ``j`` started (``started``) or ended (``ok``: COMPLETED): count down its
@@ -1300,14 +1308,14 @@ def _release(j, started, ok, now, ch_off, ch_job, ch_kind, pend, never, arrived,
     return qlen
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off, pc_part, pc_type, offsets,
          type_p, type_g, type_c, type_m, capG, capC, capM, poff, pflat, policy, depth, rank,
          ch_off, ch_job, ch_kind, pend, never, arrived, eligible, jg_off, jg, caps, gusage,
          reason, part_used, start, end, planned, alloc_nodes, alloc_mask, fg, fc, fm, fmask,
          WT, WG, WC, WM, wo, wlen, wcap, wst, RT, RG, RC, RM, RJ, rlen, tcount, queue, evk, evj,
          chosen, trial, newly, levels, unit, max_leaves, leaf_wait, gmasks, index_after, pbits,
-         excl, boff, bnodes):
+         excl, boff, bnodes, ctl):
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
@@ -1319,6 +1327,10 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
     jobs end at the instant or starts released dependents. The work profile
     and the free-now counts per type are kept across instants (see :func:`_pass`):
     a completion gives back what the job held from now to its held end.
+    ``ctl`` (:mod:`fastsched.interrupt`): any request returns before the next
+    instant (the loop can go on from there as if it never stopped; a stop
+    request also cuts the pass short); the loop writes the time and the jobs
+    finished into it for progress bars.
     """
     n = submit.shape[0]
     a, qlen, nev, pass_id, passes, R = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]
@@ -1326,13 +1338,15 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
         now = submit[a] if a < n else evk[0]
         if nev > 0 and evk[0] < now:
             now = evk[0]
-        if now > t_stop:
+        if now > t_stop or ctl[_REQUEST] != 0:
             break
+        ctl[_NOW] = now
         while True:
             # 1. completions
             while nev > 0 and evk[0] == now:
                 j = evj[0]
                 nev = _heap_pop(evk, evj, nev)
+                ctl[_DONE] += 1
                 held_end = _on_grid(start[j] + limit[j], res)
                 for q in range(offsets[j], offsets[j] + nn[j]):
                     x = alloc_nodes[q]
@@ -1382,7 +1396,7 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
                 fg, fc, fm, fmask, WT, WG, WC, WM, wo, wlen, wcap, wst, RT, RG, RC, RM, RJ, rlen, R,
                 tcount, chosen, trial, start, end, planned, alloc_nodes, alloc_mask,
                 jg_off, jg, caps, gusage, reason, part_used, levels, unit, max_leaves, leaf_wait,
-                eligible, gmasks, index_after, pbits, excl, boff, bnodes, True)
+                eligible, gmasks, index_after, pbits, excl, boff, bnodes, True, ctl)
             if nstarted < 0:
                 break
             passes += 1
@@ -1547,6 +1561,7 @@ class _EventLoop:
         self.trial = np.empty(maxN, dtype=np.int64)
         self.newly = np.empty(n + 1, dtype=np.int64)
         self.sc = np.array([0, 0, 0, 0, 0, R], dtype=np.int64)
+        self.control = new_control()
 
     @property
     def done(self) -> bool:
@@ -1571,9 +1586,12 @@ class _EventLoop:
         inv = self.inverse
         return Progress(self.start[inv], self.end[inv], self.eligible[inv])
 
-    def run(self, t_stop: int = int(_INF)) -> None:
-        W, Rs = self.W, self.Rs
-        out = _run(np.int64(t_stop), self.sc, self.res, self.window, self.submit, self.limit, self.runtime, self.nn,
+    def run(self, t_stop: int = int(_INF), tick=None) -> None:
+        """Every instant up to ``t_stop``; ``tick(control)`` now and then while it
+        runs (:mod:`fastsched.interrupt`). Raises Interrupted on Ctrl-C: the loop
+        is then cut mid-pass and cannot go on."""
+        W, Rs, control = self.W, self.Rs, self.control
+        out = _call(_run, np.int64(t_stop), self.sc, self.res, self.window, self.submit, self.limit, self.runtime, self.nn,
                    self.rg, self.rc, self.rm, self.pc_off, self.pc_part, self.pc_type,
                    self.offsets, *self.types, self.capG, self.capC, self.capM, self.poff,
                    self.pflat, self.policy, self.depth, self.rank, self.ch_off, self.ch_job,
@@ -1584,7 +1602,8 @@ class _EventLoop:
                    Rs[1], Rs[2],
                    Rs[3], Rs[4], self.rlen, self.tcount, self.queue, self.evk,
                    self.evj, self.chosen, self.trial, self.newly, *self.topo,
-                   np.int64(_INDEX_AFTER), self.pbits, *self.excl)
+                   np.int64(_INDEX_AFTER), self.pbits, *self.excl, control,
+                   control=control, tick=None if tick is None else (lambda: tick(control)))
         self.W, self.Rs = list(out[:4]), list(out[4:])
 
     def profile(self, x: int):
@@ -1609,7 +1628,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               available=None, *, partitions: PartitionChoices | None = None,
               dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
-              window: int | None = None, placement=None) -> NodeRun:
+              window: int | None = None, placement=None, tick=None) -> NodeRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -1627,6 +1646,9 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     earliest start is more than ``window`` after now gets no reservation
     (and uses none of EASY's); None = no limit. ``placement``: topology-aware
     node choice and GPU groups (:class:`fastsched.constraints.Placement`).
+    ``tick(control)``: called now and then while the compiled loop runs (progress
+    bars: :mod:`fastsched.interrupt`). Ctrl-C raises
+    :class:`fastsched.interrupt.Interrupted`.
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)
@@ -1643,17 +1665,20 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     if rank is not None:
         loop.set_rank(_unique_rank(rank, jobs))
     if reorder is None:
-        loop.run()
+        loop.run(tick=tick)
         return loop.result()
     if period is None or period < 1:
         raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
     last = None
-    while not loop.done:
-        b = loop.next_time() // period * period     # the period the next instant is in
-        if b != last:
-            loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
-            last = b
-        loop.run(b + period - 1)
+    try:
+        while not loop.done:
+            b = loop.next_time() // period * period     # the period the next instant is in
+            if b != last:
+                loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
+                last = b
+            loop.run(b + period - 1, tick)
+    except KeyboardInterrupt as e:       # Ctrl-C between two calls: say where the run was
+        raise _interrupted(loop.control, e) from None
     return loop.result()
 
 
@@ -2067,7 +2092,8 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     walked = _walked(code, bool(full), pc_off, pc_type, nn, types, poff, pflat,
                      fg, fc, fm) if n else 0
     if n:
-        nst = _pass(np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), code, np.int64(depth),
+        control = new_control()
+        nst = _call(_pass, np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), code, np.int64(depth),
               bool(full), res, win, limit, limit, nn, q(pending.gpus_per_node),
               q(pending.cpus_per_node), q(pending.mem_per_node), pc_off,
               pc_part.astype(np.int64), pc_type, offsets[:-1].copy(),
@@ -2080,7 +2106,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
               pl.leaf_wait[order],
               q(pending.submit_time if eligible is None else eligible), pl.gpu_groups,
               np.int64(_INDEX_AFTER_PASS), _partition_bits(poff, pflat, X),
-              *_exclusive(pl, avail, order), False)[0]
+              *_exclusive(pl, avail, order), False, control, control=control)[0]
         if code == _FCFS:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, reason, n)
     outcome = np.full(n, BLOCKED, dtype=np.int8)

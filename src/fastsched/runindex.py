@@ -43,21 +43,16 @@ computed, not stored; the shape of the treap never changes an answer, only
 the entries' key order does.
 
 Reference counts: every kernel here but the allocating ones (``_rows``,
-``tr_empty``, ``tr_reserve``, ``add_slot``, ``new_meta``, ``ix_packable``) is
-compiled with ``_nrt=False``. With Numba's reference counting on, a kernel
-that is not inlined increments and decrements the count of each array it is
-passed, and of each view it takes, with atomic (lock-prefixed) instructions,
-and the pruning pass leaves most of them in kernels with loops and branches:
-they were ~45% of the B3 pass (sampled with perf; benchmarks/RESULTS.md,
-stop 12). Such a kernel may not allocate (Numba refuses to compile it) and
-must not return an array (its caller would get a reference it does not own):
-tests/test_nrt.py checks every compiled one. The flag is inherited by callees
-that do not set it, so whatever a leaf kernel calls is a leaf kernel too.
+``tr_empty``, ``tr_reserve``, ``add_slot``, ``new_meta``, ``ix_packable``) is a
+:func:`fastsched.leafkernel.leaf_kernel`, compiled without Numba's reference
+counting (that module says why, and why it is safe).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from .leafkernel import leaf_kernel
 
 # A row: eight int64 words (one 64-byte line) then the slot maxima (column
 # _MX + q: slot q's subtree max length). Words 0-3 are the key in key order,
@@ -141,14 +136,14 @@ def ix_packable(capG, capC, capM):
         capG.max() < lim and capC.max() < lim and capM.max() < lim))
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _get(TR, t, f):
     """Half-word field f of entry t (signed 32-bit: links are -1 for none)."""
     w = TR[t, f >> 1]
     return w >> 32 if f & 1 else (w << 32) >> 32
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _set(TR, t, f, v):
     """Set half-word field f of entry t to v (-2**31 <= v < 2**31)."""
     w = TR[t, f >> 1]
@@ -158,26 +153,26 @@ def _set(TR, t, f, v):
         TR[t, f >> 1] = (w & ~_LO) | (v & _LO)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _free_is(TR, t, g, c, m):
     """Entry t's free at its start is (g, c, m)."""
     return _get(TR, t, _G) == g and _get(TR, t, _C) == c and _get(TR, t, _M) == m
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def tr_key(TR, t):
     """Entry t's key (a, g, c, m, x, length)."""
     return (TR[t, _A], _get(TR, t, _G), _get(TR, t, _C), _get(TR, t, _M), _get(TR, t, _X),
             TR[t, _LN])
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def tr_node(TR, t):
     """Entry t's node."""
     return _get(TR, t, _X)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _prio(t):
     """Entry t's treap priority: splitmix64 of its row id (a reused row keeps its
     priority; it is as independent of the new key as a fresh draw)."""
@@ -188,7 +183,7 @@ def _prio(t):
     return np.int64(h >> np.uint64(1))
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _less(TR, i, j):
     """key(i) < key(j): (a, g, c, m, x, length)."""
     for f in (_A, _GC, _MN, _LN):
@@ -197,7 +192,7 @@ def _less(TR, i, j):
     return False
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _pull(TR, t):
     """Recompute t's subtree max length of every slot; True if one changed."""
     lf = _get(TR, t, _LF)
@@ -217,7 +212,7 @@ def _pull(TR, t):
     return changed
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _pull_up(TR, t):
     """Recompute the max lengths from t up; above a subtree whose maxima did
     not change nothing can change, so stop there."""
@@ -225,7 +220,7 @@ def _pull_up(TR, t):
         t = _get(TR, t, _UP)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _raise(TR, t, mk, ln):
     """t and its ancestors learn a run of length ln of the slots in mk (maxima
     only grow upwards: stop where none of them grows)."""
@@ -244,7 +239,7 @@ def _raise(TR, t, mk, ln):
         t = _get(TR, t, _UP)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _rotate_up(TR, z, root):
     """Rotate z above its parent; returns the new root. (Iterative code
     throughout: Numba's cache does not keep recursive functions safely.)"""
@@ -274,7 +269,7 @@ def _rotate_up(TR, z, root):
     return root
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _rise(TR, z, root):
     """Rotate a new leaf up to its heap place; returns the new root."""
     while _get(TR, z, _UP) >= 0 and _prio(z) > _prio(_get(TR, z, _UP)):
@@ -282,7 +277,7 @@ def _rise(TR, z, root):
     return root
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _insert(TR, root, z):
     """Insert entry z (fields set, no links) by a descent; returns the new root."""
     _set(TR, z, _LF, -1)
@@ -307,7 +302,7 @@ def _insert(TR, root, z):
     return _rise(TR, z, root)      # each rotation keeps the two subtrees it touches right
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _delete_at(TR, root, t, fr, meta):
     """Remove entry t; returns the new root."""
     # rotate t down until it has at most one child, then splice it out: the
@@ -335,7 +330,7 @@ def _delete_at(TR, root, t, fr, meta):
     return root
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _first(TR, t, d, q):
     """The first entry of subtree t (whose slot-q max length is >= d) that is
     a run of slot q at least d long."""
@@ -349,7 +344,7 @@ def _first(TR, t, d, q):
             t = _get(TR, t, _RT)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def tr_succ(TR, root, lo, d, q):
     """The first entry in key order after entry ``lo`` (-1: from the start) that
     is a run of slot ``q`` at least ``d`` (>= 0) long; -1 if none."""
@@ -374,19 +369,19 @@ def tr_succ(TR, root, lo, d, q):
     return -1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _next(TR, t):
     """The entry after t in key order, whatever its slots; -1 if none."""
     return _step(TR, t, _RT, _LF)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _prev(TR, t):
     """The entry before t in key order, whatever its slots; -1 if none."""
     return _step(TR, t, _LF, _RT)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _step(TR, t, out, back):
     """t's neighbour in key order on the side of link ``out`` (_RT: successor,
     _LF: predecessor): the far end of that subtree, else the first ancestor
@@ -403,7 +398,7 @@ def _step(TR, t, out, back):
     return p
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _add(TR, fr, meta, root, a, g, c, m, x, ln, mk, after=-1):
     """Insert a run of the slots in ``mk`` (storage must have room); returns the
     new root, the entry in ``meta[3]``. ``after``: an entry that is likely its
@@ -430,7 +425,7 @@ def _add(TR, fr, meta, root, a, g, c, m, x, ln, mk, after=-1):
     return _insert(TR, root, z)
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _attach_after(TR, f, z):
     """Attach z as a leaf right after entry f in key order if it belongs there
     (key(f) < key(z) < key(successor of f)); True if done."""
@@ -454,17 +449,17 @@ def _attach_after(TR, f, z):
 
 # --------------------------------------------------------------------------- node runs
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _fits(x, k, g, c, m, WG, WC, WM, wo):
     return WG[wo[x] + k] >= g and WC[wo[x] + k] >= c and WM[wo[x] + k] >= m
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _run_len(x, k, k2, WT, wo, wlen):
     return _INF if k2 == wlen[x] else WT[wo[x] + k2] - WT[wo[x] + k]
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def ix_add_slot(TR, fr, meta, root, x, q, g, c, m, th, WT, WG, WC, WM, wo, wlen, last):
     """Make slot q's runs of node x (request (g, c, m)) at least ``th`` long
     runs of the index (:func:`ix_hold`: why shorter ones are left out): an
@@ -511,7 +506,7 @@ def ix_add_slot(TR, fr, meta, root, x, q, g, c, m, th, WT, WG, WC, WM, wo, wlen,
     return root
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _fit_mask(x, k, nslots, sg, sc, sm, WG, WC, WM, wo):
     """The slots whose request segment k of node x covers (bit mask; no branches:
     the outcomes are data dependent)."""
@@ -525,7 +520,7 @@ def _fit_mask(x, k, nslots, sg, sc, sm, WG, WC, WM, wo):
     return f
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def ix_touched(x, ka, kb, nslots, sg, sc, sm, elig, WG, WC, WM, wo):
     """Before a hold on segments ka..kb-1 of node x: the slots (bit mask) whose
     runs it can change: x is of the slot's type (bit q of ``elig[x]``) and one
@@ -538,7 +533,7 @@ def ix_touched(x, ka, kb, nslots, sg, sc, sm, elig, WG, WC, WM, wo):
     return U & elig[x]
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _window_runs(x, klo, e, U, nslots, sg, sc, sm, sth, WT, WG, WC, WM, wo, wlen, nb):
     """The runs of the slots in U that start in [WT[x, klo], e] (slot q's: at
     least ``sth[q]`` long), distinct by (start, length), in that order: start
@@ -588,7 +583,7 @@ def _window_runs(x, klo, e, U, nslots, sg, sc, sm, sth, WT, WG, WC, WM, wo, wlen
     return n
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _put_run(nb, n, a, ln, k, bit):
     """Insert (a, ln) into the sorted nb[:, :n], or add bit to its slots; returns n."""
     i = n
@@ -607,7 +602,7 @@ def _put_run(nb, n, a, ln, k, bit):
     return n + 1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _window_start(x, ka, U, nslots, sg, sc, sm, WG, WC, WM, wo):
     """The first segment of the window a hold at segment ka can change: the
     earliest start of a run of a slot in U that reaches ka (else ka). The
@@ -636,14 +631,14 @@ def new_meta():
     return meta
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def ix_new_job(meta):
     """Forget the insertion hints: an entry added for an earlier job may be gone."""
     for h in range(_NH):
         meta[6 + 2 * h] = -1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _hint(meta, a):
     """The entry this job added last with start a (-1: none). The holds of one
     multi-node job add runs with the same starts (its start, its end) on
@@ -654,7 +649,7 @@ def _hint(meta, a):
     return -1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _set_hint(meta, a, z):
     for h in range(_NH):
         if meta[5 + 2 * h] == a:
@@ -666,7 +661,7 @@ def _set_hint(meta, a, z):
     meta[4] = (h + 1) % _NH
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def ix_hold(TR, fr, meta, root, x, ka, kb, U, nslots, sg, sc, sm, sth, WT, WG, WC, WM, wo,
             wlen, last, ids, nb):
     """After a hold on segments ka..kb-1 of node x (ix_touched gave U before
@@ -711,7 +706,7 @@ def ix_hold(TR, fr, meta, root, x, ka, kb, U, nslots, sg, sc, sm, sth, WT, WG, W
     return root
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _match(TR, x, ids, ne, nb, n, U, WG, WC, WM, wo):
     """Merge x's window entries (``ids[ne-1]`` .. ``ids[0]``: (start, length)
     order) with the window runs into actions in that order: ``nb[5]`` = 0
@@ -751,7 +746,7 @@ def _match(TR, x, ids, ne, nb, n, U, WG, WC, WM, wo):
     return nop
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM, wo):
     """Carry out :func:`_match`'s actions; x's window entries, in order, into
     ``nb[4]``. Returns (root, how many). Within a stretch of deletes and adds
@@ -812,7 +807,7 @@ def _apply(TR, fr, meta, root, x, nb, n, nop, WG, WC, WM, wo):
     return root, no
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _rekey(TR, t, g, c, m):
     """Give entry t the free (g, c, m) at its start in place if it keeps its
     place in key order (between its neighbours); True if done."""
@@ -832,12 +827,12 @@ def _rekey(TR, t, g, c, m):
     return False
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _op_start(TR, nb, kind, v):
     return TR[v, _A] if kind == 1 else nb[0, v]
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _nth(op, p, p2, kind, r):
     """The position of the r-th action of this kind in op[p:p2]."""
     for j in range(p, p2):
@@ -848,7 +843,7 @@ def _nth(op, p, p2, kind, r):
     return -1
 
 
-@njit(cache=True, _nrt=False)
+@leaf_kernel
 def _relink(TR, x, prev, out, no, nxt, last):
     """x's list: prev, out[:no], nxt (-1: none)."""
     for i in range(no):

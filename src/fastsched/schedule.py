@@ -15,6 +15,13 @@ class Schedule:
     Nodes are in CSR form: job ``i`` ran on node indices
     ``alloc_nodes[alloc_offsets[i]:alloc_offsets[i + 1]]``. A job that never
     started has ``start_time == end_time == -1`` and no nodes.
+
+    ``planning``: the reservation model the scheduler planned with, when known:
+    ``"counts"`` (counts of interchangeable nodes: the textbook algorithms,
+    fastsched's pool engine) or ``"nodes"`` (concrete nodes and GPU counts:
+    fastsched's node engine). :func:`fastsched.verify` judges easy and
+    conservative by the counts model only, so it does not judge a ``"nodes"``
+    schedule by them. None: unknown (another simulator, a real log).
     """
 
     job_id: np.ndarray         # int64
@@ -24,6 +31,7 @@ class Schedule:
     alloc_nodes: np.ndarray    # int64 node indices
     #: uint64 per entry of alloc_nodes: bit k = GPU k of that node (None: no GPUs tracked)
     alloc_gpu_mask: np.ndarray | None = None
+    planning: str | None = None
 
     def nodes_of(self, i: int) -> np.ndarray:
         return self.alloc_nodes[self.alloc_offsets[i]:self.alloc_offsets[i + 1]]

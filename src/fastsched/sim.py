@@ -26,7 +26,9 @@ from .jobs import JobTable
 from .policies import check_reserve_depth, get_policy
 from .results import BSLD_TAU, SimulationResult, summarize
 from .constraints import Dependencies, LimitGroups, PartitionChoices
+from .interrupt import call, new_control
 from .nodeplan import check_node_jobs, run_nodes
+from .progress import run_bar
 from .schedule import Schedule
 from .validation import check_jobs
 from .warmup import warm_up
@@ -61,8 +63,12 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
-    (1 = Lifka's EASY). ``progress`` shows a progress bar (None: only on long
-    runs at a terminal). ``skipped`` (e.g. from the trace reader) is carried
+    (1 = Lifka's EASY). ``progress`` shows a progress bar with the jobs
+    finished, the simulated time and an ETA (None: only when stderr is a
+    terminal and the run lasts over a second). Ctrl-C (or SIGTERM under the
+    CLI) stops the run within a fraction of a second and raises
+    :class:`fastsched.interrupt.Interrupted` (a KeyboardInterrupt) saying the
+    simulated time and jobs finished: no partial result. ``skipped`` (e.g. from the trace reader) is carried
     into the result and counted in its summary.
 
     Constraints (see :mod:`fastsched.constraints`): ``partitions`` (a job
@@ -83,7 +89,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     nodes, every job takes whole nodes and there are no constraints and no
     priority; otherwise the node engine does (``summary["engine"]`` says
     which). Raises InputError naming the first job that can never run on this
-    cluster. (The progress bar is the pool engine's.)
+    cluster.
     """
     wall = time.perf_counter()
     spec = get_policy(policy)
@@ -99,16 +105,23 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         check_node_jobs(cluster, jobs, partitions=partitions)
         engine = "nodes"
     extra = {}
-    compile_seconds = 0.0
-    if engine == "pool":
-        schedule, passes = _simulate_pool(cluster, jobs, spec.kernel_code, reserve_depth,
-                                          progress)
-    else:
-        compile_seconds = warm_up(announce=progress)
-        run, prio = _run_node_engine(cluster, jobs, spec.name, reserve_depth, priority, period,
-                                     partitions=partitions, dependencies=dependencies,
-                                     limits=limits, resolution=resolution, window=window,
-                                     placement=placement)
+    # compiled (or loaded from the cache) before the progress bar shows, and timed apart
+    compile_seconds = warm_up(announce=progress) if engine == "nodes" else 0.0
+    bar = run_bar(len(jobs), progress)
+    try:
+        if engine == "pool":
+            schedule, passes = _simulate_pool(cluster, jobs, spec.kernel_code, reserve_depth,
+                                              bar)
+        else:
+            run, prio = _run_node_engine(cluster, jobs, spec.name, reserve_depth, priority,
+                                         period, partitions=partitions,
+                                         dependencies=dependencies, limits=limits,
+                                         resolution=resolution, window=window,
+                                         placement=placement, tick=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    if engine != "pool":
         schedule = _started_schedule(jobs, run)
         passes = run.passes
         extra = {"partition": run.partition, "reason_code": run.reason, "never": run.never,
@@ -195,37 +208,26 @@ def _started_schedule(jobs: JobTable, run) -> Schedule:
     keep = np.repeat(started, counts)
     return Schedule(job_id=jobs.job_id.copy(), start_time=run.start, end_time=run.end,
                     alloc_offsets=offsets, alloc_nodes=run.alloc_nodes[keep],
-                    alloc_gpu_mask=run.alloc_gpu_mask[keep])
+                    alloc_gpu_mask=run.alloc_gpu_mask[keep], planning="nodes")
 
 
 def _simulate_pool(cluster: Cluster, jobs: JobTable, policy_code: int, reserve_depth: int,
-                   progress) -> tuple[Schedule, int]:
+                   tick) -> tuple[Schedule, int]:
     order = np.lexsort((jobs.job_id, jobs.submit_time))      # queue order
     as_i64 = lambda a: np.ascontiguousarray(a[order], dtype=np.int64)  # noqa: E731
     offsets = np.zeros(len(jobs) + 1, dtype=np.int64)     # nodes in the caller's job order
     np.cumsum(jobs.num_nodes, out=offsets[1:])
-    bar = _progress_bar(len(jobs), progress)
-    try:
-        start, end, alloc, passes = _kernels.simulate_pool(
-            as_i64(jobs.submit_time), as_i64(jobs.num_nodes), as_i64(jobs.time_limit),
-            as_i64(jobs.runtime), cluster.num_nodes, policy_code, reserve_depth,
-            offsets[:-1][order],
-            None if bar is None else (lambda done: bar.update(done - bar.n)))
-    finally:
-        if bar is not None:
-            bar.close()
+    control = new_control()
+    start, end, alloc, passes = call(
+        _kernels.simulate_pool, as_i64(jobs.submit_time), as_i64(jobs.num_nodes),
+        as_i64(jobs.time_limit), as_i64(jobs.runtime), cluster.num_nodes, policy_code,
+        reserve_depth, control, offsets[:-1][order], control=control,
+        tick=None if tick is None else (lambda: tick(control)))
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     return Schedule(job_id=jobs.job_id.copy(), start_time=start[inverse],
-                    end_time=end[inverse], alloc_offsets=offsets, alloc_nodes=alloc), passes
-
-
-def _progress_bar(total: int, progress: bool | None):
-    if progress is False or (progress is None and total < 200_000):
-        return None
-    from tqdm import tqdm
-    return tqdm(total=total, unit="job", desc="simulating", disable=None if progress is None else False,
-                leave=False)
+                    end_time=end[inverse], alloc_offsets=offsets, alloc_nodes=alloc,
+                    planning="counts"), passes
 
 
 def simulate_swf(path, policy: str = "easy", *, procs: int | None = None, strict: bool = False,

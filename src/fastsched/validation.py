@@ -5,12 +5,12 @@ import numpy as np
 
 from .cluster import Cluster
 from .errors import InputError, UnsupportedError
-from .jobs import JobTable
+from .jobs import MAX_TIME, JobTable
 
 
 def check_basic(jobs: JobTable) -> None:
     """What every engine needs: unique ids, at least one node, a limit of at least
-    1 s, no negative runtime, submit time or request."""
+    1 s, no negative runtime, submit time or request, submit times up to MAX_TIME."""
     ids = np.sort(jobs.job_id)
     dup = ids[1:][ids[1:] == ids[:-1]]
     if len(dup):
@@ -19,6 +19,9 @@ def check_basic(jobs: JobTable) -> None:
     reject(jobs, jobs.time_limit < 1, "time_limit", "has time limit {v} s (at least 1 s needed)")
     reject(jobs, jobs.runtime < 0, "runtime", "has negative runtime {v}")
     reject(jobs, jobs.submit_time < 0, "submit_time", "has negative submit time {v}")
+    reject(jobs, jobs.submit_time > MAX_TIME, "submit_time",
+           f"has submit time {{v}}, beyond the latest accepted ({MAX_TIME} s; epoch "
+           "milliseconds?)")
     for name in ("gpus_per_node", "cpus_per_node", "mem_per_node"):
         reject(jobs, getattr(jobs, name) < 0, name, "asks for {v} " + name + " (negative)")
 

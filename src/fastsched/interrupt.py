@@ -1,0 +1,146 @@
+"""Stopping a compiled run when asked (Ctrl-C, SIGTERM), and watching it go.
+
+A compiled kernel never returns to the interpreter on its own, so Python's
+signal handlers cannot run while it does. Long kernels therefore run in a
+worker thread with the GIL released (``nogil=True``) while the calling thread
+waits in short sleeps: that is where KeyboardInterrupt arrives. The two
+threads share a small *control* array (int64):
+
+* ``control[REQUEST]``: 0 = go on; :data:`STOP` = return as soon as the state
+  is consistent (the kernels poll it at every instant and every job of a pass);
+  :data:`PAUSE` = return at the next instant boundary, from which the run can
+  go on exactly as if it had never stopped (checkpoints use it).
+* ``control[NOW]`` / ``control[DONE]``: the simulated time and the number of
+  jobs finished so far, written by the kernel, read by progress bars.
+
+:func:`call` runs a kernel so; a stop request ends in :class:`Interrupted`.
+"""
+from __future__ import annotations
+
+import queue
+import signal
+import threading
+
+import numpy as np
+
+REQUEST, NOW, DONE = 0, 1, 2
+#: the worker threads' name
+KERNEL_THREAD = "fastsched-kernel"
+STOP, PAUSE = 1, 2
+
+#: how long the waiting thread sleeps between looks at the kernel (s)
+TICK = 0.1
+#: after a stop request, how long to wait for the kernel to return (s); a kernel
+#: still compiling cannot be stopped, and is left to end with the process
+GRACE = 2.0
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped on request (Ctrl-C, SIGTERM) before it finished.
+
+    ``at``: the simulated time reached (None if unknown); ``done``: the jobs
+    finished by then; ``signum``: the signal that asked (SIGINT unless told).
+    No result is returned: what the run had produced is dropped, never
+    presented as whole. A KeyboardInterrupt (not an Exception), so code that
+    handles Ctrl-C keeps working and ``except Exception`` does not swallow it.
+    """
+
+    def __init__(self, at=None, done=None, signum: int = signal.SIGINT):
+        self.at, self.done, self.signum = at, done, signum
+        where = "" if at is None else f" at simulated time {at:,}"
+        jobs = "" if done is None else f" after {done:,} jobs"
+        super().__init__(f"interrupted{where}{jobs}")
+
+
+def new_control() -> np.ndarray:
+    """A fresh control array (go on; nothing done yet)."""
+    return np.zeros(4, dtype=np.int64)
+
+
+def call(kernel, *args, control: np.ndarray, tick=None):
+    """``kernel(*args)`` in a worker thread; returns its result.
+
+    ``tick()`` (e.g. a progress bar's refresh) is called every :data:`TICK`
+    seconds while it runs, and once when it has returned. On KeyboardInterrupt (or a signal turned into one by
+    :func:`signals_interrupt`) the kernel is asked to stop and
+    :class:`Interrupted` is raised, carrying the simulated time and jobs done.
+    The kernel's own exceptions are re-raised here.
+    """
+    out = {}
+    finished = threading.Event()
+    try:
+        _worker().tasks.put((kernel, args, out, finished))
+        while not finished.wait(TICK):
+            if tick is not None:
+                tick()
+        if tick is not None:
+            tick()
+    except KeyboardInterrupt as e:
+        control[REQUEST] = STOP
+        finished.wait(GRACE)
+        raise interrupted(control, e) from None
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+class _Worker:
+    """A thread that runs kernels handed to it, one at a time (starting a thread
+    per call would cost ~0.1 ms of CPU: the event loop may be called per
+    PriorityCalcPeriod, tens of thousands of times)."""
+
+    def __init__(self):
+        self.tasks = queue.SimpleQueue()
+        self.busy = False
+        threading.Thread(target=self._serve, name=KERNEL_THREAD, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            kernel, args, out, finished = self.tasks.get()
+            self.busy = True
+            try:
+                out["value"] = kernel(*args)
+            except BaseException as e:      # handed to the calling thread
+                out["error"] = e
+            finally:
+                self.busy = False
+                finished.set()
+
+
+_workers = threading.local()        # one worker per calling thread: callers never queue
+_all_workers: list = []
+
+
+def _worker() -> _Worker:
+    w = getattr(_workers, "worker", None)
+    if w is None:
+        w = _workers.worker = _Worker()
+        _all_workers.append(w)
+    return w
+
+
+def kernel_running() -> bool:
+    """True while some kernel still runs (e.g. one that was compiling when asked to stop)."""
+    return any(w.busy for w in _all_workers)
+
+
+def interrupted(control: np.ndarray, cause: KeyboardInterrupt) -> Interrupted:
+    """The Interrupted for a run whose control array is ``control``."""
+    if isinstance(cause, Interrupted):
+        return cause
+    return Interrupted(int(control[NOW]) if control[NOW] else None, int(control[DONE]),
+                       getattr(cause, "signum", signal.SIGINT))
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered like Ctrl-C."""
+
+    signum = signal.SIGTERM
+
+
+def signals_interrupt() -> None:
+    """Make SIGTERM stop a run as Ctrl-C does (the CLI calls this once)."""
+    def handler(signum, frame):
+        raise _Terminated()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)

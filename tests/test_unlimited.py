@@ -1,0 +1,83 @@
+"""Unlimited time limits and real epoch times: every engine plans them, none overflows.
+
+Slurm's UNLIMITED limit arrives as any huge number (``2**63 - 1`` from a CSV, a
+reader's sentinel); the engines' own "never" is ``2**62``, so a submit time plus
+such a limit used to overflow it (segfaults, endless loops, false "Dependency").
+"""
+import numpy as np
+import pytest
+
+import fastsched as fs
+from fastsched import Cluster, InputError, JobRequest, JobTable, Scheduler, simulate, verify
+from fastsched.jobs import MAX_TIME, UNLIMITED
+
+POLICIES = ("fcfs", "easy", "conservative")
+HUGE = [2**63 - 1, 2**62, 2**62 - 1, UNLIMITED + 1]
+EPOCH = 1_700_000_000
+
+
+def gpu_cluster():
+    """One 4-GPU node: jobs of 2 or 3 GPUs take part of it, so the node engine runs."""
+    return Cluster.homogeneous(1, cpus=8, gpus=4, mem_mb=1000)
+
+
+def jobs(limits, runtimes, gpus=1, nodes=1, submit=EPOCH):
+    n = len(limits)
+    return JobTable.from_arrays(job_id=np.arange(1, n + 1), submit_time=submit + np.arange(n),
+                                time_limit=limits, runtime=runtimes, num_nodes=nodes,
+                                cpus_per_node=1, gpus_per_node=gpus)
+
+
+def test_limits_above_unlimited_are_stored_as_unlimited():
+    t = jobs([2**63 - 1, 5, UNLIMITED], [1, 1, 1])
+    assert t.time_limit.tolist() == [UNLIMITED, 5, UNLIMITED]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_node_engine_plans_unlimited_jobs_at_epoch_times(policy):
+    # two 2-GPU jobs at a time: the third waits for the first end, the fourth for the second
+    t = jobs(HUGE[:3] + [100], [50, 70, 30, 10], gpus=2)
+    r = simulate(gpu_cluster(), t, policy)
+    assert r.summary["engine"] == "nodes"
+    s = r.schedule
+    assert s.start_time.tolist() == [EPOCH, EPOCH + 1, EPOCH + 50, EPOCH + 71]
+    assert (s.end_time - s.start_time).tolist() == [50, 70, 30, 10]
+    verify(r.cluster, t, s, policy=None).raise_if_failed()
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_job_that_never_ends_runs_until_unlimited(policy):
+    t = jobs([2**63 - 1, 10], [2**63 - 1, 5], gpus=3)
+    r = simulate(gpu_cluster(), t, policy)
+    assert r.summary["engine"] == "nodes"
+    assert r.schedule.end_time.tolist() == [EPOCH + UNLIMITED, EPOCH + UNLIMITED + 5]
+    assert r.jobs["state"].tolist() == ["TIMEOUT", "COMPLETED"]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_pool_engine_plans_unlimited_jobs(policy):
+    t = jobs(HUGE, [5, 6, 7, 8], gpus=0)
+    r = simulate(Cluster.homogeneous(2), t, policy)
+    assert r.summary["engine"] == "pool"
+    assert r.schedule.start_time.tolist() == [EPOCH, EPOCH + 1, EPOCH + 5, EPOCH + 7]
+    verify(r.cluster, t, r.schedule, policy=policy).raise_if_failed()
+
+
+def test_conservative_reserves_behind_unlimited_jobs():
+    # one node, three unlimited jobs: reservations land UNLIMITED apart, no overflow
+    sched = Scheduler(gpu_cluster(), "conservative")
+    for k in range(3):
+        sched.submit(JobRequest(job_id=k + 1, submit_time=EPOCH, time_limit=2**63 - 1,
+                                runtime=60, num_nodes=1, gpus_per_node=3))
+    starts = sched.expected_start_times(now=EPOCH)["expected_start"]
+    assert starts.tolist() == [EPOCH, EPOCH + UNLIMITED, EPOCH + 2 * UNLIMITED]
+    decisions = sched.schedule(now=EPOCH)
+    sched.apply(decisions)
+    assert decisions.to_pandas()["outcome"].tolist() == ["start", "reserved", "reserved"]
+
+
+def test_submit_times_beyond_max_time_are_refused():
+    with pytest.raises(InputError, match="submit_time.*milliseconds"):
+        simulate(gpu_cluster(), jobs([10], [5], submit=1_700_000_000_000), "easy")
+    r = simulate(gpu_cluster(), jobs([10], [5], submit=MAX_TIME), "easy")
+    assert r.schedule.start_time.tolist() == [MAX_TIME]
