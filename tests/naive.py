@@ -280,3 +280,22 @@ def check_policy(jobs: list[NaiveJob], schedule: dict[int, tuple[int, int]], pro
         if not _fits(t, _window(j), plan, procs):
             found.add(("reservation_delayed", j.job_id))
     return sorted(found)
+
+
+# ---- per-job records: one hostlist per job, one job at a time ----
+
+def hostlists(names, offsets, nodes) -> list[str]:
+    """Each job's nodes as a Slurm hostlist: ``hostlist.compress`` job by job (what
+    ``fastsched.hostlist.compress_rows`` computes for all jobs at once)."""
+    from fastsched.hostlist import compress
+    return [compress([names[k] for k in nodes[offsets[i]:offsets[i + 1]]])
+            for i in range(len(offsets) - 1)]
+
+
+def gpu_id_lists(names, offsets, nodes, masks) -> list[str]:
+    """Each job's GPUs, ``results.format_gpu_ids`` job by job (``gpu_id_rows`` at once)."""
+    from fastsched.results import format_gpu_ids
+    if masks is None:
+        return [""] * (len(offsets) - 1)
+    return [format_gpu_ids(names, nodes[offsets[i]:offsets[i + 1]],
+                           masks[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)]

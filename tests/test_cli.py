@@ -81,6 +81,31 @@ def test_simulate_writes_csv_and_json(capsys, trace, tmp_path):
     assert isinstance(summary["semantics"], dict) and "queue_order" in summary["semantics"]
 
 
+@pytest.mark.parametrize("option, method", [("--jobs-out", "to_csv"),
+                                             ("--summary-json", "summary_json")])
+def test_interrupted_write_leaves_no_truncated_file(capsys, trace, tmp_path, monkeypatch,
+                                                    option, method):
+    from fastsched.results import SimulationResult
+    target = tmp_path / "out.csv.gz"
+
+    def write_then_fail(self, path):
+        with open(path, "w") as f:
+            f.write("job_id,submit_time\n1,")         # half a record
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(SimulationResult, method, write_then_fail)
+    assert run(capsys, "simulate", trace, option, target)[0] == 2
+    assert not target.exists()
+    target.write_text("old\n")
+    code, _, err = run(capsys, "simulate", trace, option, target)
+    assert code == 2 and "No space left on device" in err and str(target) in err
+    assert target.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv.gz", "tiny.swf"]
+    monkeypatch.undo()
+    assert run(capsys, "simulate", trace, option, target)[0] == 0
+    assert target.read_bytes() != b"old\n"
+
+
 def test_policies_differ(capsys, trace, tmp_path):
     for policy, expected in EXPECTED_STARTS.items():
         csv_path, json_path, _ = simulate_to(capsys, trace, tmp_path, policy)
@@ -339,6 +364,7 @@ def test_simulate_a_site_with_constraints_topology_and_limits(site, tmp_path, ca
     assert rows[1]["nodes"] in ("gpu[1-2]", "gpu[3-4]")     # one leaf switch
     assert int(rows[2]["start_time"]) == 100                # afterok:1
     assert rows[10]["state"] == "PENDING" and rows[10]["reason"] == "DependencyNeverSatisfied"
+    assert rows[10]["start_time"] == rows[10]["end_time"] == rows[10]["wait_time"] == ""
     tasks = sorted(int(rows[j]["start_time"]) for j in (3, 4, 5, 6))
     assert tasks[1] >= 55             # biology MaxJobs=1: one task at a time
     assert all(r["priority"] != "" for j, r in rows.items() if j != 10)

@@ -278,11 +278,12 @@ def test_simulate_records_constraints():
     result = simulate(_cluster(), jobs, "easy", dependencies=dp, partitions=pc,
                       priority=[1.0, 1.0, 5.0, 1.0])
     df = result.jobs
-    assert result.summary["engine"] == "nodes" and result.summary["not_started"] == 1
+    assert result.summary["engine"] == "nodes" and result.summary["never_started"] == 1
     assert list(df.state) == ["COMPLETED", "COMPLETED", "TIMEOUT", "PENDING"]
     assert list(df.reason) == ["", "", "", "DependencyNeverSatisfied"]
     assert list(df.partition) == ["a", "a", "b", ""]
-    assert list(df.start_time) == [0, 10, 0, -1]
+    assert df.start_time[:3].tolist() == [0, 10, 0]
+    assert df[["start_time", "end_time", "wait_time", "run_time"]].iloc[3].isna().all()
     assert df.priority.tolist()[:3] == [1.0, 1.0, 5.0]
 
 

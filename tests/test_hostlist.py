@@ -1,8 +1,11 @@
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import naive
 from fastsched.errors import InputError
-from fastsched.hostlist import compress, expand
+from fastsched.hostlist import compress, compress_rows, expand
+from fastsched.results import gpu_id_rows
 
 
 def test_expand_basic():
@@ -84,3 +87,71 @@ def test_roundtrip_property(names):
     assert sorted(set(expand(c))) == sorted(set(names))
     # the compressed form is canonical: compressing its expansion gives it back
     assert compress(expand(c)) == c
+
+
+# --------------------------------------------------------------------------- all rows at once
+
+cluster_names = st.lists(
+    st.tuples(st.sampled_from(["node", "gpu", "n", "r1n", ""]),
+              st.integers(min_value=0, max_value=120),
+              st.sampled_from([0, 2, 3]))
+    .map(lambda t: (f"{t[0]}{t[1]:0{t[2]}d}" if t[2] else f"{t[0]}{t[1]}") if t[0] or t[1]
+         else "login"),
+    min_size=1, max_size=40)
+
+
+numbered_names = st.tuples(st.integers(0, 120), st.integers(1, 40), st.sampled_from([0, 2, 3])).map(
+    lambda t: [f"n{i:0{t[2]}d}" if t[2] else f"n{i}" for i in range(t[0], t[0] + t[1])])
+
+
+@st.composite
+def allocations(draw):
+    """Node names (random, or numbered in index order as in a cluster) and rows of node
+    indices (any order with repeats, or ranges of indices as whole-node jobs get) in CSR
+    form."""
+    names = draw(cluster_names | numbered_names)
+    n = len(names)
+    index_range = st.tuples(st.integers(0, n - 1), st.integers(1, n)).map(
+        lambda t: list(range(t[0], min(n, t[0] + t[1]))))
+    rows = draw(st.lists(st.lists(st.integers(0, n - 1), max_size=12) | index_range,
+                         max_size=8))
+    offsets = np.cumsum([0] + [len(r) for r in rows])
+    return names, offsets, np.array([k for r in rows for k in r], dtype=np.int64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(allocations())
+def test_compress_rows_equals_compress_row_by_row(case):
+    names, offsets, nodes = case
+    assert compress_rows(names, offsets, nodes).tolist() == naive.hostlists(names, offsets, nodes)
+
+
+def test_compress_rows_hand_worked():
+    names = ["n01", "n9", "n10", "n11", "login", "n02", "x007"]
+    offsets = [0, 3, 3, 7, 9]
+    nodes = [2, 1, 3,   5, 4, 0, 4,   6, 6]
+    # row 0: no padded 2-digit name, so n10-n11 share n9's unpadded group;
+    # row 2: n01/n02 are padded to 2 digits, and then n10 would join them
+    assert compress_rows(names, offsets, nodes).tolist() == [
+        "n[9-11]", "", "n[01-02],login", "x007"]
+    assert compress_rows(names, [0, 2], [0, 2]).tolist() == ["n[01,10]"]
+
+
+def test_compress_rows_long_numbers_and_bad_names():
+    names = ["a" + "1" * 20, "a" + "1" * 19 + "2", "b[1]"]
+    assert compress_rows(names, [0, 2], [0, 1]).tolist() == [compress(names[:2])]
+    with pytest.raises(InputError, match="bad host name"):
+        compress_rows(names, [0, 1], [2])
+    assert compress_rows(names, [0, 0, 0], []).tolist() == ["", ""]
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=allocations(), data=st.data())
+def test_gpu_id_rows_equals_format_gpu_ids(case, data):
+    names, offsets, nodes = case
+    masks = np.array(data.draw(st.lists(st.integers(0, 2**64 - 1), min_size=len(nodes),
+                                        max_size=len(nodes))), dtype=np.uint64)
+    masks[::3] = 0                                     # nodes without GPUs are left out
+    assert gpu_id_rows(names, offsets, nodes, masks).tolist() == \
+        naive.gpu_id_lists(names, offsets, nodes, masks)
+    assert gpu_id_rows(names, offsets, nodes, None).tolist() == [""] * (len(offsets) - 1)

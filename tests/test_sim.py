@@ -36,9 +36,10 @@ def test_jobs_frame_columns_and_dtypes():
         "time_limit", "state", "num_nodes", "procs", "gpus", "nodes", "gpu_ids"]
     assert len(df) == 4
     assert (df["gpu_ids"] == "").all()                     # an SWF machine has no GPUs
-    for col in ("job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time",
-                "time_limit", "procs", "gpus"):
+    for col in ("job_id", "submit_time", "time_limit", "procs", "gpus"):
         assert df[col].dtype == np.int64, col
+    for col in ("start_time", "end_time", "wait_time", "run_time"):  # NA: never started
+        assert df[col].dtype == "Int64", col
     assert pd.api.types.is_integer_dtype(df["num_nodes"])
     for col in ("state", "nodes"):
         assert pd.api.types.is_string_dtype(df[col]) or df[col].dtype == object, col
@@ -129,6 +130,12 @@ def test_summary_hand_worked():
     assert s["max_wait"] == 17
     assert s["avg_bounded_slowdown"] == pytest.approx(np.mean(bsld)) == pytest.approx(1.5)
     assert s["makespan"] == 24
+    jct = waits + runs                                     # end - submit: [10, 19, 3, 21]
+    assert s["avg_jct"] == pytest.approx(13.25)
+    assert s["median_jct"] == pytest.approx(14.5)
+    assert s["p95_jct"] == pytest.approx(np.percentile(jct, 95)) == pytest.approx(20.7)
+    assert s["p99_jct"] == pytest.approx(20.94)
+    assert s["never_started"] == 0
     node_seconds = 3 * 10 + 4 * 10 + 1 * 3 + 2 * 4
     assert s["utilisation"] == pytest.approx(node_seconds / (4 * 24)) == pytest.approx(0.84375)
     assert isinstance(s["sim_seconds"], float) and s["sim_seconds"] >= 0

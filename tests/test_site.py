@@ -77,7 +77,7 @@ def test_a_job_over_a_per_job_limit_stays_pending_with_the_reason():
     df = result.jobs
     assert list(df.state) == ["COMPLETED", "PENDING"]
     assert df.reason[1] == "QOSMaxWallDurationPerJobLimit"
-    assert result.summary["not_started"] == 1
+    assert result.summary["never_started"] == 1
 
 
 def test_priority_tier_goes_first():

@@ -17,15 +17,23 @@ from .interrupt import Interrupted, kernel_running, signals_interrupt
 from .policies import POLICIES
 
 SUMMARY_ROWS = [
-    ("jobs", "jobs", "{:,}"), ("skipped", "skipped", "{:,}"), ("timeouts", "killed at limit", "{:,}"),
+    ("jobs", "jobs", "{:,}"), ("skipped", "skipped", "{:,}"),
+    ("never_started", "never started", "{:,}"), ("timeouts", "killed at limit", "{:,}"),
     ("avg_wait", "avg wait (s)", "{:,.1f}"), ("median_wait", "median wait (s)", "{:,.1f}"),
-    ("max_wait", "max wait (s)", "{:,}"), ("avg_bounded_slowdown", "avg bounded slowdown", "{:,.2f}"),
-    ("utilisation", "utilisation (nodes)", "{:.2%}"),
+    ("max_wait", "max wait (s)", "{:,}"),
+    ("avg_jct", "avg job completion time (s)", "{:,.1f}"),
+    ("median_jct", "median job completion time (s)", "{:,.1f}"),
+    ("p95_jct", "p95 job completion time (s)", "{:,.1f}"),
+    ("p99_jct", "p99 job completion time (s)", "{:,.1f}"),
+    ("avg_bounded_slowdown", "avg bounded slowdown", "{:,.2f}"),
+    ("utilisation", "node utilisation (nodes in use)", "{:.2%}"),
+    ("cpu_utilisation", "CPU utilisation", "{:.2%}"),
     ("gpu_utilisation", "GPU utilisation", "{:.2%}"),
     ("gpu_fragmentation", "free GPUs stranded on partly used nodes", "{:.2%}"),
     ("makespan", "makespan (s)", "{:,}"),
     ("engine", "engine", "{}"),
     ("passes", "scheduling passes", "{:,}"), ("sim_seconds", "simulation wall time (s)", "{:.4f}"),
+    ("compile_seconds", "engine compile/load time (s)", "{:.2f}"),
 ]
 
 
@@ -333,10 +341,11 @@ def _cmd_simulate(args) -> int:
         print(f"placement: {p['mean_groups_spanned']:.2f} leaf groups spanned per job "
               f"(p95 {p['p95_groups_spanned']:.0f}); {p['multi_node_single_group_share']:.1%} "
               f"of {p['multi_node_jobs']:,} multi-node jobs on one leaf")
-    if result.summary.get("not_started"):
-        reasons = result.jobs.loc[result.jobs.state.isin(["PENDING", "REJECTED"]), "reason"]
-        print(f"never started: {result.summary['not_started']:,} job(s): " + ", ".join(
-            f"{r} {c}" for r, c in reasons.value_counts().items()))
+    if result.summary.get("never_started") and result.partition is not None:
+        import pandas as pd
+        reasons = pd.Series(result.reasons()[result.schedule.start_time < 0]).value_counts()
+        print(f"never started: {result.summary['never_started']:,} job(s): " + ", ".join(
+            f"{r} {c}" for r, c in reasons.items()))
     if args.topology is None and workload is not None and workload.exclusive_topo.any():
         print(f"note: {int(workload.exclusive_topo.sum()):,} job(s) ask for --exclusive=topo, "
               "which needs --topology: ignored")
@@ -439,9 +448,20 @@ def _cmd_bench(args) -> int:
 
 
 def _write(writer, path) -> None:
-    """Run ``writer(path)``; name the path in the error (pandas' OSErrors do not)."""
+    """Run ``writer`` on a temporary file beside ``path``, then rename it to ``path``, so
+    an interrupted or failed write leaves the old file (or none), never a truncated one.
+    Errors name the path (pandas' OSErrors do not)."""
+    import shutil
+    import tempfile
+    folder, name = os.path.split(os.path.abspath(path))
     try:
-        writer(path)
+        # the same name in a private folder: the suffix still picks the compression
+        scratch = tempfile.mkdtemp(prefix=".fastsched-", dir=folder)
+        try:
+            writer(os.path.join(scratch, name))
+            os.replace(os.path.join(scratch, name), path)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     except OSError as e:
         raise InputError(f"cannot write: {e.strerror or e}", file=path) from None
 

@@ -9,6 +9,34 @@ from .jobs import JobTable
 from .schedule import Schedule
 
 
+def busy_node_seconds(schedule: Schedule, exclusive: bool = False) -> int:
+    """Node-seconds during which a node held at least one job.
+
+    Per node, the length of the union of its jobs' [start, end) intervals, so
+    jobs sharing a node count it once. ``exclusive``: no two jobs ever share a
+    node (whole-node allocation), so the union is the plain sum.
+    """
+    counts = np.diff(schedule.alloc_offsets)
+    run = (schedule.end_time - schedule.start_time).clip(min=0)
+    if exclusive:
+        return int(np.dot(counts, run))
+    job_of = np.repeat(np.arange(len(counts)), counts)
+    start, end = schedule.start_time[job_of], schedule.end_time[job_of]
+    keep = end > start
+    if not keep.any():
+        return 0
+    start, end = start[keep], end[keep]
+    first, span = start.min(), int(end.max() - start.min()) + 1
+    # each node gets its own key range, so sorted keys group by node and a
+    # running max of ends never carries over from one node to the next
+    base = schedule.alloc_nodes[keep].astype(np.int64) * span - first
+    order = np.argsort(base + start, kind="stable")
+    lo, hi = (base + start)[order], (base + end)[order]
+    reach = np.maximum.accumulate(hi)                 # furthest end covered so far
+    covered_before = np.concatenate(([lo[0]], reach[:-1]))
+    return int(np.maximum(hi - np.maximum(lo, covered_before), 0).sum())
+
+
 def gpu_fragmentation(cluster: Cluster, jobs: JobTable, schedule: Schedule) -> float | None:
     """Share of free GPU-time stranded on partly used nodes.
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .cluster import Cluster
 from .jobs import JobTable
-from .metrics import gpu_fragmentation
+from .metrics import busy_node_seconds, gpu_fragmentation
 from .constraints import CAPS, csr_take
 from .schedule import Schedule
 
@@ -57,27 +57,34 @@ class SimulationResult:
 
     @cached_property
     def jobs(self):
-        """One record per job, as a pandas DataFrame (columns: ``RECORD_COLUMNS``)."""
+        """One record per job, as a pandas DataFrame (columns: ``RECORD_COLUMNS``).
+
+        Times are nullable integers: a job that never started has no start, end,
+        wait or run time (empty in CSV)."""
         import pandas as pd
-        from .hostlist import compress
+        from .hostlist import compress_rows
         w, s = self.workload, self.schedule
         names = self.cluster.node_names
-        hostlists = [compress([names[k] for k in s.nodes_of(i)]) for i in range(len(s))]
-        gpu_ids = [format_gpu_ids(names, s.nodes_of(i), s.gpus_of(i)) for i in range(len(s))]
+        started = s.start_time >= 0
+
+        def times(values):                  # missing (NA) where the job never started
+            return pd.arrays.IntegerArray(np.where(started, values, 0).astype(np.int64),
+                                          ~started)
+
         return pd.DataFrame({
             "job_id": s.job_id,
             "submit_time": w.submit_time,
-            "start_time": s.start_time,
-            "end_time": s.end_time,
-            "wait_time": s.start_time - w.submit_time,
-            "run_time": s.end_time - s.start_time,
+            "start_time": times(s.start_time),
+            "end_time": times(s.end_time),
+            "wait_time": times(s.start_time - w.submit_time),
+            "run_time": times(s.end_time - s.start_time),
             "time_limit": w.time_limit,
             "state": self.states(),
             "num_nodes": w.num_nodes,
             "procs": w.num_nodes.astype(np.int64) * w.cpus_per_node,
             "gpus": w.num_nodes.astype(np.int64) * w.gpus_per_node,
-            "nodes": hostlists,
-            "gpu_ids": gpu_ids,
+            "nodes": compress_rows(names, s.alloc_offsets, s.alloc_nodes),
+            "gpu_ids": gpu_id_rows(names, s.alloc_offsets, s.alloc_nodes, s.alloc_gpu_mask),
             **self._constraint_columns(),
         })
 
@@ -184,6 +191,25 @@ def _kept_offsets(offsets: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return out
 
 
+def gpu_id_rows(names, offsets, nodes, masks) -> np.ndarray:
+    """:func:`format_gpu_ids` of every job of a CSR allocation (``masks``: uint64 per
+    entry, or None: no GPUs), with array operations: an object array of str."""
+    from .hostlist import compress_numbers, join_rows
+    rows = len(offsets) - 1
+    if masks is None or not masks.any():
+        return np.full(rows, "", dtype=object)
+    row = np.repeat(np.arange(rows), np.diff(offsets))
+    held = masks != 0
+    row, nodes, masks = row[held], nodes[held], masks[held]
+    kinds, kind = np.unique(masks, return_inverse=True)       # few distinct GPU sets
+    indices = np.array([compress_numbers(_indices(m)) for m in kinds.tolist()], dtype=object)
+    lead = np.ones(len(row), dtype=bool)
+    lead[1:] = row[1:] != row[:-1]
+    tokens = (np.where(lead, "", ",").astype(object) + np.asarray(names, dtype=object)[nodes]
+              + "(IDX:" + indices[kind] + ")")
+    return join_rows(tokens, row, rows)
+
+
 def format_gpu_ids(names, nodes, gpus) -> str:
     """GPU indices per node, as ``scontrol show job -d`` shows them: ``gpu001(IDX:0-3)``.
 
@@ -202,9 +228,17 @@ def _indices(gpus) -> list[int]:
     return [k for k in range(m.bit_length()) if (m >> k) & 1]
 
 
-def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule) -> dict:
-    """Metrics of a finished schedule, over the jobs that started (``not_started``
-    counts the others: held by a limit or a dependency forever, or rejected)."""
+def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule, *,
+              exclusive: bool = False) -> dict:
+    """Metrics of a finished schedule, over the jobs that started (``never_started``
+    counts the others: held by a limit or a dependency forever, or rejected).
+
+    Utilisations are shares of [first submit, last end): ``utilisation``, of
+    node-time with at least one job on the node (jobs sharing a node count it
+    once); ``cpu_utilisation`` / ``gpu_utilisation``, of CPU-/GPU-time
+    allocated. JCT (job completion time) = end - submit. ``exclusive``: no two
+    jobs ever share a node (the pool engine), which makes node time a plain sum.
+    """
     started = schedule.start_time >= 0
     if not started.all():
         sub = Schedule(job_id=schedule.job_id[started], start_time=schedule.start_time[started],
@@ -212,35 +246,46 @@ def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule) -> dict:
                        alloc_offsets=_kept_offsets(schedule.alloc_offsets, started),
                        alloc_nodes=schedule.alloc_nodes,
                        alloc_gpu_mask=schedule.alloc_gpu_mask)
-        out = summarize(cluster, workload.take(started), sub)
-        out["jobs"] = len(workload)
-        out["not_started"] = int((~started).sum())
+        out = summarize(cluster, workload.take(started), sub, exclusive=exclusive)
+        out.update(jobs=len(workload), never_started=int((~started).sum()))
         return out
     n = len(workload)
     if n == 0:
-        return {"jobs": 0}
+        return {"jobs": 0, "never_started": 0}
     wait = (schedule.start_time - workload.submit_time).astype(np.float64)
     run = (schedule.end_time - schedule.start_time).astype(np.float64)
-    bsld = np.maximum((wait + run) / np.maximum(run, BSLD_TAU), 1.0)
+    jct = wait + run
+    bsld = np.maximum(jct / np.maximum(run, BSLD_TAU), 1.0)
     first, last = int(workload.submit_time.min()), int(schedule.end_time.max())
     makespan = last - first
-    node_seconds = float(np.dot(workload.num_nodes.astype(np.float64), run))
-    capacity = float(cluster.num_nodes) * makespan
-    total_gpus = float(cluster.gpus.sum())
-    gpu_seconds = float(np.dot((workload.num_nodes.astype(np.float64)
-                                * workload.gpus_per_node), run))
+    nodes_per_job = workload.num_nodes.astype(np.float64)
+    cpu_seconds = float(np.dot(nodes_per_job * workload.cpus_per_node, run))
+    gpu_seconds = float(np.dot(nodes_per_job * workload.gpus_per_node, run))
+    p95_jct, p99_jct = np.percentile(jct, [95, 99])
     return {
         "jobs": n,
+        "never_started": 0,
         "timeouts": int((workload.runtime > workload.time_limit).sum()),
         "avg_wait": float(wait.mean()),
         "median_wait": float(np.median(wait)),
         "max_wait": int(wait.max()),
+        "avg_jct": float(jct.mean()),
+        "median_jct": float(np.median(jct)),
+        "p95_jct": float(p95_jct),
+        "p99_jct": float(p99_jct),
         "avg_bounded_slowdown": float(bsld.mean()),
-        "utilisation": node_seconds / capacity if capacity > 0 else 0.0,
-        "gpu_utilisation": (gpu_seconds / (total_gpus * makespan)
-                            if total_gpus > 0 and makespan > 0 else None),
+        "utilisation": _share(busy_node_seconds(schedule, exclusive), cluster.num_nodes, makespan),
+        "cpu_utilisation": _share(cpu_seconds, float(cluster.cpus.sum()), makespan),
+        "gpu_utilisation": _share(gpu_seconds, float(cluster.gpus.sum()), makespan),
         "gpu_fragmentation": gpu_fragmentation(cluster, workload, schedule),
         "makespan": makespan,
         "first_submit": first,
         "last_end": last,
     }
+
+
+def _share(used: float, capacity: float, makespan: int) -> float | None:
+    """``used`` resource-seconds over ``capacity`` x ``makespan`` (None: no such resource)."""
+    if capacity <= 0:
+        return None
+    return used / (capacity * makespan) if makespan > 0 else 0.0

@@ -617,7 +617,7 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
 def schedule_from_frame(cluster: Cluster, df) -> Schedule:
     """A :class:`Schedule` from a DataFrame with columns job_id, start_time, end_time
     and nodes (a Slurm hostlist of names in ``cluster.node_names``; "" or missing
-    for none). Missing start/end times become -1. An optional ``planning``
+    for none). Missing start/end times (NaN, NA or "") become -1. An optional ``planning``
     column (one value: "counts" or "nodes") is :attr:`Schedule.planning`."""
     from .hostlist import expand
 
@@ -628,6 +628,8 @@ def schedule_from_frame(cluster: Cluster, df) -> Schedule:
 
     def times(col):
         v = df[col].to_numpy()
+        if v.dtype == object:             # a CSV read as text: "" = never started
+            v = np.where(v == "", np.nan, v)
         try:
             f = np.asarray(v, dtype=np.float64)
         except (TypeError, ValueError):
