@@ -81,3 +81,24 @@ def test_submit_times_beyond_max_time_are_refused():
         simulate(gpu_cluster(), jobs([10], [5], submit=1_700_000_000_000), "easy")
     r = simulate(gpu_cluster(), jobs([10], [5], submit=MAX_TIME), "easy")
     assert r.schedule.start_time.tolist() == [MAX_TIME]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_cli_replays_a_workload_csv_with_unlimited_limits(tmp_path, policy, capsys):
+    """The CSV spelling of UNLIMITED (int64's largest value) at real epoch times."""
+    import pandas as pd
+    from fastsched.cli import main
+    cluster = fs.ai_cluster("ai-8k")
+    path = tmp_path / "w.csv"
+    fs.write_workload(fs.ai_mix(cluster, 200, seed=5), cluster, path)
+    frame = pd.read_csv(path)
+    frame["time_limit"] = frame["time_limit"].astype("int64")
+    frame.loc[::3, "time_limit"] = 2**63 - 1
+    frame["submit_time"] += EPOCH
+    frame.to_csv(path, index=False)
+    out = tmp_path / "jobs.csv"
+    assert main(["simulate", str(path), "--cluster", "ai-8k", "--policy", policy,
+                 "--jobs-out", str(out), "--no-progress"]) == 0
+    jobs = pd.read_csv(out)
+    assert len(jobs) == 200 and (jobs["start_time"] >= EPOCH).all()
+    assert (jobs["state"] != "PENDING").all()

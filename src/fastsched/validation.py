@@ -14,9 +14,10 @@ from .jobs import MAX_TIME, JobTable
 MAX_NODES = 1 << 24
 #: jobs of a workload or trace, and any other count (int32 job rows and columns)
 MAX_COUNT = (1 << 31) - 1
-#: any time, time limit or duration in seconds (~35,000 years): submit + limit and every
-#: sum of times the engine forms stay far below its 2^62 "infinity" and int64
-MAX_SECONDS = 1 << 40
+#: any time or duration in seconds an input may give (~35,000 years): submit + limit and
+#: every sum of times the engine forms stay far below its 2^62 "infinity" and int64
+#: (time limits beyond jobs.UNLIMITED are unlimited, not errors)
+MAX_SECONDS = MAX_TIME
 #: memory per node in MB (an exabyte)
 MAX_MEMORY_MB = 1 << 40
 #: processes one local ``fastsched run`` may start (each is a fork)

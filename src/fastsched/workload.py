@@ -536,8 +536,10 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
 
 
 #: column -> largest value a row may give (larger ones cannot be stored or would overflow
-#: the engine's time arithmetic; see fastsched.validation)
-_MAXIMA = {"submit_time": MAX_SECONDS, "time_limit": MAX_SECONDS, "runtime": MAX_SECONDS,
+#: the engine's time arithmetic; see fastsched.validation). Time limits and runtimes have
+#: none: a limit beyond jobs.UNLIMITED (2**63 - 1, say) is unlimited, and a job runs
+#: at most its limit.
+_MAXIMA = {"submit_time": MAX_SECONDS,
            "num_nodes": MAX_COUNT, "gpus_per_node": MAX_COUNT, "cpus_per_node": MAX_COUNT,
            "mem_per_node": MAX_MEMORY_MB}
 
