@@ -488,3 +488,30 @@ def test_check_with_a_truncated_gz_schedule_is_an_input_error(capsys, trace, tmp
     bad.write_bytes(gzip.compress(b"job_id,start_time\n" * 50)[:30])
     code, _, err = run(capsys, "check", bad, "--trace", trace)
     assert code == 2 and f"{bad}: not a jobs CSV" in err
+
+
+def test_check_neither_passes_nor_fails_a_policy_the_schedule_was_not_planned_under(
+        tmp_path, capsys):
+    """A node-engine schedule (concrete-node reservations) of an SWF trace: check
+    says the conservative rules were NOT CHECKED and exits 3; a pool-engine one is
+    checked (exit 0). The model travels in the records' planning column."""
+    import gzip
+    from fastsched.swf import bundled_trace
+    with gzip.open(bundled_trace("KTH-SP2"), "rt") as f:
+        lines = f.read().splitlines()
+    header = [ln for ln in lines if ln.startswith(";")]
+    body = [ln for ln in lines if ln.strip() and not ln.startswith(";")][:1500]
+    trace = tmp_path / "kth.swf"
+    trace.write_text("\n".join(header + body) + "\n")
+    for extra, planning, status, said in ((["--window", "1000000000"], "nodes", 3,
+                                           "NOT CHECKED: conservative"),
+                                          ([], "counts", 0, "conservative")):
+        out = tmp_path / f"{planning}.csv"
+        assert main(["simulate", str(trace), "--policy", "conservative", "--no-progress",
+                     "--jobs-out", str(out), *extra]) == 0
+        with open(out) as f:
+            assert {r["planning"] for r in csv.DictReader(f)} == {planning}
+        capsys.readouterr()
+        assert main(["check", str(out), "--trace", str(trace),
+                     "--policy", "conservative"]) == status
+        assert said in capsys.readouterr().out

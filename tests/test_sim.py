@@ -33,7 +33,7 @@ def test_jobs_frame_columns_and_dtypes():
     assert isinstance(df, pd.DataFrame)
     assert list(df.columns) == RECORD_COLUMNS == [
         "job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time",
-        "time_limit", "state", "num_nodes", "procs", "gpus", "nodes", "gpu_ids"]
+        "time_limit", "state", "num_nodes", "procs", "gpus", "nodes", "gpu_ids", "planning"]
     assert len(df) == 4
     assert (df["gpu_ids"] == "").all()                     # an SWF machine has no GPUs
     for col in ("job_id", "submit_time", "time_limit", "procs", "gpus"):

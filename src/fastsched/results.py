@@ -21,8 +21,11 @@ from .schedule import Schedule
 BSLD_TAU = 10
 
 #: columns of the per-job records, in CSV order
+#: (``planning``: the reservation model the schedule was planned with, counts or nodes,
+#: so that ``fastsched check`` judges it by the right rules)
 RECORD_COLUMNS = ["job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time",
-                  "time_limit", "state", "num_nodes", "procs", "gpus", "nodes", "gpu_ids"]
+                  "time_limit", "state", "num_nodes", "procs", "gpus", "nodes", "gpu_ids",
+                  "planning"]
 #: extra columns of node-engine runs: where each job ran, why a job never
 #: started (squeue's reason), the priority it started with (NaN: none given)
 CONSTRAINT_COLUMNS = ["partition", "reason", "priority"]
@@ -85,6 +88,8 @@ class SimulationResult:
             "gpus": w.num_nodes.astype(np.int64) * w.gpus_per_node,
             "nodes": compress_rows(names, s.alloc_offsets, s.alloc_nodes),
             "gpu_ids": gpu_id_rows(names, s.alloc_offsets, s.alloc_nodes, s.alloc_gpu_mask),
+            "planning": pd.Categorical.from_codes(np.zeros(len(s), dtype=np.int8),
+                                                  [s.planning or ""]),
             **self._constraint_columns(),
         })
 

@@ -663,7 +663,9 @@ def schedule_from_frame(cluster: Cluster, df) -> Schedule:
 def _planning(df) -> str | None:
     if "planning" not in df.columns or len(df) == 0:
         return None
-    values = set(df["planning"].astype(str))
+    values = set(df["planning"].astype(str)) - {"", "nan"}
+    if not values:
+        return None
     if len(values) != 1 or not values <= {"counts", "nodes"}:
         raise InputError(f"column 'planning' must hold one value, 'counts' or 'nodes'; got "
                          f"{sorted(values)[:3]}", field="planning")
