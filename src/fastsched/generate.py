@@ -253,7 +253,8 @@ def add_generate_parser(sub) -> None:
     """Add ``generate cluster``, ``workload`` and ``config`` to the CLI's subparsers."""
     g = sub.add_parser("generate", help="write a standard cluster (slurm.conf), workload (CSV) "
                        "or the example site configuration",
-                       description="Write the standard inputs of the benchmarks (benchmarks/RESULTS.md) "
+                       description="Write the standard inputs of the benchmarks "
+                       "(benchmarks/RESULTS.md) "
                        "and examples: a cluster as slurm.conf + topology.conf + gres.conf, a "
                        "seeded ai-mix workload as CSV, or the example site configuration.")
     from .argtypes import non_negative_int, positive_float, seed

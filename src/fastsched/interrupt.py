@@ -61,9 +61,10 @@ def call(kernel, *args, control: np.ndarray, tick=None):
     """``kernel(*args)`` in a worker thread; returns its result.
 
     ``tick()`` (e.g. a progress bar's refresh) is called every :data:`TICK`
-    seconds while it runs, and once when it has returned. On KeyboardInterrupt (or a signal turned into one by
-    :func:`signals_interrupt`) the kernel is asked to stop and
-    :class:`Interrupted` is raised, carrying the simulated time and jobs done.
+    seconds while it runs, and once when it has returned. On KeyboardInterrupt
+    (or a signal turned into one by :func:`signals_interrupt`) the kernel is
+    asked to stop and :class:`Interrupted` is raised, carrying the simulated
+    time and jobs done.
     The kernel's own exceptions are re-raised here.
     """
     out = {}

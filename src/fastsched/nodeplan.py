@@ -1591,19 +1591,20 @@ class _EventLoop:
         runs (:mod:`fastsched.interrupt`). Raises Interrupted on Ctrl-C: the loop
         is then cut mid-pass and cannot go on."""
         W, Rs, control = self.W, self.Rs, self.control
-        out = _call(_run, np.int64(t_stop), self.sc, self.res, self.window, self.submit, self.limit, self.runtime, self.nn,
-                   self.rg, self.rc, self.rm, self.pc_off, self.pc_part, self.pc_type,
-                   self.offsets, *self.types, self.capG, self.capC, self.capM, self.poff,
-                   self.pflat, self.policy, self.depth, self.rank, self.ch_off, self.ch_job,
-                   self.ch_kind, self.pend, self.never, self.arrived, self.eligible, self.jg_off,
-                   self.jg, self.caps, self.gusage, self.reason, self.part_used, self.start,
-                   self.end, self.planned, self.alloc_nodes, self.alloc_mask, self.fg, self.fc,
-                   self.fm, self.fmask, *W, self.wo, self.wlen, self.wcap, self.wst, Rs[0],
-                   Rs[1], Rs[2],
-                   Rs[3], Rs[4], self.rlen, self.tcount, self.queue, self.evk,
-                   self.evj, self.chosen, self.trial, self.newly, *self.topo,
-                   np.int64(_INDEX_AFTER), self.pbits, *self.excl, control,
-                   control=control, tick=None if tick is None else (lambda: tick(control)))
+        out = _call(_run, np.int64(t_stop), self.sc, self.res, self.window, self.submit,
+                    self.limit, self.runtime, self.nn,
+                    self.rg, self.rc, self.rm, self.pc_off, self.pc_part, self.pc_type,
+                    self.offsets, *self.types, self.capG, self.capC, self.capM, self.poff,
+                    self.pflat, self.policy, self.depth, self.rank, self.ch_off, self.ch_job,
+                    self.ch_kind, self.pend, self.never, self.arrived, self.eligible, self.jg_off,
+                    self.jg, self.caps, self.gusage, self.reason, self.part_used, self.start,
+                    self.end, self.planned, self.alloc_nodes, self.alloc_mask, self.fg, self.fc,
+                    self.fm, self.fmask, *W, self.wo, self.wlen, self.wcap, self.wst, Rs[0],
+                    Rs[1], Rs[2],
+                    Rs[3], Rs[4], self.rlen, self.tcount, self.queue, self.evk,
+                    self.evj, self.chosen, self.trial, self.newly, *self.topo,
+                    np.int64(_INDEX_AFTER), self.pbits, *self.excl, control,
+                    control=control, tick=None if tick is None else (lambda: tick(control)))
         self.W, self.Rs = list(out[:4]), list(out[4:])
 
     def profile(self, x: int):
@@ -2093,20 +2094,21 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
                      fg, fc, fm) if n else 0
     if n:
         control = new_control()
-        nst = _call(_pass, np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), code, np.int64(depth),
-              bool(full), res, win, limit, limit, nn, q(pending.gpus_per_node),
-              q(pending.cpus_per_node), q(pending.mem_per_node), pc_off,
-              pc_part.astype(np.int64), pc_type, offsets[:-1].copy(),
-              *[np.ascontiguousarray(types[:, k]) for k in range(4)],
-              capG, capC, capM, poff, pflat, fg, fc, fm, fmask, *W, wo, wlen, wcap, wst,
-              RT, RG, RC, RM, RJ, rlen, np.int64(R), tcount, chosen, trial,
-              start, end, planned, alloc_nodes, alloc_mask, jg_off, jg.astype(np.int64),
-              np.ascontiguousarray(limits.caps, dtype=np.int64).reshape(-1, _NCAPS), usage,
-              reason, part_used, pl.levels, pl.unit[order], pl.max_leaves[order],
-              pl.leaf_wait[order],
-              q(pending.submit_time if eligible is None else eligible), pl.gpu_groups,
-              np.int64(_INDEX_AFTER_PASS), _partition_bits(poff, pflat, X),
-              *_exclusive(pl, avail, order), False, control, control=control)[0]
+        nst = _call(_pass, np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), code,
+                    np.int64(depth),
+                    bool(full), res, win, limit, limit, nn, q(pending.gpus_per_node),
+                    q(pending.cpus_per_node), q(pending.mem_per_node), pc_off,
+                    pc_part.astype(np.int64), pc_type, offsets[:-1].copy(),
+                    *[np.ascontiguousarray(types[:, k]) for k in range(4)],
+                    capG, capC, capM, poff, pflat, fg, fc, fm, fmask, *W, wo, wlen, wcap, wst,
+                    RT, RG, RC, RM, RJ, rlen, np.int64(R), tcount, chosen, trial,
+                    start, end, planned, alloc_nodes, alloc_mask, jg_off, jg.astype(np.int64),
+                    np.ascontiguousarray(limits.caps, dtype=np.int64).reshape(-1, _NCAPS), usage,
+                    reason, part_used, pl.levels, pl.unit[order], pl.max_leaves[order],
+                    pl.leaf_wait[order],
+                    q(pending.submit_time if eligible is None else eligible), pl.gpu_groups,
+                    np.int64(_INDEX_AFTER_PASS), _partition_bits(poff, pflat, X),
+                    *_exclusive(pl, avail, order), False, control, control=control)[0]
         if code == _FCFS:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, reason, n)
     outcome = np.full(n, BLOCKED, dtype=np.int8)

@@ -68,8 +68,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     terminal and the run lasts over a second). Ctrl-C (or SIGTERM under the
     CLI) stops the run within a fraction of a second and raises
     :class:`fastsched.interrupt.Interrupted` (a KeyboardInterrupt) saying the
-    simulated time and jobs finished: no partial result. ``skipped`` (e.g. from the trace reader) is carried
-    into the result and counted in its summary.
+    simulated time and jobs finished: no partial result. ``skipped`` (e.g.
+    from the trace reader) is carried into the result and counted in its
+    summary.
 
     Constraints (see :mod:`fastsched.constraints`): ``partitions`` (a job
     runs in whichever of its partitions lets it start first),
