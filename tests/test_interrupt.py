@@ -165,3 +165,25 @@ def test_interrupting_the_cli_at_a_random_moment_exits_cleanly(tmp_path, sig):
         assert json.loads(summary.read_text())["jobs"] == n
     if code == 0:
         assert out.exists() and summary.exists()
+
+
+def test_a_forked_child_runs_kernels_with_its_own_worker():
+    """fork() copies only the calling thread: a child must not hand kernels to its
+    parent's worker thread, which it does not have (it would wait forever)."""
+    assert interrupt.call(lambda: 1, control=interrupt.new_control()) == 1   # parent's worker
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                    # the child: report, then leave at once
+        try:
+            value = interrupt.call(lambda: 7, control=interrupt.new_control())
+            os.write(w, str(value).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    import select
+    ready, _, _ = select.select([r], [], [], 300)
+    if not ready:                   # the child waits for a thread it does not have
+        os.kill(pid, signal.SIGKILL)
+    got = os.read(r, 16) if ready else b""
+    os.waitpid(pid, 0)
+    assert got == b"7"

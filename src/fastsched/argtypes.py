@@ -37,6 +37,17 @@ machine_size = int_in(1, MAX_NODES)
 seed = int_in(0, (1 << 64) - 1)
 
 
+def duration(text: str) -> int:
+    """Seconds, written ``90``, ``90s``, ``10m``, ``2h`` or ``1d``."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    unit = units.get(text[-1:].lower(), None)
+    number = text[:-1] if unit else text
+    value = seconds(number) * (unit or 1)
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_SECONDS:,} s, got {_short(text)}")
+    return value
+
+
 def positive_float(text: str) -> float:
     """A finite number > 0."""
     try:

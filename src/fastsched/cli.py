@@ -10,8 +10,8 @@ import zlib
 
 import numpy as np
 
-from .argtypes import (choice_of, comma_list, machine_size, non_negative_int, positive_int,
-                       positive_seconds, seconds)
+from .argtypes import (choice_of, comma_list, duration, machine_size, non_negative_int,
+                       positive_int, positive_seconds, seconds)
 from .errors import FastschedError, InputError
 from .interrupt import Interrupted, kernel_running, signals_interrupt
 from .policies import POLICIES
@@ -40,6 +40,7 @@ SUMMARY_ROWS = [
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if not hasattr(args, "run"):
         parser.print_help()
         return 2
@@ -79,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
                        description="Replay an SWF trace (plain, .gz or .xz) on its machine "
                        "(P single-processor nodes), or a workload CSV (as written by "
                        "'fastsched generate workload') on --cluster, and print the summary.")
-    s.add_argument("trace", help="SWF trace, or workload CSV (.csv, .csv.gz)")
+    s.add_argument("trace", nargs="?",
+                   help="SWF trace, or workload CSV (.csv, .csv.gz); not with --resume")
     _policy_args(s)
     s.add_argument("--procs", type=machine_size,
                    help="SWF machine size (default: the MaxProcs/MaxNodes header)")
@@ -90,6 +92,16 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON")
     s.add_argument("--show-skipped", action="store_true", help="list every skipped job")
     s.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    s.add_argument("--checkpoint", metavar="FILE",
+                   help="save the node engine's state to FILE now and then (written whole: "
+                   "temporary file, then rename), to go on later with --resume FILE")
+    s.add_argument("--checkpoint-every", type=duration, default=600, metavar="DURATION",
+                   help="wall time between checkpoints: 90, 90s, 10m, 2h (default 10m)")
+    s.add_argument("--resume", metavar="FILE",
+                   help="go on from a checkpoint: the same command (read from FILE, on the "
+                   "same input files) continues, giving the schedule an uninterrupted run "
+                   "gives; output, progress and checkpoint options given here replace the "
+                   "saved ones")
     s.add_argument("--start-times", type=seconds, metavar="T",
                    help="also rebuild the state at time T (running and pending jobs just "
                    "before the pass at T) and print every pending job's expected start, like "
@@ -308,6 +320,9 @@ def _workload_constraints(workload) -> dict:
 
 def _cmd_simulate(args) -> int:
     from .sim import simulate
+    args, resume = _resumed(args) if args.resume else (args, None)
+    if args.trace is None:
+        raise InputError("give a trace (or --resume FILE)", field="trace")
     if args.csv and args.start_times is None:
         raise InputError("--csv goes with --start-times T", field="--csv")
     cluster, workload, jobs, skipped = _load_trace(args.trace, procs=args.procs,
@@ -316,25 +331,43 @@ def _cmd_simulate(args) -> int:
                    progress=False if args.no_progress else None,
                    placement=_placement(args, cluster, jobs, workload),
                    window=args.window, resolution=args.resolution)
+    header = {"argv": args.argv, "jobs": _fingerprint(jobs)}
+    if resume is not None:
+        if resume[0]["jobs"] != header["jobs"]:
+            raise InputError("the inputs differ from those of the checkpointed run",
+                             file=args.resume)
+        options["resume"] = resume[1]
+    if args.checkpoint:
+        from .checkpoint import Checkpoints
+        options["checkpoints"] = Checkpoints(args.checkpoint, args.checkpoint_every, header)
     if args.order:
         if args.config:
             raise InputError("--order and --config both set the queue order; pick one",
                              field="--order")
         options.update(priority=_research_priority(args.order, jobs, cluster),
                        period=args.order_period)
-    if args.config:
-        from .config import load_config
-        from .site import simulate_site
-        if workload is None:
-            raise InputError("--config needs a workload CSV (with users and accounts)",
-                             field="--config")
-        result = simulate_site(cluster, workload, load_config(args.config), args.policy,
-                               skipped=skipped, **options)
-    else:
-        result = simulate(cluster, jobs, args.policy, skipped=skipped,
-                          **_workload_constraints(workload), **options)
+    try:
+        if args.config:
+            from .config import load_config
+            from .site import simulate_site
+            if workload is None:
+                raise InputError("--config needs a workload CSV (with users and accounts)",
+                                 field="--config")
+            result = simulate_site(cluster, workload, load_config(args.config), args.policy,
+                                   skipped=skipped, **options)
+        else:
+            result = simulate(cluster, jobs, args.policy, skipped=skipped,
+                              **_workload_constraints(workload), **options)
+    except KeyboardInterrupt:
+        if args.checkpoint and options["checkpoints"].saved:
+            print(f"fastsched: go on from the last checkpoint with: fastsched simulate "
+                  f"--resume {args.checkpoint}", file=sys.stderr)
+        raise
     result.summary["trace"] = str(args.trace)
-    print(f"{args.trace}: {result.summary['nodes']} nodes, policy {args.policy}")
+    print(f"{args.trace}: {result.summary['nodes']} nodes, policy {args.policy}"
+          + (f" (resumed from {args.resume})" if args.resume else ""))
+    if args.checkpoint and result.summary["engine"] == "pool":
+        print("note: the pool engine writes no checkpoints (its runs take seconds)")
     print(_table([("", result.summary)]))
     if "placement" in result.summary:
         p = result.summary["placement"]
@@ -360,6 +393,36 @@ def _cmd_simulate(args) -> int:
         _print_start_times(result, args.start_times, args.csv,
                            getattr(workload, "user_names", None))
     return 0
+
+
+#: options a --resume command line may give anew (the rest are the checkpointed run's)
+RESUME_OPTIONS = ("jobs_out", "summary_json", "no_progress", "checkpoint", "checkpoint_every",
+                  "show_skipped")
+
+
+def _resumed(args):
+    """(the checkpointed run's arguments with ``RESUME_OPTIONS`` given now, (header,
+    state))."""
+    from .checkpoint import load
+    header, state = load(args.resume)
+    saved = _parser().parse_args(header["argv"])
+    saved.argv = header["argv"]
+    given = vars(_parser().parse_args(["simulate"]))
+    for name in RESUME_OPTIONS:
+        if getattr(args, name) != given[name]:
+            setattr(saved, name, getattr(args, name))
+    saved.resume = args.resume
+    return saved, (header, state)
+
+
+def _fingerprint(jobs) -> str:
+    """A digest of the jobs: a checkpoint resumes only the run it came from."""
+    import hashlib
+    h = hashlib.sha256()
+    for name, column in jobs.to_dict().items():
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(column).tobytes())
+    return h.hexdigest()
 
 
 def _print_start_times(result, t: int, csv_path, user_names) -> None:

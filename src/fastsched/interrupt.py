@@ -17,6 +17,7 @@ threads share a small *control* array (int64):
 """
 from __future__ import annotations
 
+import os
 import queue
 import signal
 import threading
@@ -93,6 +94,7 @@ class _Worker:
     def __init__(self):
         self.tasks = queue.SimpleQueue()
         self.busy = False
+        self.pid = os.getpid()
         threading.Thread(target=self._serve, name=KERNEL_THREAD, daemon=True).start()
 
     def _serve(self):
@@ -114,7 +116,7 @@ _all_workers: list = []
 
 def _worker() -> _Worker:
     w = getattr(_workers, "worker", None)
-    if w is None:
+    if w is None or w.pid != os.getpid():     # a forked child has none of its parent's threads
         w = _workers.worker = _Worker()
         _all_workers.append(w)
     return w
@@ -122,7 +124,7 @@ def _worker() -> _Worker:
 
 def kernel_running() -> bool:
     """True while some kernel still runs (e.g. one that was compiling when asked to stop)."""
-    return any(w.busy for w in _all_workers)
+    return any(w.busy and w.pid == os.getpid() for w in _all_workers)
 
 
 def interrupted(control: np.ndarray, cause: KeyboardInterrupt) -> Interrupted:

@@ -59,7 +59,8 @@ from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, Li
                           PartitionChoices, csr_take)
 from .errors import InputError
 from .leafkernel import leaf_kernel
-from .interrupt import DONE as _DONE, NOW as _NOW, REQUEST as _REQUEST, STOP as _STOP
+from .interrupt import DONE as _DONE, NOW as _NOW, PAUSE as _PAUSE, REQUEST as _REQUEST
+from .interrupt import STOP as _STOP
 from .interrupt import call as _call, interrupted as _interrupted, new_control
 from .prefetch import prefetch, prefetch1
 from .jobs import JobTable
@@ -1629,7 +1630,8 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               available=None, *, partitions: PartitionChoices | None = None,
               dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
-              window: int | None = None, placement=None, tick=None) -> NodeRun:
+              window: int | None = None, placement=None, tick=None, checkpoints=None,
+              resume=None) -> NodeRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -1649,7 +1651,11 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     node choice and GPU groups (:class:`fastsched.constraints.Placement`).
     ``tick(control)``: called now and then while the compiled loop runs (progress
     bars: :mod:`fastsched.interrupt`). Ctrl-C raises
-    :class:`fastsched.interrupt.Interrupted`.
+    :class:`fastsched.interrupt.Interrupted`. ``checkpoints``
+    (:class:`fastsched.checkpoint.Checkpoints`): the loop pauses at an instant
+    boundary whenever one is due and saves ``{"loop", "reorder", "last"}``;
+    ``resume`` (such a state) goes on from it instead of from the start, with
+    the state's ``reorder`` (the inputs must be those of the saved run).
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)
@@ -1661,23 +1667,35 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
         if len(c) != n:
             raise InputError(f"{what} cover {len(c)} jobs, the table has {n}", field=what)
     partitions = check_node_jobs(cluster, jobs, available, partitions)
-    loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
-                      dependencies, limits, resolution, window, placement)
-    if rank is not None:
-        loop.set_rank(_unique_rank(rank, jobs))
-    if reorder is None:
-        loop.run(tick=tick)
-        return loop.result()
-    if period is None or period < 1:
+    if reorder is not None and (period is None or period < 1):
         raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
-    last = None
+    if resume is not None:
+        loop, reorder, last = resume["loop"], resume["reorder"], resume["last"]
+    else:
+        loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
+                          dependencies, limits, resolution, window, placement)
+        last = None
+        if rank is not None:
+            loop.set_rank(_unique_rank(rank, jobs))
+
+    def watch(control):
+        if tick is not None:
+            tick(control)
+        if checkpoints is not None and checkpoints.due():
+            control[_REQUEST] = _PAUSE
     try:
         while not loop.done:
-            b = loop.next_time() // period * period     # the period the next instant is in
-            if b != last:
-                loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
-                last = b
-            loop.run(b + period - 1, tick)
+            t_stop = int(_INF)
+            if reorder is not None:
+                b = loop.next_time() // period * period     # the period the next instant is in
+                if b != last:
+                    loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
+                    last = b
+                t_stop = b + period - 1
+            loop.run(t_stop, watch)
+            if loop.control[_REQUEST] == _PAUSE:
+                loop.control[_REQUEST] = 0
+                checkpoints.save({"loop": loop, "reorder": reorder, "last": last})
     except KeyboardInterrupt as e:       # Ctrl-C between two calls: say where the run was
         raise _interrupted(loop.control, e) from None
     return loop.result()

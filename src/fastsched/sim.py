@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _kernels
 from .cluster import Cluster
-from .errors import UnsupportedError
+from .errors import InputError, UnsupportedError
 from .jobs import JobTable
 from .policies import check_reserve_depth, get_policy
 from .results import BSLD_TAU, SimulationResult, summarize
@@ -59,7 +59,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              skipped: list | None = None, partitions: PartitionChoices | None = None,
              dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
              priority=None, period: int | None = None, resolution: int = 1,
-             window: int | None = None, placement=None) -> SimulationResult:
+             window: int | None = None, placement=None, checkpoints=None,
+             resume=None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -91,6 +92,11 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     priority; otherwise the node engine does (``summary["engine"]`` says
     which). Raises InputError naming the first job that can never run on this
     cluster.
+
+    ``checkpoints`` (:class:`fastsched.checkpoint.Checkpoints`) saves the node
+    engine's state now and then; ``resume`` (a state from such a file) goes on
+    from it: the result is identical to an uninterrupted run's. The pool engine
+    runs are not checkpointed (they take seconds).
     """
     wall = time.perf_counter()
     spec = get_policy(policy)
@@ -105,6 +111,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     except UnsupportedError:
         check_node_jobs(cluster, jobs, partitions=partitions)
         engine = "nodes"
+    if resume is not None and engine == "pool":
+        raise InputError("this run takes the pool engine, which writes no checkpoints: "
+                         "the inputs differ from the checkpointed run's", field="resume")
     extra = {}
     # compiled (or loaded from the cache) before the progress bar shows, and timed apart
     compile_seconds = warm_up(announce=progress) if engine == "nodes" else 0.0
@@ -114,11 +123,11 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
             schedule, passes = _simulate_pool(cluster, jobs, spec.kernel_code, reserve_depth,
                                               bar)
         else:
-            run, prio = _run_node_engine(cluster, jobs, spec.name, reserve_depth, priority,
-                                         period, partitions=partitions,
-                                         dependencies=dependencies, limits=limits,
-                                         resolution=resolution, window=window,
-                                         placement=placement, tick=bar)
+            run, prio, priority = _run_node_engine(
+                cluster, jobs, spec.name, reserve_depth, priority, period,
+                partitions=partitions, dependencies=dependencies, limits=limits,
+                resolution=resolution, window=window, placement=placement, tick=bar,
+                checkpoints=checkpoints, resume=resume)
     finally:
         if bar is not None:
             bar.close()
@@ -158,24 +167,43 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
 
 
 def _run_node_engine(cluster, jobs, policy, depth, priority, period, **constraints):
-    """Run the node engine; returns the run and each job's priority at its start (or None)."""
+    """Run the node engine; returns the run, each job's priority at its start (or None)
+    and the priority function as the run left it (a resumed run's is the checkpoint's)."""
     if priority is None:
-        return run_nodes(cluster, jobs, policy, depth, **constraints), None
+        return run_nodes(cluster, jobs, policy, depth, **constraints), None, None
     if not callable(priority):
         key = np.asarray(priority, dtype=np.float64)
         run = run_nodes(cluster, jobs, policy, depth, rank=-key, **constraints)
-        return run, np.where(run.start >= 0, key, np.nan)
-    at_start = np.full(len(jobs), np.nan)
-    current = {"key": None, "seen": np.zeros(len(jobs), dtype=bool)}
-
-    def reorder(now, progress):
-        _stamp(current, progress.start, at_start)
-        current["key"] = np.asarray(priority(now, progress), dtype=np.float64)
-        return -current["key"]
-
+        return run, np.where(run.start >= 0, key, np.nan), priority
+    resume = constraints.get("resume")
+    reorder = _Reorder(priority, len(jobs)) if resume is None else resume["reorder"]
     run = run_nodes(cluster, jobs, policy, depth, reorder=reorder, period=period, **constraints)
-    _stamp(current, run.start, at_start)
-    return run, at_start
+    reorder.stamp(run.start)
+    return run, reorder.at_start, reorder.priority
+
+
+class _Reorder:
+    """The queue order from ``priority(now, progress)``, recomputed each period, and the
+    priority each job started with (an object, so that a checkpoint holds its state)."""
+
+    def __init__(self, priority, n: int):
+        self.priority = priority
+        self.at_start = np.full(n, np.nan)
+        self.key = None
+        self.seen = np.zeros(n, dtype=bool)
+
+    def __call__(self, now, progress):
+        self.stamp(progress.start)
+        self.key = np.asarray(self.priority(now, progress), dtype=np.float64)
+        return -self.key
+
+    def stamp(self, start) -> None:
+        """Jobs started since the last recomputation started with the current priorities."""
+        if self.key is None:
+            return
+        new = (start >= 0) & ~self.seen
+        self.at_start[new] = self.key[new]
+        self.seen |= new
 
 
 def _priority_at(priority, run):
@@ -189,15 +217,6 @@ def _priority_at(priority, run):
                                                np.where(run.eligible <= t, run.eligible, -1))),
                           dtype=np.float64)
     return at
-
-
-def _stamp(current, start, at_start) -> None:
-    """Jobs started since the last recomputation started with the current priorities."""
-    if current["key"] is None:
-        return
-    new = (start >= 0) & ~current["seen"]
-    at_start[new] = current["key"][new]
-    current["seen"] |= new
 
 
 def _started_schedule(jobs: JobTable, run) -> Schedule:
