@@ -11,12 +11,15 @@ Public API (everything else is private)::
     sched = fs.Scheduler(cluster, "easy")     # embed: submit / schedule (pure) / apply / complete
 """
 from . import _jitcache  # noqa: F401  (first: kernels compiled below are keyed on it)
+from .checkpoint import Checkpoints
+from .checkpoint import load as load_checkpoint
 from .cluster import Cluster, ClusterState, NodeState, Partition
 from .config import SchedulerConfig, load_config, parse_config
 from .errors import FastschedError, InputError, UnsupportedError
 from .fairshare import AssociationTree, Usage, classic, fair_tree
 from .generate import ai_cluster, ai_mix
 from .hostlist import compress as compress_hostlist, expand as expand_hostlist
+from .interrupt import Interrupted
 from .jobs import JobRequest, JobTable
 from .launch import Allocation, allocate_local, task_environments
 from .launch import run as launch_run
@@ -45,7 +48,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Cluster", "ClusterState", "NodeState", "Partition",
-    "FastschedError", "InputError", "UnsupportedError", "ScheduleError",
+    "FastschedError", "InputError", "UnsupportedError", "ScheduleError", "Interrupted",
+    "Checkpoints", "load_checkpoint",
     "JobRequest", "JobTable", "Schedule", "SimulationResult", "POLICIES",
     "Scheduler", "Decisions", "StaleDecisionsError", "start_times_at",
     "simulate", "simulate_swf", "read_swf", "SWFTrace", "bundled_trace",
