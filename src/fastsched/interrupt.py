@@ -8,8 +8,9 @@ threads share a small *control* array (int64):
 
 * ``control[REQUEST]``: 0 = go on; :data:`STOP` = return as soon as the state
   is consistent (the kernels poll it at every instant and every job of a pass);
-  :data:`PAUSE` = return at the next instant boundary, from which the run can
-  go on exactly as if it had never stopped (tests/test_interrupt.py checks it).
+  :data:`PAUSE` = return at the next instant boundary (after at least one
+  instant: a pause always makes progress), from which the run can go on exactly
+  as if it had never stopped (tests/test_interrupt.py checks it).
 * ``control[NOW]`` / ``control[DONE]``: the simulated time and the number of
   jobs finished so far, written by the kernel, read by progress bars.
 

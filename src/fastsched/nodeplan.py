@@ -1328,19 +1328,22 @@ def _run(t_stop, sc, res, window, submit, limit, runtime, nn, rg, rc, rm, pc_off
     jobs end at the instant or starts released dependents. The work profile
     and the free-now counts per type are kept across instants (see :func:`_pass`):
     a completion gives back what the job held from now to its held end.
-    ``ctl`` (:mod:`fastsched.interrupt`): any request returns before the next
-    instant (the loop can go on from there as if it never stopped; a stop
-    request also cuts the pass short); the loop writes the time and the jobs
-    finished into it for progress bars.
+    ``ctl`` (:mod:`fastsched.interrupt`): a stop request returns before the
+    next instant and cuts a pass short; a pause request returns before the next
+    instant once this call has run one (so that pausing always makes progress),
+    and the loop can go on from there as if it never stopped. The loop writes
+    the time and the jobs finished into it for progress bars.
     """
     n = submit.shape[0]
     a, qlen, nev, pass_id, passes, R = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]
+    moved = False
     while a < n or nev > 0:
         now = submit[a] if a < n else evk[0]
         if nev > 0 and evk[0] < now:
             now = evk[0]
-        if now > t_stop or ctl[_REQUEST] != 0:
+        if now > t_stop or ctl[_REQUEST] == _STOP or (moved and ctl[_REQUEST] == _PAUSE):
             break
+        moved = True
         ctl[_NOW] = now
         while True:
             # 1. completions
