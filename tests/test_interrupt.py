@@ -201,3 +201,17 @@ def test_a_forked_child_runs_kernels_with_its_own_worker():
     got = os.read(r, 16) if ready else b""
     os.waitpid(pid, 0)
     assert got == b"7"
+
+
+def test_calling_threads_share_idle_workers():
+    """A thread per call (an embedding server's request threads) leaves no thread behind."""
+    import threading
+    def one():
+        interrupt.call(lambda: 1, control=interrupt.new_control())
+    one()
+    before = threading.active_count()
+    for _ in range(20):
+        t = threading.Thread(target=one)
+        t.start()
+        t.join()
+    assert threading.active_count() == before

@@ -71,8 +71,9 @@ def call(kernel, *args, control: np.ndarray, tick=None):
     """
     out = {}
     finished = threading.Event()
+    worker = _take_worker()
     try:
-        _worker().tasks.put((kernel, args, out, finished))
+        worker.tasks.put((kernel, args, out, finished))
         while not finished.wait(TICK):
             if tick is not None:
                 tick()
@@ -82,6 +83,9 @@ def call(kernel, *args, control: np.ndarray, tick=None):
         control[REQUEST] = STOP
         finished.wait(GRACE)
         raise interrupted(control, e) from None
+    finally:
+        if finished.is_set():           # (one still running is not handed out again)
+            _give_back(worker)
     if "error" in out:
         raise out["error"]
     return out["value"]
@@ -95,7 +99,6 @@ class _Worker:
     def __init__(self):
         self.tasks = queue.SimpleQueue()
         self.busy = False
-        self.pid = os.getpid()
         threading.Thread(target=self._serve, name=KERNEL_THREAD, daemon=True).start()
 
     def _serve(self):
@@ -111,21 +114,42 @@ class _Worker:
                 finished.set()
 
 
-_workers = threading.local()        # one worker per calling thread: callers never queue
+# Idle workers, shared by all calling threads: as many workers as calls ever ran at
+# once, so callers never queue behind each other and short-lived threads leave none.
+_lock = threading.Lock()
+_idle: list = []
 _all_workers: list = []
 
 
-def _worker() -> _Worker:
-    w = getattr(_workers, "worker", None)
-    if w is None or w.pid != os.getpid():     # a forked child has none of its parent's threads
-        w = _workers.worker = _Worker()
-        _all_workers.append(w)
-    return w
+def _take_worker() -> _Worker:
+    with _lock:
+        if _idle:
+            return _idle.pop()
+    worker = _Worker()
+    with _lock:
+        _all_workers.append(worker)
+    return worker
+
+
+def _give_back(worker: _Worker) -> None:
+    with _lock:
+        _idle.append(worker)
+
+
+def _forget_workers() -> None:
+    """In a forked child: it has none of its parent's threads (nor a lock they held)."""
+    global _lock
+    _lock = threading.Lock()
+    _idle.clear()
+    _all_workers.clear()
+
+
+os.register_at_fork(after_in_child=_forget_workers)
 
 
 def kernel_running() -> bool:
     """True while some kernel still runs (e.g. one that was compiling when asked to stop)."""
-    return any(w.busy and w.pid == os.getpid() for w in _all_workers)
+    return any(w.busy for w in _all_workers)
 
 
 def interrupted(control: np.ndarray, cause: KeyboardInterrupt) -> Interrupted:
