@@ -5,6 +5,7 @@ import pytest
 
 from fastsched.cluster import Cluster
 from fastsched.errors import InputError
+from fastsched.jobs import UNLIMITED
 from fastsched.generate import ai_cluster
 from fastsched.sbatch import (add_sbatch_parser, normalise, parse_args, parse_array,
                               parse_dependency, parse_memory, parse_script, to_job_request)
@@ -262,8 +263,8 @@ def test_to_job_request(gpu8):
     job = to_job_request(n, job_id=7, submit_time=5)
     assert (job.job_id, job.submit_time, job.num_nodes, job.cpus_per_node, job.gpus_per_node,
             job.time_limit, job.runtime) == (7, 5, 2, 112, 8, 3600, 3600)
-    with pytest.raises(InputError, match="UNLIMITED"):
-        to_job_request(norm(["-t", "UNLIMITED"]), 1, 0)
+    unlimited = to_job_request(norm(["-t", "UNLIMITED"]), 1, 0)     # Slurm's INFINITE
+    assert unlimited.time_limit == unlimited.runtime == UNLIMITED
 
 
 # --------------------------------------------------------------------------- CLI

@@ -102,3 +102,20 @@ def test_cli_replays_a_workload_csv_with_unlimited_limits(tmp_path, policy, caps
     jobs = pd.read_csv(out)
     assert len(jobs) == 200 and (jobs["start_time"] >= EPOCH).all()
     assert (jobs["state"] != "PENDING").all()
+
+
+def test_an_sbatch_script_with_an_unlimited_time_is_simulated(tmp_path):
+    """``#SBATCH -t UNLIMITED`` in a partition without MaxTime: planned as UNLIMITED."""
+    from fastsched.sbatch import normalise, parse_script
+    from fastsched.workload import requests_to_workload
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("NodeName=g[1-2] CPUs=8 Gres=gpu:4 RealMemory=1000\n"
+                    "PartitionName=p Nodes=ALL Default=YES MaxTime=UNLIMITED\n")
+    cluster = fs.read_cluster(conf)
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH -N 1 --gres=gpu:2 -t UNLIMITED\nsrun true\n")
+    norm = normalise(parse_script(script), cluster)
+    w = requests_to_workload([(norm, EPOCH, 600), (norm, EPOCH + 1, 300)], cluster)
+    assert w.jobs.time_limit.tolist() == [UNLIMITED, UNLIMITED]
+    r = fs.simulate(cluster, w.jobs, "conservative")
+    assert (r.schedule.end_time - r.schedule.start_time).tolist() == [600, 300]

@@ -125,7 +125,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError, UnsupportedError
-from .jobs import JobRequest
+from .jobs import UNLIMITED, JobRequest
 from .slurmconf import format_time, parse_time
 from .textfile import check_digits, read_text
 from .validation import MAX_COUNT, MAX_MEMORY_MB
@@ -876,12 +876,10 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
 def to_job_request(norm: NormalisedRequest, job_id: int, submit_time: int, *,
                    partition: int = 0, user: int = -1) -> JobRequest:
     """The engine's :class:`JobRequest` for ``norm`` (runtime = time limit, the
-    test-only estimate)."""
-    if norm.time_limit is None:
-        raise InputError("an UNLIMITED time limit cannot be planned: give --time "
-                         "(or a partition with a MaxTime)", field="time")
+    test-only estimate; an UNLIMITED limit is :data:`fastsched.jobs.UNLIMITED`)."""
+    limit = UNLIMITED if norm.time_limit is None else int(norm.time_limit)
     return JobRequest(job_id=int(job_id), submit_time=int(submit_time),
-                      time_limit=int(norm.time_limit), runtime=int(norm.time_limit),
+                      time_limit=limit, runtime=limit,
                       num_nodes=norm.num_nodes, cpus_per_node=norm.cpus_per_node,
                       gpus_per_node=norm.gpus_per_node, mem_per_node=norm.mem_per_node,
                       partition=partition, user=user)

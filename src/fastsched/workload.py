@@ -47,7 +47,7 @@ from .cluster import Cluster
 from .constraints import (DEPENDENCY_KINDS, Dependencies, LimitGroups, PartitionChoices,
                           array_throttle, no_dependencies, no_limits, one_partition_each)
 from .errors import InputError
-from .jobs import JobTable
+from .jobs import UNLIMITED, JobTable
 from .sbatch import parse_array, parse_dependency
 from .submission import build_jobs
 from .validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS
@@ -494,8 +494,6 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
     for i, (norm, submit_time, runtime) in enumerate(items):
         def fail(message, field, i=i):
             return InputError(message, file=f"request {i}", field=field)
-        if norm.time_limit is None:
-            raise fail("an UNLIMITED time limit cannot be simulated: give --time", "time")
         if int(submit_time) < 0 or int(runtime) < 0:
             raise fail("submit time and runtime must be >= 0", "begin")
         unknown = [p for p in norm.partitions if p not in part_names]
@@ -504,7 +502,8 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
                        f"{part_names}", "partition")
         choices.append([part_names.index(p) for p in norm.partitions])
         for col, value in (("job_id", next_id), ("submit_time", submit_time),
-                           ("time_limit", norm.time_limit), ("runtime", runtime),
+                           ("time_limit", UNLIMITED if norm.time_limit is None
+                            else norm.time_limit), ("runtime", runtime),
                            ("num_nodes", norm.num_nodes), ("gpus_per_node", norm.gpus_per_node),
                            ("cpus_per_node", norm.cpus_per_node),
                            ("mem_per_node", norm.mem_per_node)):
