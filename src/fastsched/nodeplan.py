@@ -1670,10 +1670,12 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
         if len(c) != n:
             raise InputError(f"{what} cover {len(c)} jobs, the table has {n}", field=what)
     partitions = check_node_jobs(cluster, jobs, available, partitions)
+    if resume is not None:
+        reorder = resume["reorder"]
     if reorder is not None and (period is None or period < 1):
         raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
     if resume is not None:
-        loop, reorder, last = resume["loop"], resume["reorder"], resume["last"]
+        loop, last = resume["loop"], resume["last"]
     else:
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
                           dependencies, limits, resolution, window, placement)
