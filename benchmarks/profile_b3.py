@@ -87,8 +87,8 @@ PATCHES = [
      "    return nstarted,",
      "            _give_back(alloc_nodes[o], planned[j], e, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)\n"
      "    prof[17] += _rdtsc() - c9\n    return nstarted,"),
-    ("from .validation import check_basic, reject\n",
-     "from .validation import check_basic, reject\n" + RDTSC + "\n_PROF = np.zeros(32, dtype=np.int64)\n"),
+    ("from .validation import check_basic, reject, request_capacity\n",
+     "from .validation import check_basic, reject, request_capacity\n" + RDTSC + "\n_PROF = np.zeros(32, dtype=np.int64)\n"),
 ]
 
 

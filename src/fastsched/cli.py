@@ -331,7 +331,8 @@ def _cmd_simulate(args) -> int:
                    progress=False if args.no_progress else None,
                    placement=_placement(args, cluster, jobs, workload),
                    window=args.window, resolution=args.resolution)
-    header = {"argv": args.argv, "jobs": _fingerprint(jobs)}
+    if resume is not None or args.checkpoint:       # (a digest of every job: only then)
+        header = {"argv": args.argv, "jobs": _fingerprint(jobs)}
     if resume is not None:
         if resume[0]["jobs"] != header["jobs"]:
             raise InputError("the inputs differ from those of the checkpointed run",

@@ -64,7 +64,7 @@ from .interrupt import STOP as _STOP
 from .interrupt import call as _call, interrupted as _interrupted, new_control
 from .prefetch import prefetch, prefetch1
 from .jobs import JobTable
-from .validation import check_basic, reject
+from .validation import check_basic, reject, request_capacity
 
 __all__ = ["simulate_nodes", "run_nodes", "NodeRun", "limit_reasons", "plan_nodes", "RunningJobs", "NodeDecisions", "check_node_jobs",
            "node_availability", "POLICY_CODES", "START", "RESERVED", "BLOCKED"]
@@ -177,13 +177,10 @@ def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None,
     avail = node_availability(cluster, available)
     offsets, flat = _partition_nodes(cluster, avail)
     rows = np.repeat(np.arange(len(jobs)), np.diff(partitions.offsets))
-    types, inverse = _request_types(jobs, part, rows)
-    capacity = np.zeros(len(types), dtype=np.int64)
-    for k, (p, g, c, m) in enumerate(types):
-        nodes = flat[offsets[p]:offsets[p + 1]]
-        capacity[k] = int(np.count_nonzero((cluster.gpus[nodes] >= g) & (cluster.cpus[nodes] >= c)
-                                           & (cluster.mem_mb[nodes] >= m)))
-    fits = jobs.num_nodes[rows] <= capacity[inverse]
+    capacity = request_capacity([flat[offsets[p]:offsets[p + 1]] for p in range(P)], part,
+                                jobs.gpus_per_node[rows], jobs.cpus_per_node[rows],
+                                jobs.mem_per_node[rows], cluster)
+    fits = jobs.num_nodes[rows] <= capacity
     ok_jobs = np.bincount(rows[fits], minlength=len(jobs)) > 0
     if not ok_jobs.all():
         i = int(np.flatnonzero(~ok_jobs)[0])
@@ -193,7 +190,7 @@ def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None,
         raise InputError(
             f"job {jobs.job_id[i]} needs {jobs.num_nodes[i]} nodes with {jobs.gpus_per_node[i]} "
             f"GPUs, {jobs.cpus_per_node[i]} CPUs and {jobs.mem_per_node[i]} MB in partition "
-            f"{names!r}, which has {capacity[inverse[e]]} such available node(s)",
+            f"{names!r}, which has {capacity[e]} such available node(s)",
             field="num_nodes")
     if fits.all():
         return partitions
