@@ -21,7 +21,7 @@ def load(path: str | None) -> dict:
     if path:
         with open(path) as f:
             return json.load(f)
-    from fastsched.bench import run_scenario
+    from fastsched.bench.scenarios import run_scenario
     figures = run_scenario("scaling", repeat=3)
     with open(HERE / "scaling.json", "w") as f:
         json.dump(figures, f, indent=2)

@@ -125,7 +125,7 @@ import os, pickle, time
 import numpy as np
 import fastsched
 from fastsched import nodeplan
-from fastsched.benchstate import busy_state, run_pass
+from fastsched.bench.state import busy_state, run_pass
 p = "/tmp/b3state-{cluster}-{pending}.pkl"
 if os.path.exists(p):
     state = pickle.load(open(p, "rb"))

@@ -13,9 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-import fastsched.site as site
+import fastsched.sim.site as site
 from fastsched import nodeplan
-from fastsched.bench import ai_mix_site_inputs, ai_mix_site_run
+from fastsched.bench.scenarios import ai_mix_site_inputs, ai_mix_site_run
 
 
 def main():

@@ -1,6 +1,6 @@
 """B2 `easy-100k`, B3 `conservative-100k` and B6 `scaling`: one pass of the node
 (GPU-granular) engine on a busy standard cluster (scenarios and targets in
-benchmarks/RESULTS.md; fastsched.benchstate builds the state).
+benchmarks/RESULTS.md; fastsched.bench.state builds the state).
 
 Run:   python -m pytest benchmarks/test_bench_nodes.py --benchmark-enable
 Smoke: python -m pytest benchmarks/test_bench_nodes.py --benchmark-disable -q
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastsched.benchstate import busy_state, run_pass
+from fastsched.bench.state import busy_state, run_pass
 
 _STATES: dict = {}
 

@@ -4,7 +4,7 @@ Run: python -m pytest benchmarks/test_bench_priority.py --benchmark-enable
 """
 import pytest
 
-from fastsched.bench import priority_1m_inputs, priority_1m_pass
+from fastsched.bench.scenarios import priority_1m_inputs, priority_1m_pass
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from fastsched.bench import ai_mix_site_inputs, ai_mix_site_run
+from fastsched.bench.scenarios import ai_mix_site_inputs, ai_mix_site_run
 
 JOBS = 1_000
 

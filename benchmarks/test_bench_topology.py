@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastsched.bench import PLACE_CASES, place_512_inputs
-from fastsched.topology import place_block, place_tree
+from fastsched.bench.scenarios import PLACE_CASES, place_512_inputs
+from fastsched.engine.placement import place_block, place_tree
 
 ROUNDS = 50
 

@@ -49,7 +49,7 @@ class NaiveJob:
 
 
 def jobs_from_table(table) -> list[NaiveJob]:
-    """NaiveJobs from a :class:`fastsched.jobs.JobTable` (procs = num_nodes)."""
+    """NaiveJobs from a :class:`fastsched.model.jobs.JobTable` (procs = num_nodes)."""
     return [NaiveJob(int(table.job_id[i]), int(table.submit_time[i]), int(table.num_nodes[i]),
                      int(table.time_limit[i]), int(table.runtime[i]))
             for i in range(len(table))]
@@ -286,15 +286,15 @@ def check_policy(jobs: list[NaiveJob], schedule: dict[int, tuple[int, int]], pro
 
 def hostlists(names, offsets, nodes) -> list[str]:
     """Each job's nodes as a Slurm hostlist: ``hostlist.compress`` job by job (what
-    ``fastsched.hostlist.compress_rows`` computes for all jobs at once)."""
-    from fastsched.hostlist import compress
+    ``fastsched.io.hostlist.compress_rows`` computes for all jobs at once)."""
+    from fastsched.io.hostlist import compress
     return [compress([names[k] for k in nodes[offsets[i]:offsets[i + 1]]])
             for i in range(len(offsets) - 1)]
 
 
 def gpu_id_lists(names, offsets, nodes, masks) -> list[str]:
     """Each job's GPUs, ``results.format_gpu_ids`` job by job (``gpu_id_rows`` at once)."""
-    from fastsched.results import format_gpu_ids
+    from fastsched.sim.results import format_gpu_ids
     if masks is None:
         return [""] * (len(offsets) - 1)
     return [format_gpu_ids(names, nodes[offsets[i]:offsets[i + 1]],

@@ -1,13 +1,13 @@
 """Plain-Python twins of limit compilation and of "may this job start now?".
 
-One job at a time, following the rules of ``fastsched.limits`` as written in
+One job at a time, following the rules of ``fastsched.policy.limits`` as written in
 its docstring: groups are named by keys (``("qos_grp", qos)``, ``("qos_user",
 qos, user)``, ``("assoc_max_jobs", node)``, ``("assoc_max_submit", node)``,
 ``("assoc_grp", node)``), each with caps in CAPS order and reason names.
 """
 from __future__ import annotations
 
-from fastsched.limits import (ASSOC_GRP_REASONS, ASSOC_MAX_JOBS_REASONS,
+from fastsched.policy.limits import (ASSOC_GRP_REASONS, ASSOC_MAX_JOBS_REASONS,
                               ASSOC_MAX_SUBMIT_REASONS, PER_JOB_CHECKS, QOS_GRP_REASONS,
                               QOS_USER_REASONS)
 

@@ -60,7 +60,7 @@ class NaiveNodeJob:
 
 
 def jobs_from_table(table) -> list[NaiveNodeJob]:
-    """NaiveNodeJobs from a :class:`fastsched.jobs.JobTable`."""
+    """NaiveNodeJobs from a :class:`fastsched.model.jobs.JobTable`."""
     return [NaiveNodeJob(job_id=int(table.job_id[i]), submit=int(table.submit_time[i]),
                          nodes=int(table.num_nodes[i]), gpus=int(table.gpus_per_node[i]),
                          cpus=int(table.cpus_per_node[i]), mem=int(table.mem_per_node[i]),

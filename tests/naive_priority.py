@@ -156,7 +156,7 @@ def multifactor_one(job: dict, now, w: dict, total_nodes, total_cpus, tres_total
 
 
 # ---------------------------------------------------------------- array twins
-# The pure-Python Fair Tree that fastsched.fairshare used before its Numba kernel, on an
+# The pure-Python Fair Tree that fastsched.policy.fairshare used before its Numba kernel, on an
 # AssociationTree (arrays), kept verbatim so that the kernel can be checked *bitwise*:
 # same Level FS arithmetic, same sums in the same order, same tie rules.
 

@@ -1,4 +1,4 @@
-"""Slow, obviously-correct twins of fastsched.topology (plain Python lists and sets).
+"""Slow, obviously-correct twins of fastsched.engine.placement (plain Python lists and sets).
 
 They define the placement rules; the Numba kernels must give identical results.
 Also brute-force optima (fewest groups spanned) to check that the greedy rule is
@@ -32,7 +32,7 @@ def fill_groups(caps: dict, want: int) -> dict:
 
 
 def topo_place(cand, levels, need, unit=1, max_leaves=0):
-    """Twin of fastsched.topology.topo_place; ``levels`` is a list of per-node id lists."""
+    """Twin of fastsched.engine.placement.topo_place; ``levels`` is a list of per-node id lists."""
     if need <= 0 or unit <= 0 or need % unit:
         return []
     want = need // unit

@@ -1,4 +1,4 @@
-"""The obvious version of fastsched.submission: submitted rows -> jobs and constraints.
+"""The obvious version of fastsched.io.submission: submitted rows -> jobs and constraints.
 
 Written for a reader, one job and one reference at a time. ``rows`` are dicts
 with ``job_id``, ``submit_time``, ``user``, ``name``, ``qos``, ``partition``
@@ -7,7 +7,7 @@ Raises ValueError where the fast path raises InputError.
 """
 from __future__ import annotations
 
-from fastsched.sbatch import parse_array, parse_dependency
+from fastsched.io.sbatch import parse_array, parse_dependency
 
 KINDS = ("after", "afterany", "afterok", "afternotok")
 

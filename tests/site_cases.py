@@ -3,9 +3,9 @@ TRES requests, users, accounts and QOS, and a usage configuration."""
 import numpy as np
 from hypothesis import strategies as st
 
-from fastsched.config import QOS, SchedulerConfig
-from fastsched.jobs import JobTable
-from fastsched.workload import Workload
+from fastsched.policy.config import QOS, SchedulerConfig
+from fastsched.model.jobs import JobTable
+from fastsched.io.workload import Workload
 
 
 def draw_site(draw, n, base):

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from fastsched.bench import format_figures, run_scenario
-from fastsched.benchstate import measure_point
+from fastsched.bench.scenarios import format_figures, run_scenario
+from fastsched.bench.state import measure_point
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,10 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastsched as fs
-from fastsched.constraints import LimitGroups
-from fastsched.checkpoint import Checkpoints, load
-from fastsched.cli import _workload_constraints, main
-from fastsched.errors import InputError
+from fastsched.model.constraints import LimitGroups
+from fastsched.sim.checkpoint import Checkpoints, load
+from fastsched.cli import main
+from fastsched.cli.common import workload_constraints
+from fastsched.model.errors import InputError
 
 CLUSTER = fs.ai_cluster("ai-8k")
 WORKLOAD = fs.ai_mix(CLUSTER, 400, seed=9)
@@ -31,9 +32,9 @@ def wfp3(now, progress):
 
 RUNS = {
     "plain": lambda **kw: fs.simulate(CLUSTER, WORKLOAD.jobs, "conservative",
-                                      **_workload_constraints(WORKLOAD), **kw),
+                                      **workload_constraints(WORKLOAD), **kw),
     "order": lambda **kw: fs.simulate(CLUSTER, WORKLOAD.jobs, "easy", priority=wfp3,
-                                      period=900, **_workload_constraints(WORKLOAD), **kw),
+                                      period=900, **workload_constraints(WORKLOAD), **kw),
     "site": lambda **kw: fs.simulate_site(CLUSTER, WORKLOAD, CONFIG, "easy", **kw),
 }
 
@@ -83,7 +84,7 @@ def test_the_loop_pickled_at_any_instant_goes_on_exactly(instants, policy):
     its state pickled and loaded, then run on: the whole run's result."""
     import cloudpickle
     from fastsched.nodeplan import _EventLoop, run_nodes
-    from fastsched.constraints import Dependencies, PartitionChoices
+    from fastsched.model.constraints import Dependencies, PartitionChoices
     jobs = WORKLOAD.jobs
     whole = run_nodes(CLUSTER, jobs, policy)
     loop = _EventLoop(CLUSTER, jobs, policy, 1, None, PartitionChoices.single(jobs.partition),

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from fastsched.cli import main
-from fastsched.results import RECORD_COLUMNS
+from fastsched.sim.results import RECORD_COLUMNS
 
 
 def swf_line(job, submit, run, procs, limit):
@@ -85,7 +85,7 @@ def test_simulate_writes_csv_and_json(capsys, trace, tmp_path):
                                              ("--summary-json", "summary_json")])
 def test_interrupted_write_leaves_no_truncated_file(capsys, trace, tmp_path, monkeypatch,
                                                     option, method):
-    from fastsched.results import SimulationResult
+    from fastsched.sim.results import SimulationResult
     target = tmp_path / "out.csv.gz"
 
     def write_then_fail(self, path):
@@ -496,7 +496,7 @@ def test_check_neither_passes_nor_fails_a_policy_the_schedule_was_not_planned_un
     says the conservative rules were NOT CHECKED and exits 3; a pool-engine one is
     checked (exit 0). The model travels in the records' planning column."""
     import gzip
-    from fastsched.swf import bundled_trace
+    from fastsched.io.swf import bundled_trace
     with gzip.open(bundled_trace("KTH-SP2"), "rt") as f:
         lines = f.read().splitlines()
     header = [ln for ln in lines if ln.startswith(";")]

@@ -4,11 +4,11 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from fastsched.cluster import Cluster, Partition
-from fastsched.config import SchedulerConfig, load_config, parse_config, parse_tres
-from fastsched.errors import InputError
-from fastsched.jobs import JobTable
-from fastsched.workload import Workload
+from fastsched.model.cluster import Cluster, Partition
+from fastsched.policy.config import SchedulerConfig, load_config, parse_config, parse_tres
+from fastsched.model.errors import InputError
+from fastsched.model.jobs import JobTable
+from fastsched.io.workload import Workload
 
 EXAMPLE = resources.files("fastsched") / "data" / "example-config.toml"
 
@@ -54,8 +54,8 @@ def test_tree_from_config_with_default_and_own_shares():
 
 def test_example_config_fits_every_generated_workload():
     """The shipped example names the accounts of ai-mix: any seed, any standard cluster."""
-    from fastsched.generate import ai_cluster, ai_mix
-    from fastsched.limits import compile_limits
+    from fastsched.tools.generate import ai_cluster, ai_mix
+    from fastsched.policy.limits import compile_limits
     cfg = load_config(EXAMPLE)
     cluster = ai_cluster("ai-8k")
     for seed in range(3):

@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 
 import naive_nodes
 from fastsched import Cluster, JobTable, simulate, verify
-from fastsched.schedule import Schedule
-from fastsched.cluster import Partition
-from fastsched.constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, CAPS, Dependencies,
+from fastsched.model.schedule import Schedule
+from fastsched.model.cluster import Partition
+from fastsched.model.constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, CAPS, Dependencies,
                                    LimitGroups, PartitionChoices)
-from fastsched.errors import InputError
+from fastsched.model.errors import InputError
 from fastsched.nodeplan import RunningJobs, limit_reasons, plan_nodes, run_nodes
 from test_nodeplan import assert_valid, node_clusters, node_workloads
 
@@ -314,7 +314,7 @@ def placements(draw, cluster, jobs):
 @SETTINGS
 @given(data=st.data())
 def test_topology_placement_matches_twin(data, policy):
-    from fastsched.constraints import Placement
+    from fastsched.model.constraints import Placement
     cluster, available = data.draw(node_clusters())
     jobs = data.draw(node_workloads(cluster, available, max_jobs=10))
     pl = data.draw(placements(cluster, jobs))
@@ -341,7 +341,7 @@ def test_topology_keeps_a_job_on_one_switch():
     # then fits on {2,3} (one switch) rather than best-fit {1,2}
     c = Cluster([f"n{i}" for i in range(4)], [8] * 4, [4] * 4, [0] * 4)
     jobs = _jobs(job_id=[1, 2], num_nodes=[1, 2], partition=[0, 0])
-    from fastsched.constraints import Placement
+    from fastsched.model.constraints import Placement
     pl = Placement.topology(np.array([[0, 0, 1, 1]]), 2)
     run = run_nodes(c, jobs, "easy", placement=pl)
     assert list(run.alloc_nodes[run.alloc_offsets[1]:run.alloc_offsets[2]]) == [2, 3]
@@ -354,7 +354,7 @@ def test_switch_limit_waits_then_gives_up():
     # switch 0 = nodes 0,1; switch 1 = nodes 2,3. Jobs 1 and 2 hold nodes 0 and 2 until 100.
     # Job 3 (2 nodes, --switches=1) cannot start on nodes 1 and 3 (two switches): it waits
     # until 100, or with @30 until the first pass after its wait ran out (job 4's arrival, 40)
-    from fastsched.constraints import Placement
+    from fastsched.model.constraints import Placement
     c = Cluster([f"n{i}" for i in range(4)], [8] * 4, [4] * 4, [0] * 4,
                 partitions=[Partition("all", np.arange(4)), Partition("p0", np.array([0])),
                             Partition("p2", np.array([2]))])
@@ -400,7 +400,7 @@ def block_placements(draw, cluster, jobs):
 
 
 def _engine_placement(pl, ids):
-    from fastsched.constraints import Placement
+    from fastsched.model.constraints import Placement
     return Placement(np.array(pl["levels"]), [pl["unit"][j] for j in ids],
                      [pl["max_leaves"][j] for j in ids], [pl["leaf_wait"][j] for j in ids],
                      pl["gpu_groups"], [pl["exclusive"][j] for j in ids])
@@ -445,7 +445,7 @@ def _block_cluster(n=8, gpus=4):
 
 
 def _excl(levels, flags):
-    from fastsched.constraints import Placement
+    from fastsched.model.constraints import Placement
     return Placement.topology(np.array(levels), len(flags), exclusive_topo=flags)
 
 

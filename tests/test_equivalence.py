@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import naive
 from fastsched import Cluster, JobTable, simulate
-from fastsched.testing import cluster_and_workload
+from fastsched.tools.testing import cluster_and_workload
 
 SETTINGS = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

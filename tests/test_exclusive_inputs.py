@@ -7,9 +7,9 @@ import pytest
 
 import fastsched as fs
 from fastsched.cli import main
-from fastsched.errors import InputError
-from fastsched.sbatch import normalise, parse_args
-from fastsched.workload import read_workload, requests_to_workload, write_workload
+from fastsched.model.errors import InputError
+from fastsched.io.sbatch import normalise, parse_args
+from fastsched.io.workload import read_workload, requests_to_workload, write_workload
 
 HEADER = ("job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,cpus_per_node,"
           "mem_per_node,partition,user,account")

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fastsched.errors import InputError
-from fastsched.fairshare import AssociationTree, Usage, classic, fair_tree, level_fairshare
+from fastsched.model.errors import InputError
+from fastsched.policy.fairshare import AssociationTree, Usage, classic, fair_tree, level_fairshare
 
 import naive_priority as naive
 
@@ -169,7 +169,7 @@ def test_classic_matches_twin(case, damping):
 
 
 def test_from_workload_three_levels():
-    from fastsched.generate import ai_cluster, ai_mix
+    from fastsched.tools.generate import ai_cluster, ai_mix
     w = ai_mix(ai_cluster("ai-8k"), 2000, seed=1)
     tree = AssociationTree.from_workload(w, account_shares={w.account_names[0]: 5})
     assoc = tree.job_associations(w)

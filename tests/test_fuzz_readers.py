@@ -12,15 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastsched.cluster import Cluster
-from fastsched.config import load_config
-from fastsched.errors import FastschedError, InputError
-from fastsched.sbatch import normalise, parse_script
-from fastsched.slurmconf import read_cluster
-from fastsched.swf import read_swf
-from fastsched.topology import read_block_topology, read_gres_conf
-from fastsched.validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS
-from fastsched.workload import read_workload, requests_to_workload
+from fastsched.model.cluster import Cluster
+from fastsched.policy.config import load_config
+from fastsched.model.errors import FastschedError, InputError
+from fastsched.io.sbatch import normalise, parse_script
+from fastsched.io.slurmconf import read_cluster
+from fastsched.io.swf import read_swf
+from fastsched.io.topology import read_block_topology, read_gres_conf
+from fastsched.model.validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS
+from fastsched.io.workload import read_workload, requests_to_workload
 
 FUZZ = settings(max_examples=80, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -130,7 +130,7 @@ def small_cluster():
 @FUZZ
 @given(rows=st.lists(st.one_of(CSV_ROW, st.just(GOOD_ROW)), max_size=4), mangled=MANGLE)
 def test_workload_csv(tmp_path, small_cluster, rows, mangled):
-    from fastsched.cluster import Partition
+    from fastsched.model.cluster import Partition
     cluster = Cluster(small_cluster.node_names, small_cluster.cpus, small_cluster.gpus,
                       small_cluster.mem_mb, [Partition("p", np.arange(4))])
     text = CSV_HEADER + "\n" + "\n".join(rows) + "\n"
@@ -296,7 +296,7 @@ CLI_OPTIONS = [("simulate", "--reserve-depth"), ("simulate", "--start-times"),
 @settings(max_examples=120, deadline=None)
 @given(option=st.sampled_from(CLI_OPTIONS), value=NUMBERS)
 def test_cli_integer_arguments(option, value):
-    from fastsched.cli import _parser
+    from fastsched.cli import build_parser
     command, flag = option
     argv = {"simulate": ["simulate", "t.swf", flag, value],
             "sprio": ["sprio", "w.csv", "--cluster", "c", flag, value],
@@ -304,7 +304,7 @@ def test_cli_integer_arguments(option, value):
             "generate": ["generate", "workload", "ai-mix", "--cluster", "c", "--jobs", "1",
                          "-o", "x", flag, value]}[command]
     try:
-        args = _parser().parse_args(argv)
+        args = build_parser(argv).parse_args(argv)
     except SystemExit as e:
         assert e.code == 2
         return
@@ -324,7 +324,7 @@ def test_every_reader_refuses_a_directory(tmp_path):
 def test_fuzz_helpers_catch_what_they_should(tmp_path):
     # The fuzz tests above rely on these: an overflowed table fails in_range, a multi-line
     # error fails failure().
-    from fastsched.jobs import JobTable
+    from fastsched.model.jobs import JobTable
     bad = JobTable.from_arrays(job_id=[1], submit_time=[2**62], time_limit=[1], runtime=[0],
                                num_nodes=[1])
     with pytest.raises(AssertionError):

@@ -6,11 +6,12 @@ import gzip
 import numpy as np
 import pytest
 
-from fastsched.errors import InputError
-from fastsched.generate import add_generate_parser, ai_cluster, ai_mix
-from fastsched.jobs import JOB_FIELDS
-from fastsched.slurmconf import format_time, parse_time, read_cluster, write_cluster
-from fastsched.workload import read_workload, write_workload
+from fastsched.model.errors import InputError
+from fastsched.cli import build_parser
+from fastsched.tools.generate import ai_cluster, ai_mix
+from fastsched.model.jobs import JOB_FIELDS
+from fastsched.io.slurmconf import format_time, parse_time, read_cluster, write_cluster
+from fastsched.io.workload import read_workload, write_workload
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +137,7 @@ def test_load_parameter_and_small_cluster():
 
 
 def test_ai_mix_needs_gpus():
-    from fastsched.cluster import Cluster
+    from fastsched.model.cluster import Cluster
     with pytest.raises(InputError, match="GPU nodes"):
         ai_mix(Cluster.homogeneous(4, cpus=8), 10)
 
@@ -283,7 +284,7 @@ def test_topology_errors(tmp_path):
 
 
 def test_three_level_topology_and_mixed_nodes(tmp_path):
-    from fastsched.cluster import Cluster, Partition
+    from fastsched.model.cluster import Cluster, Partition
     n = 40
     idx = np.arange(n)
     c = Cluster([f"n{i}" for i in range(1, n + 1)], np.r_[np.full(20, 4), np.full(20, 8)],
@@ -382,10 +383,7 @@ def test_workload_structure_errors(tmp_path, c100k):
 # ----------------------------------------------------------------------------- CLI
 
 def _run(argv):
-    import argparse
-    p = argparse.ArgumentParser()
-    add_generate_parser(p.add_subparsers())
-    args = p.parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     return args.run(args)
 
 
@@ -405,8 +403,8 @@ def test_cli(tmp_path, capsys):
 def test_cli_writes_the_example_gres_conf_and_site_config(tmp_path, capsys):
     """gres.conf comes with a generated cluster and fits its nodes; generate config
     writes the example site, whose accounts are ai-mix's."""
-    from fastsched.config import load_config
-    from fastsched.topology import read_gres_conf
+    from fastsched.policy.config import load_config
+    from fastsched.io.topology import read_gres_conf
     conf = tmp_path / "slurm.conf"
     assert _run(["generate", "cluster", "ai-8k", "-o", str(conf)]) == 0
     gres = read_gres_conf(tmp_path / "gres.conf")

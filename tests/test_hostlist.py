@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import naive
-from fastsched.errors import InputError
-from fastsched.hostlist import compress, compress_rows, expand
-from fastsched.results import gpu_id_rows
+from fastsched.model.errors import InputError
+from fastsched.io.hostlist import compress, compress_rows, expand
+from fastsched.sim.results import gpu_id_rows
 
 
 def test_expand_basic():

@@ -17,7 +17,7 @@ import fastsched as fs
 from fastsched import interrupt, nodeplan
 from fastsched.interrupt import DONE, NOW, PAUSE, REQUEST, STOP, Interrupted
 from fastsched.nodeplan import _EventLoop, run_nodes
-from fastsched.constraints import Dependencies, LimitGroups, PartitionChoices
+from fastsched.model.constraints import Dependencies, LimitGroups, PartitionChoices
 
 CLUSTER = fs.Cluster.homogeneous(3, cpus=4, gpus=4, mem_mb=100)
 

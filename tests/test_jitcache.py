@@ -18,22 +18,28 @@ from fastsched import _jitcache, nodeplan
 PKG = pathlib.Path(fastsched.__file__).parent
 
 
-def _relative_imports(name):
-    tree = ast.parse((PKG / f"{name}.py").read_text())
-    return {n.module.split(".")[0] for n in ast.walk(tree)
-            if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+def _package_imports(name, files):
+    """The package modules ``name`` ("engine/placement") imports, as such names."""
+    here = name.split("/")[:-1]
+    tree = ast.parse(files[name].read_text())
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and n.level and n.module:
+            target = "/".join(here[:len(here) - (n.level - 1)] + n.module.split("."))
+            for candidate in (target, f"{target}/__init__"):
+                if candidate in files:
+                    yield candidate
 
 
 def test_kernel_sources_are_the_kernels_and_what_they_import():
-    text = {p.stem: p.read_text() for p in PKG.glob("*.py")}
-    todo = [m for m, t in text.items() if "@njit" in t or "@intrinsic" in t]
-    assert {"nodeplan", "runindex", "prefetch"} <= set(todo)
+    files = {p.relative_to(PKG).with_suffix("").as_posix(): p for p in PKG.rglob("*.py")}
+    todo = [m for m, p in files.items() if "@njit" in p.read_text() or "@intrinsic" in p.read_text()]
+    assert {"nodeplan", "runindex", "prefetch", "engine/placement"} <= set(todo)
     reach = set()
     while todo:
         m = todo.pop()
         if m not in reach:
             reach.add(m)
-            todo += [i for i in _relative_imports(m) if i in text]
+            todo += list(_package_imports(m, files))
     assert reach == set(_jitcache.KERNEL_SOURCES)
 
 

@@ -1,4 +1,4 @@
-"""fastsched.launch: task environments worked by hand, and real local launches."""
+"""fastsched.tools.launch: task environments worked by hand, and real local launches."""
 import json
 import os
 import random
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fastsched import launch
-from fastsched.errors import InputError
-from fastsched.launch import (Allocation, allocate_local, block_distribution, compress_counts,
+from fastsched.tools import launch
+from fastsched.model.errors import InputError
+from fastsched.tools.launch import (Allocation, allocate_local, block_distribution, compress_counts,
                               expand_counts, master_port, run, task_environments)
 
 TESTS = Path(__file__).resolve().parent

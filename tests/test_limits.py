@@ -3,12 +3,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fastsched.config import AccountEntry, Limits, QOS, SchedulerConfig, UserEntry, parse_config
-from fastsched.constraints import CAPS
-from fastsched.errors import InputError
-from fastsched.jobs import JobTable
-from fastsched.limits import blocked_reasons, compile_limits
-from fastsched.workload import Workload
+from fastsched.policy.config import AccountEntry, Limits, QOS, SchedulerConfig, UserEntry, parse_config
+from fastsched.model.constraints import CAPS
+from fastsched.model.errors import InputError
+from fastsched.model.jobs import JobTable
+from fastsched.policy.limits import blocked_reasons, compile_limits
+from fastsched.io.workload import Workload
 
 import naive_limits as naive
 

@@ -5,9 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastsched as fs
-from fastsched.metrics import busy_node_seconds, gpu_fragmentation
+from fastsched.sim.metrics import busy_node_seconds, gpu_fragmentation
 from test_nodeplan import node_cases  # small heterogeneous clusters and workloads
-from fastsched.testing import cluster_and_workload
+from fastsched.tools.testing import cluster_and_workload
 
 
 def naive_fragmentation(cluster, jobs, schedule):

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastsched.jobs import JobTable
-from fastsched.testing import cluster_and_workload, swf_clusters, workloads
+from fastsched.model.jobs import JobTable
+from fastsched.tools.testing import cluster_and_workload, swf_clusters, workloads
 from naive import NaiveJob, jobs_from_table, simulate
 
 PROPS = settings(max_examples=100, deadline=None,

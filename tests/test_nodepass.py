@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from test_nodeplan import gpu_cluster, jobs_of, node_cases
 from fastsched import JobTable
-from fastsched.errors import InputError
-from fastsched.jobs import JOB_FIELDS
+from fastsched.model.errors import InputError
+from fastsched.model.jobs import JOB_FIELDS
 from fastsched.nodeplan import (BLOCKED, RESERVED, START, RunningJobs, plan_nodes,
                                 simulate_nodes)
 
@@ -175,7 +175,7 @@ def test_early_stop_versus_full():
     # Node 0 is fully busy until 50; both pending jobs need it (partition "one").
     # Nothing can start now, so the non-full pass is skipped (everything blocked);
     # full=True plans them: 1 reserved at 50, and under easy 2 is blocked (depth 1).
-    from fastsched.cluster import Partition
+    from fastsched.model.cluster import Partition
     parts = [Partition("all", np.arange(2)), Partition("one", np.array([0]))]
     cluster = gpu_cluster([8, 8], partitions=parts)
     running = RunningJobs.from_arrays(job_id=[9], planned_end=[50], node_offsets=[0, 1],

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 import naive_nodes
 from fastsched import Cluster, JobTable, simulate, verify
-from fastsched.cluster import NodeState, Partition
-from fastsched.errors import InputError
+from fastsched.model.cluster import NodeState, Partition
+from fastsched.model.errors import InputError
 from fastsched.nodeplan import check_node_jobs, simulate_nodes
-from fastsched.schedule import Schedule
-from fastsched.testing import cluster_and_workload
+from fastsched.model.schedule import Schedule
+from fastsched.tools.testing import cluster_and_workload
 
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -29,7 +29,7 @@ def _leaf_kernels():
     """(name, dispatcher) of every package kernel that sets ``_nrt=False``."""
     out = []
     for mod in KERNEL_SOURCES:
-        m = importlib.import_module(f"fastsched.{mod}")
+        m = importlib.import_module("fastsched." + mod.replace("/", "."))
         for name, obj in vars(m).items():
             if (isinstance(obj, numba.core.registry.CPUDispatcher)
                     and obj.__module__ == m.__name__
@@ -47,7 +47,7 @@ _COMPILE_AND_CHECK = """
 import sys
 sys.path.insert(0, {tests!r})
 from fastsched import nodeplan
-from fastsched.benchstate import busy_state, run_pass
+from fastsched.bench.state import busy_state, run_pass
 from test_nrt import _array_returning, _leaf_kernels
 nodeplan._INDEX_AFTER_PASS = 0
 d = run_pass(busy_state("ai-8k", pending=400, seed=5), "conservative", full=True)
@@ -104,7 +104,7 @@ def test_every_kernel_without_reference_counting_is_declared_a_leaf_kernel():
     import pathlib
     import fastsched
     package = pathlib.Path(fastsched.__file__).parent
-    spelled = sorted(p.name for p in package.glob("*.py")
+    spelled = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py")
                      if "_nrt=False" in p.read_text().replace("``_nrt=False``", ""))
     assert spelled == ["leafkernel.py"]
     leaves = [name for name, _ in _leaf_kernels()]

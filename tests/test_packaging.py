@@ -22,7 +22,7 @@ def test_import_and_help_do_not_import_hypothesis():
 
 def test_testing_without_hypothesis_says_what_to_install():
     r = run_python("import sys; sys.modules['hypothesis'] = None\n"
-                   "import fastsched.testing")
+                   "import fastsched.tools.testing")
     assert r.returncode == 1
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError:") and "pip install fastsched[testing]" in last
@@ -33,7 +33,7 @@ def test_config_reads_toml_through_tomli_without_tomllib():
     pytest.importorskip("tomllib")
     r = run_python("import sys, tomllib\n"
                    "sys.modules['tomli'], sys.modules['tomllib'] = tomllib, None\n"
-                   "from fastsched.config import parse_config\n"
+                   "from fastsched.policy.config import parse_config\n"
                    "cfg = parse_config('[priority]\\nPriorityWeightAge = 7\\n')\n"
                    "print(cfg.weights.PriorityWeightAge)")
     assert r.returncode == 0, r.stderr

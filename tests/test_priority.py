@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fastsched.errors import InputError
-from fastsched.jobs import JobTable
-from fastsched.priority import (PriorityWeights, multifactor, research_order, research_queue,
+from fastsched.model.errors import InputError
+from fastsched.model.jobs import JobTable
+from fastsched.policy.priority import (PriorityWeights, multifactor, research_order, research_queue,
                                 TRES_NAMES)
 
 import naive_priority as naive
@@ -65,7 +65,7 @@ def test_fairshare_gathered_per_association():
 
 
 def test_cluster_defaults():
-    from fastsched.generate import ai_cluster
+    from fastsched.tools.generate import ai_cluster
     cluster = ai_cluster("ai-8k")
     jobs = table(submit_time=[0], num_nodes=[500], gpus_per_node=[8], cpus_per_node=[112])
     w = PriorityWeights(PriorityWeightJobSize=1000, PriorityWeightTRES={"GRES/gpu": 1000})

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import naive_nodes
 from test_nodeplan import assert_valid, node_cases, twin
 from fastsched import nodeplan
-from fastsched.constraints import Dependencies, LimitGroups
+from fastsched.model.constraints import Dependencies, LimitGroups
 from fastsched.nodeplan import RunningJobs, _EventLoop, check_node_jobs, plan_nodes, run_nodes
 
 SETTINGS = settings(max_examples=60, deadline=None,

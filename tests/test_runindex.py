@@ -57,7 +57,7 @@ def test_indexed_constraints_match_twin(indexed, policy, depth, case, resolution
 def test_deep_pass_same_with_and_without_index(monkeypatch, policy):
     """A deep pass on a small standard state: the indexed and the scanning
     engine give identical outcomes, starts, nodes and GPU masks."""
-    from fastsched.benchstate import busy_state, run_pass
+    from fastsched.bench.state import busy_state, run_pass
     state = busy_state("ai-8k", pending=1500, seed=3)
     out = {}
     for after in (-1, 0, 16):
@@ -79,7 +79,7 @@ def test_unpackable_cluster_plans_the_same_by_scanning(monkeypatch):
     through the index, the scaled one through the scan, and they must agree."""
     import dataclasses
     from fastsched import JobTable
-    from fastsched.benchstate import busy_state, run_pass
+    from fastsched.bench.state import busy_state, run_pass
     from fastsched.runindex import ix_packable
     monkeypatch.setattr(nodeplan, "_INDEX_AFTER_PASS", 0)
     state = busy_state("ai-8k", pending=600, seed=5)

@@ -1,15 +1,15 @@
-"""Slurm request parsing and normalisation (fastsched.sbatch) and `fastsched sbatch`."""
-import argparse
+"""Slurm request parsing and normalisation (fastsched.io.sbatch) and `fastsched sbatch`."""
 
 import pytest
 
-from fastsched.cluster import Cluster
-from fastsched.errors import InputError
-from fastsched.jobs import UNLIMITED
-from fastsched.generate import ai_cluster
-from fastsched.sbatch import (add_sbatch_parser, normalise, parse_args, parse_array,
+from fastsched.model.cluster import Cluster
+from fastsched.model.errors import InputError
+from fastsched.model.jobs import UNLIMITED
+from fastsched.tools.generate import ai_cluster
+from fastsched.cli import build_parser
+from fastsched.io.sbatch import (normalise, parse_args, parse_array,
                               parse_dependency, parse_memory, parse_script, to_job_request)
-from fastsched.slurmconf import write_cluster
+from fastsched.io.slurmconf import write_cluster
 
 
 
@@ -270,9 +270,7 @@ def test_to_job_request(gpu8):
 # --------------------------------------------------------------------------- CLI
 
 def run(capsys, *argv):
-    p = argparse.ArgumentParser(prog="fastsched")
-    add_sbatch_parser(p.add_subparsers())
-    args = p.parse_args(["sbatch", *map(str, argv)])
+    args = build_parser(["sbatch"]).parse_args(["sbatch", *map(str, argv)])
     try:
         code = args.run(args)
     except InputError as e:

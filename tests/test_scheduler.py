@@ -4,8 +4,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fastsched import Cluster, InputError, JobRequest, JobTable, simulate
-from fastsched.scheduler import BLOCKED, RESERVED, START, Scheduler, StaleDecisionsError
-from fastsched.testing import cluster_and_workload
+from fastsched.sim.scheduler import BLOCKED, RESERVED, START, Scheduler, StaleDecisionsError
+from fastsched.tools.testing import cluster_and_workload
 
 
 def drive_all(scheduler, jobs, one_by_one=False):
@@ -125,7 +125,7 @@ def test_complete_frees_nodes_and_errors_leave_state_unchanged():
 from test_nodeplan import gpu_cluster, jobs_of, node_cases  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from fastsched import UnsupportedError  # noqa: E402
-from fastsched.cluster import Partition  # noqa: E402
+from fastsched.model.cluster import Partition  # noqa: E402
 from fastsched.nodeplan import RunningJobs, simulate_nodes  # noqa: E402
 
 
@@ -332,7 +332,7 @@ def test_from_state_rejects_bad_running_jobs():
 
 
 def test_waiting_reasons_are_per_partition():
-    from fastsched.scheduler import waiting_reasons
+    from fastsched.sim.scheduler import waiting_reasons
     outcome = np.array([START, RESERVED, BLOCKED, BLOCKED, RESERVED, START])
     partition = np.array([0, 0, 1, 0, 1, 1])
     assert waiting_reasons(outcome, partition).tolist() == \

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 import naive
 import fastsched as fs
 from fastsched import Cluster, InputError, JobTable, simulate, simulate_swf, verify
-from fastsched.results import RECORD_COLUMNS
-from fastsched.testing import cluster_and_workload
+from fastsched.sim.results import RECORD_COLUMNS
+from fastsched.tools.testing import cluster_and_workload
 
 POLICIES = ("fcfs", "easy", "conservative")
 

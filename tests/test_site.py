@@ -1,13 +1,13 @@
-"""A site configuration in the simulator (fastsched.site): fair share that moves
+"""A site configuration in the simulator (fastsched.sim.site): fair share that moves
 with usage over simulated time, limits as reasons, PriorityTier first."""
 import numpy as np
 import pytest
 
 from fastsched import Cluster, JobTable, verify
-from fastsched.cluster import Partition
-from fastsched.config import parse_config
-from fastsched.site import simulate_site
-from fastsched.workload import Workload
+from fastsched.model.cluster import Partition
+from fastsched.policy.config import parse_config
+from fastsched.sim.site import simulate_site
+from fastsched.io.workload import Workload
 
 CONFIG = """
 [priority]

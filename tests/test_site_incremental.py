@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fastsched.config import SchedulerConfig, parse_config
-from fastsched.errors import InputError
-from fastsched.generate import ai_cluster, ai_mix
-from fastsched.jobs import JobTable
-from fastsched.priority import multifactor
-from fastsched.sim import simulate
-from fastsched.site import (_TIER_SCALE, _QueueWindow, priority_function, simulate_site,
+from fastsched.policy.config import SchedulerConfig, parse_config
+from fastsched.model.errors import InputError
+from fastsched.tools.generate import ai_cluster, ai_mix
+from fastsched.model.jobs import JobTable
+from fastsched.policy.priority import multifactor
+from fastsched.sim.simulator import simulate
+from fastsched.sim.site import (_TIER_SCALE, _QueueWindow, priority_function, simulate_site,
                             site_limits)
-from fastsched.usage import UsageTracker, usage_at
-from fastsched.workload import Workload
+from fastsched.policy.usage import UsageTracker, usage_at
+from fastsched.io.workload import Workload
 
 from site_cases import draw_site
 

@@ -7,7 +7,7 @@ import pytest
 
 import fastsched as fs
 from fastsched.cli import main
-from fastsched.snapshot import SQUEUE_START_COLUMNS
+from fastsched.sim.snapshot import SQUEUE_START_COLUMNS
 
 from test_scheduler import gpu_workload
 
@@ -110,11 +110,11 @@ def test_start_times_under_a_site_configuration():
     """Held jobs show their limit, dependency waiters show Dependency, order is by priority."""
     import numpy as np
     from fastsched import Cluster, JobTable
-    from fastsched.config import parse_config
-    from fastsched.constraints import AFTERANY, Dependencies
-    from fastsched.site import simulate_site
-    from fastsched.snapshot import start_times_at
-    from fastsched.workload import Workload
+    from fastsched.policy.config import parse_config
+    from fastsched.model.constraints import AFTERANY, Dependencies
+    from fastsched.sim.site import simulate_site
+    from fastsched.sim.snapshot import start_times_at
+    from fastsched.io.workload import Workload
     # one 8-GPU node; user 0 may run one job at a time (QOS MaxJobsPerUser=1)
     jobs = JobTable.from_arrays(job_id=[1, 2, 3, 4], submit_time=[0, 1, 2, 3],
                                 time_limit=100, runtime=100, num_nodes=1, gpus_per_node=4,

@@ -4,8 +4,8 @@ import lzma
 import numpy as np
 import pytest
 
-from fastsched.errors import InputError
-from fastsched.swf import SkippedJob, bundled_trace, read_swf
+from fastsched.model.errors import InputError
+from fastsched.io.swf import SkippedJob, bundled_trace, read_swf
 
 HEADER = """; Version: 2.2
 ; Computer: Test machine

@@ -1,4 +1,4 @@
-"""Topology placement (fastsched.topology) against its twin (tests/naive_topology.py).
+"""Topology placement (fastsched.engine.placement) against its twin (tests/naive_topology.py).
 
 Hypothesis: identical nodes / GPU masks on random small trees, block topologies,
 candidate sets and GPU groups; the greedy fill spans the brute-force minimum of
@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 
 import naive_topology as naive
 from fastsched import InputError
-from fastsched.generate import ai_cluster
-from fastsched.topology import (BlockTopology, choose_gpus, choose_gpus_kernel, levels_array,
-                                parse_gres_conf, place_block, place_tree, placement_quality,
-                                placement_summary, read_block_topology, read_gres_conf,
-                                topo_place)
+from fastsched.tools.generate import ai_cluster
+from fastsched.engine.placement import (choose_gpus, choose_gpus_kernel, place_block, place_tree,
+                                        topo_place)
+from fastsched.io.topology import parse_gres_conf, read_block_topology, read_gres_conf
+from fastsched.model.topology import BlockTopology, levels_array
+from fastsched.sim.placement import placement_quality, placement_summary
 
 SETTINGS = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -347,7 +348,7 @@ def test_placement_summary():
 
 def test_sbatch_switches_and_segment():
     from fastsched import normalise, parse_args
-    from fastsched.sbatch import format_request
+    from fastsched.io.sbatch import format_request
     norm = normalise(parse_args(["-N", "8", "--switches=2@1:00:00", "--segment=4"]))
     assert (norm.switches, norm.switches_wait, norm.segment) == (2, 3600, 4)
     assert "switches" not in " ".join(norm.ignored)
@@ -380,7 +381,7 @@ def test_kernels_are_callable_from_njit_code():
 
 
 def test_bench_place_512_scenario_runs():
-    from fastsched.bench import run_scenario
+    from fastsched.bench.scenarios import run_scenario
     fig = run_scenario("place-512", 1)
     assert fig["free_nodes"] == 1875 and fig["tree_switches64_groups_spanned"] <= 64
     assert all(fig[k] > 0 for k in fig if k.endswith("_median_us"))

@@ -9,7 +9,7 @@ import pytest
 
 import fastsched as fs
 from fastsched import Cluster, InputError, JobRequest, JobTable, Scheduler, simulate, verify
-from fastsched.jobs import MAX_TIME, UNLIMITED
+from fastsched.model.jobs import MAX_TIME, UNLIMITED
 
 POLICIES = ("fcfs", "easy", "conservative")
 HUGE = [2**63 - 1, 2**62, 2**62 - 1, UNLIMITED + 1]
@@ -106,8 +106,8 @@ def test_cli_replays_a_workload_csv_with_unlimited_limits(tmp_path, policy, caps
 
 def test_an_sbatch_script_with_an_unlimited_time_is_simulated(tmp_path):
     """``#SBATCH -t UNLIMITED`` in a partition without MaxTime: planned as UNLIMITED."""
-    from fastsched.sbatch import normalise, parse_script
-    from fastsched.workload import requests_to_workload
+    from fastsched.io.sbatch import normalise, parse_script
+    from fastsched.io.workload import requests_to_workload
     conf = tmp_path / "slurm.conf"
     conf.write_text("NodeName=g[1-2] CPUs=8 Gres=gpu:4 RealMemory=1000\n"
                     "PartitionName=p Nodes=ALL Default=YES MaxTime=UNLIMITED\n")

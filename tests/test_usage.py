@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fastsched.config import SchedulerConfig
-from fastsched.jobs import JobTable
-from fastsched.usage import last_reset, usage_at
-from fastsched.workload import Workload
+from fastsched.policy.config import SchedulerConfig
+from fastsched.model.jobs import JobTable
+from fastsched.policy.usage import last_reset, usage_at
+from fastsched.io.workload import Workload
 
 import naive_limits as naive
 from site_cases import draw_site

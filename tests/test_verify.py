@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastsched.cluster import Cluster, Partition
-from fastsched.errors import FastschedError, InputError, UnsupportedError
-from fastsched.jobs import JobTable
-from fastsched.schedule import Schedule
+from fastsched.model.cluster import Cluster, Partition
+from fastsched.model.errors import FastschedError, InputError, UnsupportedError
+from fastsched.model.jobs import JobTable
+from fastsched.model.schedule import Schedule
 from fastsched.verify import ScheduleError, VerifyReport, Violation, verify
 import fastsched as fs
 
@@ -322,7 +322,7 @@ def place(P, starts, ends, need):
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_reference_schedules_pass_their_policy(data):
-    from fastsched.testing import cluster_and_workload
+    from fastsched.tools.testing import cluster_and_workload
     cluster, jobs = data.draw(cluster_and_workload(max_procs=6, max_jobs=15))
     policy, depth = data.draw(st.sampled_from([("fcfs", 1), ("easy", 1), ("easy", 2),
                                                ("conservative", 1)]))
@@ -340,7 +340,7 @@ def test_reference_schedules_pass_their_policy(data):
 
 
 def test_schedule_from_frame():
-    pytest.importorskip("fastsched.hostlist")
+    pytest.importorskip("fastsched.io.hostlist")
     pd = pytest.importorskip("pandas")
     from fastsched.verify import schedule_from_frame
     cluster = Cluster.homogeneous(12)

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import fastsched
-from fastsched.jobs import JobTable
-from fastsched.schedule import Schedule
-from fastsched.testing import cluster_and_workload
+from fastsched.model.jobs import JobTable
+from fastsched.model.schedule import Schedule
+from fastsched.tools.testing import cluster_and_workload
 from fastsched.verify import verify
 from naive import POLICY_KINDS, check_policy, jobs_from_table
 

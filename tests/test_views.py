@@ -3,13 +3,13 @@ import numpy as np
 import pytest
 
 from fastsched.cli import main
-from fastsched.cluster import Cluster, Partition
-from fastsched.config import parse_config
-from fastsched.jobs import JobTable
-from fastsched.slurmconf import write_cluster
-from fastsched.usage import usage_at
-from fastsched.views import SSHARE_COLUMNS, sprio, sshare
-from fastsched.workload import Workload, write_workload
+from fastsched.model.cluster import Cluster, Partition
+from fastsched.policy.config import parse_config
+from fastsched.model.jobs import JobTable
+from fastsched.io.slurmconf import write_cluster
+from fastsched.policy.usage import usage_at
+from fastsched.sim.views import SSHARE_COLUMNS, sprio, sshare
+from fastsched.io.workload import Workload, write_workload
 
 CONFIG = """
 [priority]

@@ -5,7 +5,7 @@ import threading
 import types
 
 import fastsched as fs
-from fastsched import sim, warmup
+from fastsched.sim import simulator as sim, warmup
 
 
 def gpu_run():

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastsched.constraints import (AFTERANY, DEPENDENCY_KINDS, ARRAY_TASK_LIMIT, Dependencies,
+from fastsched.model.constraints import (AFTERANY, DEPENDENCY_KINDS, ARRAY_TASK_LIMIT, Dependencies,
                                    LimitGroups, PartitionChoices, array_limit_groups,
                                    array_throttle, csr_take, dependencies_from_edges)
-from fastsched.errors import InputError
-from fastsched.generate import ai_cluster, ai_mix
-from fastsched.sbatch import normalise, parse_args
-from fastsched.submission import singleton_edges
-from fastsched.workload import Workload, read_workload, requests_to_workload, write_workload
+from fastsched.model.errors import InputError
+from fastsched.tools.generate import ai_cluster, ai_mix
+from fastsched.io.sbatch import normalise, parse_args
+from fastsched.io.submission import singleton_edges
+from fastsched.io.workload import Workload, read_workload, requests_to_workload, write_workload
 
 import naive_workload as naive
 
@@ -386,7 +386,7 @@ def test_requests_to_workload_rejects_what_it_cannot_model(cluster):
 def test_example_in_the_simulator(tmp_path, cluster):
     """The engine honours what the reader built: %2, afterok on a whole array,
     singleton, and afternotok on a task that COMPLETED (never satisfied)."""
-    from fastsched.sim import simulate
+    from fastsched.sim.simulator import simulate
     w = read_workload(_csv(tmp_path, EXAMPLE), cluster)
     r = simulate(cluster, w.jobs, "easy", dependencies=w.dependencies,
                  partitions=w.partitions, limits=w.limits)

@@ -2,12 +2,12 @@
 
     asv run -E existing:$(which python3) --python=same --quick --show-stderr --bench Node
 
-The states (fastsched.benchstate.busy_state, 85% of the GPUs held) are built once in
+The states (fastsched.bench.state.busy_state, 85% of the GPUs held) are built once in
 setup_cache, never timed. B2 is full size (ai-100k, 100,000 pending). B3 (conservative
 at full depth) is the same cluster with 1,000 pending: at 100,000 a pass takes more than
 120 s today (see RESULTS.md). B6 takes the scaling points that run in seconds.
 """
-from fastsched.benchstate import busy_state, run_pass
+from fastsched.bench.state import busy_state, run_pass
 
 
 def warm_up(states):

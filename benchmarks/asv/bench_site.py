@@ -6,7 +6,7 @@ multifactor priorities (Fair Tree, age, 5-minute PriorityCalcPeriod, GPU billing
 The full size (1,000,000 jobs) is ``fastsched bench ai-mix-1m`` (one run of minutes).
 The workload is generated in setup (not timed); each sample is one whole simulation.
 """
-from fastsched.bench import ai_mix_site_inputs, ai_mix_site_run
+from fastsched.bench.scenarios import ai_mix_site_inputs, ai_mix_site_run
 
 JOBS = 10_000
 

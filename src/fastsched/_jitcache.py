@@ -12,7 +12,7 @@ So does switching Numba's bounds checking (``NUMBA_BOUNDSCHECK``), which Numba
 leaves out of its own key: a checked run must never load unchecked code.
 
 The stamp is added by a cache locator placed ahead of Numba's own; it answers
-only for this package's files and otherwise defers to Numba, so other
+only for this package's files (any subpackage) and otherwise defers to Numba, so other
 libraries' caches behave as before.
 """
 from __future__ import annotations
@@ -20,18 +20,19 @@ from __future__ import annotations
 import os
 
 #: modules with compiled code, then the package modules they import
-KERNEL_SOURCES = ("fairshare", "metrics", "nodeplan", "prefetch", "priority", "runindex",
-                  "topology", "verify",
-                  "cluster", "constraints", "errors", "hostlist", "interrupt", "jobs",
-                  "leafkernel", "schedule", "textfile", "validation", "verify_constraints")
+KERNEL_SOURCES = ("engine/placement", "nodeplan", "policy/fairshare", "policy/priority",
+                  "prefetch", "runindex", "sim/metrics", "verify",
+                  "interrupt", "io/hostlist", "leafkernel", "model/cluster",
+                  "model/constraints", "model/errors", "model/jobs", "model/schedule",
+                  "model/topology", "model/validation", "verify_constraints")
 
 
-def sources_stamp(paths) -> tuple:
-    """(name, mtime_ns, size) of each file: what Numba itself checks, per file."""
+def sources_stamp(package_dir: str, modules) -> tuple:
+    """(file, mtime_ns, size) of each module: what Numba itself checks, per file."""
     out = []
-    for p in paths:
-        st = os.stat(p)
-        out.append((os.path.basename(p), st.st_mtime_ns, st.st_size))
+    for m in modules:
+        st = os.stat(os.path.join(package_dir, *m.split("/")) + ".py")
+        out.append((f"{m}.py", st.st_mtime_ns, st.st_size))
     return tuple(out)
 
 
@@ -48,7 +49,6 @@ def install(package_dir: str, modules=KERNEL_SOURCES) -> bool:
     if not isinstance(locators, list):
         return False
     package_dir = os.path.realpath(package_dir)
-    paths = [os.path.join(package_dir, f"{m}.py") for m in modules]
 
     class PackageStampLocator(_CacheLocator):
         """Numba's own locator for the file, with the package's stamp added."""
@@ -58,7 +58,7 @@ def install(package_dir: str, modules=KERNEL_SOURCES) -> bool:
 
         @classmethod
         def from_function(cls, py_func, py_file):
-            if os.path.dirname(os.path.realpath(py_file)) != package_dir:
+            if not os.path.realpath(py_file).startswith(package_dir + os.sep):
                 return None
             for other in locators:
                 if other is not cls:
@@ -78,7 +78,7 @@ def install(package_dir: str, modules=KERNEL_SOURCES) -> bool:
 
         def get_source_stamp(self):
             from numba.core import config
-            return (self._inner.get_source_stamp(), sources_stamp(paths),
+            return (self._inner.get_source_stamp(), sources_stamp(package_dir, modules),
                     ("boundscheck", config.BOUNDSCHECK))
 
     locators[:] = [c for c in locators if getattr(c, "package_dir", None) != package_dir]

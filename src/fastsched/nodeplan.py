@@ -47,24 +47,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
 import numpy as np
 from numba import njit
 
-from .cluster import Cluster, NodeState
-from .topology import choose_gpus_kernel, topo_place
+from .model.cluster import Cluster, NodeState
+from .engine.placement import choose_gpus_kernel, topo_place
 from .runindex import (MAX_SLOTS as _MAX_SLOTS, _A, _LN, add_slot, ix_add_slot, ix_hold,
                        ix_new_job, ix_packable, ix_touched, new_meta, tr_empty, tr_node,
                        tr_reserve, tr_succ)
-from .constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
+from .model.constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups,
                           PartitionChoices, csr_take)
-from .errors import InputError
+from .model.errors import InputError
 from .leafkernel import leaf_kernel
 from .interrupt import DONE as _DONE, NOW as _NOW, PAUSE as _PAUSE, REQUEST as _REQUEST
 from .interrupt import STOP as _STOP
 from .interrupt import call as _call, interrupted as _interrupted, new_control
 from .prefetch import prefetch, prefetch1
-from .jobs import JobTable
-from .validation import check_basic, reject, request_capacity
+from .model.jobs import JobTable
+from .model.validation import check_basic, reject, request_capacity
 
 __all__ = ["simulate_nodes", "run_nodes", "NodeRun", "limit_reasons", "plan_nodes", "RunningJobs", "NodeDecisions", "check_node_jobs",
            "node_availability", "POLICY_CODES", "START", "RESERVED", "BLOCKED"]
@@ -513,7 +514,7 @@ def _plan_job(now, g, c, m, d, need, only_now, skip_now, plist, capG, capC, capM
     ``skip_now``: the caller knows it cannot fit now. The kept profiles (every
     breakpoint but the first > now) get their first segment moved to now here.
     With topology ``levels`` (L > 0), a start now takes the nodes
-    :func:`fastsched.topology.topo_place` picks from the candidates in best-fit order
+    :func:`fastsched.engine.placement.topo_place` picks from the candidates in best-fit order
     (``unit``: --segment, ``max_leaves``: --switches in force); when it finds none and
     no constraint is in force, plain best fit. ``excl`` (--exclusive=topo): only
     candidates whose whole leaf group (``bnodes[boff[b]:boff[b + 1]]``) is idle
@@ -1047,7 +1048,7 @@ def _pass(now, queue, qlen, policy, depth, full, res, window,
     it does not reach are left untouched. Topology (``levels``, per job
     ``unit``, ``max_leaves`` in force until ``eligible + leaf_wait``; wait < 0:
     forever) shapes starts (see :func:`_plan_job`); GPUs on a node are taken
-    by :func:`fastsched.topology.choose_gpus_kernel` over ``gmasks`` when given. ``full``: walk the whole queue (no
+    by :func:`fastsched.engine.placement.choose_gpus_kernel` over ``gmasks`` when given. ``full``: walk the whole queue (no
     early stop, no skipped pass). ``index_after``: a request type's later starts come from a run
     index (:mod:`fastsched.runindex`, same answers) once it has been planned
     more than this many times in the pass (< 0: never; not with topology; the first
@@ -1437,7 +1438,7 @@ class NodeRun:
     (ascending) with GPU bits ``alloc_gpu_mask`` there, in partition
     ``partition[i]``. A job that never started has start -1 and says why in
     ``reason[i]``: a limit group's cap (``group * 5 + cap``, see
-    :mod:`fastsched.constraints`; cap 4 = rejected at submit), or -1 with
+    :mod:`fastsched.model.constraints`; cap 4 = rejected at submit), or -1 with
     ``never[i]`` (a dependency can no longer be satisfied) or still waiting for
     a dependency. ``eligible[i]``: when it entered the queue (-1: never).
     """
@@ -1634,7 +1635,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               resume=None) -> NodeRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
-    ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
+    ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.model.constraints`
     (default: the ``partition`` column, none, none). Queue order: ``rank``
     (per job, lower first; ties by submit time, then job id; default submit
     time then job id). ``reorder(b, progress) -> rank`` recomputes it at the
@@ -1648,11 +1649,11 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     distinct times, coarser plans; 1 = exact). ``window`` (s, bf_window): a job whose
     earliest start is more than ``window`` after now gets no reservation
     (and uses none of EASY's); None = no limit. ``placement``: topology-aware
-    node choice and GPU groups (:class:`fastsched.constraints.Placement`).
+    node choice and GPU groups (:class:`fastsched.model.constraints.Placement`).
     ``tick(control)``: called now and then while the compiled loop runs (progress
     bars: :mod:`fastsched.interrupt`). Ctrl-C raises
     :class:`fastsched.interrupt.Interrupted`. ``checkpoints``
-    (:class:`fastsched.checkpoint.Checkpoints`): the loop pauses at an instant
+    (:class:`fastsched.sim.checkpoint.Checkpoints`): the loop pauses at an instant
     boundary whenever one is due and saves ``{"loop", "reorder", "last"}``;
     ``resume`` (such a state) goes on from it instead of from the start, with
     the state's ``reorder`` (the inputs must be those of the saved run).
@@ -1705,7 +1706,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
 
 def _placement(placement, cluster: Cluster, n: int):
     """The checked placement spec (none: topology off, lowest free GPU indices)."""
-    from .constraints import Placement
+    from .model.constraints import Placement
     if placement is None:
         return Placement.none(n, cluster.num_nodes)
     if len(placement) != n:
@@ -2053,7 +2054,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     now, like the simulator (later jobs are BLOCKED); ``full=True`` walks the
     whole queue, so conservative gives every job a planned start (``squeue
     --start``) and easy makes its reservations even when nothing can start now.
-    ``partitions``/``limits``: see :mod:`fastsched.constraints`, over the
+    ``partitions``/``limits``: see :mod:`fastsched.model.constraints`, over the
     pending jobs; ``limit_usage`` (int64[G, 5]) is what running and pending
     jobs already count against the groups (default none). ``resolution`` /
     ``window`` / ``placement``: see :func:`run_nodes`; ``eligible`` (per

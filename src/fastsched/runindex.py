@@ -49,6 +49,7 @@ counting (that module says why, and why it is safe).
 """
 from __future__ import annotations
 
+from . import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
 import numpy as np
 from numba import njit
 

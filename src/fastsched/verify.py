@@ -67,13 +67,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from . import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
 import numpy as np
 from numba import njit
 
-from .cluster import Cluster
-from .errors import FastschedError, InputError, UnsupportedError
-from .jobs import JobTable
-from .schedule import Schedule
+from .model.cluster import Cluster
+from .model.errors import FastschedError, InputError, UnsupportedError
+from .model.jobs import JobTable
+from .model.schedule import Schedule
 
 __all__ = ["Violation", "VerifyReport", "ScheduleError", "verify", "schedule_from_frame",
            "VIOLATION_KINDS", "POLICIES"]
@@ -566,9 +567,9 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     :meth:`VerifyReport.raise_if_failed`).
 
     ``dependencies`` / ``limits`` / ``partitions`` (see
-    :mod:`fastsched.constraints`) add the checks of
+    :mod:`fastsched.model.constraints`) add the checks of
     :mod:`fastsched.verify_constraints`; policy checks need none of them.
-    ``placement`` (:class:`fastsched.constraints.Placement`) with
+    ``placement`` (:class:`fastsched.model.constraints.Placement`) with
     ``exclusive_topo`` jobs adds the ``exclusive_topo`` check.
     """
     if policy is not None and (limits is not None or dependencies is not None):
@@ -620,7 +621,7 @@ def schedule_from_frame(cluster: Cluster, df) -> Schedule:
     and nodes (a Slurm hostlist of names in ``cluster.node_names``; "" or missing
     for none). Missing start/end times (NaN, NA or "") become -1. An optional ``planning``
     column (one value: "counts" or "nodes") is :attr:`Schedule.planning`."""
-    from .hostlist import expand
+    from .io.hostlist import expand
 
     for col in ("job_id", "start_time", "end_time", "nodes"):
         if col not in df.columns:

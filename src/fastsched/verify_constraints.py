@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constraints import AFTER, AFTERNOTOK, AFTEROK, CAPS
+from .model.constraints import AFTER, AFTERNOTOK, AFTEROK, CAPS
 
 
 def parent_problems(jobs, start, end, deps):

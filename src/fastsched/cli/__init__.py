@@ -1,0 +1,89 @@
+"""The ``fastsched`` command, the package's only home of argparse.
+
+One module per subcommand, each with ``configure(parser)`` (its options, and
+``run`` as the parser's default) and ``run(args)``, a thin call of the public API.
+Only the module of the command given is imported, so ``fastsched --help`` and
+the help of commands that do not plan load no compiled engine.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import signal
+import sys
+
+from ..interrupt import Interrupted, kernel_running, signals_interrupt
+from ..model.errors import FastschedError
+
+#: command -> (module of this package, one-line help)
+COMMANDS = {
+    "simulate": ("simulate", "replay a trace under a policy and print the summary"),
+    "demo": ("demo", "replay the bundled KTH-SP2 trace under fcfs, easy and conservative, "
+             "side by side"),
+    "check": ("check", "verify a schedule (jobs CSV) against its trace"),
+    "bench": ("bench", "run a standard benchmark scenario"),
+    "generate": ("generate", "write a standard cluster (slurm.conf), workload (CSV) or the "
+                 "example site configuration"),
+    "sbatch": ("sbatch", "parse a batch script + sbatch options; with --test-only print the "
+               "normalised request and expected start"),
+    "run": ("run", "launch a command as the tasks of a local allocation (like srun)"),
+    "sprio": ("views", "multifactor priority and its weighted factors of the pending jobs "
+              "at a time of a simulation (like sprio -l)"),
+    "sshare": ("views", "shares, usage and fair-share factors of every association at a "
+               "time of a simulation (like sshare -l -a)"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    signals_interrupt()
+    try:
+        parser = build_parser(argv)      # imports the command's module: may take a second
+        args = parser.parse_args(argv)
+        args.argv = argv
+        if not hasattr(args, "run"):
+            parser.print_help()
+            return 2
+        return args.run(args) or 0
+    except KeyboardInterrupt as e:        # Ctrl-C, SIGTERM; Interrupted says where the run was
+        code = 128 + int(getattr(e, "signum", signal.SIGINT))
+        print(f"fastsched: {e if isinstance(e, Interrupted) else 'interrupted'}; "
+              "no result written", file=sys.stderr)
+        if kernel_running():
+            sys.stdout.flush()          # a kernel still compiling cannot be stopped:
+            sys.stderr.flush()          # end the process without waiting for it
+            os._exit(code)
+        return code
+    except FastschedError as e:
+        print(f"fastsched: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:               # e.g. `fastsched ... | head`: not an error
+        sys.stdout = open(os.devnull, "w")
+        return 0
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"fastsched: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser for ``argv``: every command listed, the one ``argv`` names configured."""
+    from .. import __version__
+    p = argparse.ArgumentParser(prog="fastsched", description=(
+        "Slurm-compatible scheduling core: replay workload traces under FCFS, EASY and "
+        "conservative backfilling, check schedules, run benchmarks."))
+    p.add_argument("--version", action="version", version=f"fastsched {__version__}")
+    sub = p.add_subparsers(title="commands", metavar="COMMAND")
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module_name, helptext) in COMMANDS.items():
+        if name != chosen:
+            sub.add_parser(name, help=helptext)
+            continue
+        module = importlib.import_module(f".{module_name}", __name__)
+        s = sub.add_parser(name, help=helptext, **getattr(module, "PARSER_OPTIONS", {}))
+        if module_name == "views":
+            module.configure(s, name)
+        else:
+            module.configure(s)
+    return p

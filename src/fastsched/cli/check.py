@@ -1,0 +1,67 @@
+"""``fastsched check``: verify a schedule independently of the scheduler."""
+from __future__ import annotations
+
+import argparse
+import zlib
+
+import pandas as pd
+
+from ..model.errors import InputError
+from ..model.policies import POLICIES
+from ..verify import check_frame
+from .argtypes import machine_size, positive_int
+from .common import add_topology_args, load_trace, placement_from_args, workload_constraints, config_limits
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Check a schedule independently of the scheduler: no "
+                        "overcommit, no start before submit, end = start + min(runtime, limit), "
+                        "and the policy's promises (fcfs order; no reservation delayed under "
+                        "easy/conservative). Exit status 1 if it finds violations; 3 if "
+                        "it found none but could not check the policy asked for (a schedule "
+                        "planned with concrete-node reservations, column planning=nodes: "
+                        "the policy checks implement the textbook counts model).")
+    parser.add_argument("jobs_csv", metavar="JOBS.csv", help="records written by simulate --jobs-out")
+    parser.add_argument("--trace", required=True,
+                        help="the SWF trace or workload CSV the schedule replays")
+    parser.add_argument("--cluster", help="for a workload CSV: slurm.conf, or ai-8k / ai-100k / ai-1m")
+    parser.add_argument("--policy", choices=sorted(POLICIES),
+                        help="also check this policy's promises")
+    parser.add_argument("--reserve-depth", type=positive_int, default=1, help="EASY reservations (default 1)")
+    parser.add_argument("--procs", type=machine_size, help="machine size (default: from the header)")
+    parser.add_argument("--config", metavar="CFG.toml",
+                        help="also check the configuration's QOS and association limits")
+    add_topology_args(parser, "with --exclusive-topo or a workload's 'exclusive' column: also "
+                        "check that no job shared an --exclusive=topo job's leaf groups while it "
+                        "ran; tree = the cluster's topology.conf switches, block = "
+                        "--block-topology FILE")
+    parser.set_defaults(run=run, switches=None, segment=None, gres_conf=None)
+
+
+def run(args) -> int:
+    cluster, workload, jobs, _ = load_trace(args.trace, procs=args.procs,
+                                             cluster_spec=args.cluster)
+    constraints = workload_constraints(workload)
+    if args.config:
+        constraints["limits"] = config_limits(args.config, cluster, workload)
+    placement = placement_from_args(args, cluster, jobs, workload)
+    if placement is not None:
+        constraints["placement"] = placement
+    # EmptyDataError and UnicodeDecodeError are ValueErrors; a damaged .gz raises
+    # EOFError or zlib.error
+    try:
+        frame = pd.read_csv(args.jobs_csv, keep_default_na=False, index_col=False)
+    except (ValueError, EOFError, zlib.error, pd.errors.ParserError) as e:
+        raise InputError(f"not a jobs CSV: {' '.join(str(e).split())}",
+                         file=args.jobs_csv) from None
+    report = check_frame(cluster, jobs, frame,
+                         source=args.jobs_csv, policy=args.policy,
+                         reserve_depth=args.reserve_depth, **constraints)
+    print(report)
+    for v in report.violations[:20]:
+        print(f"  {v.kind}: {v.message}")
+    if len(report.violations) > 20:
+        print(f"  ... and {len(report.violations) - 20} more")
+    if not report.ok:
+        return 1
+    return 3 if report.not_checked else 0

@@ -1,0 +1,232 @@
+"""What the subcommands share: policy, site and topology options, loading a trace or a
+workload, the summary table, writing a file whole."""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from ..io.slurmconf import parse_time
+from ..io.swf import read_swf
+from ..io.topology import read_block_topology, read_gres_conf
+from ..io.workload import read_workload
+from ..model.cluster import Cluster
+from ..model.constraints import Placement
+from ..model.errors import InputError
+from ..model.policies import POLICIES
+from ..model.topology import levels_array
+from ..policy.config import load_config
+from ..policy.priority import research_order
+from ..sim.site import site_limits
+from ..tools.generate import load_cluster
+from .argtypes import positive_int, positive_seconds, seconds
+
+SUMMARY_ROWS = [
+    ("jobs", "jobs", "{:,}"), ("skipped", "skipped", "{:,}"),
+    ("never_started", "never started", "{:,}"), ("timeouts", "killed at limit", "{:,}"),
+    ("avg_wait", "avg wait (s)", "{:,.1f}"), ("median_wait", "median wait (s)", "{:,.1f}"),
+    ("max_wait", "max wait (s)", "{:,}"),
+    ("avg_jct", "avg job completion time (s)", "{:,.1f}"),
+    ("median_jct", "median job completion time (s)", "{:,.1f}"),
+    ("p95_jct", "p95 job completion time (s)", "{:,.1f}"),
+    ("p99_jct", "p99 job completion time (s)", "{:,.1f}"),
+    ("avg_bounded_slowdown", "avg bounded slowdown", "{:,.2f}"),
+    ("utilisation", "node utilisation (nodes in use)", "{:.2%}"),
+    ("cpu_utilisation", "CPU utilisation", "{:.2%}"),
+    ("gpu_utilisation", "GPU utilisation", "{:.2%}"),
+    ("gpu_fragmentation", "free GPUs stranded on partly used nodes", "{:.2%}"),
+    ("makespan", "makespan (s)", "{:,}"),
+    ("engine", "engine", "{}"),
+    ("passes", "scheduling passes", "{:,}"), ("sim_seconds", "simulation wall time (s)", "{:.4f}"),
+    ("compile_seconds", "engine compile/load time (s)", "{:.2f}"),
+]
+
+
+def policy_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", choices=sorted(POLICIES), default="easy",
+                   help="scheduling policy (default: easy)")
+    p.add_argument("--reserve-depth", type=positive_int, default=1,
+                   help="number of blocked jobs EASY reserves for (default 1, Lifka's EASY)")
+
+
+def site_args(p: argparse.ArgumentParser) -> None:
+    """Options of a workload CSV simulation: site configuration, planning grid, topology."""
+    g = p.add_argument_group("site, planning and placement (workload CSVs; node engine)")
+    g.add_argument("--config", metavar="CFG.toml",
+                   help="scheduler configuration: multifactor priorities recomputed every "
+                   "PriorityCalcPeriod with decayed usage, QOS/association limits, PriorityTier")
+    g.add_argument("--order", metavar="NAME",
+                   help="queue order by a research policy instead of submit time: FCFS, SJF, "
+                   "WFP3, UNICEP, F1-F4 (Carastan-Santos & de Camargo; scores recomputed "
+                   "every --order-period)")
+    g.add_argument("--order-period", type=positive_seconds, default=60, metavar="S",
+                   help="with --order: recompute the scores every S seconds of simulated "
+                   "time (default 60)")
+    g.add_argument("--resolution", type=positive_seconds, default=1, metavar="S",
+                   help="plan on a grid of S seconds (Slurm's bf_resolution; default 1: exact)")
+    g.add_argument("--window", type=seconds, metavar="S",
+                   help="reserve only starts within S seconds (bf_window; default: no limit)")
+    add_topology_args(g, "topology-aware starts: tree = the cluster's topology.conf "
+                       "switches, block = --block-topology FILE")
+    g.add_argument("--switches", metavar="K[@TIME]",
+                   help="every multi-node job spans at most K leaf switches, waiting at most "
+                   "TIME (Slurm time) for that (--switches of sbatch)")
+    g.add_argument("--segment", type=positive_int, metavar="N",
+                   help="multi-node jobs whose node count N divides go in segments of N "
+                   "nodes, each in one base block (--segment of sbatch)")
+    g.add_argument("--gres-conf", metavar="FILE",
+                   help="gres.conf: keep a job's GPUs on a node inside its NVLink (Links=) or "
+                   "socket (Cores=) groups")
+
+
+def add_topology_args(parser, topology_help: str) -> None:
+    """--topology, --block-topology and --exclusive-topo (simulate and check)."""
+    parser.add_argument("--topology", choices=["tree", "block"], help=topology_help)
+    parser.add_argument("--block-topology", metavar="FILE",
+                        help="topology.conf with BlockName=/BlockSizes= lines (with "
+                        "--topology block)")
+    parser.add_argument("--exclusive-topo", action="store_true",
+                        help="every multi-node job is --exclusive=topo: it starts only on "
+                        "idle leaf groups (base blocks / leaf switches) and keeps them to "
+                        "itself while it runs (a workload's 'exclusive' column marks single "
+                        "jobs)")
+
+
+def load_trace(path: str, *, procs=None, strict=False, cluster_spec=None):
+    """(cluster, workload or None, jobs, skipped) from an SWF trace, or a workload CSV on
+    ``cluster_spec``."""
+    if str(path).lower().endswith((".csv", ".csv.gz")):
+        if not cluster_spec:
+            raise InputError("a workload CSV needs --cluster (slurm.conf or a standard name)",
+                             file=path)
+        if procs is not None:
+            raise InputError("--procs is the machine size of an SWF trace; a workload CSV runs "
+                             "on --cluster", field="--procs")
+        cluster = load_cluster(cluster_spec)
+        workload = read_workload(path, cluster, strict=strict)
+        return cluster, workload, workload.jobs, workload.skipped
+    if cluster_spec:
+        raise InputError("--cluster is for workload CSVs; an SWF trace runs on its own machine "
+                         "of single-processor nodes (size: MaxProcs, or --procs)",
+                         field="--cluster")
+    trace = read_swf(path, procs=procs, strict=strict)
+    return Cluster.homogeneous(trace.procs), None, trace.jobs, trace.skipped
+
+
+def placement_from_args(args, cluster, jobs, workload=None):
+    """The Placement the options ask for (with the workload's --exclusive=topo jobs),
+    or None."""
+    if args.topology is None and (args.switches or args.segment or args.block_topology
+                                  or args.exclusive_topo):
+        raise InputError("--switches, --segment, --exclusive-topo and --block-topology need "
+                         "--topology", field="--topology")
+    groups = read_gres_conf(args.gres_conf).masks if args.gres_conf else ()
+    if args.topology is None:
+        return Placement.topology(np.zeros((0, cluster.num_nodes)), len(jobs),
+                                  gpu_groups=groups) if args.gres_conf else None
+    if args.topology == "block":
+        if not args.block_topology:
+            raise InputError("--topology block needs --block-topology FILE", field="--topology")
+        levels = read_block_topology(args.block_topology, cluster).levels
+    else:
+        levels = levels_array(cluster.topology)
+    multi = jobs.num_nodes > 1
+    max_leaves, wait = 0, -1
+    if args.switches:
+        max_leaves, wait = _switches(args.switches)
+    segment = np.ones(len(jobs), dtype=np.int64)
+    if args.segment:
+        segment[multi & (jobs.num_nodes % args.segment == 0)] = args.segment
+    exclusive = multi & bool(args.exclusive_topo)
+    if workload is not None:
+        exclusive = exclusive | workload.exclusive_topo
+    return Placement.topology(levels, len(jobs), unit=segment,
+                              max_leaves=np.where(multi, max_leaves, 0), leaf_wait=wait,
+                              gpu_groups=groups, exclusive_topo=exclusive)
+
+
+def _switches(text: str) -> tuple[int, int]:
+    """--switches=K[@TIME] as (K, wait seconds or -1)."""
+    count, _, wait = text.partition("@")
+    if not count.isdigit() or int(count) < 1:
+        raise InputError(f"--switches wants K[@TIME] with K >= 1, got {text!r}",
+                         field="--switches")
+    seconds = parse_time(wait) if wait else None
+    return int(count), -1 if seconds is None else int(seconds)
+
+
+def research_priority(name: str, jobs, cluster):
+    """``priority(now, progress)`` for a named research order (lower score first); sizes in
+    GPUs on GPU clusters, else CPUs."""
+    size = "gpus" if cluster.gpus.any() else "cpus"
+    research_order(name, jobs.take(np.zeros(0, dtype=np.int64)), 0, size=size)  # check name
+    return lambda now, progress: -research_order(name, jobs, now, size=size)
+
+
+def workload_constraints(workload) -> dict:
+    """The workload's dependencies, partition lists and array throttles, where it has any."""
+    if workload is None:
+        return {}
+    out = {}
+    deps = getattr(workload, "dependencies", None)
+    if deps is not None and len(deps.parent):
+        out["dependencies"] = deps
+    parts = getattr(workload, "partitions", None)
+    if parts is not None and len(parts.partition) > len(workload):
+        out["partitions"] = parts
+    limits = getattr(workload, "limits", None)
+    if limits is not None and len(limits.caps):
+        out["limits"] = limits
+    return out
+
+
+def config_limits(path, cluster, workload):
+    """The limit groups ``simulate --config`` enforced (fastsched.sim.site.site_limits)."""
+    if workload is None:
+        raise InputError("--config needs a workload CSV", field="--config")
+    config = load_config(path)
+    return site_limits(config, workload, config.apply_partitions(cluster))
+
+
+def write_atomic(writer, path) -> None:
+    """Run ``writer`` on a temporary file beside ``path``, then rename it to ``path``, so
+    an interrupted or failed write leaves the old file (or none), never a truncated one.
+    Errors name the path (pandas' OSErrors do not)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    try:
+        # the same name in a private folder: the suffix still picks the compression
+        scratch = tempfile.mkdtemp(prefix=".fastsched-", dir=folder)
+        try:
+            writer(os.path.join(scratch, name))
+            os.replace(os.path.join(scratch, name), path)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    except OSError as e:
+        raise InputError(f"cannot write: {e.strerror or e}", file=path) from None
+
+
+def summary_table(columns: list[tuple[str, dict]], extra=()) -> str:
+    rows = [(label, [fmt.format(s[key]) if s.get(key) is not None else "-" for _, s in columns])
+            for key, label, fmt in list(SUMMARY_ROWS) + list(extra)]
+    width = max(len(label) for label, _ in rows)
+    colw = [max(len(name), *(len(v[i]) for _, v in rows)) for i, (name, _) in enumerate(columns)]
+    lines = []
+    if any(name for name, _ in columns):
+        lines.append(" " * width + "  " + "  ".join(n.rjust(w) for (n, _), w in zip(columns, colw)))
+    for label, values in rows:
+        lines.append(label.ljust(width) + "  " + "  ".join(v.rjust(w) for v, w in zip(values, colw)))
+    return "\n".join(lines)
+
+
+def print_skipped(skipped: list, show_all: bool) -> None:
+    if not skipped:
+        return
+    shown = skipped if show_all else skipped[:5]
+    print(f"skipped {len(skipped)} job(s) that cannot run on this machine:")
+    for s in shown:
+        print(f"  job {s.job_id} (line {s.line}): {s.reason}")
+    if len(shown) < len(skipped):
+        print(f"  ... {len(skipped) - len(shown)} more (--show-skipped lists them all)")

@@ -1,0 +1,89 @@
+"""``fastsched generate cluster|workload|config``: the standard inputs and examples."""
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+import argparse
+
+from ..cli.argtypes import non_negative_int, positive_float, seed
+from ..io.slurmconf import topology_path, write_cluster
+from ..io.workload import write_workload
+from ..tools.generate import CLUSTERS, DAY, WORKLOADS, ai_cluster, ai_mix, load_cluster
+
+def configure(g: argparse.ArgumentParser) -> None:
+    g.description = ("Write the standard inputs of the benchmarks "
+                       "(benchmarks/RESULTS.md) "
+                       "and examples: a cluster as slurm.conf + topology.conf + gres.conf, a "
+                       "seeded ai-mix workload as CSV, or the example site configuration.")
+    gsub = g.add_subparsers(title="what", metavar="WHAT")
+    g.set_defaults(run=lambda args: (g.print_help(), 2)[1])
+
+    c = gsub.add_parser("cluster", help="write a standard cluster as slurm.conf (+ topology.conf, "
+                        "gres.conf)",
+                        description="Write a standard cluster as a slurm.conf subset (NodeName, "
+                        "PartitionName), its tree topology as topology.conf and its GPUs' "
+                        "socket groups as gres.conf in the same directory (both overwritten).")
+    c.add_argument("name", choices=sorted(CLUSTERS), help="cluster (ai-8k, ai-100k, ai-1m)")
+    c.add_argument("-o", "--output", required=True, metavar="slurm.conf",
+                   help="slurm.conf to write; topology.conf goes next to it")
+    c.set_defaults(run=_cmd_generate_cluster)
+
+    w = gsub.add_parser("workload", help="write a seeded standard workload as CSV",
+                        description="Write a seeded standard workload as CSV (.csv or .csv.gz): "
+                        "job_id, submit_time, time_limit, runtime, num_nodes, gpus_per_node, "
+                        "cpus_per_node, mem_per_node, partition, user, account, org.")
+    w.add_argument("name", choices=list(WORKLOADS), help="workload (ai-mix)")
+    w.add_argument("--cluster", required=True, metavar="slurm.conf",
+                   help="cluster file (or a standard cluster name: "
+                        + ", ".join(sorted(CLUSTERS)) + ")")
+    w.add_argument("--jobs", type=non_negative_int, required=True, metavar="N",
+                   help="number of jobs")
+    w.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
+    w.add_argument("--load", type=positive_float, default=1.05,
+                   help="offered load as a fraction of the cluster's GPU-hours (default 1.05)")
+    w.add_argument("-o", "--output", required=True, metavar="jobs.csv",
+                   help="CSV to write (.csv.gz compresses)")
+    w.set_defaults(run=_cmd_generate_workload)
+
+    site = gsub.add_parser("config", help="write the example site configuration (TOML)",
+                        description="Write the example site configuration: multifactor "
+                        "priority weights, the association tree of ai-mix workloads "
+                        "(org01..org20 > acct001..acct200) with shares and limits, QOS and "
+                        "partition overrides. Edit it for your site.")
+    site.add_argument("-o", "--output", required=True, metavar="site.toml", help="file to write")
+    site.set_defaults(run=_cmd_generate_config)
+
+
+def _example(name: str) -> bytes:
+    """A file shipped in fastsched/data."""
+    return (resources.files("fastsched") / "data" / name).read_bytes()
+
+
+def _cmd_generate_cluster(args) -> int:
+    cluster = ai_cluster(args.name)
+    write_cluster(cluster, args.output, name=args.name)
+    gres = Path(args.output).with_name("gres.conf")
+    gres.write_bytes(_example("example-gres.conf"))
+    extra = f" (+ {topology_path(args.output)}, {gres})"
+    print(f"{args.name}: {cluster.num_nodes:,} nodes, {int(cluster.gpus.sum()):,} GPUs "
+          f"({cluster.gpu_type}), partitions "
+          + ", ".join(f"{p.name} ({len(p.nodes):,} nodes)" for p in cluster.partitions)
+          + f" -> {args.output}{extra}")
+    return 0
+
+
+def _cmd_generate_config(args) -> int:
+    Path(args.output).write_bytes(_example("example-config.toml"))
+    print(f"example site configuration -> {args.output}")
+    return 0
+
+
+def _cmd_generate_workload(args) -> int:
+    cluster = load_cluster(args.cluster)
+    workload = ai_mix(cluster, args.jobs, seed=args.seed, load=args.load)
+    write_workload(workload, cluster, args.output)
+    span = workload.span
+    print(f"{args.name} (seed {args.seed}): {len(workload):,} jobs over {span:,} s "
+          f"({span / DAY:.1f} days), offered load {workload.offered_load(cluster):.3f} of "
+          f"{int(cluster.gpus.sum()):,} GPUs -> {args.output}")
+    return 0

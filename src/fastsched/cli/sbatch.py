@@ -1,0 +1,125 @@
+"""``fastsched sbatch``: parse a batch script and sbatch options as Slurm does; with --test-only
+print the normalised request and its expected start."""
+from __future__ import annotations
+
+from pathlib import Path
+import argparse
+
+from ..io.sbatch import (NormalisedRequest, SlurmRequest, format_request, normalise, parse_args,
+                         parse_script, to_job_request)
+from ..model.errors import InputError, UnsupportedError
+from ..model.jobs import JobTable
+from ..sim.scheduler import Scheduler
+from ..sim.simulator import simulate
+from ..tools.generate import load_cluster
+
+_USAGE = ("usage: fastsched sbatch --test-only [--cluster slurm.conf|ai-8k|ai-100k|ai-1m] "
+          "SCRIPT [sbatch options...]")
+
+
+_HELP = _USAGE + """
+
+Parse a batch script's #SBATCH lines and sbatch options (options on the command line
+override the script's), print the request as Slurm normalises it and, on a cluster
+the engine can schedule, its expected start on an empty cluster. fastsched runs no
+jobs: only --test-only is supported.
+
+  --test-only            print the normalised request and its expected start
+  --cluster C            slurm.conf path, or ai-8k / ai-100k / ai-1m (default: none,
+                         so no cluster checks and no expected start)
+  -h, --help             this help
+"""
+
+
+#: the subparser takes every argument after ``sbatch`` untouched (``prefix_chars`` is
+#: not ``-``), because sbatch options may come before or after the script
+PARSER_OPTIONS = {"prefix_chars": "+", "add_help": False}
+
+
+def configure(s: argparse.ArgumentParser) -> None:
+    s.usage = _USAGE.removeprefix("usage: ")
+    s.description = "Parse #SBATCH lines and sbatch options as Slurm does."
+    s.add_argument("tokens", nargs="*")
+    s.set_defaults(run=_cmd_sbatch)
+
+
+def _split_cli(tokens: list[str]):
+    """(test_only, cluster, help, sbatch tokens) from the raw tokens."""
+    test_only = help_ = False
+    cluster = None
+    rest: list[str] = []
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        i += 1
+        if t == "--":
+            rest.extend(tokens[i - 1:])
+            break
+        if t == "--test-only":
+            test_only = True
+        elif t in ("-h", "--help"):
+            help_ = True
+        elif t == "--cluster":
+            if i >= len(tokens):
+                raise InputError("--cluster needs a value (slurm.conf, ai-8k, ai-100k, ai-1m)")
+            cluster = tokens[i]
+            i += 1
+        elif t.startswith("--cluster="):
+            cluster = t.partition("=")[2]
+        else:
+            rest.append(t)
+    return test_only, cluster, help_, rest
+
+
+def _cmd_sbatch(args) -> int:
+    test_only, cluster_spec, help_, rest = _split_cli(list(args.tokens))
+    if help_:
+        print(_HELP, end="")
+        return 0
+    cli = parse_args(rest, stop_at_positional=True)
+    script = cli.script
+    if script is None:
+        raise InputError("no batch script given (" + _USAGE + ")")
+    after = parse_args(cli.script_args, stop_at_positional=True)
+    if after.script is not None:
+        raise InputError(f"unexpected argument {after.script!r} after the script "
+                         "(script arguments are not supported)")
+    cli = SlurmRequest({**cli.options, **after.options}, {**cli.origin, **after.origin}, script)
+    test_only = test_only or "test-only" in cli
+    if not test_only:
+        raise InputError("only --test-only is supported (fastsched does not run jobs)")
+    req = parse_script(Path(script)).merged(cli)
+    cluster = None
+    if cluster_spec:
+        cluster = load_cluster(cluster_spec)
+    norm = normalise(req, cluster)
+    print(f"{script}: normalised request" + (f" on {cluster_spec}" if cluster_spec else ""))
+    for line in format_request(norm):
+        print("   " + line)
+    for note in norm.notes:
+        print("   note: " + note)
+    print(_expected_start(norm, cluster))
+    return 0
+
+
+def _expected_start(norm: NormalisedRequest, cluster) -> str:
+    """Expected start on an empty ``cluster``: the Scheduler (pool engine) where it
+    applies, else a one-job simulation on the node engine (same planning rules)."""
+    if cluster is None:
+        return "expected start: not computed (no --cluster given)"
+    partition = cluster.partition_index(norm.partitions[0]) if norm.partitions else 0
+    request = to_job_request(norm, job_id=1, submit_time=0, partition=partition)
+    try:
+        sched = Scheduler(cluster, "conservative")
+        sched.submit(request)
+        start = int(sched.expected_start_times(now=0)["expected_start"].iloc[0])
+    except UnsupportedError:
+        result = simulate(cluster, JobTable.from_requests([request]), "conservative")
+        start = int(result.schedule.start_time[0])
+    extra = []
+    if norm.dependencies:
+        extra.append("assuming its dependencies are satisfied")
+    if norm.array is not None:
+        extra.append("for the first array task")
+    suffix = f" ({'; '.join(extra)})" if extra else ""
+    return f"expected start: {start} s after submission on an empty cluster{suffix}"

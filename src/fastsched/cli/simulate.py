@@ -1,0 +1,166 @@
+"""``fastsched simulate``: replay a trace or workload under a policy and print the summary."""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+
+import numpy as np
+import pandas as pd
+
+from ..model.errors import InputError
+from ..policy.config import load_config
+from ..sim.checkpoint import Checkpoints, load as load_checkpoint
+from ..sim.simulator import simulate
+from ..sim.site import simulate_site
+from ..sim.snapshot import format_start_times, start_times_at
+from . import build_parser
+from .argtypes import duration, machine_size, seconds
+from .common import (load_trace, placement_from_args, policy_args, print_skipped,
+                     research_priority, site_args, summary_table, workload_constraints,
+                     write_atomic)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Replay an SWF trace (plain, .gz or .xz) on its machine "
+                        "(P single-processor nodes), or a workload CSV (as written by "
+                        "'fastsched generate workload') on --cluster, and print the summary.")
+    parser.add_argument("trace", nargs="?",
+                        help="SWF trace, or workload CSV (.csv, .csv.gz); not with --resume")
+    policy_args(parser)
+    parser.add_argument("--procs", type=machine_size,
+                        help="SWF machine size (default: the MaxProcs/MaxNodes header)")
+    parser.add_argument("--cluster", help="for a workload CSV: slurm.conf, or ai-8k / ai-100k / ai-1m")
+    parser.add_argument("--strict", action="store_true",
+                        help="a job that cannot run is an error instead of being skipped")
+    parser.add_argument("--jobs-out", metavar="FILE.csv", help="write one record per job as CSV")
+    parser.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON")
+    parser.add_argument("--show-skipped", action="store_true", help="list every skipped job")
+    parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    parser.add_argument("--checkpoint", metavar="FILE",
+                        help="save the node engine's state to FILE now and then (written whole: "
+                        "temporary file, then rename), to go on later with --resume FILE")
+    parser.add_argument("--checkpoint-every", type=duration, default=600, metavar="DURATION",
+                        help="wall time between checkpoints: 90, 90s, 10m, 2h (default 10m)")
+    parser.add_argument("--resume", metavar="FILE",
+                        help="go on from a checkpoint: the same command (read from FILE, on the "
+                        "same input files) continues, giving the schedule an uninterrupted run "
+                        "gives; output, progress and checkpoint options given here replace the "
+                        "saved ones")
+    parser.add_argument("--start-times", type=seconds, metavar="T",
+                        help="also rebuild the state at time T (running and pending jobs just "
+                        "before the pass at T) and print every pending job's expected start, like "
+                        "squeue --start (a full conservative plan; times in seconds)")
+    parser.add_argument("--csv", metavar="FILE", help="with --start-times: write that table as CSV")
+    site_args(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    args, resume = _resumed(args) if args.resume else (args, None)
+    if args.trace is None:
+        raise InputError("give a trace (or --resume FILE)", field="trace")
+    if args.csv and args.start_times is None:
+        raise InputError("--csv goes with --start-times T", field="--csv")
+    cluster, workload, jobs, skipped = load_trace(args.trace, procs=args.procs,
+                                                   strict=args.strict, cluster_spec=args.cluster)
+    options = dict(reserve_depth=args.reserve_depth,
+                   progress=False if args.no_progress else None,
+                   placement=placement_from_args(args, cluster, jobs, workload),
+                   window=args.window, resolution=args.resolution)
+    if resume is not None or args.checkpoint:       # (a digest of every job: only then)
+        header = {"argv": args.argv, "jobs": _fingerprint(jobs)}
+    if resume is not None:
+        if resume[0]["jobs"] != header["jobs"]:
+            raise InputError("the inputs differ from those of the checkpointed run",
+                             file=args.resume)
+        options["resume"] = resume[1]
+    if args.checkpoint:
+        options["checkpoints"] = Checkpoints(args.checkpoint, args.checkpoint_every, header)
+    if args.order:
+        if args.config:
+            raise InputError("--order and --config both set the queue order; pick one",
+                             field="--order")
+        options.update(priority=research_priority(args.order, jobs, cluster),
+                       period=args.order_period)
+    try:
+        if args.config:
+            if workload is None:
+                raise InputError("--config needs a workload CSV (with users and accounts)",
+                                 field="--config")
+            result = simulate_site(cluster, workload, load_config(args.config), args.policy,
+                                   skipped=skipped, **options)
+        else:
+            result = simulate(cluster, jobs, args.policy, skipped=skipped,
+                              **workload_constraints(workload), **options)
+    except KeyboardInterrupt:
+        if args.checkpoint and options["checkpoints"].saved:
+            print(f"fastsched: go on from the last checkpoint with: fastsched simulate "
+                  f"--resume {args.checkpoint}", file=sys.stderr)
+        raise
+    result.summary["trace"] = str(args.trace)
+    print(f"{args.trace}: {result.summary['nodes']} nodes, policy {args.policy}"
+          + (f" (resumed from {args.resume})" if args.resume else ""))
+    if args.checkpoint and result.summary["engine"] == "pool":
+        print("note: the pool engine writes no checkpoints (its runs take seconds)")
+    print(summary_table([("", result.summary)]))
+    if "placement" in result.summary:
+        p = result.summary["placement"]
+        print(f"placement: {p['mean_groups_spanned']:.2f} leaf groups spanned per job "
+              f"(p95 {p['p95_groups_spanned']:.0f}); {p['multi_node_single_group_share']:.1%} "
+              f"of {p['multi_node_jobs']:,} multi-node jobs on one leaf")
+    if result.summary.get("never_started") and result.partition is not None:
+        reasons = pd.Series(result.reasons()[result.schedule.start_time < 0]).value_counts()
+        print(f"never started: {result.summary['never_started']:,} job(s): " + ", ".join(
+            f"{r} {c}" for r, c in reasons.items()))
+    if args.topology is None and workload is not None and workload.exclusive_topo.any():
+        print(f"note: {int(workload.exclusive_topo.sum()):,} job(s) ask for --exclusive=topo, "
+              "which needs --topology: ignored")
+    print_skipped(result.skipped, show_all=args.show_skipped)
+    if args.jobs_out:
+        write_atomic(result.to_csv, args.jobs_out)
+        print(f"wrote {len(result.workload):,} job records to {args.jobs_out}")
+    if args.summary_json:
+        write_atomic(result.summary_json, args.summary_json)
+        print(f"wrote summary to {args.summary_json}")
+    if args.start_times is not None:
+        _print_start_times(result, args.start_times, args.csv,
+                           getattr(workload, "user_names", None))
+    return 0
+
+
+#: options a --resume command line may give anew (the rest are the checkpointed run's)
+RESUME_OPTIONS = ("jobs_out", "summary_json", "no_progress", "checkpoint", "checkpoint_every",
+                  "show_skipped")
+
+
+def _resumed(args):
+    """(the checkpointed run's arguments with ``RESUME_OPTIONS`` given now, (header,
+    state))."""
+    header, state = load_checkpoint(args.resume)
+    saved = build_parser(header["argv"]).parse_args(header["argv"])
+    saved.argv = header["argv"]
+    given = vars(build_parser(["simulate"]).parse_args(["simulate"]))
+    for name in RESUME_OPTIONS:
+        if getattr(args, name) != given[name]:
+            setattr(saved, name, getattr(args, name))
+    saved.resume = args.resume
+    return saved, (header, state)
+
+
+def _fingerprint(jobs) -> str:
+    """A digest of the jobs: a checkpoint resumes only the run it came from."""
+    h = hashlib.sha256()
+    for name, column in jobs.to_dict().items():
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(column).tobytes())
+    return h.hexdigest()
+
+
+def _print_start_times(result, t: int, csv_path, user_names) -> None:
+    frame = start_times_at(result, t, user_names)
+    print(f"\npending at {t} ({len(frame):,} jobs), expected starts (squeue --start):")
+    print(format_start_times(frame))
+    if csv_path:
+        write_atomic(lambda path: frame.to_csv(path, index=False), csv_path)
+        print(f"wrote {len(frame):,} rows to {csv_path}")

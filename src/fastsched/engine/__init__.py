@@ -1,0 +1,1 @@
+"""The compiled engine: node-level planning, the event loop and their kernels."""

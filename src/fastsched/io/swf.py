@@ -1,0 +1,344 @@
+"""Read traces in the Standard Workload Format (SWF) of the Parallel Workloads Archive.
+
+A trace is a text file (optionally gzip/xz/bzip2 compressed). Lines starting
+with ``;`` are comments; ``; Key: value`` lines at the top form the header.
+Every other non-blank line is one job with 18 numeric fields (``-1`` = missing):
+
+====  =======================  ====  =======================
+  1   job number                10   requested memory
+  2   submit time               11   status
+  3   wait time                 12   user id
+  4   run time                  13   group id
+  5   allocated processors      14   executable
+  6   average CPU time          15   queue
+  7   used memory               16   partition
+  8   requested processors      17   preceding job
+  9   requested time            18   think time
+====  =======================  ====  =======================
+
+:func:`read_swf` turns a trace into a :class:`~fastsched.model.jobs.JobTable` of
+one-CPU "nodes" (one per processor). The numeric block is parsed with NumPy in
+one go; only when that finds a problem is the file rescanned line by line, to
+name the exact line and field in the :class:`~fastsched.model.errors.InputError`.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..model.errors import InputError
+from ..model.jobs import JobTable
+from ..model.validation import MAX_COUNT, MAX_NODES, MAX_SECONDS
+
+__all__ = ["SkippedJob", "SWFTrace", "read_swf", "bundled_trace", "SWF_FIELDS"]
+
+#: 1-based field number -> name, as the SWF definition lists them.
+SWF_FIELDS: dict[int, str] = {
+    1: "job_number", 2: "submit_time", 3: "wait_time", 4: "run_time",
+    5: "allocated_processors", 6: "average_cpu_time", 7: "used_memory",
+    8: "requested_processors", 9: "requested_time", 10: "requested_memory",
+    11: "status", 12: "user_id", 13: "group_id", 14: "executable",
+    15: "queue", 16: "partition", 17: "preceding_job", 18: "think_time",
+}
+_NFIELDS = 18
+_TIME_FIELDS = (2, 3, 4, 9)           # floats accepted, rounded to the nearest second
+_COUNT_FIELDS = (1, 5, 8, 12)         # must be integral
+#: field -> largest magnitude it may have. Job and user numbers are labels (standardised
+#: traces hash user ids into 14-digit numbers): any integer float64 holds exactly.
+_LIMITS = {1: 2**53, 12: 2**53, 5: MAX_COUNT, 8: MAX_COUNT,
+           2: MAX_SECONDS, 4: MAX_SECONDS, 9: MAX_SECONDS}
+
+_BUNDLED = {"KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz"}
+
+_HEADER_RE = re.compile(r"^;\s{0,2}([A-Za-z][A-Za-z0-9_]*)\s*:(?:\s+(.*?))?\s*$")
+
+
+@dataclass
+class SkippedJob:
+    """A job of the trace that cannot run on the machine, and why."""
+
+    job_id: int
+    line: int        #: 1-based line number in the file
+    reason: str
+
+
+@dataclass
+class SWFTrace:
+    """A parsed SWF trace."""
+
+    path: str
+    jobs: JobTable                 #: sorted by (submit_time, job_id)
+    procs: int                     #: machine size used (processors)
+    header: dict[str, str] = field(default_factory=dict)
+    header_lines: list[str] = field(default_factory=list)
+    skipped: list[SkippedJob] = field(default_factory=list)
+    num_timeouts: int = 0          #: jobs whose runtime exceeds their requested time
+    #: each job's SWF user id (int64, -1 = missing). ``jobs.user`` is that id when every id
+    #: fits int32, else the ids renumbered 0, 1, ... in increasing order (-1 stays missing).
+    user_ids: np.ndarray | None = None
+
+    def __repr__(self) -> str:
+        return (f"SWFTrace({self.path!r}, {len(self.jobs)} jobs, procs={self.procs}, "
+                f"{len(self.skipped)} skipped, {self.num_timeouts} timeouts)")
+
+
+def bundled_trace(name: str = "KTH-SP2") -> Path:
+    """Path of a trace shipped with fastsched (``"KTH-SP2"``: the cleaned KTH IBM SP2 log)."""
+    fname = _BUNDLED.get(name, name)
+    if fname not in _BUNDLED.values():
+        raise InputError(f"no bundled trace {name!r}; available: {', '.join(sorted(_BUNDLED))}")
+    path = Path(__file__).parents[1] / "data" / fname
+    if not path.is_file():
+        raise InputError(f"bundled trace {name!r} is missing from the installation", file=str(path))
+    return path
+
+
+# --------------------------------------------------------------------------- reading
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise InputError(f"cannot read trace: {e.strerror or e}", file=path) from None
+    lower = path.lower()
+    try:
+        if raw[:2] == b"\x1f\x8b" or lower.endswith(".gz"):
+            raw = gzip.decompress(raw)
+        elif raw[:6] == b"\xfd7zXZ\x00" or lower.endswith((".xz", ".lzma")):
+            raw = lzma.decompress(raw)
+        elif raw[:3] == b"BZh" or lower.endswith(".bz2"):
+            raw = bz2.decompress(raw)
+    except (OSError, EOFError, lzma.LZMAError, ValueError) as e:
+        raise InputError(f"cannot decompress trace: {e}", file=path) from None
+    return raw.decode("utf-8", errors="replace")
+
+
+def _machine_size(procs, header: dict[str, str], path: str) -> int:
+    if procs is not None:
+        try:
+            p = int(procs)
+        except (TypeError, ValueError):
+            raise InputError(f"procs must be a positive integer, got {procs!r}", file=path) from None
+        if p != procs or not 0 < p <= MAX_NODES:
+            raise InputError(f"procs must be an integer in 1..{MAX_NODES:,}, got {procs!r}",
+                             file=path)
+        return p
+    for key in ("MaxProcs", "MaxNodes"):
+        try:
+            v = float(header.get(key, "").split()[0])
+        except (ValueError, IndexError):
+            continue
+        if v > MAX_NODES:
+            raise InputError(f"{key} {header[key].strip()[:30]} is out of range (at most "
+                             f"{MAX_NODES:,}); give the machine size (--procs)", file=path)
+        if v > 0 and v == int(v):
+            return int(v)
+    raise InputError("no MaxProcs/MaxNodes header; give the machine size (procs=... / --procs)",
+                     file=path)
+
+
+def _fname(k: int) -> str:
+    return f"{k} ({SWF_FIELDS[k]})"
+
+
+def _round_time(a):
+    return np.floor(a + 0.5)
+
+
+def read_swf(path, *, procs: int | None = None, strict: bool = False) -> SWFTrace:
+    """Read an SWF trace (plain, ``.gz``, ``.xz`` or ``.bz2``).
+
+    ``procs`` overrides the machine size of the header (``MaxProcs``, else
+    ``MaxNodes``). Jobs that cannot run (no or too many processors, unknown or
+    negative runtime) are listed in ``skipped``; with ``strict=True`` the first
+    one raises :class:`InputError` instead. Malformed lines always raise.
+    """
+    path = str(path)
+    text = _read_text(path)
+    lines = text.splitlines()
+
+    header: dict[str, str] = {}
+    header_lines: list[str] = []
+    data: list[str] = []
+    lineno: list[int] = []
+    for i, ln in enumerate(lines, 1):
+        s = ln.lstrip()
+        if not s:
+            continue
+        if s[0] == ";":
+            header_lines.append(ln)
+            m = _HEADER_RE.match(s)
+            if m and m.group(1) not in header:
+                header[m.group(1)] = m.group(2) or ""
+            continue
+        data.append(ln)
+        lineno.append(i)
+
+    machine = _machine_size(procs, header, path)
+
+    arr = _parse_block(data)
+    for attempt in range(2):
+        ok = arr is not None
+        if ok:
+            ids, submit, runtime, limit_raw, nproc, user, ok = _derive(arr)
+        if ok:
+            runnable_p = (nproc > 0) & (nproc <= machine)
+            runnable_r = runtime >= 0
+            if strict and not (runnable_p.all() and runnable_r.all()):
+                ok = False
+        if ok:
+            break
+        if attempt:  # pragma: no cover - the line scan and the fast path disagree
+            raise InputError("trace could not be parsed", file=path)
+        # Something is wrong: find and report the first bad line exactly. If
+        # the line scan finds nothing (a number NumPy's parser rejects but
+        # Python's accepts), use its values.
+        arr = _slow_scan(data, lineno, path, machine, strict)
+
+    keep = runnable_p & runnable_r
+    skipped: list[SkippedJob] = []
+    if not keep.all():
+        for r in np.flatnonzero(~keep):
+            skipped.append(SkippedJob(int(ids[r]), lineno[r],
+                                      _skip_reason(int(nproc[r]), runtime[r], machine)))
+
+    ids, submit, runtime, limit_raw, nproc, user = (
+        a[keep] for a in (ids, submit, runtime, limit_raw, nproc, user))
+    runtime = _round_time(runtime).astype(np.int64)
+    limit_r = _round_time(limit_raw).astype(np.int64)
+    limit = np.where(limit_r > 0, limit_r, np.maximum(runtime, 1))
+    num_timeouts = int(np.count_nonzero(runtime > limit))
+
+    order = np.lexsort((ids, submit))
+    user = user[order]
+    jobs = JobTable.from_arrays(
+        job_id=ids[order], submit_time=submit[order], time_limit=limit[order],
+        runtime=runtime[order], num_nodes=nproc[order], cpus_per_node=1,
+        gpus_per_node=0, mem_per_node=0, partition=0, user=_user_index(user))
+    return SWFTrace(path=path, jobs=jobs, procs=machine, header=header,
+                    header_lines=header_lines, skipped=skipped, num_timeouts=num_timeouts,
+                    user_ids=user)
+
+
+def _user_index(user: np.ndarray) -> np.ndarray:
+    """int32 user column: the ids themselves when they fit, else renumbered by value."""
+    i32 = np.iinfo(np.int32)
+    if len(user) == 0 or (user.max() <= i32.max and user.min() >= i32.min):
+        return user
+    known = user >= 0
+    index = np.full(len(user), -1, dtype=np.int64)
+    index[known] = np.unique(user[known], return_inverse=True)[1]
+    return index
+
+
+def _parse_block(data: list[str]):
+    """All data lines as an (n, 18) float array, or None if any line is malformed."""
+    if not data:
+        return np.empty((0, _NFIELDS))
+    try:
+        arr = np.loadtxt(io.StringIO("\n".join(data)), dtype=np.float64, comments=None,
+                         ndmin=2)
+    except ValueError:
+        return None
+    if arr.shape != (len(data), _NFIELDS) or not np.isfinite(arr).all():
+        return None
+    return arr
+
+
+def _derive(arr):
+    """Vectorised field checks and derived columns; ``ok`` is False on any malformed value."""
+    ok = True
+    for k in _COUNT_FIELDS:
+        col = arr[:, k - 1]
+        if not (col == np.floor(col)).all():
+            ok = False
+    for k, limit in _LIMITS.items():
+        if (np.abs(arr[:, k - 1]) > limit).any():
+            ok = False
+    submit_f = arr[:, 1]
+    if (submit_f < 0).any():
+        ok = False
+    ids = arr[:, 0].astype(np.int64) if ok else None
+    if ok and len(np.unique(ids)) != len(ids):
+        ok = False
+    if not ok:
+        return (None,) * 6 + (False,)
+    submit = _round_time(submit_f).astype(np.int64)
+    runtime = arr[:, 3]
+    limit_raw = arr[:, 8]
+    req = arr[:, 7].astype(np.int64)
+    alloc = arr[:, 4].astype(np.int64)
+    nproc = np.where(req > 0, req, alloc)
+    user = arr[:, 11].astype(np.int64)
+    return ids, submit, runtime, limit_raw, nproc, user, True
+
+
+def _skip_reason(nproc: int, runtime: float, machine: int) -> str | None:
+    if nproc <= 0:
+        return f"requests {nproc} processors"
+    if nproc > machine:
+        return f"requests {nproc} processors, machine has {machine}"
+    if runtime == -1:
+        return "unknown runtime"
+    if runtime < 0:
+        return f"negative runtime {_fmt(runtime)}"
+    return None
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if v == int(v) else repr(v)
+
+
+def _slow_scan(data, lineno, path, machine, strict):
+    """Check line by line and raise InputError at the first problem."""
+    seen: dict[int, int] = {}
+    rows = []
+    for ln, no in zip(data, lineno):
+        toks = ln.split()
+        if len(toks) != _NFIELDS:
+            raise InputError(f"expected {_NFIELDS} fields, found {len(toks)}",
+                             file=path, line=no)
+        vals = []
+        for k, t in enumerate(toks, 1):
+            try:
+                v = float(t)
+            except ValueError:
+                v = math.nan
+            if not math.isfinite(v):
+                raise InputError(f"{t!r} is not a number", file=path, line=no, field=_fname(k))
+            if k in _COUNT_FIELDS and v != math.floor(v):
+                raise InputError(f"{t!r} is not an integer", file=path, line=no, field=_fname(k))
+            if abs(v) > _LIMITS.get(k, math.inf):
+                raise InputError(f"{t[:30]!r} is out of range (at most {_LIMITS[k]:,} in "
+                                 "magnitude)", file=path, line=no, field=_fname(k))
+            vals.append(v)
+        rows.append(vals)
+        if vals[1] < 0:
+            what = "missing" if vals[1] == -1 else f"negative ({toks[1]})"
+            raise InputError(f"submit time is {what}", file=path, line=no, field=_fname(2))
+        jid = int(vals[0])
+        if jid in seen:
+            raise InputError(f"duplicate job number {jid} (first on line {seen[jid]})",
+                             file=path, line=no, field=_fname(1))
+        seen[jid] = no
+        if strict:
+            req, alloc, rt = int(vals[7]), int(vals[4]), vals[3]
+            nproc = req if req > 0 else alloc
+            reason = _skip_reason(nproc, rt, machine)
+            if reason is not None:
+                if nproc <= 0 or nproc > machine:
+                    fld = _fname(8) if req > 0 else _fname(5)
+                else:
+                    fld = _fname(4)
+                raise InputError(f"job {jid} cannot run: {reason}", file=path, line=no,
+                                 field=fld)
+    return np.array(rows, dtype=np.float64).reshape(len(rows), _NFIELDS)

@@ -1,0 +1,296 @@
+"""What a simulation returns: per-job records and a summary with its semantics.
+
+Records are built from the arrays only when asked for (``result.jobs``), so a
+simulation of a million jobs does not pay for a million hostlist strings.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from ..model.cluster import Cluster
+from ..model.jobs import JobTable
+from .metrics import busy_node_seconds, gpu_fragmentation
+from ..model.constraints import CAPS, csr_take
+from ..model.schedule import Schedule
+
+#: bounded slowdown threshold (seconds), as in Feitelson's metrics
+BSLD_TAU = 10
+
+#: columns of the per-job records, in CSV order
+#: (``planning``: the reservation model the schedule was planned with, counts or nodes,
+#: so that ``fastsched check`` judges it by the right rules)
+RECORD_COLUMNS = ["job_id", "submit_time", "start_time", "end_time", "wait_time", "run_time",
+                  "time_limit", "state", "num_nodes", "procs", "gpus", "nodes", "gpu_ids",
+                  "planning"]
+#: extra columns of node-engine runs: where each job ran, why a job never
+#: started (squeue's reason), the priority it started with (NaN: none given)
+CONSTRAINT_COLUMNS = ["partition", "reason", "priority"]
+
+
+@dataclass
+class SimulationResult:
+    """A finished simulation: ``jobs`` (DataFrame), ``summary`` (dict), ``schedule`` (arrays)."""
+
+    cluster: Cluster
+    workload: JobTable
+    schedule: Schedule
+    summary: dict
+    skipped: list = field(default_factory=list)
+    #: node engine only (None otherwise), per job: the partition it ran in
+    #: (-1: never started), the engine's reason code, a dependency that can no
+    #: longer be satisfied, when it entered the queue, its priority at start,
+    #: and the limit groups the reason codes refer to
+    partition: np.ndarray | None = None
+    reason_code: np.ndarray | None = None
+    never: np.ndarray | None = None
+    eligible: np.ndarray | None = None
+    priority: np.ndarray | None = None
+    limits: object = None
+    #: node engine: the partition choices, dependencies and placement the run
+    #: used (None: none), and ``priority_at(t) -> float64[n]``, the queue
+    #: priorities the run would compute at ``t`` (None: submit order)
+    partitions: object = None
+    dependencies: object = None
+    placement: object = None
+    priority_at: object = None
+
+    @cached_property
+    def jobs(self):
+        """One record per job, as a pandas DataFrame (columns: ``RECORD_COLUMNS``).
+
+        Times are nullable integers: a job that never started has no start, end,
+        wait or run time (empty in CSV)."""
+        import pandas as pd
+        from ..io.hostlist import compress_rows
+        w, s = self.workload, self.schedule
+        names = self.cluster.node_names
+        started = s.start_time >= 0
+
+        def times(values):                  # missing (NA) where the job never started
+            return pd.arrays.IntegerArray(np.where(started, values, 0).astype(np.int64),
+                                          ~started)
+
+        return pd.DataFrame({
+            "job_id": s.job_id,
+            "submit_time": w.submit_time,
+            "start_time": times(s.start_time),
+            "end_time": times(s.end_time),
+            "wait_time": times(s.start_time - w.submit_time),
+            "run_time": times(s.end_time - s.start_time),
+            "time_limit": w.time_limit,
+            "state": self.states(),
+            "num_nodes": w.num_nodes,
+            "procs": w.num_nodes.astype(np.int64) * w.cpus_per_node,
+            "gpus": w.num_nodes.astype(np.int64) * w.gpus_per_node,
+            "nodes": compress_rows(names, s.alloc_offsets, s.alloc_nodes),
+            "gpu_ids": gpu_id_rows(names, s.alloc_offsets, s.alloc_nodes, s.alloc_gpu_mask),
+            "planning": pd.Categorical.from_codes(np.zeros(len(s), dtype=np.int8),
+                                                  [s.planning or ""]),
+            **self._constraint_columns(),
+        })
+
+    def states(self) -> np.ndarray:
+        """sacct-style state per job: COMPLETED, TIMEOUT, PENDING (never started) or
+        REJECTED (over a submit limit)."""
+        w, s = self.workload, self.schedule
+        state = np.where(w.runtime > w.time_limit, "TIMEOUT", "COMPLETED").astype(object)
+        state[s.start_time < 0] = "PENDING"
+        if self.reason_code is not None:
+            state[(s.start_time < 0) & (self.reason_code >= 0)
+                  & (self.reason_code % len(CAPS) == len(CAPS) - 1)] = "REJECTED"
+        return state
+
+    def reasons(self) -> np.ndarray:
+        """Why each job never started ("" for jobs that ran): a limit's name,
+        DependencyNeverSatisfied or Dependency."""
+        reason = np.full(len(self.workload), "", dtype=object)
+        if self.reason_code is None:
+            return reason
+        pending = self.schedule.start_time < 0
+        reason[pending] = "Dependency"
+        reason[pending & self.never] = "DependencyNeverSatisfied"
+        held = pending & (self.reason_code >= 0)
+        if held.any():
+            from ..nodeplan import limit_reasons
+            reason[held] = limit_reasons(self.limits, self.reason_code[held])
+        return reason
+
+    def _constraint_columns(self) -> dict:
+        if self.partition is None:
+            return {}
+        names = np.array([p.name for p in self.cluster.partitions] + [""], dtype=object)
+        prio = self.priority if self.priority is not None else np.full(len(self.workload), np.nan)
+        return {"partition": names[self.partition], "reason": self.reasons(), "priority": prio}
+
+    def state_at(self, t: int):
+        """The state the simulator had at ``t``, just before its pass there:
+        ``(running, pending)``.
+
+        ``running`` (a :class:`fastsched.nodeplan.RunningJobs`): jobs started
+        before ``t`` and not ended by ``t`` (completions come first at an
+        instant), holding their nodes and GPUs until start + time limit; a
+        pool-engine result holds whole nodes, as that engine allocates them.
+        ``pending`` (a :class:`JobTable`, the workload's order): jobs submitted
+        by ``t`` that had not started before ``t``. Feed both to
+        :meth:`fastsched.Scheduler.from_state` for a what-if at ``t``.
+        """
+        from ..model.errors import InputError
+        from ..nodeplan import RunningJobs
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+            raise InputError(f"time must be an integer number of seconds, got {t!r}",
+                             field="time")
+        t = int(t)
+        w, s = self.workload, self.schedule
+        run = np.flatnonzero((s.start_time >= 0) & (s.start_time < t) & (s.end_time > t))
+        counts = np.diff(s.alloc_offsets)[run]
+        entries = csr_take(s.alloc_offsets, run)[1]
+        nodes = s.alloc_nodes[entries]
+        if self.summary.get("engine") == "pool":       # whole nodes, every GPU
+            c = self.cluster
+            gpus, cpus, mem = c.gpus[nodes], c.cpus[nodes], c.mem_mb[nodes]
+            mask = c.new_state().free_gpu_mask[nodes]
+        else:
+            gpus, cpus, mem = (np.repeat(a[run], counts) for a in
+                               (w.gpus_per_node, w.cpus_per_node, w.mem_per_node))
+            mask = None if s.alloc_gpu_mask is None else s.alloc_gpu_mask[entries]
+        offsets = np.zeros(len(run) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        p = self.placement
+        running = RunningJobs.from_arrays(
+            job_id=w.job_id[run], planned_end=s.start_time[run] + w.time_limit[run],
+            node_offsets=offsets, nodes=nodes, gpus=gpus, cpus=cpus, mem=mem, gpu_mask=mask,
+            exclusive_topo=None if p is None or not p.exclusive_topo.any() else
+            p.exclusive_topo[run])
+        pending = w.take((w.submit_time <= t) & ((s.start_time >= t) | (s.start_time < 0)))
+        return running, pending
+
+    def verify(self, policy: str | None = None, reserve_depth: int = 1):
+        """:func:`fastsched.verify` of this run's schedule under the constraints it ran
+        with (dependencies, limits, partition choices, and the placement's
+        --exclusive=topo jobs); a :class:`~fastsched.verify.VerifyReport`."""
+        from ..verify import verify
+        return verify(self.cluster, self.workload, self.schedule, policy=policy,
+                      reserve_depth=reserve_depth, dependencies=self.dependencies,
+                      limits=self.limits, partitions=self.partitions, placement=self.placement)
+
+    def to_csv(self, path) -> None:
+        self.jobs.to_csv(path, index=False)
+
+    def summary_json(self, path) -> None:
+        with open(path, "w") as f:
+            json.dump(self.summary, f, indent=2)
+            f.write("\n")
+
+
+def _kept_offsets(offsets: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """CSR offsets of the kept rows, when the dropped rows hold no entries."""
+    counts = np.diff(offsets)
+    if counts[~keep].any():
+        raise ValueError("a job that never started holds nodes")
+    out = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+    np.cumsum(counts[keep], out=out[1:])
+    return out
+
+
+def gpu_id_rows(names, offsets, nodes, masks) -> np.ndarray:
+    """:func:`format_gpu_ids` of every job of a CSR allocation (``masks``: uint64 per
+    entry, or None: no GPUs), with array operations: an object array of str."""
+    from ..io.hostlist import compress_numbers, join_rows
+    rows = len(offsets) - 1
+    if masks is None or not masks.any():
+        return np.full(rows, "", dtype=object)
+    row = np.repeat(np.arange(rows), np.diff(offsets))
+    held = masks != 0
+    row, nodes, masks = row[held], nodes[held], masks[held]
+    kinds, kind = np.unique(masks, return_inverse=True)       # few distinct GPU sets
+    indices = np.array([compress_numbers(_indices(m)) for m in kinds.tolist()], dtype=object)
+    lead = np.ones(len(row), dtype=bool)
+    lead[1:] = row[1:] != row[:-1]
+    tokens = (np.where(lead, "", ",").astype(object) + np.asarray(names, dtype=object)[nodes]
+              + "(IDX:" + indices[kind] + ")")
+    return join_rows(tokens, row, rows)
+
+
+def format_gpu_ids(names, nodes, gpus) -> str:
+    """GPU indices per node, as ``scontrol show job -d`` shows them: ``gpu001(IDX:0-3)``.
+
+    ``gpus`` per node: a list of indices, or a uint64 bitmask (bit k = GPU k).
+    Nodes without GPUs are left out.
+    """
+    from ..io.hostlist import compress_numbers
+    return ",".join(f"{names[n]}(IDX:{compress_numbers(_indices(g))})"
+                    for n, g in zip(nodes, gpus) if _indices(g))
+
+
+def _indices(gpus) -> list[int]:
+    if isinstance(gpus, (list, tuple)):
+        return list(gpus)
+    m = int(gpus)
+    return [k for k in range(m.bit_length()) if (m >> k) & 1]
+
+
+def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule, *,
+              exclusive: bool = False) -> dict:
+    """Metrics of a finished schedule, over the jobs that started (``never_started``
+    counts the others: held by a limit or a dependency forever, or rejected).
+
+    Utilisations are shares of [first submit, last end): ``utilisation``, of
+    node-time with at least one job on the node (jobs sharing a node count it
+    once); ``cpu_utilisation`` / ``gpu_utilisation``, of CPU-/GPU-time
+    allocated. JCT (job completion time) = end - submit. ``exclusive``: no two
+    jobs ever share a node (the pool engine), which makes node time a plain sum.
+    """
+    started = schedule.start_time >= 0
+    if not started.all():
+        sub = Schedule(job_id=schedule.job_id[started], start_time=schedule.start_time[started],
+                       end_time=schedule.end_time[started],
+                       alloc_offsets=_kept_offsets(schedule.alloc_offsets, started),
+                       alloc_nodes=schedule.alloc_nodes,
+                       alloc_gpu_mask=schedule.alloc_gpu_mask)
+        out = summarize(cluster, workload.take(started), sub, exclusive=exclusive)
+        out.update(jobs=len(workload), never_started=int((~started).sum()))
+        return out
+    n = len(workload)
+    if n == 0:
+        return {"jobs": 0, "never_started": 0}
+    wait = (schedule.start_time - workload.submit_time).astype(np.float64)
+    run = (schedule.end_time - schedule.start_time).astype(np.float64)
+    jct = wait + run
+    bsld = np.maximum(jct / np.maximum(run, BSLD_TAU), 1.0)
+    first, last = int(workload.submit_time.min()), int(schedule.end_time.max())
+    makespan = last - first
+    nodes_per_job = workload.num_nodes.astype(np.float64)
+    cpu_seconds = float(np.dot(nodes_per_job * workload.cpus_per_node, run))
+    gpu_seconds = float(np.dot(nodes_per_job * workload.gpus_per_node, run))
+    p95_jct, p99_jct = np.percentile(jct, [95, 99])
+    return {
+        "jobs": n,
+        "never_started": 0,
+        "timeouts": int((workload.runtime > workload.time_limit).sum()),
+        "avg_wait": float(wait.mean()),
+        "median_wait": float(np.median(wait)),
+        "max_wait": int(wait.max()),
+        "avg_jct": float(jct.mean()),
+        "median_jct": float(np.median(jct)),
+        "p95_jct": float(p95_jct),
+        "p99_jct": float(p99_jct),
+        "avg_bounded_slowdown": float(bsld.mean()),
+        "utilisation": _share(busy_node_seconds(schedule, exclusive), cluster.num_nodes, makespan),
+        "cpu_utilisation": _share(cpu_seconds, float(cluster.cpus.sum()), makespan),
+        "gpu_utilisation": _share(gpu_seconds, float(cluster.gpus.sum()), makespan),
+        "gpu_fragmentation": gpu_fragmentation(cluster, workload, schedule),
+        "makespan": makespan,
+        "first_submit": first,
+        "last_end": last,
+    }
+
+
+def _share(used: float, capacity: float, makespan: int) -> float | None:
+    """``used`` resource-seconds over ``capacity`` x ``makespan`` (None: no such resource)."""
+    if capacity <= 0:
+        return None
+    return used / (capacity * makespan) if makespan > 0 else 0.0

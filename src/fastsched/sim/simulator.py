@@ -1,0 +1,261 @@
+"""The simulator: replay a workload on a cluster under a policy.
+
+The event loop itself (completions, then arrivals, then one pass, again while
+zero-length jobs end at the same instant) runs in compiled code; this module
+validates the input once, picks the engine, calls it, and packages the result.
+
+Two engines, one semantics of events and policies:
+
+* ``pool``: a single pool of identical nodes and whole-node jobs (every SWF
+  trace). Plans count free nodes, so it reduces exactly to the textbook
+  algorithms (Cython, ``kernels/_kernels.pyx``; see docs/semantics.md).
+* ``nodes``: anything else (heterogeneous nodes, overlapping partitions,
+  1-GPU jobs, unavailable nodes). Plans hold concrete nodes and GPU counts
+  (Numba, ``fastsched.nodeplan``; see docs/gpu-semantics.md).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .. import _kernels
+from ..model.cluster import Cluster
+from ..model.errors import InputError, UnsupportedError
+from ..model.jobs import JobTable
+from ..model.policies import check_reserve_depth, get_policy
+from .results import BSLD_TAU, SimulationResult, summarize
+from ..model.constraints import Dependencies, LimitGroups, PartitionChoices
+from ..interrupt import call, new_control
+from ..nodeplan import check_node_jobs, run_nodes
+from .progress import run_bar
+from ..model.schedule import Schedule
+from ..model.validation import check_jobs
+from .warmup import warm_up
+
+#: The choices that make simulators' numbers comparable (or not); every result records them.
+SEMANTICS = {
+    "event_order": "at one timestamp: completions, then arrivals, then one pass "
+                   "(repeated while zero-length jobs end at that timestamp)",
+    "queue_order": "submit_time asc, job_id asc",
+    "planning": "requested time limits only, never actual runtimes",
+    "replanning": "the whole queue is re-planned from scratch at every pass",
+    "runtime_over_limit": "killed at its limit (state TIMEOUT)",
+    "bounded_slowdown_tau": BSLD_TAU,
+}
+
+#: what differs between the engines, recorded as summary["semantics"]["allocation"]
+ALLOCATION = {
+    "pool": "whole nodes of one pool; plans count free nodes (textbook EASY: Lifka's "
+            "shadow time and extra nodes); a starting job takes the lowest-numbered free nodes",
+    "nodes": "GPUs, CPUs and memory per node; a starting job takes best-fit nodes and their "
+             "lowest free GPU indices; reservations hold concrete nodes, preferring nodes "
+             "that free up closest before the reserved start",
+}
+
+
+def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
+             reserve_depth: int = 1, progress: bool | None = False,
+             skipped: list | None = None, partitions: PartitionChoices | None = None,
+             dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
+             priority=None, period: int | None = None, resolution: int = 1,
+             window: int | None = None, placement=None, checkpoints=None,
+             resume=None) -> SimulationResult:
+    """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
+
+    ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
+    (1 = Lifka's EASY). ``progress`` shows a progress bar with the jobs
+    finished, the simulated time and an ETA (None: only when stderr is a
+    terminal and the run lasts over a second). Ctrl-C (or SIGTERM under the
+    CLI) stops the run within a fraction of a second and raises
+    :class:`fastsched.interrupt.Interrupted` (a KeyboardInterrupt) saying the
+    simulated time and jobs finished: no partial result. ``skipped`` (e.g.
+    from the trace reader) is carried into the result and counted in its
+    summary.
+
+    Constraints (see :mod:`fastsched.model.constraints`): ``partitions`` (a job
+    runs in whichever of its partitions lets it start first),
+    ``dependencies``, ``limits`` (QOS/association caps, array throttles).
+    ``priority``: the queue order, higher first (ties: submit time, then job
+    id) — an array per job, or ``priority(now, progress) -> array`` recomputed
+    at the start of every ``period`` seconds of simulated time (Slurm's
+    PriorityCalcPeriod); each record carries the priority its job started with.
+    ``resolution`` / ``window``: plan on a coarser time grid / only so far
+    ahead (Slurm's bf_resolution / bf_window; node engine; see
+    :func:`fastsched.nodeplan.run_nodes`). ``placement``: topology-aware node
+    choice (--switches, --segment) and NVLink/socket GPU groups
+    (:class:`fastsched.model.constraints.Placement`); the summary then reports how
+    many leaf groups each multi-node job spans.
+
+    The counted-pool engine runs when the cluster is one pool of identical
+    nodes, every job takes whole nodes and there are no constraints and no
+    priority; otherwise the node engine does (``summary["engine"]`` says
+    which). Raises InputError naming the first job that can never run on this
+    cluster.
+
+    ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the node
+    engine's state now and then; ``resume`` (a state from such a file) goes on
+    from it: the result is identical to an uninterrupted run's. The pool engine
+    runs are not checkpointed (they take seconds).
+    """
+    wall = time.perf_counter()
+    spec = get_policy(policy)
+    reserve_depth = check_reserve_depth(reserve_depth)
+    constrained = any(c is not None for c in (partitions, dependencies, limits, priority,
+                                               window, placement)) or resolution != 1
+    try:
+        if constrained:
+            raise UnsupportedError("constraints and priorities need the node engine")
+        check_jobs(cluster, jobs)
+        engine = "pool"
+    except UnsupportedError:
+        check_node_jobs(cluster, jobs, partitions=partitions)
+        engine = "nodes"
+    if resume is not None and engine == "pool":
+        raise InputError("this run takes the pool engine, which writes no checkpoints: "
+                         "the inputs differ from the checkpointed run's", field="resume")
+    extra = {}
+    # compiled (or loaded from the cache) before the progress bar shows, and timed apart
+    compile_seconds = warm_up(announce=progress) if engine == "nodes" else 0.0
+    bar = run_bar(len(jobs), progress)
+    try:
+        if engine == "pool":
+            schedule, passes = _simulate_pool(cluster, jobs, spec.kernel_code, reserve_depth,
+                                              bar)
+        else:
+            run, prio, priority = _run_node_engine(
+                cluster, jobs, spec.name, reserve_depth, priority, period,
+                partitions=partitions, dependencies=dependencies, limits=limits,
+                resolution=resolution, window=window, placement=placement, tick=bar,
+                checkpoints=checkpoints, resume=resume)
+    finally:
+        if bar is not None:
+            bar.close()
+    if engine != "pool":
+        schedule = _started_schedule(jobs, run)
+        passes = run.passes
+        extra = {"partition": run.partition, "reason_code": run.reason, "never": run.never,
+                 "eligible": run.eligible, "priority": prio, "limits": limits,
+                 "partitions": partitions, "dependencies": dependencies,
+                 "placement": placement,
+                 "priority_at": _priority_at(priority, run) if callable(priority) else
+                 (None if priority is None else lambda t, key=np.asarray(priority): key)}
+    wall = time.perf_counter() - wall - compile_seconds
+    summary = summarize(cluster, jobs, schedule, exclusive=engine == "pool")
+    skipped = list(skipped or [])
+    summary.update({
+        "policy": spec.name,
+        "reserve_depth": reserve_depth if spec.name == "easy" else None,
+        "nodes": cluster.num_nodes,
+        "skipped": len(skipped),
+        "engine": engine,
+        "passes": int(passes),
+        "sim_seconds": wall,
+        "compile_seconds": compile_seconds,
+        "semantics": dict(SEMANTICS, allocation=ALLOCATION[engine]),
+    })
+    if placement is not None and placement.levels.shape[0]:
+        from .placement import placement_quality, placement_summary
+        spans = placement_quality(cluster, schedule.alloc_offsets, schedule.alloc_nodes,
+                                  topology={"leaf": placement.levels[0]})
+        summary["placement"] = placement_summary(spans, schedule.alloc_offsets)
+    if priority is not None:
+        summary["semantics"]["queue_order"] = (
+            "priority desc, then submit_time asc, job_id asc" + (
+                f"; priorities recomputed every {period} s" if callable(priority) else ""))
+    return SimulationResult(cluster, jobs, schedule, summary, skipped, **extra)
+
+
+def _run_node_engine(cluster, jobs, policy, depth, priority, period, **constraints):
+    """Run the node engine; returns the run, each job's priority at its start (or None)
+    and the priority function as the run left it (a resumed run's is the checkpoint's)."""
+    if priority is None:
+        return run_nodes(cluster, jobs, policy, depth, **constraints), None, None
+    if not callable(priority):
+        key = np.asarray(priority, dtype=np.float64)
+        run = run_nodes(cluster, jobs, policy, depth, rank=-key, **constraints)
+        return run, np.where(run.start >= 0, key, np.nan), priority
+    resume = constraints.get("resume")
+    reorder = _Reorder(priority, len(jobs)) if resume is None else resume["reorder"]
+    run = run_nodes(cluster, jobs, policy, depth, reorder=reorder, period=period, **constraints)
+    reorder.stamp(run.start)
+    return run, reorder.at_start, reorder.priority
+
+
+class _Reorder:
+    """The queue order from ``priority(now, progress)``, recomputed each period, and the
+    priority each job started with (an object, so that a checkpoint holds its state)."""
+
+    def __init__(self, priority, n: int):
+        self.priority = priority
+        self.at_start = np.full(n, np.nan)
+        self.key = None
+        self.seen = np.zeros(n, dtype=bool)
+
+    def __call__(self, now, progress):
+        self.stamp(progress.start)
+        self.key = np.asarray(self.priority(now, progress), dtype=np.float64)
+        return -self.key
+
+    def stamp(self, start) -> None:
+        """Jobs started since the last recomputation started with the current priorities."""
+        if self.key is None:
+            return
+        new = (start >= 0) & ~self.seen
+        self.at_start[new] = self.key[new]
+        self.seen |= new
+
+
+def _priority_at(priority, run):
+    """``t -> priorities`` the run would have computed at ``t`` (for what-ifs at t)."""
+    from ..nodeplan import Progress
+
+    def at(t):
+        before = run.start < t
+        return np.asarray(priority(t, Progress(np.where(before, run.start, -1),
+                                               np.where(before, run.end, -1),
+                                               np.where(run.eligible <= t, run.eligible, -1))),
+                          dtype=np.float64)
+    return at
+
+
+def _started_schedule(jobs: JobTable, run) -> Schedule:
+    """A Schedule from a node-engine run: jobs that never started hold no nodes."""
+    started = run.start >= 0
+    counts = np.diff(run.alloc_offsets)
+    offsets = np.zeros(len(jobs) + 1, dtype=np.int64)
+    np.cumsum(np.where(started, counts, 0), out=offsets[1:])
+    keep = np.repeat(started, counts)
+    return Schedule(job_id=jobs.job_id.copy(), start_time=run.start, end_time=run.end,
+                    alloc_offsets=offsets, alloc_nodes=run.alloc_nodes[keep],
+                    alloc_gpu_mask=run.alloc_gpu_mask[keep], planning="nodes")
+
+
+def _simulate_pool(cluster: Cluster, jobs: JobTable, policy_code: int, reserve_depth: int,
+                   tick) -> tuple[Schedule, int]:
+    order = np.lexsort((jobs.job_id, jobs.submit_time))      # queue order
+    as_i64 = lambda a: np.ascontiguousarray(a[order], dtype=np.int64)  # noqa: E731
+    offsets = np.zeros(len(jobs) + 1, dtype=np.int64)     # nodes in the caller's job order
+    np.cumsum(jobs.num_nodes, out=offsets[1:])
+    control = new_control()
+    start, end, alloc, passes = call(
+        _kernels.simulate_pool, as_i64(jobs.submit_time), as_i64(jobs.num_nodes),
+        as_i64(jobs.time_limit), as_i64(jobs.runtime), cluster.num_nodes, policy_code,
+        reserve_depth, control, offsets[:-1][order], control=control,
+        tick=None if tick is None else (lambda: tick(control)))
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    return Schedule(job_id=jobs.job_id.copy(), start_time=start[inverse],
+                    end_time=end[inverse], alloc_offsets=offsets, alloc_nodes=alloc,
+                    planning="counts"), passes
+
+
+def simulate_swf(path, policy: str = "easy", *, procs: int | None = None, strict: bool = False,
+                 reserve_depth: int = 1, progress: bool | None = False) -> SimulationResult:
+    """Read an SWF trace and replay it on its machine (P single-processor nodes)."""
+    from ..io.swf import read_swf
+    trace = read_swf(path, procs=procs, strict=strict)
+    result = simulate(Cluster.homogeneous(trace.procs), trace.jobs, policy,
+                      reserve_depth=reserve_depth, progress=progress, skipped=trace.skipped)
+    result.summary["trace"] = str(path)
+    return result

@@ -1,0 +1,139 @@
+"""A site's configuration in the simulator: Slurm's multifactor priorities,
+recomputed every PriorityCalcPeriod from usage decayed over simulated time,
+QOS and association limits, and partition PriorityTier.
+
+:func:`simulate_site` is :func:`fastsched.simulate` for a
+:class:`~fastsched.io.workload.Workload` under a
+:class:`~fastsched.policy.config.SchedulerConfig` (from a TOML file):
+
+* queue order: partition PriorityTier (of the job's first partition), then
+  the multifactor priority, both higher first; priorities are recomputed at
+  the start of every ``calc_period`` window that has an event, with age from
+  when each job became eligible and fair share from the usage of every job
+  that ran before (charged up to that instant, decayed by PriorityDecayHalfLife);
+* limits: the config's running caps become limit groups (a job they hold
+  waits with the limit's name as its reason and blocks nobody); a job a
+  per-job limit forbids (MaxWallDurationPerJob, MaxTRESPerJob, or a running cap
+  it exceeds alone) stays pending with that reason;
+* the workload's own constraints (dependencies, partition lists, array
+  throttles) apply too.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.constraints import held_forever, merge_limits
+from ..policy.limits import compile_limits
+from ..policy.priority import multifactor
+from .simulator import simulate
+from ..policy.usage import UsageTracker
+
+__all__ = ["simulate_site", "priority_function", "site_limits"]
+
+#: a tier outranks any priority (Slurm's priorities are 32-bit)
+_TIER_SCALE = float(2 ** 33)
+
+
+def priority_function(config, workload, cluster, tree=None):
+    """``priority(now, progress) -> float64[n]``: tier-major multifactor keys at ``now``.
+
+    Only jobs that may be queued before the next recomputation (not started,
+    submitted before ``now + calc_period``) are computed; the others get -inf.
+    Calls with increasing ``now`` (a simulation) cost what changed since the last
+    one: the queued jobs, those that started and usage carried forward
+    (:class:`~fastsched.policy.usage.UsageTracker`); an earlier ``now`` starts over.
+    """
+    jobs = workload.jobs
+    tree = config.build_tree(workload) if tree is None else tree
+    assoc = tree.job_associations(workload)
+    qos_factor = config.qos_factor()[config.job_qos(workload)]
+    part_factor = config.partition_factor(cluster)
+    tier = np.array([p.priority_tier for p in cluster.partitions], dtype=np.float64)
+    job_tier = tier[jobs.partition]
+    window = _QueueWindow(jobs.submit_time, int(config.calc_period))
+    tracker = UsageTracker(config, tree, workload, job_associations=assoc)
+
+    waiting = []        # jobs started since the tracker last looked (None: start over)
+
+    def priority(now, progress):
+        key = np.full(len(jobs), -np.inf)
+        rows, started = window.advance(now, progress.start)
+        waiting.append(started)
+        if not len(rows):
+            return key
+        started = None if any(s is None for s in waiting) else np.concatenate(waiting)
+        waiting.clear()
+        usage = tracker.at(now, progress.start, progress.end, started)
+        eligible = progress.eligible[rows]
+        submit = jobs.submit_time[rows]
+        accrue = np.where(eligible >= 0, eligible, submit)
+        prio = multifactor(jobs.take(rows), now, config.weights,
+                           fairshare=config.fairshare(tree, usage),
+                           fairshare_index=assoc[rows], qos_factor=qos_factor[rows],
+                           partition_factor=part_factor, cluster=cluster,
+                           accrue_time=np.maximum(accrue, submit))
+        key[rows] = job_tier[rows] * _TIER_SCALE + prio
+        return key
+
+    return priority
+
+
+class _QueueWindow:
+    """The jobs that may be queued before the next recomputation: not started at
+    ``now``, submitted before ``now + period``. For increasing ``now`` only the last
+    call's jobs and the new submissions are looked at, not every job."""
+
+    def __init__(self, submit, period: int):
+        self.by_submit = np.argsort(submit, kind="stable")
+        self.sorted_submit = np.asarray(submit)[self.by_submit]
+        self.period = period
+        self.now = None
+
+    def advance(self, now: int, start):
+        """(rows, started): the window's jobs at ``now``, and the jobs that started
+        since the last call (None when this call starts over)."""
+        hi = int(np.searchsorted(self.sorted_submit, now + self.period, side="left"))
+        if self.now is None or now < self.now:
+            rows = self.by_submit[:hi]
+            started = None
+        else:
+            rows = np.concatenate([self.rows, self.by_submit[self.seen:hi]])
+            started = rows[start[rows] >= 0]
+        self.rows = rows[start[rows] < 0]
+        self.seen, self.now = hi, now
+        return self.rows, started
+
+
+def site_limits(config, workload, cluster, tree=None):
+    """The limit groups a site run enforces: the configuration's running caps, every job a
+    per-job limit forbids (held forever with its reason), and the workload's own (arrays)."""
+    groups, rejected = compile_limits(config, workload, cluster, tree=tree)
+    return merge_limits(groups, held_forever(rejected.rows, rejected.reasons, len(workload)),
+                        getattr(workload, "limits", None))
+
+
+def simulate_site(cluster, workload, config, policy: str = "easy", **options):
+    """Simulate ``workload`` on ``cluster`` under ``config`` (see the module docstring).
+
+    ``options`` go to :func:`fastsched.simulate` (``reserve_depth``,
+    ``resolution``, ``window``, ``placement``, ``progress``). The records'
+    ``priority`` column is the multifactor priority each job started with;
+    the summary records the configuration file.
+    """
+    cluster = config.apply_partitions(cluster)
+    tree = config.build_tree(workload)
+    limits = site_limits(config, workload, cluster, tree)
+    result = simulate(cluster, workload.jobs, policy, limits=limits,
+                      dependencies=getattr(workload, "dependencies", None),
+                      partitions=getattr(workload, "partitions", None),
+                      priority=priority_function(config, workload, cluster, tree),
+                      period=int(config.calc_period), **options)
+    if result.priority is not None:
+        result.priority = np.where(np.isfinite(result.priority),
+                                   np.mod(result.priority, _TIER_SCALE), np.nan)
+    result.summary["config"] = config.source
+    result.summary["semantics"]["priority"] = (
+        f"multifactor ({config.fairshare_algorithm} fair share), recomputed every "
+        f"{config.calc_period} s, usage half-life {config.decay_half_life} s; "
+        "PriorityTier first")
+    return result

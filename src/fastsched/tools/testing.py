@@ -1,0 +1,108 @@
+"""Hypothesis strategies for fuzzing schedulers (yours or fastsched's).
+
+Workloads are built to be nasty: small submit times so queues build up, many
+ties (equal submit times, equal limits), zero-length jobs, jobs killed at their
+limit (runtime > limit), jobs needing most or all of the machine, and job ids
+that are unique but not always in submit order. Example::
+
+    from hypothesis import given
+    from fastsched.tools.testing import cluster_and_workload
+
+    @given(cluster_and_workload())
+    def test_my_policy(cw):
+        cluster, jobs = cw
+        ...
+
+hypothesis is an optional dependency: ``pip install fastsched[testing]``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    from hypothesis import strategies as st
+except ImportError as e:
+    raise ImportError("fastsched.tools.testing needs hypothesis: pip install fastsched[testing]",
+                      name=e.name) from None
+
+from ..model.cluster import Cluster
+from ..model.jobs import JobTable
+
+__all__ = ["swf_clusters", "workloads", "cluster_and_workload"]
+
+
+def swf_clusters(max_procs: int = 16) -> st.SearchStrategy[int]:
+    """A machine size P in 1..max_procs (small sizes favoured: more contention)."""
+    if max_procs < 1:
+        raise ValueError("max_procs must be >= 1")
+    return st.one_of(st.integers(1, min(4, max_procs)), st.integers(1, max_procs))
+
+
+@st.composite
+def _procs(draw, procs: int) -> int:
+    kind = draw(st.sampled_from(["any", "one", "all", "most"]))
+    if kind == "one":
+        return 1
+    if kind == "all":
+        return procs
+    if kind == "most":
+        return draw(st.integers((procs + 1) // 2, procs))
+    return draw(st.integers(1, procs))
+
+
+@st.composite
+def _runtime(draw, limit: int, max_time: int) -> int:
+    kind = draw(st.sampled_from(["under", "exact", "zero", "killed"]))
+    if kind == "zero":
+        return 0
+    if kind == "exact":
+        return limit
+    if kind == "killed":
+        return draw(st.integers(limit + 1, limit + max_time))
+    return draw(st.integers(0, limit))
+
+
+@st.composite
+def workloads(draw, procs: int, max_jobs: int = 30, max_time: int = 50,
+              min_jobs: int = 1) -> JobTable:
+    """A JobTable for an SWF machine of ``procs`` processors (num_nodes = procs
+    asked, cpus_per_node = 1), rows sorted by submit time; submits in
+    0..max_time, limits in 1..max_time, runtimes in 0..limit+max_time."""
+    if procs < 1 or max_time < 1 or not 0 <= min_jobs <= max_jobs:
+        raise ValueError("need procs >= 1, max_time >= 1, 0 <= min_jobs <= max_jobs")
+    n = draw(st.integers(min_jobs, max_jobs))
+    # Small pools of shared values make ties common.
+    submit_span = draw(st.integers(0, max_time))
+    submit_pool = draw(st.lists(st.integers(0, submit_span), min_size=1, max_size=3))
+    limit_pool = draw(st.lists(st.integers(1, max_time), min_size=1, max_size=3))
+    submits, limits, runtimes, sizes = [], [], [], []
+    for _ in range(n):
+        submits.append(draw(st.one_of(st.sampled_from(submit_pool),
+                                      st.integers(0, submit_span))))
+        limit = draw(st.one_of(st.sampled_from(limit_pool), st.integers(1, max_time)))
+        limits.append(limit)
+        runtimes.append(draw(_runtime(limit, max_time)))
+        sizes.append(draw(_procs(procs)))
+    order = sorted(range(n), key=lambda i: submits[i])
+    id_kind = draw(st.sampled_from(["in_order", "shuffled", "sparse"]))
+    if id_kind == "in_order":
+        ids = list(range(1, n + 1))
+    elif id_kind == "shuffled":
+        ids = draw(st.permutations(list(range(1, n + 1))))
+    else:
+        ids = draw(st.lists(st.integers(0, 10**9), min_size=n, max_size=n, unique=True))
+    return JobTable.from_arrays(
+        job_id=np.array(ids, dtype=np.int64),
+        submit_time=np.array([submits[i] for i in order], dtype=np.int64),
+        time_limit=np.array([limits[i] for i in order], dtype=np.int64),
+        runtime=np.array([runtimes[i] for i in order], dtype=np.int64),
+        num_nodes=np.array([sizes[i] for i in order], dtype=np.int32),
+        cpus_per_node=1)
+
+
+@st.composite
+def cluster_and_workload(draw, max_procs: int = 16,
+                         max_jobs: int = 30) -> tuple[Cluster, JobTable]:
+    """(Cluster.homogeneous(P), a workload for P processors)."""
+    procs = draw(swf_clusters(max_procs))
+    return Cluster.homogeneous(procs), draw(workloads(procs, max_jobs=max_jobs))
