@@ -169,7 +169,11 @@ def test_interrupting_the_cli_at_a_random_moment_exits_cleanly(tmp_path, sig):
     delay = random.Random(int(sig)).uniform(0.5, 6.0)
     code, stdout, stderr, out, summary = _simulate(tmp_path, delay, sig)
     assert "Traceback" not in stderr
-    if code != 0:
+    if code == -int(sig):
+        # the signal landed in the interpreter's teardown, after the run had finished and
+        # flushed its output (Python's handlers are gone by then)
+        assert stdout.rstrip().endswith(f"wrote summary to {summary}"), stdout
+    elif code != 0:
         assert code == 128 + int(sig), stderr
         assert stderr.strip().splitlines()[-1].startswith("fastsched: interrupted")
     # a file written is whole (the signal may land after it was written)

@@ -45,7 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         if not hasattr(args, "run"):
             parser.print_help()
             return 2
-        return args.run(args) or 0
+        code = args.run(args) or 0
+        # every result out before the interpreter's teardown, during which a signal
+        # ends the process without Python's handlers
+        sys.stdout.flush()
+        return code
     except KeyboardInterrupt as e:        # Ctrl-C, SIGTERM; Interrupted says where the run was
         code = 128 + int(getattr(e, "signum", signal.SIGINT))
         print(f"fastsched: {e if isinstance(e, Interrupted) else 'interrupted'}; "
