@@ -124,7 +124,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError, UnsupportedError
+from .errors import InputError
 from .jobs import UNLIMITED, JobRequest
 from .slurmconf import format_time, parse_time
 from .textfile import check_digits, read_text
@@ -1044,22 +1044,16 @@ def _cmd_sbatch(args) -> int:
 
 
 def _expected_start(norm: NormalisedRequest, cluster) -> str:
-    """Expected start on an empty ``cluster``: the Scheduler (pool engine) where it
-    applies, else a one-job simulation on the node engine (same planning rules)."""
+    """Expected start on an empty ``cluster``: the Scheduler's what-if (the engine
+    the request needs, as the simulator would pick it)."""
     if cluster is None:
         return "expected start: not computed (no --cluster given)"
-    from .jobs import JobTable
     from .scheduler import Scheduler
-    from .sim import simulate
     partition = cluster.partition_index(norm.partitions[0]) if norm.partitions else 0
     request = to_job_request(norm, job_id=1, submit_time=0, partition=partition)
-    try:
-        sched = Scheduler(cluster, "conservative")
-        sched.submit(request)
-        start = int(sched.expected_start_times(now=0)["expected_start"].iloc[0])
-    except UnsupportedError:
-        result = simulate(cluster, JobTable.from_requests([request]), "conservative")
-        start = int(result.schedule.start_time[0])
+    sched = Scheduler(cluster, "conservative")
+    sched.submit(request)
+    start = int(sched.expected_start_times(now=0)["expected_start"].iloc[0])
     extra = []
     if norm.dependencies:
         extra.append("assuming its dependencies are satisfied")
