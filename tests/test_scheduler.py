@@ -339,3 +339,136 @@ def test_waiting_reasons_are_per_partition():
         ["", "Resources", "Resources", "Priority", "Priority", ""]
     assert waiting_reasons(outcome, None).tolist() == \
         ["", "Resources", "Priority", "Priority", "Priority", ""]
+
+
+# --------------------------------------------------------------------------- site parity
+
+from fastsched.config import parse_config  # noqa: E402
+from fastsched.constraints import Placement, dependencies_from_edges  # noqa: E402
+from fastsched.site import simulate_site  # noqa: E402
+from fastsched.workload import Workload  # noqa: E402
+
+SITE = """
+[priority]
+PriorityWeightFairshare = {fairshare}
+PriorityWeightAge = {age}
+PriorityMaxAge = "60"
+PriorityDecayHalfLife = "{half_life}"
+PriorityCalcPeriod = "{period}"
+TRESBillingWeights = "CPU=1.0,GRES/gpu=2.0"
+
+[[account]]
+name = "a"
+users = ["u0", "u1"]
+MaxJobs = {max_jobs}
+
+[[account]]
+name = "b"
+users = ["u2"]
+MaxSubmitJobs = {max_submit}
+GrpTRES = "gres/gpu={grp_gpus}"
+"""
+
+
+def drive_constrained(scheduler, jobs):
+    """The simulator's event order through the public API, with its end states (a
+    job over its limit ends TIMEOUT) and its passes repeated at an instant while
+    zero-length jobs end there or starts queue dependents. (start, nodes, GPU
+    masks) per job, (-1, [], []) for jobs that never start."""
+    got, ends = {}, {}
+    times = set(jobs.submit_time.tolist())
+    info = {int(j): (int(min(r, lim)), bool(r <= lim)) for j, r, lim in
+            zip(jobs.job_id, jobs.runtime, jobs.time_limit)}
+    while times or ends:
+        now = min(times | {e for e, _ in ends.values()})
+        first = True
+        while True:
+            for j in [j for j, (e, _) in ends.items() if e == now]:
+                scheduler.complete(j, now, state="COMPLETED" if ends.pop(j)[1] else "TIMEOUT")
+            if first and now in times:
+                times.discard(now)
+                scheduler.submit(jobs.take(jobs.submit_time == now))
+            first = False
+            queued = len(scheduler.pending)
+            d = scheduler.schedule(now)
+            scheduler.apply(d)
+            for i in np.flatnonzero(d.outcome == START):
+                j = int(d.job_id[i])
+                got[j] = (now, d.nodes_of(i).tolist(), d.gpu_masks_of(i).tolist())
+                ends[j] = (now + info[j][0], info[j][1])
+            released = len(scheduler.pending) > queued - len(d.starts)
+            if not released and now not in {e for e, _ in ends.values()}:
+                break
+    return [got.get(int(j), (-1, [], [])) for j in jobs.job_id]
+
+
+def simulated(result):
+    s = result.schedule
+    return expected_of(s.start_time, s.alloc_offsets, s.alloc_nodes, s.alloc_gpu_mask,
+                       result.workload)
+
+
+@st.composite
+def site_runs(draw):
+    """A cluster of 3-5 GPU nodes in leaf switches, two partitions (the second with a
+    higher PriorityTier), a site configuration with fair share, age, limits and a
+    drawn PriorityCalcPeriod, and up to 10 jobs with dependencies and topology
+    requests; and the run's resolution, window, reserve depth."""
+    X = draw(st.integers(3, 5))
+    parts = [Partition("all", np.arange(X)), Partition("high", np.arange(2), priority_tier=2)]
+    cluster = Cluster([f"g{i}" for i in range(X)], [8] * X, [4] * X, [4096] * X,
+                      partitions=parts)
+    n = draw(st.integers(1, 10))
+    ints = lambda lo, hi: [draw(st.integers(lo, hi)) for _ in range(n)]  # noqa: E731
+    partition = ints(0, 1)
+    runtime = ints(0, 40)
+    jobs = JobTable.from_arrays(
+        job_id=np.arange(1, n + 1) * 3, submit_time=sorted(ints(0, 30)),
+        time_limit=[max(1, r + d) for r, d in zip(runtime, ints(-5, 20))], runtime=runtime,
+        num_nodes=[draw(st.integers(1, 2 if p else 3)) for p in partition],
+        cpus_per_node=ints(0, 8), gpus_per_node=ints(0, 4), mem_per_node=ints(0, 4096),
+        partition=partition, user=ints(0, 2))
+    wl = Workload(jobs, account=np.where(jobs.user == 2, 1, 0).astype(np.int32),
+                  user_names=["u0", "u1", "u2"], account_names=["a", "b"],
+                  org_of_account=np.array([0, 1], np.int32), org_names=["a", "b"])
+    edges = [(c, draw(st.integers(0, c - 1)), draw(st.integers(0, 3)))
+             for c in range(1, n) if draw(st.integers(0, 3)) == 0]
+    if edges:
+        wl.dependencies = dependencies_from_edges(n, *zip(*edges))
+    cfg = parse_config(SITE.format(
+        fairshare=draw(st.sampled_from([0, 1000])), age=draw(st.sampled_from([0, 100])),
+        half_life=draw(st.sampled_from([0, 30])), period=draw(st.sampled_from([1, 7, 25])),
+        max_jobs=draw(st.integers(1, 3)), max_submit=draw(st.integers(1, 4)),
+        grp_gpus=draw(st.integers(4, 8))))
+    leaf = np.arange(X) // 2
+    placement = draw(st.sampled_from([None, Placement.topology(
+        leaf.reshape(1, -1), n, max_leaves=ints(0, 2), leaf_wait=ints(-1, 10),
+        exclusive_topo=[draw(st.integers(0, 4)) == 0 for _ in range(n)])]))
+    options = dict(reserve_depth=draw(st.integers(1, 2)),
+                   resolution=draw(st.sampled_from([1, 4])),
+                   window=draw(st.sampled_from([None, 15])), placement=placement)
+    return cluster, wl, cfg, options
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(run=site_runs())
+def test_api_loop_equals_the_site_simulator(policy, run):
+    """Priorities recomputed every period from usage, limits (max_submit included),
+    dependencies, partition tiers, topology placement, resolution and window: the
+    public API driven through a site workload schedules it as simulate_site."""
+    cluster, wl, cfg, options = run
+    expected = simulated(simulate_site(cluster, wl, cfg, policy, **options))
+    s = Scheduler.for_site(cluster, wl, cfg, policy, **options)
+    assert drive_constrained(s, wl.jobs) == expected
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=node_cases(), data=st.data())
+def test_api_loop_equals_the_simulator_with_a_priority_array(case, data):
+    cluster, available, jobs = case
+    prio = np.array([data.draw(st.integers(0, 3)) for _ in range(len(jobs))], float)
+    expected = simulated(simulate(cluster, jobs, "easy", priority=prio, resolution=2))
+    s = Scheduler(cluster, "easy", jobs=jobs, priority=prio, resolution=2)
+    assert drive_constrained(s, jobs) == expected

@@ -9,6 +9,7 @@ Public API (everything else is private)::
     fs.verify(result.cluster, result.workload, result.schedule, policy="easy").raise_if_failed()
 
     sched = fs.Scheduler(cluster, "easy")     # embed: submit / schedule (pure) / apply / complete
+    fs.Scheduler.from_state(cluster, running, pending)   # running: fs.RunningJobs
 """
 from . import _jitcache  # noqa: F401  (first: kernels compiled below are keyed on it)
 from .checkpoint import Checkpoints
@@ -24,6 +25,7 @@ from .jobs import JobRequest, JobTable
 from .launch import Allocation, allocate_local, task_environments
 from .launch import run as launch_run
 from .limits import blocked_reasons, compile_limits
+from .nodeplan import Progress, RunningJobs
 from .policies import POLICIES
 from .priority import (RESEARCH_ORDERS, PriorityWeights, multifactor, research_order,
                        research_queue)
@@ -51,7 +53,8 @@ __all__ = [
     "FastschedError", "InputError", "UnsupportedError", "ScheduleError", "Interrupted",
     "Checkpoints", "load_checkpoint",
     "JobRequest", "JobTable", "Schedule", "SimulationResult", "POLICIES",
-    "Scheduler", "Decisions", "StaleDecisionsError", "start_times_at",
+    "Scheduler", "Decisions", "StaleDecisionsError", "RunningJobs", "Progress",
+    "start_times_at",
     "simulate", "simulate_swf", "read_swf", "SWFTrace", "bundled_trace",
     "verify", "VerifyReport", "Violation", "schedule_from_frame",
     "compress_hostlist", "expand_hostlist",
