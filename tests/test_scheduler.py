@@ -344,7 +344,8 @@ def test_waiting_reasons_are_per_partition():
 # --------------------------------------------------------------------------- site parity
 
 from fastsched.config import parse_config  # noqa: E402
-from fastsched.constraints import Placement, dependencies_from_edges  # noqa: E402
+from fastsched.constraints import (AFTEROK, LimitGroups, Placement,  # noqa: E402
+                                  dependencies_from_edges)
 from fastsched.site import simulate_site  # noqa: E402
 from fastsched.workload import Workload  # noqa: E402
 
@@ -472,3 +473,101 @@ def test_api_loop_equals_the_simulator_with_a_priority_array(case, data):
     expected = simulated(simulate(cluster, jobs, "easy", priority=prio, resolution=2))
     s = Scheduler(cluster, "easy", jobs=jobs, priority=prio, resolution=2)
     assert drive_constrained(s, jobs) == expected
+
+
+# --------------------------------------------------------------------------- failures
+
+def full_state(obj, seen=None):
+    """Every field of ``obj``, recursively (arrays as dtype and values; functions and
+    clusters by identity): two equal results mean the same state."""
+    seen = set() if seen is None else seen
+    if isinstance(obj, np.ndarray):
+        return (str(obj.dtype), obj.shape, obj.tolist())
+    if isinstance(obj, (list, tuple)):
+        return [full_state(v, seen) for v in obj]
+    if isinstance(obj, dict):
+        return {k: full_state(v, seen) for k, v in obj.items()}
+    if callable(obj) or isinstance(obj, Cluster):
+        return ("id", id(obj))
+    if hasattr(obj, "__dict__") or hasattr(obj, "__dataclass_fields__"):
+        if id(obj) in seen:
+            return ("seen", id(obj))
+        seen.add(id(obj))
+        fields = vars(obj) if hasattr(obj, "__dict__") else \
+            {f: getattr(obj, f) for f in obj.__dataclass_fields__}
+        return (type(obj).__name__, full_state(fields, seen))
+    return obj
+
+
+def limited_scheduler():
+    """gpu_workload's cluster; jobs 1, 5 and 6 share a cap of one running job, job 6
+    runs after job 1 (afterok), priorities recomputed every 10 s; jobs 1-3 started
+    at 0, 4-6 submitted at 5."""
+    cluster, _ = gpu_workload()
+    jobs = jobs_of((1, 0, 100, 80, 1, 4, 8, 0), (2, 0, 50, 50, 2, 8, 32, 1),
+                   (3, 0, 30, 10, 1, 1, 2, 0), (4, 5, 200, 150, 3, 8, 32, 1),
+                   (5, 5, 20, 25, 1, 2, 4, 0), (6, 5, 20, 25, 1, 2, 4, 0))
+    limits = LimitGroups(np.array([0, 1, 1, 1, 1, 2, 3]), np.array([0, 0, 0]),
+                         np.array([[1, -1, -1, -1, -1]]), [("MaxJobs",) * 5])
+    deps = dependencies_from_edges(6, [5], [0], [AFTEROK])
+    s = Scheduler(cluster, "easy", jobs=jobs, limits=limits, dependencies=deps,
+                  priority=lambda now, progress: np.where(progress.start >= 0, 0.0, now + 1.0),
+                  period=10)
+    s.submit(jobs.take(jobs.submit_time == 0))
+    s.apply(s.schedule(0))
+    s.submit(jobs.take(jobs.submit_time == 5))
+    return s, jobs
+
+
+def test_every_failed_call_leaves_the_whole_state_unchanged():
+    s, jobs = limited_scheduler()
+    s.apply(s.schedule(5))
+    assert s.running == [1, 2, 3]            # 4 waits for nodes, 5 for the cap, 6 for 1
+    stale = s.schedule(5)
+    s.resume_nodes([0])                       # (all up already: only the version moves)
+    before = full_state(s)
+    bad = {"unknown job": lambda: s.submit(jobs_of((9, 5, 10, 10, 1, 1, 1, 0))),
+           "twice": lambda: s.submit(jobs.take(jobs.job_id == 4)),
+           "stale": lambda: s.apply(stale),
+           "not running": lambda: s.complete([1, 4], 6),
+           "end state": lambda: s.complete(1, 6, state="DONE"),
+           "time": lambda: s.complete(1, 6.5),
+           "node": lambda: s.fail_nodes([0, 4], 6),
+           "node type": lambda: s.fail_nodes(["gpu01"], 6),
+           "fail time": lambda: s.fail_nodes([0], None),
+           "resume node": lambda: s.resume_nodes([-1]),
+           "pass time": lambda: s.schedule(6.5),
+           "past limit": lambda: s.schedule(60)}     # job 3's limit ended at 30
+    for name, call in bad.items():
+        with pytest.raises((InputError, StaleDecisionsError)):
+            call()
+            pytest.fail(f"{name}: no error")
+        assert full_state(s) == before, name
+
+
+def test_pool_engine_refuses_failed_nodes_unchanged():
+    s = Scheduler(Cluster.homogeneous(2), "easy", engine="pool")
+    before = full_state(s)
+    with pytest.raises(UnsupportedError):
+        s.fail_nodes([0], 0)
+    assert full_state(s) == before
+
+
+def test_failed_nodes_end_their_jobs_and_leave_planning_until_resumed():
+    s, jobs = limited_scheduler()
+    s.apply(s.schedule(5))
+    # job 1 runs on gpu04, job 2 on gpu01-02, job 3 on gpu03
+    assert s.fail_nodes([0, 3], 7).tolist() == [1, 2]
+    assert s.running == [3] and s.available.tolist() == [False, True, True, False]
+    assert s.state.free_gpu_mask.tolist()[1] == 0xFF       # job 2's GPUs are back
+    d = s.schedule(7, full=True)
+    got = dict(zip(d.job_id.tolist(), zip(d.outcome.tolist(), d.reason)))
+    # job 4 needs 3 nodes of "big" (gpu01-03): not while gpu01 is down; job 5's cap is
+    # free (job 1 ended) and it starts on a node that is up; job 6 was afterok on
+    # job 1, which ended NODE_FAIL: it never queues
+    assert got == {4: (BLOCKED, "ReqNodeNotAvail"), 5: (START, "")}
+    assert set(d.nodes.tolist()) <= {1, 2}
+    s.resume_nodes([0, 3])
+    assert s.available.all()
+    d = s.schedule(7, full=True)
+    assert d.outcome[d.job_id.tolist().index(4)] == RESERVED
