@@ -344,7 +344,8 @@ def test_waiting_reasons_are_per_partition():
 # --------------------------------------------------------------------------- site parity
 
 from fastsched.config import parse_config  # noqa: E402
-from fastsched.constraints import (AFTEROK, LimitGroups, Placement,  # noqa: E402
+from fastsched.constraints import (AFTEROK, LimitGroups, PartitionChoices,  # noqa: E402
+                                  Placement,
                                   dependencies_from_edges)
 from fastsched.site import simulate_site  # noqa: E402
 from fastsched.workload import Workload  # noqa: E402
@@ -571,3 +572,26 @@ def test_failed_nodes_end_their_jobs_and_leave_planning_until_resumed():
     assert s.available.all()
     d = s.schedule(7, full=True)
     assert d.outcome[d.job_id.tolist().index(4)] == RESERVED
+
+
+def test_options_are_checked_as_the_simulator_checks_them():
+    cluster, jobs = gpu_workload()
+    n = len(jobs)
+    bad = [dict(partitions=PartitionChoices.single(np.zeros(n - 1))),
+           dict(limits=LimitGroups.none(n + 1)),
+           dict(priority=lambda now, progress: np.zeros(n), period=0),
+           dict(priority=lambda now, progress: np.zeros(n)),
+           dict(priority=np.zeros(n + 2)),
+           dict(resolution=0), dict(window=-1), dict(resolution=1.5),
+           dict(placement=Placement.none(n + 1, cluster.num_nodes)),
+           dict(reserve_depth=0), dict(policy="sjf")]
+    for options in bad:
+        with pytest.raises(InputError) as sim_error:
+            simulate(cluster, jobs, **options)
+        with pytest.raises(InputError) as api_error:
+            Scheduler(cluster, jobs=jobs, **options)
+        assert (str(api_error.value), api_error.value.field) == \
+            (str(sim_error.value), sim_error.value.field), options
+    with pytest.raises(InputError, match="pass it as jobs=") as e:
+        Scheduler(cluster, priority=np.zeros(n))
+    assert e.value.field == "priority"

@@ -23,7 +23,7 @@ from .cluster import Cluster, NodeState
 from .errors import FastschedError, InputError, UnsupportedError
 from .jobs import JOB_FIELDS, JobRequest, JobTable
 from .constraints import (AFTER, AFTERNOTOK, AFTEROK, CAPS, Dependencies, LimitGroups,
-                          PartitionChoices, Placement, csr_take)
+                          PartitionChoices, Placement, check_covers, csr_take)
 from .nodeplan import (NodeDecisions, Progress, RunningJobs, _grid, _partition_nodes,
                        _placement, _unique_rank, check_node_jobs, node_availability,
                        plan_nodes)
@@ -683,10 +683,7 @@ class _Constraints:
     def of(cls, cluster, jobs: JobTable, available, partitions, dependencies, limits,
            placement) -> "_Constraints":
         n = len(jobs)
-        for what, c in (("partitions", partitions), ("dependencies", dependencies),
-                        ("limits", limits)):
-            if c is not None and len(c) != n:
-                raise InputError(f"{what} cover {len(c)} jobs, the table has {n}", field=what)
+        check_covers(n, partitions=partitions, dependencies=dependencies, limits=limits)
         if partitions is not None:
             partitions = check_node_jobs(cluster, jobs, available, partitions)
         if placement is not None:
