@@ -184,16 +184,8 @@ class Scheduler:
         if given and jobs is None:
             raise InputError(f"{given[0]} describes the jobs of a table: pass it as jobs=",
                              field=given[0])
-        constrained = bool(given) or resolution != 1 or window is not None
-        pool_ok = cluster.is_homogeneous() and bool(self.available.all()) and not constrained
-        if engine == "pool" and not pool_ok:
-            if constrained:
-                raise UnsupportedError("constraints and priorities need the node engine")
-            if not self.available.all():
-                raise UnsupportedError("the pool engine has no unavailable nodes; use the "
-                                       "node engine")
-            check_jobs(cluster, JobTable.from_requests([]))   # raises, saying why
-        self.engine = "pool" if engine != "nodes" and pool_ok else "nodes"
+        self.engine = self._first_engine(engine, constrained=bool(given) or resolution != 1
+                                         or window is not None)
         self._auto = engine == "auto"
         self._catalog = _Catalog(JobTable.from_requests([]) if jobs is None else jobs,
                                  fixed=jobs is not None)
@@ -399,6 +391,20 @@ class Scheduler:
         return self._running
 
     # -------------------------------------------------------------- internals
+    def _first_engine(self, engine: str, *, constrained: bool) -> str:
+        """The engine to start with: the pool when asked for or (auto) when the cluster
+        and options allow it (as simulate picks it), else the node engine."""
+        pool_ok = self.cluster.is_homogeneous() and bool(self.available.all()) \
+            and not constrained
+        if engine == "pool" and not pool_ok:
+            if constrained:
+                raise UnsupportedError("constraints and priorities need the node engine")
+            if not self.available.all():
+                raise UnsupportedError("the pool engine has no unavailable nodes; use the "
+                                       "node engine")
+            check_jobs(self.cluster, JobTable.from_requests([]))   # raises, saying why
+        return "pool" if engine != "nodes" and pool_ok else "nodes"
+
     def _engine_for(self, table: JobTable) -> str:
         """Validate ``table`` for the current engine; "nodes" if auto must switch."""
         if self.engine == "nodes":
