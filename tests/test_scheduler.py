@@ -595,3 +595,24 @@ def test_options_are_checked_as_the_simulator_checks_them():
     with pytest.raises(InputError, match="pass it as jobs=") as e:
         Scheduler(cluster, priority=np.zeros(n))
     assert e.value.field == "priority"
+
+
+def test_from_state_counts_the_running_jobs_against_their_limits():
+    cluster = gpu_cluster([8, 8])
+    running = RunningJobs.from_arrays(job_id=[1], planned_end=[50], node_offsets=[0, 1],
+                                      nodes=[0], gpus=[4], cpus=[1], mem=[0])
+    pending = jobs_of((5, 0, 10, 10, 1, 1, 1, 0), (6, 0, 10, 10, 1, 1, 1, 0))
+    # one group capped at one running job: running job 1 and pending job 5 are in it
+    limits = LimitGroups(np.array([0, 1, 2, 2]), np.array([0, 0]),
+                         np.array([[1, -1, -1, -1, -1]]), [("MaxJobs",) * 5])
+    s = Scheduler.from_state(cluster, running, pending, "easy", limits=limits)
+    d = s.schedule(1)
+    assert d.starts.tolist() == [6] and d.reason == ["MaxJobs", ""]
+    est = s.expected_start_times(1)
+    assert est.expected_start.tolist() == [-1, 1] and est.reason.tolist() == ["MaxJobs", "None"]
+    s.complete(1, 20)
+    assert s.schedule(20).starts.tolist() == [5, 6]
+    with pytest.raises(InputError, match="running then pending") as e:
+        Scheduler.from_state(cluster, running, pending, "easy",
+                             limits=LimitGroups.none(len(pending)))
+    assert e.value.field == "limits"
