@@ -616,3 +616,29 @@ def test_from_state_counts_the_running_jobs_against_their_limits():
         Scheduler.from_state(cluster, running, pending, "easy",
                              limits=LimitGroups.none(len(pending)))
     assert e.value.field == "limits"
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(run=site_runs(), period=st.sampled_from([1, 6, 20]))
+def test_priority_callables_see_the_simulators_progress(run, period):
+    """At every recomputation a callable gets what the simulator gives it: the
+    same times, starts, eligible times and ends of the jobs that have ended (a
+    running job's end is not known to the scheduler yet)."""
+    cluster, wl, _, options = run
+    jobs = wl.jobs
+
+    def recorder(calls):
+        def priority(now, progress):
+            ended = (progress.end >= 0) & (progress.end <= now)
+            calls.append((now, progress.start.tolist(), progress.eligible.tolist(),
+                          np.where(ended, progress.end, -1).tolist()))
+            return np.where(progress.eligible >= 0, -progress.eligible, 0.0) + jobs.user
+        return priority
+    constraints = dict(dependencies=getattr(wl, "dependencies", None), period=period,
+                       placement=options["placement"])
+    sim_calls, api_calls = [], []
+    simulate(cluster, jobs, "easy", priority=recorder(sim_calls), **constraints)
+    drive_constrained(Scheduler(cluster, "easy", jobs=jobs, priority=recorder(api_calls),
+                                **constraints), jobs)
+    assert api_calls == sim_calls
