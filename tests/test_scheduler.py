@@ -4,7 +4,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fastsched import Cluster, InputError, JobRequest, JobTable, simulate
-from fastsched.sim.scheduler import BLOCKED, RESERVED, START, Scheduler, StaleDecisionsError
+from fastsched.sim.simulator.scheduler import BLOCKED, RESERVED, START, Scheduler, StaleDecisionsError
 from fastsched.tools.testing import cluster_and_workload
 
 
@@ -332,10 +332,313 @@ def test_from_state_rejects_bad_running_jobs():
 
 
 def test_waiting_reasons_are_per_partition():
-    from fastsched.sim.scheduler import waiting_reasons
+    from fastsched.sim.simulator.scheduler import waiting_reasons
     outcome = np.array([START, RESERVED, BLOCKED, BLOCKED, RESERVED, START])
     partition = np.array([0, 0, 1, 0, 1, 1])
     assert waiting_reasons(outcome, partition).tolist() == \
         ["", "Resources", "Resources", "Priority", "Priority", ""]
     assert waiting_reasons(outcome, None).tolist() == \
         ["", "Resources", "Priority", "Priority", "Priority", ""]
+
+
+# --------------------------------------------------------------------------- site parity
+
+from fastsched.policy.config import parse_config  # noqa: E402
+from fastsched.model.constraints import (AFTEROK, LimitGroups, PartitionChoices,  # noqa: E402
+                                  Placement,
+                                  dependencies_from_edges)
+from fastsched.sim.site import simulate_site  # noqa: E402
+from fastsched.io.workload import Workload  # noqa: E402
+
+SITE = """
+[priority]
+PriorityWeightFairshare = {fairshare}
+PriorityWeightAge = {age}
+PriorityMaxAge = "60"
+PriorityDecayHalfLife = "{half_life}"
+PriorityCalcPeriod = "{period}"
+TRESBillingWeights = "CPU=1.0,GRES/gpu=2.0"
+
+[[account]]
+name = "a"
+users = ["u0", "u1"]
+MaxJobs = {max_jobs}
+
+[[account]]
+name = "b"
+users = ["u2"]
+MaxSubmitJobs = {max_submit}
+GrpTRES = "gres/gpu={grp_gpus}"
+"""
+
+
+def drive_constrained(scheduler, jobs):
+    """The simulator's event order through the public API, with its end states (a
+    job over its limit ends TIMEOUT) and its passes repeated at an instant while
+    zero-length jobs end there or starts queue dependents. (start, nodes, GPU
+    masks) per job, (-1, [], []) for jobs that never start."""
+    got, ends = {}, {}
+    times = set(jobs.submit_time.tolist())
+    info = {int(j): (int(min(r, lim)), bool(r <= lim)) for j, r, lim in
+            zip(jobs.job_id, jobs.runtime, jobs.time_limit)}
+    while times or ends:
+        now = min(times | {e for e, _ in ends.values()})
+        first = True
+        while True:
+            for j in [j for j, (e, _) in ends.items() if e == now]:
+                scheduler.complete(j, now, state="COMPLETED" if ends.pop(j)[1] else "TIMEOUT")
+            if first and now in times:
+                times.discard(now)
+                scheduler.submit(jobs.take(jobs.submit_time == now))
+            first = False
+            queued = len(scheduler.pending)
+            d = scheduler.schedule(now)
+            scheduler.apply(d)
+            for i in np.flatnonzero(d.outcome == START):
+                j = int(d.job_id[i])
+                got[j] = (now, d.nodes_of(i).tolist(), d.gpu_masks_of(i).tolist())
+                ends[j] = (now + info[j][0], info[j][1])
+            released = len(scheduler.pending) > queued - len(d.starts)
+            if not released and now not in {e for e, _ in ends.values()}:
+                break
+    return [got.get(int(j), (-1, [], [])) for j in jobs.job_id]
+
+
+def simulated(result):
+    s = result.schedule
+    return expected_of(s.start_time, s.alloc_offsets, s.alloc_nodes, s.alloc_gpu_mask,
+                       result.workload)
+
+
+@st.composite
+def site_runs(draw):
+    """A cluster of 3-5 GPU nodes in leaf switches, two partitions (the second with a
+    higher PriorityTier), a site configuration with fair share, age, limits and a
+    drawn PriorityCalcPeriod, and up to 10 jobs with dependencies and topology
+    requests; and the run's resolution, window, reserve depth."""
+    X = draw(st.integers(3, 5))
+    parts = [Partition("all", np.arange(X)), Partition("high", np.arange(2), priority_tier=2)]
+    cluster = Cluster([f"g{i}" for i in range(X)], [8] * X, [4] * X, [4096] * X,
+                      partitions=parts)
+    n = draw(st.integers(1, 10))
+    ints = lambda lo, hi: [draw(st.integers(lo, hi)) for _ in range(n)]  # noqa: E731
+    partition = ints(0, 1)
+    runtime = ints(0, 40)
+    jobs = JobTable.from_arrays(
+        job_id=np.arange(1, n + 1) * 3, submit_time=sorted(ints(0, 30)),
+        time_limit=[max(1, r + d) for r, d in zip(runtime, ints(-5, 20))], runtime=runtime,
+        num_nodes=[draw(st.integers(1, 2 if p else 3)) for p in partition],
+        cpus_per_node=ints(0, 8), gpus_per_node=ints(0, 4), mem_per_node=ints(0, 4096),
+        partition=partition, user=ints(0, 2))
+    wl = Workload(jobs, account=np.where(jobs.user == 2, 1, 0).astype(np.int32),
+                  user_names=["u0", "u1", "u2"], account_names=["a", "b"],
+                  org_of_account=np.array([0, 1], np.int32), org_names=["a", "b"])
+    edges = [(c, draw(st.integers(0, c - 1)), draw(st.integers(0, 3)))
+             for c in range(1, n) if draw(st.integers(0, 3)) == 0]
+    if edges:
+        wl.dependencies = dependencies_from_edges(n, *zip(*edges))
+    cfg = parse_config(SITE.format(
+        fairshare=draw(st.sampled_from([0, 1000])), age=draw(st.sampled_from([0, 100])),
+        half_life=draw(st.sampled_from([0, 30])), period=draw(st.sampled_from([1, 7, 25])),
+        max_jobs=draw(st.integers(1, 3)), max_submit=draw(st.integers(1, 4)),
+        grp_gpus=draw(st.integers(4, 8))))
+    leaf = np.arange(X) // 2
+    placement = draw(st.sampled_from([None, Placement.topology(
+        leaf.reshape(1, -1), n, max_leaves=ints(0, 2), leaf_wait=ints(-1, 10),
+        exclusive_topo=[draw(st.integers(0, 4)) == 0 for _ in range(n)])]))
+    options = dict(reserve_depth=draw(st.integers(1, 2)),
+                   resolution=draw(st.sampled_from([1, 4])),
+                   window=draw(st.sampled_from([None, 15])), placement=placement)
+    return cluster, wl, cfg, options
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(run=site_runs())
+def test_api_loop_equals_the_site_simulator(policy, run):
+    """Priorities recomputed every period from usage, limits (max_submit included),
+    dependencies, partition tiers, topology placement, resolution and window: the
+    public API driven through a site workload schedules it as simulate_site."""
+    cluster, wl, cfg, options = run
+    expected = simulated(simulate_site(cluster, wl, cfg, policy, **options))
+    s = Scheduler.for_site(cluster, wl, cfg, policy, **options)
+    assert drive_constrained(s, wl.jobs) == expected
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=node_cases(), data=st.data())
+def test_api_loop_equals_the_simulator_with_a_priority_array(case, data):
+    cluster, available, jobs = case
+    prio = np.array([data.draw(st.integers(0, 3)) for _ in range(len(jobs))], float)
+    expected = simulated(simulate(cluster, jobs, "easy", priority=prio, resolution=2))
+    s = Scheduler(cluster, "easy", jobs=jobs, priority=prio, resolution=2)
+    assert drive_constrained(s, jobs) == expected
+
+
+# --------------------------------------------------------------------------- failures
+
+def full_state(obj, seen=None):
+    """Every field of ``obj``, recursively (arrays as dtype and values; functions and
+    clusters by identity): two equal results mean the same state."""
+    seen = set() if seen is None else seen
+    if isinstance(obj, np.ndarray):
+        return (str(obj.dtype), obj.shape, obj.tolist())
+    if isinstance(obj, (list, tuple)):
+        return [full_state(v, seen) for v in obj]
+    if isinstance(obj, dict):
+        return {k: full_state(v, seen) for k, v in obj.items()}
+    if callable(obj) or isinstance(obj, Cluster):
+        return ("id", id(obj))
+    if hasattr(obj, "__dict__") or hasattr(obj, "__dataclass_fields__"):
+        if id(obj) in seen:
+            return ("seen", id(obj))
+        seen.add(id(obj))
+        fields = vars(obj) if hasattr(obj, "__dict__") else \
+            {f: getattr(obj, f) for f in obj.__dataclass_fields__}
+        return (type(obj).__name__, full_state(fields, seen))
+    return obj
+
+
+def limited_scheduler():
+    """gpu_workload's cluster; jobs 1, 5 and 6 share a cap of one running job, job 6
+    runs after job 1 (afterok), priorities recomputed every 10 s; jobs 1-3 started
+    at 0, 4-6 submitted at 5."""
+    cluster, _ = gpu_workload()
+    jobs = jobs_of((1, 0, 100, 80, 1, 4, 8, 0), (2, 0, 50, 50, 2, 8, 32, 1),
+                   (3, 0, 30, 10, 1, 1, 2, 0), (4, 5, 200, 150, 3, 8, 32, 1),
+                   (5, 5, 20, 25, 1, 2, 4, 0), (6, 5, 20, 25, 1, 2, 4, 0))
+    limits = LimitGroups(np.array([0, 1, 1, 1, 1, 2, 3]), np.array([0, 0, 0]),
+                         np.array([[1, -1, -1, -1, -1]]), [("MaxJobs",) * 5])
+    deps = dependencies_from_edges(6, [5], [0], [AFTEROK])
+    s = Scheduler(cluster, "easy", jobs=jobs, limits=limits, dependencies=deps,
+                  priority=lambda now, progress: np.where(progress.start >= 0, 0.0, now + 1.0),
+                  period=10)
+    s.submit(jobs.take(jobs.submit_time == 0))
+    s.apply(s.schedule(0))
+    s.submit(jobs.take(jobs.submit_time == 5))
+    return s, jobs
+
+
+def test_every_failed_call_leaves_the_whole_state_unchanged():
+    s, jobs = limited_scheduler()
+    s.apply(s.schedule(5))
+    assert s.running == [1, 2, 3]            # 4 waits for nodes, 5 for the cap, 6 for 1
+    stale = s.schedule(5)
+    s.resume_nodes([0])                       # (all up already: only the version moves)
+    before = full_state(s)
+    bad = {"unknown job": lambda: s.submit(jobs_of((9, 5, 10, 10, 1, 1, 1, 0))),
+           "twice": lambda: s.submit(jobs.take(jobs.job_id == 4)),
+           "stale": lambda: s.apply(stale),
+           "not running": lambda: s.complete([1, 4], 6),
+           "end state": lambda: s.complete(1, 6, state="DONE"),
+           "time": lambda: s.complete(1, 6.5),
+           "node": lambda: s.fail_nodes([0, 4], 6),
+           "node type": lambda: s.fail_nodes(["gpu01"], 6),
+           "fail time": lambda: s.fail_nodes([0], None),
+           "resume node": lambda: s.resume_nodes([-1]),
+           "pass time": lambda: s.schedule(6.5),
+           "past limit": lambda: s.schedule(60)}     # job 3's limit ended at 30
+    for name, call in bad.items():
+        with pytest.raises((InputError, StaleDecisionsError)):
+            call()
+            pytest.fail(f"{name}: no error")
+        assert full_state(s) == before, name
+
+
+def test_pool_engine_refuses_failed_nodes_unchanged():
+    s = Scheduler(Cluster.homogeneous(2), "easy", engine="pool")
+    before = full_state(s)
+    with pytest.raises(UnsupportedError):
+        s.fail_nodes([0], 0)
+    assert full_state(s) == before
+
+
+def test_failed_nodes_end_their_jobs_and_leave_planning_until_resumed():
+    s, jobs = limited_scheduler()
+    s.apply(s.schedule(5))
+    # job 1 runs on gpu04, job 2 on gpu01-02, job 3 on gpu03
+    assert s.fail_nodes([0, 3], 7).tolist() == [1, 2]
+    assert s.running == [3] and s.available.tolist() == [False, True, True, False]
+    assert s.state.free_gpu_mask.tolist()[1] == 0xFF       # job 2's GPUs are back
+    d = s.schedule(7, full=True)
+    got = dict(zip(d.job_id.tolist(), zip(d.outcome.tolist(), d.reason)))
+    # job 4 needs 3 nodes of "big" (gpu01-03): not while gpu01 is down; job 5's cap is
+    # free (job 1 ended) and it starts on a node that is up; job 6 was afterok on
+    # job 1, which ended NODE_FAIL: it never queues
+    assert got == {4: (BLOCKED, "ReqNodeNotAvail"), 5: (START, "")}
+    assert set(d.nodes.tolist()) <= {1, 2}
+    s.resume_nodes([0, 3])
+    assert s.available.all()
+    d = s.schedule(7, full=True)
+    assert d.outcome[d.job_id.tolist().index(4)] == RESERVED
+
+
+def test_options_are_checked_as_the_simulator_checks_them():
+    cluster, jobs = gpu_workload()
+    n = len(jobs)
+    bad = [dict(partitions=PartitionChoices.single(np.zeros(n - 1))),
+           dict(limits=LimitGroups.none(n + 1)),
+           dict(priority=lambda now, progress: np.zeros(n), period=0),
+           dict(priority=lambda now, progress: np.zeros(n)),
+           dict(priority=np.zeros(n + 2)),
+           dict(resolution=0), dict(window=-1), dict(resolution=1.5),
+           dict(placement=Placement.none(n + 1, cluster.num_nodes)),
+           dict(reserve_depth=0), dict(policy="sjf")]
+    for options in bad:
+        with pytest.raises(InputError) as sim_error:
+            simulate(cluster, jobs, **options)
+        with pytest.raises(InputError) as api_error:
+            Scheduler(cluster, jobs=jobs, **options)
+        assert (str(api_error.value), api_error.value.field) == \
+            (str(sim_error.value), sim_error.value.field), options
+    with pytest.raises(InputError, match="pass it as jobs=") as e:
+        Scheduler(cluster, priority=np.zeros(n))
+    assert e.value.field == "priority"
+
+
+def test_from_state_counts_the_running_jobs_against_their_limits():
+    cluster = gpu_cluster([8, 8])
+    running = RunningJobs.from_arrays(job_id=[1], planned_end=[50], node_offsets=[0, 1],
+                                      nodes=[0], gpus=[4], cpus=[1], mem=[0])
+    pending = jobs_of((5, 0, 10, 10, 1, 1, 1, 0), (6, 0, 10, 10, 1, 1, 1, 0))
+    # one group capped at one running job: running job 1 and pending job 5 are in it
+    limits = LimitGroups(np.array([0, 1, 2, 2]), np.array([0, 0]),
+                         np.array([[1, -1, -1, -1, -1]]), [("MaxJobs",) * 5])
+    s = Scheduler.from_state(cluster, running, pending, "easy", limits=limits)
+    d = s.schedule(1)
+    assert d.starts.tolist() == [6] and d.reason == ["MaxJobs", ""]
+    est = s.expected_start_times(1)
+    assert est.expected_start.tolist() == [-1, 1] and est.reason.tolist() == ["MaxJobs", "None"]
+    s.complete(1, 20)
+    assert s.schedule(20).starts.tolist() == [5, 6]
+    with pytest.raises(InputError, match="running then pending") as e:
+        Scheduler.from_state(cluster, running, pending, "easy",
+                             limits=LimitGroups.none(len(pending)))
+    assert e.value.field == "limits"
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(run=site_runs(), period=st.sampled_from([1, 6, 20]))
+def test_priority_callables_see_the_simulators_progress(run, period):
+    """At every recomputation a callable gets what the simulator gives it: the
+    same times, starts, eligible times and ends of the jobs that have ended (a
+    running job's end is not known to the scheduler yet)."""
+    cluster, wl, _, options = run
+    jobs = wl.jobs
+
+    def recorder(calls):
+        def priority(now, progress):
+            ended = (progress.end >= 0) & (progress.end <= now)
+            calls.append((now, progress.start.tolist(), progress.eligible.tolist(),
+                          np.where(ended, progress.end, -1).tolist()))
+            return np.where(progress.eligible >= 0, -progress.eligible, 0.0) + jobs.user
+        return priority
+    constraints = dict(dependencies=getattr(wl, "dependencies", None), period=period,
+                       placement=options["placement"])
+    sim_calls, api_calls = [], []
+    simulate(cluster, jobs, "easy", priority=recorder(sim_calls), **constraints)
+    drive_constrained(Scheduler(cluster, "easy", jobs=jobs, priority=recorder(api_calls),
+                                **constraints), jobs)
+    assert api_calls == sim_calls

@@ -10,6 +10,7 @@ Public API (everything else is private; names load on first use, so
     fs.verify(result.cluster, result.workload, result.schedule, policy="easy").raise_if_failed()
 
     sched = fs.Scheduler(cluster, "easy")     # embed: submit / schedule (pure) / apply / complete
+    fs.Scheduler.from_state(cluster, running, pending)   # running: fs.RunningJobs
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 _PUBLIC_BY_MODULE = {
     "engine.placement": ('choose_gpus', 'place_block', 'place_tree',),
     "interrupt": ('Interrupted',),
+    "nodeplan": ('Progress', 'RunningJobs',),
     "io.hostlist": (('compress_hostlist', 'compress'), ('expand_hostlist', 'expand'),),
     "io.sbatch": ('NormalisedRequest', 'SlurmRequest', 'normalise', 'parse_args', 'parse_script', 'to_job_request',),
     "io.slurmconf": ('read_cluster', 'write_cluster',),

@@ -2,21 +2,17 @@
 print the normalised request and its expected start."""
 from __future__ import annotations
 
-from pathlib import Path
 import argparse
+from pathlib import Path
 
 from ..io.sbatch import (NormalisedRequest, SlurmRequest, format_request, normalise, parse_args,
                          parse_script, to_job_request)
-from ..model.errors import InputError, UnsupportedError
-from ..model.jobs import JobTable
+from ..model.errors import InputError
 from ..sim.scheduler import Scheduler
-from ..sim.simulator import simulate
 from ..tools.generate import load_cluster
 
 _USAGE = ("usage: fastsched sbatch --test-only [--cluster slurm.conf|ai-8k|ai-100k|ai-1m] "
           "SCRIPT [sbatch options...]")
-
-
 _HELP = _USAGE + """
 
 Parse a batch script's #SBATCH lines and sbatch options (options on the command line
@@ -103,19 +99,15 @@ def _cmd_sbatch(args) -> int:
 
 
 def _expected_start(norm: NormalisedRequest, cluster) -> str:
-    """Expected start on an empty ``cluster``: the Scheduler (pool engine) where it
-    applies, else a one-job simulation on the node engine (same planning rules)."""
+    """Expected start on an empty ``cluster``: the Scheduler's what-if (the engine
+    the request needs, as the simulator would pick it)."""
     if cluster is None:
         return "expected start: not computed (no --cluster given)"
     partition = cluster.partition_index(norm.partitions[0]) if norm.partitions else 0
     request = to_job_request(norm, job_id=1, submit_time=0, partition=partition)
-    try:
-        sched = Scheduler(cluster, "conservative")
-        sched.submit(request)
-        start = int(sched.expected_start_times(now=0)["expected_start"].iloc[0])
-    except UnsupportedError:
-        result = simulate(cluster, JobTable.from_requests([request]), "conservative")
-        start = int(result.schedule.start_time[0])
+    sched = Scheduler(cluster, "conservative")
+    sched.submit(request)
+    start = int(sched.expected_start_times(now=0)["expected_start"].iloc[0])
     extra = []
     if norm.dependencies:
         extra.append("assuming its dependencies are satisfied")

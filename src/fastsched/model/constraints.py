@@ -33,8 +33,8 @@ from .errors import InputError
 __all__ = ["Dependencies", "LimitGroups", "PartitionChoices", "Placement", "merge_limits",
            "held_forever", "AFTER", "AFTERANY", "AFTEROK",
            "AFTERNOTOK", "DEPENDENCY_KINDS", "CAPS", "ARRAY_TASK_LIMIT", "dependencies_from_edges",
-           "array_limit_groups", "array_throttle", "csr_take", "no_dependencies", "no_limits",
-           "one_partition_each"]
+           "array_limit_groups", "array_throttle", "check_covers", "csr_take", "no_dependencies",
+           "no_limits", "one_partition_each"]
 
 AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
 DEPENDENCY_KINDS = {"after": AFTER, "afterany": AFTERANY, "afterok": AFTEROK,
@@ -274,6 +274,14 @@ def one_partition_each(partition) -> PartitionChoices:
     """Same as ``PartitionChoices.single(partition)``, without the checks."""
     return _trusted(PartitionChoices, offsets=np.arange(len(partition) + 1, dtype=np.int64),
                     partition=np.ascontiguousarray(partition, dtype=np.int32))
+
+
+def check_covers(n: int, **constraints) -> None:
+    """InputError unless every given constraint (``partitions=``, ``dependencies=``,
+    ``limits=``; None: not given) covers ``n`` jobs."""
+    for what, c in constraints.items():
+        if c is not None and len(c) != n:
+            raise InputError(f"{what} cover {len(c)} jobs, the table has {n}", field=what)
 
 
 def csr_take(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,7 @@ driving this API through a workload gives the simulator's schedule.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,10 +22,13 @@ from .. import _kernels
 from ..model.cluster import Cluster, NodeState
 from ..model.errors import FastschedError, InputError, UnsupportedError
 from ..model.jobs import JOB_FIELDS, JobRequest, JobTable
-from ..model.constraints import csr_take
-from ..nodeplan import RunningJobs, check_node_jobs, node_availability, plan_nodes
+from ..model.constraints import (AFTER, AFTERNOTOK, AFTEROK, CAPS, Dependencies, LimitGroups,
+                          PartitionChoices, Placement, check_covers, csr_take)
+from ..nodeplan import (NodeDecisions, Progress, RunningJobs, _grid, _partition_nodes,
+                       _placement, _unique_rank, check_node_jobs, node_availability,
+                       plan_nodes)
 from ..model.policies import check_reserve_depth, get_policy
-from ..model.validation import check_jobs, reject
+from ..model.validation import check_jobs, reject, request_capacity
 
 START, RESERVED, BLOCKED = 0, 1, 2
 OUTCOME_NAMES = ("start", "reserved", "blocked")
@@ -60,6 +63,9 @@ class Decisions:
     partition: np.ndarray | None = None   # int64, each job's partition index
     engine: str = "pool"
     cluster: Cluster | None = None        # for node and partition names
+    #: per job, the name of the limit that holds it (or ReqNodeNotAvail), "" for none
+    held: np.ndarray | None = None
+    rows: np.ndarray | None = field(default=None, repr=False)   # the scheduler's job rows
 
     def nodes_of(self, i: int) -> np.ndarray:
         return self.nodes[self.node_offsets[i]:self.node_offsets[i + 1]]
@@ -78,8 +84,8 @@ class Decisions:
     def reason(self) -> list[str]:
         """Slurm's pending reasons: the first waiting job of a partition waits for
         "Resources", every later one for "Priority" (higher-priority jobs exist
-        for the partition); "" for jobs that start."""
-        return waiting_reasons(self.outcome, self.partition).tolist()
+        for the partition), a held job for its limit; "" for jobs that start."""
+        return waiting_reasons(self.outcome, self.partition, self.held).tolist()
 
     def to_pandas(self):
         """job_id, outcome, start_time, reason, num_nodes, and the nodes as a hostlist
@@ -106,11 +112,15 @@ class Decisions:
         return len(self.job_id)
 
 
-def waiting_reasons(outcome: np.ndarray, partition: np.ndarray | None) -> np.ndarray:
-    """Per job (queue order): "" if it starts, "Resources" for the first waiting job of
-    its partition, "Priority" for later ones (as squeue's REASON)."""
+def waiting_reasons(outcome: np.ndarray, partition: np.ndarray | None,
+                    held: np.ndarray | None = None) -> np.ndarray:
+    """Per job (queue order): "" if it starts, ``held`` where that names why it is
+    held, else "Resources" for the first waiting job of its partition, "Priority" for
+    later ones (as squeue's REASON)."""
     reasons = np.full(len(outcome), "", dtype=object)
-    waiting = np.flatnonzero(outcome != START)
+    is_held = np.zeros(len(outcome), dtype=bool) if held is None else held != ""
+    reasons[is_held] = held[is_held] if held is not None else ""
+    waiting = np.flatnonzero((outcome != START) & ~is_held)
     reasons[waiting] = "Priority"
     part = np.zeros(len(outcome), dtype=np.int64) if partition is None else partition
     _, first = np.unique(part[waiting], return_index=True)
@@ -118,15 +128,33 @@ def waiting_reasons(outcome: np.ndarray, partition: np.ndarray | None) -> np.nda
     return reasons
 
 
+#: a catalog row's status
+_UNSEEN, _WAITING, _QUEUED, _RUNNING, _ENDED, _REJECTED = range(6)
+#: how a job ended (complete(state=...)); only COMPLETED satisfies afterok
+END_STATES = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL")
+#: why a pending job cannot run while nodes are down (squeue's reason)
+NODES_DOWN_REASON = "ReqNodeNotAvail"
+
+
 class Scheduler:
     """A queue and a cluster state, scheduled by a named policy.
 
     ``engine``: "pool" (one pool of identical nodes, whole-node jobs: the
     textbook algorithms), "nodes" (GPU-granular, any cluster) or "auto" (pool
-    while every submitted job fits it, then the node engine for good; submit a
-    whole workload, or pass "nodes", to match :func:`fastsched.simulate`
-    exactly). ``available``: node availability for the node engine (see
-    :func:`fastsched.nodeplan.node_availability`).
+    while every submitted job fits it and nothing below asks for more, then the
+    node engine for good). ``available``: node availability (see
+    :func:`fastsched.nodeplan.node_availability`); :meth:`fail_nodes` and
+    :meth:`resume_nodes` change it later.
+
+    Everything :func:`fastsched.simulate` takes is taken here with the same
+    meaning, checks and errors: ``partitions``, ``dependencies``, ``limits``,
+    ``placement`` (:mod:`fastsched.model.constraints`) and ``priority`` (an array, or
+    ``priority(now, progress)`` recomputed at the first pass of every
+    ``period`` seconds) describe the jobs of ``jobs``, a table of every job
+    that will be submitted (row for row, as simulate's ``jobs``);
+    ``resolution`` / ``window`` plan on a coarser grid / only so far ahead.
+    :meth:`for_site` takes a site configuration instead. Without ``jobs``, any
+    job may be submitted and none of the per-job options apply.
 
     >>> s = Scheduler(Cluster.homogeneous(4), "easy")
     >>> s.submit(JobRequest(job_id=1, submit_time=0, time_limit=60, runtime=60, num_nodes=2))
@@ -134,8 +162,12 @@ class Scheduler:
     [1]
     """
 
-    def __init__(self, cluster: Cluster, policy: str = "easy", *, reserve_depth: int = 1,
-                 engine: str = "auto", available=None):
+    def __init__(self, cluster: Cluster, policy: str = "easy", *, jobs: JobTable | None = None,
+                 reserve_depth: int = 1, engine: str = "auto", available=None,
+                 partitions: PartitionChoices | None = None,
+                 dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
+                 priority=None, period: int | None = None, resolution: int = 1,
+                 window: int | None = None, placement: Placement | None = None):
         self.cluster = cluster
         self.policy = get_policy(policy)
         self.reserve_depth = check_reserve_depth(reserve_depth)
@@ -143,47 +175,99 @@ class Scheduler:
             raise InputError(f"unknown engine {engine!r}; choose one of {list(ENGINES)}",
                              field="engine")
         self.available = node_availability(cluster, available)
-        pool_ok = cluster.is_homogeneous() and bool(self.available.all())
-        if engine == "pool" and not pool_ok:
-            if not self.available.all():
-                raise UnsupportedError("the pool engine has no unavailable nodes; use the "
-                                       "node engine")
-            check_jobs(cluster, JobTable.from_requests([]))   # raises, saying why
-        self.engine = "pool" if engine != "nodes" and pool_ok else "nodes"
+        self._configured = self.available.copy()     # what submitted jobs are checked against
+        self.resolution, self.window = resolution, window
+        _grid(resolution, window)
+        per_job = {"partitions": partitions, "dependencies": dependencies, "limits": limits,
+                   "priority": priority, "placement": placement}
+        given = [name for name, value in per_job.items() if value is not None]
+        if given and jobs is None:
+            raise InputError(f"{given[0]} describes the jobs of a table: pass it as jobs=",
+                             field=given[0])
+        self.engine = self._first_engine(engine, constrained=bool(given) or resolution != 1
+                                         or window is not None)
         self._auto = engine == "auto"
+        self._catalog = _Catalog(JobTable.from_requests([]) if jobs is None else jobs,
+                                 fixed=jobs is not None)
+        self._constraints = _Constraints.of(cluster, self._catalog.jobs(), self.available,
+                                            partitions, dependencies, limits, placement)
+        self._priority = _Priority.of(priority, period, self._catalog.jobs())
+        if jobs is not None and partitions is None:   # (with partitions: checked above)
+            self.engine = self._engine_for(jobs)
         self.state = cluster.new_state()
         self.state.state[~self.available] = NodeState.DOWN
         self._full_mask = self.state.free_gpu_mask.copy()
-        self._pending = JobTable.from_requests([])
+        self._queued = np.zeros(0, dtype=np.int64)        # catalog rows
         self._running = _no_running()
+        self._running_rows = np.zeros(0, dtype=np.int64)  # catalog row per running job (-1: none)
+        self._running_groups = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        self._usage = np.zeros((len(self._constraints.limits.caps), len(CAPS)), dtype=np.int64)
+        self._clock = 0                                   # the latest time given
         self._version = 0
 
     @classmethod
+    def for_site(cls, cluster: Cluster, workload, config, policy: str = "easy",
+                 **options) -> "Scheduler":
+        """A scheduler of ``workload``'s jobs under a site configuration, as
+        :func:`fastsched.simulate_site` runs them: the config's partition tiers,
+        multifactor priorities every PriorityCalcPeriod and limits, and the
+        workload's dependencies and partition lists. ``options``: reserve_depth,
+        resolution, window, placement, available, engine."""
+        from .site import priority_function, site_limits
+        cluster = config.apply_partitions(cluster)
+        tree = config.build_tree(workload)
+        return cls(cluster, policy, jobs=workload.jobs,
+                   limits=site_limits(config, workload, cluster, tree),
+                   dependencies=getattr(workload, "dependencies", None),
+                   partitions=getattr(workload, "partitions", None),
+                   priority=priority_function(config, workload, cluster, tree),
+                   period=int(config.calc_period), **options)
+
+    @classmethod
     def from_state(cls, cluster: Cluster, running: RunningJobs, pending: JobTable,
-                   policy: str = "conservative", *, reserve_depth: int = 1,
-                   engine: str = "auto", available=None) -> "Scheduler":
+                   policy: str = "conservative", *, limits: LimitGroups | None = None,
+                   eligible=None, **options) -> "Scheduler":
         """A scheduler holding ``running`` (e.g. from :meth:`SimulationResult.state_at`)
-        with ``pending`` queued. Pool engine: running jobs hold whole nodes."""
-        s = cls(cluster, policy, reserve_depth=reserve_depth, engine=engine,
-                available=available)
+        with ``pending`` queued. ``options`` as the constructor's, describing
+        ``pending``; ``limits`` covers the running jobs, then the pending ones (so
+        that the running jobs count against their groups); ``eligible`` (per
+        pending job, default its submit time): when it entered the queue. Pool
+        engine: running jobs hold whole nodes."""
+        run_limits, limits = _split_limits(limits, len(running), len(pending))
+        s = cls(cluster, policy, jobs=pending, limits=limits, **options)
         if s._auto and s.engine == "pool" and not _whole_node_jobs(cluster, running):
             s.engine = "nodes"
-        s.engine = s._engine_for(pending)
-        s._start_running(_checked_running(cluster, running, s.engine))
+        r = _checked_running(cluster, running, s.engine)
+        groups = (run_limits.offsets, run_limits.group) if run_limits is not None else \
+            (np.zeros(len(r) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        s._start_running(r, np.full(len(r), -1, dtype=np.int64), groups)
         s.submit(pending)
+        if eligible is not None:
+            s._catalog.eligible[:len(pending)] = np.asarray(eligible, dtype=np.int64)
         return s
 
     # -------------------------------------------------------------- mutations
     def submit(self, jobs: JobRequest | JobTable) -> None:
-        """Queue one job or a table of jobs. Rejected whole (state unchanged) if any is bad."""
+        """Queue one job or a table of jobs (with ``jobs`` given to the constructor:
+        jobs of that table, whose rows are used). Rejected whole (state unchanged) if
+        any is bad. A job a limit group's max_submit turns away never queues, as in
+        the simulator (see :attr:`rejected`); one waiting for a dependency queues
+        when it is satisfied."""
         table = JobTable.from_requests([jobs]) if isinstance(jobs, JobRequest) else jobs
-        engine = self._engine_for(table)
-        known = np.concatenate([self._pending.job_id, self._running.job_id])
-        clash = np.intersect1d(table.job_id, known)
-        if len(clash):
-            raise InputError(f"job id {clash[0]} is already queued or running", field="job_id")
-        self._pending = _concat(self._pending, table)
+        engine = self.engine if self._catalog.fixed else self._engine_for(table)
+        active = np.concatenate([self._catalog.job_id(self._queued), self._running.job_id])
+        clash = np.intersect1d(table.job_id, active)
+        if len(clash) or len(np.unique(table.job_id)) != len(table):
+            bad = clash[0] if len(clash) else _first_duplicate(table.job_id)
+            raise InputError(f"job id {bad} is already queued or running", field="job_id")
+        rows = self._catalog.rows_for(table)          # raises before anything changes
         self.engine = engine
+        rows = rows[np.lexsort((self._catalog.job_id(rows), self._catalog.submit(rows)))]
+        turned = self._constraints.arrive(rows, self._usage)
+        self._catalog.status[rows[turned]] = _REJECTED
+        arrived = rows[~turned]
+        self._catalog.status[arrived] = _WAITING
+        self._queue_free(arrived, self._catalog.submit(arrived))
         self._version += 1
 
     def apply(self, decisions: Decisions) -> None:
@@ -194,39 +278,72 @@ class Scheduler:
         started = np.flatnonzero(decisions.outcome == START)
         if not len(started):
             return
-        rows = self._queue_order()[started]
+        rows = decisions.rows[started]
         counts = np.diff(decisions.node_offsets)[started]
         entries = csr_take(decisions.node_offsets, started)[1]
         nodes = decisions.nodes[entries]
-        jobs = self._pending
+        jobs = self._catalog.take(rows)
         new = RunningJobs.from_arrays(
-            job_id=jobs.job_id[rows], planned_end=decisions.now + jobs.time_limit[rows],
+            job_id=jobs.job_id, planned_end=decisions.now + jobs.time_limit,
             node_offsets=_offsets(counts), nodes=nodes,
-            gpus=np.repeat(jobs.gpus_per_node[rows], counts),
-            cpus=np.repeat(jobs.cpus_per_node[rows], counts),
-            mem=np.repeat(jobs.mem_per_node[rows], counts), gpu_mask=decisions.gpu_mask[entries])
+            gpus=np.repeat(jobs.gpus_per_node, counts),
+            cpus=np.repeat(jobs.cpus_per_node, counts),
+            mem=np.repeat(jobs.mem_per_node, counts), gpu_mask=decisions.gpu_mask[entries],
+            exclusive_topo=self._constraints.exclusive_topo(rows))
         if self.engine == "pool":
             new = _whole_nodes(self.cluster, new)
-        self._start_running(new)
-        keep = np.ones(len(jobs), dtype=bool)
-        keep[rows] = False
-        self._pending = jobs.take(keep)
+        self._start_running(new, rows, self._constraints.groups_of(rows))
+        self._queued = self._queued[~np.isin(self._queued, rows)]
+        self._catalog.status[rows] = _RUNNING
+        self._catalog.start[rows] = decisions.now
+        self._release(rows, np.ones(len(rows), dtype=bool), decisions.now, started=True)
 
-    def complete(self, job_id) -> None:
-        """Running job(s) ended (for any reason): free their nodes and GPUs."""
+    def complete(self, job_id, now: int | None = None, *, state: str = "COMPLETED") -> None:
+        """Running job(s) ended at ``now`` (default: the last time the scheduler was
+        given) in ``state`` (one of :data:`END_STATES`; dependencies ``afterok`` need
+        COMPLETED): free their nodes, GPUs and limits, release their dependents."""
         ids = np.atleast_1d(np.asarray(job_id, dtype=np.int64))
-        ended = np.isin(self._running.job_id, ids)
+        now = self._clock if now is None else _check_now(now)
+        if state not in END_STATES:
+            raise InputError(f"unknown end state {state!r}; choose one of {list(END_STATES)}",
+                             field="state")
         missing = np.setdiff1d(ids, self._running.job_id)
         if len(missing):
             raise InputError(f"job {missing[0]} is not running", field="job_id")
-        gone = _take_running(self._running, np.flatnonzero(ended))
-        self._hold(gone, -1)
-        self._running = _take_running(self._running, np.flatnonzero(~ended))
+        self._end_running(np.flatnonzero(np.isin(self._running.job_id, ids)), now,
+                          state == "COMPLETED")
+        self._clock = max(self._clock, now)
+
+    def fail_nodes(self, nodes, now: int) -> np.ndarray:
+        """Nodes ``nodes`` (indices) went down at ``now``: planning no longer uses them,
+        and the running jobs on them end (NODE_FAIL). Returns those jobs' ids. Pending
+        jobs that cannot run without these nodes wait (reason ReqNodeNotAvail)."""
+        down = self._node_indices(nodes)
+        now = _check_now(now)
+        if self.engine == "pool" and not self._auto:
+            raise UnsupportedError("the pool engine has no unavailable nodes; use the "
+                                   "node engine")
+        entry_job = np.repeat(np.arange(len(self._running)), np.diff(self._running.node_offsets))
+        hit = np.unique(entry_job[np.isin(self._running.nodes, down)])
+        ended = self._running.job_id[hit]
+        self.engine = "nodes"
+        self._end_running(hit, now, False)
+        self._clock = max(self._clock, now)
+        self.available[down] = False
+        self.state.state[down] = NodeState.DOWN
+        return ended
+
+    def resume_nodes(self, nodes) -> None:
+        """Nodes ``nodes`` (indices) are back: planning uses them again."""
+        up = self._node_indices(nodes)
+        self.available[up] = self._configured[up]
+        self.state.state[up] = np.where(self._configured[up], NodeState.UP, NodeState.DOWN)
         self._version += 1
 
     # ------------------------------------------------------------ pure passes
     def schedule(self, now: int, *, full: bool = False) -> Decisions:
-        """One pass at time ``now``: a decision for every pending job; changes nothing.
+        """One pass at time ``now``: a decision for every pending job; changes nothing
+        (but the priorities, recomputed when ``now`` enters a new period).
 
         Node engine: like the simulator, the pass stops after the last job that
         could start now (later jobs BLOCKED); ``full=True`` plans the whole
@@ -238,24 +355,31 @@ class Scheduler:
     def expected_start_times(self, now: int):
         """Every pending job's expected start under a full conservative plan, like
         ``squeue --start``: a DataFrame in queue order with job_id, partition,
-        user, expected_start, num_nodes, schednodes (hostlist, "(null)" when the
-        pool engine holds a count rather than nodes) and reason."""
+        user, expected_start (-1: a limit holds it), num_nodes, schednodes
+        (hostlist, "(null)" when the pool engine holds a count rather than
+        nodes) and reason."""
         import pandas as pd
         d = self._pass(_check_now(now), "conservative", 1, True, -1)
         hosts, _ = d._names()
-        jobs = self.pending
+        jobs = self._catalog.take(d.rows)
         names = np.array([p.name for p in self.cluster.partitions], dtype=object)
-        reason = waiting_reasons(d.outcome, d.partition)
+        reason = np.array(d.reason, dtype=object)
         reason[d.outcome == START] = "None"
-        return pd.DataFrame({"job_id": d.job_id, "partition": names[jobs.partition],
+        return pd.DataFrame({"job_id": d.job_id, "partition": names[d.partition],
                              "user": jobs.user, "expected_start": d.start_time,
                              "num_nodes": jobs.num_nodes,
                              "schednodes": [h or "(null)" for h in hosts], "reason": reason})
 
     @property
     def pending(self) -> JobTable:
-        """Pending jobs in queue order."""
-        return self._pending.take(self._queue_order())
+        """Queued jobs (submitted, dependencies satisfied, not started) in queue order."""
+        return self._catalog.take(self._queue_order())
+
+    @property
+    def rejected(self) -> list[int]:
+        """Ids of the jobs a limit group's max_submit turned away at submit."""
+        return sorted(self._catalog.job_id(np.flatnonzero(self._catalog.status == _REJECTED))
+                      .tolist())
 
     @property
     def running(self) -> list[int]:
@@ -267,10 +391,24 @@ class Scheduler:
         return self._running
 
     # -------------------------------------------------------------- internals
+    def _first_engine(self, engine: str, *, constrained: bool) -> str:
+        """The engine to start with: the pool when asked for or (auto) when the cluster
+        and options allow it (as simulate picks it), else the node engine."""
+        pool_ok = self.cluster.is_homogeneous() and bool(self.available.all()) \
+            and not constrained
+        if engine == "pool" and not pool_ok:
+            if constrained:
+                raise UnsupportedError("constraints and priorities need the node engine")
+            if not self.available.all():
+                raise UnsupportedError("the pool engine has no unavailable nodes; use the "
+                                       "node engine")
+            check_jobs(self.cluster, JobTable.from_requests([]))   # raises, saying why
+        return "pool" if engine != "nodes" and pool_ok else "nodes"
+
     def _engine_for(self, table: JobTable) -> str:
         """Validate ``table`` for the current engine; "nodes" if auto must switch."""
         if self.engine == "nodes":
-            check_node_jobs(self.cluster, table, self.available)
+            check_node_jobs(self.cluster, table, self._configured)
             return "nodes"
         try:
             check_jobs(self.cluster, table)
@@ -280,16 +418,79 @@ class Scheduler:
         except UnsupportedError:
             if not self._auto:
                 raise
-        check_node_jobs(self.cluster, table, self.available)
+        check_node_jobs(self.cluster, table, self._configured)
         return "nodes"
 
-    def _queue_order(self) -> np.ndarray:
-        return np.lexsort((self._pending.job_id, self._pending.submit_time))
+    def _node_indices(self, nodes) -> np.ndarray:
+        x = np.atleast_1d(np.asarray(nodes))
+        if x.dtype.kind not in "iu" or (len(x) and (x.min() < 0 or
+                                                    x.max() >= self.cluster.num_nodes)):
+            raise InputError(f"nodes must be node indices in 0..{self.cluster.num_nodes - 1}, "
+                             f"got {nodes!r}", field="nodes")
+        return np.unique(x.astype(np.int64))
 
-    def _start_running(self, new: RunningJobs) -> None:
+    def _queue_order(self, priority: "_Priority | None" = None) -> np.ndarray:
+        """The queued catalog rows in queue order: priority (higher first, when given),
+        then submit time, then job id."""
+        key = (self._priority if priority is None else priority).key
+        rows = self._queued
+        keys = [self._catalog.job_id(rows), self._catalog.submit(rows)]
+        if key is not None:
+            keys.append(-key[rows])
+        return rows[np.lexsort(keys)]
+
+    def _queue_free(self, rows: np.ndarray, when: np.ndarray) -> None:
+        """Queue the waiting ``rows`` whose dependencies are all satisfied, eligible
+        from ``when``."""
+        free = self._constraints.free(rows)
+        self._catalog.status[rows[free]] = _QUEUED
+        self._catalog.eligible[rows[free]] = when[free]
+        self._queued = np.concatenate([self._queued, rows[free]])
+
+    def _release(self, rows, ok, now: int, *, started: bool) -> None:
+        """Jobs ``rows`` started (``started``) or ended (``ok``: COMPLETED): count
+        down their dependents' dependencies and queue those now free."""
+        children = self._constraints.release(rows, ok, started)
+        arrived = children[self._catalog.status[children] == _WAITING]
+        self._queue_free(arrived, np.full(len(arrived), now, dtype=np.int64))
+
+    def _start_running(self, new: RunningJobs, rows: np.ndarray, groups) -> None:
         self._hold(new, +1)
+        self._charge(new, groups, +1)
         self._running = _concat_running(self._running, new)
+        self._running_rows = np.concatenate([self._running_rows, rows])
+        self._running_groups = _concat_csr(self._running_groups, groups)
         self._version += 1
+
+    def _end_running(self, ended: np.ndarray, now: int, ok: bool) -> None:
+        """Running jobs at positions ``ended`` end at ``now`` (``ok``: COMPLETED)."""
+        keep = np.setdiff1d(np.arange(len(self._running)), ended)
+        gone = _take_running(self._running, ended)
+        groups = _take_csr(self._running_groups, ended)
+        rows = self._running_rows[ended]
+        self._hold(gone, -1)
+        self._charge(gone, groups, -1)
+        self._usage[:, 4] -= np.bincount(groups[1], minlength=len(self._usage))
+        self._running = _take_running(self._running, keep)
+        self._running_rows = self._running_rows[keep]
+        self._running_groups = _take_csr(self._running_groups, keep)
+        rows = rows[rows >= 0]
+        self._catalog.status[rows] = _ENDED
+        self._catalog.end[rows] = now
+        self._release(rows, np.full(len(rows), ok), now, started=False)
+        self._version += 1
+
+    def _charge(self, r: RunningJobs, groups, sign: int) -> None:
+        """Count (sign +1) or uncount (-1) running jobs ``r`` against their limit groups."""
+        offsets, group = groups
+        if not len(group):
+            return
+        entry_job = np.repeat(np.arange(len(r)), np.diff(r.node_offsets))
+        per_job = np.stack([np.ones(len(r), dtype=np.int64)] +
+                           [np.bincount(entry_job, weights=a, minlength=len(r)).astype(np.int64)
+                            for a in (r.gpus, r.cpus, r.mem)], axis=1)
+        member = np.repeat(np.arange(len(r)), np.diff(offsets))
+        np.add.at(self._usage[:, :4], group, sign * per_job[member])
 
     def _hold(self, r: RunningJobs, sign: int) -> None:
         """Take (sign +1) or give back (-1) what ``r`` holds in ``self.state``."""
@@ -305,27 +506,43 @@ class Scheduler:
             self.state.free_gpu_mask |= used
 
     def _pass(self, now: int, policy: str, depth: int, full: bool, version: int) -> Decisions:
-        order = self._queue_order()
-        jobs = self._pending
+        """The what-if: one pass over the current state, changing nothing; every
+        planning path (schedule, expected_start_times, ``simulate --start-times``,
+        ``sbatch --test-only``) comes here. Priorities are recomputed when ``now``
+        enters a new period, and kept only when the pass succeeds."""
+        priority = self._priority.at(now, self._catalog)
+        rows = self._queue_order(priority)
+        jobs = self._catalog.take(rows)
+        held = np.full(len(rows), "", dtype=object)
         if self.engine == "pool":
-            outcome, planned = self._plan_pool(now, get_policy(policy).kernel_code, depth, order)
-            need = np.where(outcome == START, jobs.num_nodes[order], 0).astype(np.int64)
+            outcome, planned = self._plan_pool(now, get_policy(policy).kernel_code, depth, jobs)
+            need = np.where(outcome == START, jobs.num_nodes, 0).astype(np.int64)
             offsets = _offsets(need)
             idle = np.flatnonzero(np.bincount(self._running.nodes, minlength=self.cluster.num_nodes)
                                   == 0)                  # lowest-numbered idle nodes first
             nodes = idle[:offsets[-1]].astype(np.int64)
             masks = self._full_mask[nodes]
+            partition = jobs.partition.astype(np.int64)
         else:
-            d = plan_nodes(self.cluster, self._running, jobs, now, policy, depth,
-                           self.available, full=full)
-            outcome, planned, offsets = d.outcome, d.planned_start, d.node_offsets
-            nodes, masks = d.nodes, d.gpu_mask
-        return Decisions(now, jobs.job_id[order], outcome, planned, offsets, nodes, version,
-                         gpu_mask=masks, num_nodes=jobs.num_nodes[order].astype(np.int64),
-                         partition=jobs.partition[order].astype(np.int64), engine=self.engine,
-                         cluster=self.cluster)
+            runnable = self._constraints.runnable(self.cluster, rows, jobs, self.available)
+            d = plan_nodes(self.cluster, self._running, jobs.take(runnable), now, policy, depth,
+                           self.available, full=full, resolution=self.resolution,
+                           window=self.window, limit_usage=self._usage,
+                           rank=priority.rank(rows[runnable]),
+                           **self._constraints.of_rows(rows[runnable], self._catalog))
+            outcome, planned, offsets, nodes, masks, part = _widen(d, runnable)
+            held[runnable] = np.where((d.outcome == BLOCKED) & (d.reason != "Priority"),
+                                      d.reason, "")
+            held[~runnable] = NODES_DOWN_REASON
+            partition = np.where(part >= 0, part, jobs.partition).astype(np.int64)
+        self._priority = priority
+        self._clock = max(self._clock, now)
+        return Decisions(now, jobs.job_id, outcome, planned, offsets, nodes, version,
+                         gpu_mask=masks, num_nodes=jobs.num_nodes.astype(np.int64),
+                         partition=partition, engine=self.engine, cluster=self.cluster,
+                         held=held, rows=rows)
 
-    def _plan_pool(self, now: int, policy_code: int, depth: int, order: np.ndarray):
+    def _plan_pool(self, now: int, policy_code: int, depth: int, jobs: JobTable):
         r = self._running
         if len(r) and r.planned_end.min() <= now:
             late = r.job_id[np.argmin(r.planned_end)]
@@ -336,9 +553,290 @@ class Scheduler:
                                     minlength=len(release_time)).astype(np.int64)
         idle = self.cluster.num_nodes - len(np.unique(r.nodes))
         return _kernels.plan_pool(int(now), int(idle), release_time, release_nodes,
-                                  self._pending.num_nodes[order].astype(np.int64),
-                                  self._pending.time_limit[order].astype(np.int64),
-                                  policy_code, depth)
+                                  jobs.num_nodes.astype(np.int64),
+                                  jobs.time_limit.astype(np.int64), policy_code, depth)
+
+
+class _Catalog:
+    """Every job the scheduler knows, one row each (rows never move): the request,
+    its status and its times (-1: not yet). A scheduler given ``jobs`` knows them
+    all from the start; otherwise rows are appended as jobs are submitted, in a
+    store that doubles when full (submitting one job at a time stays linear)."""
+
+    _EXTRA = {"status": np.int8, "start": np.int64, "end": np.int64, "eligible": np.int64}
+
+    def __init__(self, jobs: JobTable, *, fixed: bool):
+        self.fixed = fixed
+        self.n = len(jobs)
+        self._cols = {name: np.array(getattr(jobs, name)) for name in JOB_FIELDS}
+        self._cols.update({name: np.full(self.n, _UNSEEN if name == "status" else -1, dtype)
+                           for name, dtype in self._EXTRA.items()})
+        if fixed:
+            self._by_id = np.argsort(jobs.job_id, kind="stable")
+            dup = _first_duplicate(jobs.job_id)
+            if dup is not None:
+                raise InputError(f"job id {dup} appears twice in jobs", field="job_id")
+
+    # per row (views: writes go to the store)
+    status = property(lambda self: self._cols["status"][:self.n])
+    start = property(lambda self: self._cols["start"][:self.n])
+    end = property(lambda self: self._cols["end"][:self.n])
+    eligible = property(lambda self: self._cols["eligible"][:self.n])
+
+    def jobs(self) -> JobTable:
+        return JobTable(**{name: self._cols[name][:self.n] for name in JOB_FIELDS})
+
+    def take(self, rows) -> JobTable:
+        return JobTable(**{name: self._cols[name][rows] for name in JOB_FIELDS})
+
+    def job_id(self, rows) -> np.ndarray:
+        return self._cols["job_id"][rows]
+
+
+    def submit(self, rows) -> np.ndarray:
+        return self._cols["submit_time"][rows]
+
+    def rows_for(self, table: JobTable) -> np.ndarray:
+        """The rows of ``table``'s jobs: looked up (fixed) or appended. Raises (changing
+        nothing) for a job a fixed catalog does not hold or that was already submitted."""
+        if not self.fixed:
+            return self._append(table)
+        ids = self._cols["job_id"][:self.n]
+        pos = np.searchsorted(ids[self._by_id], table.job_id)
+        pos = np.minimum(pos, max(self.n - 1, 0))
+        rows = self._by_id[pos] if self.n else np.zeros(len(table), dtype=np.int64)
+        unknown = (ids[rows] != table.job_id) if self.n else np.ones(len(table), dtype=bool)
+        if unknown.any():
+            raise InputError(f"job id {table.job_id[unknown][0]} is not in the scheduler's "
+                             "jobs", field="job_id")
+        seen = self.status[rows] != _UNSEEN
+        if seen.any():
+            raise InputError(f"job id {table.job_id[seen][0]} was already submitted",
+                             field="job_id")
+        return rows
+
+    def _append(self, table: JobTable) -> np.ndarray:
+        need = self.n + len(table)
+        size = len(self._cols["job_id"])
+        if need > size:
+            cap = max(need, 2 * size, 16)
+            for name, col in self._cols.items():
+                grown = np.empty(cap, dtype=col.dtype)
+                grown[:self.n] = col[:self.n]
+                self._cols[name] = grown
+        for name in JOB_FIELDS:
+            self._cols[name][self.n:need] = getattr(table, name)
+        for name in self._EXTRA:
+            self._cols[name][self.n:need] = _UNSEEN if name == "status" else -1
+        rows = np.arange(self.n, need, dtype=np.int64)
+        self.n = need
+        return rows
+
+
+class _Priority:
+    """The queue order's priorities: none, a fixed array, or ``priority(now,
+    progress)`` recomputed at the first pass of every period (the simulator's
+    PriorityCalcPeriod), from the progress before that instant's events."""
+
+    def __init__(self, key, fn, period, last=None):
+        self.key, self.fn, self.period, self.last = key, fn, period, last
+
+    @classmethod
+    def of(cls, priority, period, jobs: JobTable) -> "_Priority":
+        if priority is None:
+            return cls(None, None, None)
+        if callable(priority):
+            if isinstance(period, bool) or not isinstance(period, (int, np.integer)) \
+                    or period < 1:
+                raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
+            return cls(None, priority, int(period))
+        key = np.asarray(priority, dtype=np.float64)
+        _unique_rank(-key, jobs)          # the simulator's shape check and error
+        return cls(key, None, None)
+
+    def at(self, now: int, catalog: _Catalog) -> "_Priority":
+        """The priorities for a pass at ``now``: these, or new ones when ``now`` is in
+        a new period. A running job's end is -1 (not known yet)."""
+        if self.fn is None:
+            return self
+        b = now // self.period * self.period
+        if b == self.last:
+            return self
+        before = catalog.eligible < now       # this instant's arrivals come after
+        progress = Progress(catalog.start.copy(), catalog.end.copy(),
+                            np.where(before, catalog.eligible, -1))
+        return _Priority(np.asarray(self.fn(b, progress), dtype=np.float64), self.fn,
+                         self.period, b)
+
+    def rank(self, rows):
+        return None if self.key is None else -self.key[rows]
+
+
+@dataclass
+class _Constraints:
+    """The per-job constraints over catalog rows, and what they say as the state
+    changes: the partition choices, limit groups (caps and reasons), placement,
+    and dependencies (each parent's dependents, each job's unsatisfied count)."""
+
+    partitions: PartitionChoices | None
+    limits: LimitGroups
+    placement: Placement | None
+    children: tuple            # (offsets per parent row, child rows, kinds)
+    pending_deps: np.ndarray   # int64 per row: dependencies not yet satisfied
+    never: np.ndarray          # bool per row: a dependency can no longer be satisfied
+
+    @classmethod
+    def of(cls, cluster, jobs: JobTable, available, partitions, dependencies, limits,
+           placement) -> "_Constraints":
+        n = len(jobs)
+        check_covers(n, partitions=partitions, dependencies=dependencies, limits=limits)
+        if partitions is not None:
+            partitions = check_node_jobs(cluster, jobs, available, partitions)
+        if placement is not None:
+            placement = _placement(placement, cluster, n)
+        deps = Dependencies.none(n) if dependencies is None else dependencies
+        parent = deps.parent
+        child = np.repeat(np.arange(n), np.diff(deps.offsets))
+        by_parent = np.argsort(parent, kind="stable")
+        offsets = _offsets(np.bincount(parent, minlength=n))
+        return cls(partitions, LimitGroups.none(n) if limits is None else limits, placement,
+                   (offsets, child[by_parent], deps.kind[by_parent].astype(np.int64)),
+                   np.bincount(child, minlength=n).astype(np.int64), np.zeros(n, dtype=bool))
+
+    def of_rows(self, rows: np.ndarray, catalog: _Catalog) -> dict:
+        """plan_nodes' per-job arguments for catalog ``rows`` (in that order)."""
+        kw = {"eligible": catalog.eligible[rows]}
+        if self.partitions is not None:
+            off, idx = csr_take(self.partitions.offsets, rows)
+            kw["partitions"] = PartitionChoices(off, self.partitions.partition[idx])
+        if len(self.limits.caps):
+            off, idx = csr_take(self.limits.offsets, rows)
+            kw["limits"] = LimitGroups(off, self.limits.group[idx], self.limits.caps,
+                                       self.limits.reasons)
+        if self.placement is not None:
+            kw["placement"] = self.placement.take(rows)
+        return kw
+
+    def runnable(self, cluster, rows, jobs: JobTable, available) -> np.ndarray:
+        """Per row: can the job run at all on the ``available`` nodes (some of its
+        partitions holds enough nodes that fit its request)?"""
+        if available.all() or not len(rows):
+            return np.ones(len(rows), dtype=bool)
+        if self.partitions is None:
+            off, part = np.arange(len(rows) + 1, dtype=np.int64), jobs.partition
+        else:
+            off, idx = csr_take(self.partitions.offsets, rows)
+            part = self.partitions.partition[idx]
+        poff, pflat = _partition_nodes(cluster, available)
+        entry = np.repeat(np.arange(len(rows)), np.diff(off))
+        capacity = request_capacity([pflat[poff[p]:poff[p + 1]] for p in range(len(poff) - 1)],
+                                    part, jobs.gpus_per_node[entry], jobs.cpus_per_node[entry],
+                                    jobs.mem_per_node[entry], cluster)
+        fits = jobs.num_nodes[entry] <= capacity
+        return np.bincount(entry[fits], minlength=len(rows)) > 0
+
+    def groups_of(self, rows):
+        if not len(self.limits.caps):        # (also: rows appended after the constraints)
+            return np.zeros(len(rows) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        off, idx = csr_take(self.limits.offsets, rows)
+        return off, self.limits.group[idx]
+
+    def exclusive_topo(self, rows):
+        if self.placement is None:
+            return np.zeros(len(rows), dtype=bool)
+        return self.placement.exclusive_topo[rows] & (self.placement.levels.shape[0] > 0)
+
+    def arrive(self, rows, usage) -> np.ndarray:
+        """Count arriving ``rows`` (in arrival order) in their groups' submitted jobs
+        (``usage``'s max_submit column); returns which are turned away (over a
+        max_submit cap). Only jobs in a group with such a cap are looked at one by
+        one (each arrival changes the count)."""
+        if not len(self.limits.caps):
+            return np.zeros(len(rows), dtype=bool)
+        off, idx = csr_take(self.limits.offsets, rows)
+        group = self.limits.group[idx]
+        member = np.repeat(np.arange(len(rows)), np.diff(off))
+        capped = np.unique(member[self.limits.caps[group, 4] >= 0])
+        turned = np.zeros(len(rows), dtype=bool)
+        for i in capped:                              # arrival order
+            g = group[off[i]:off[i + 1]]
+            cap = self.limits.caps[g, 4]
+            turned[i] = bool(((cap >= 0) & (usage[g, 4] + 1 > cap)).any())
+            if not turned[i]:
+                np.add.at(usage[:, 4], g, 1)
+        np.add.at(usage[:, 4], group[~np.isin(member, capped)], 1)
+        return turned
+
+    def free(self, rows) -> np.ndarray:
+        """Per row: all its dependencies satisfied and none broken."""
+        if not len(self.children[1]):
+            return np.ones(len(rows), dtype=bool)
+        return (self.pending_deps[rows] == 0) & ~self.never[rows]
+
+    def release(self, rows, ok, started: bool) -> np.ndarray:
+        """Jobs ``rows`` started or ended (``ok`` per row: COMPLETED): their dependents'
+        counts go down (or the dependency breaks); returns those dependents."""
+        offsets, child, kind = self.children
+        if not len(child):
+            return np.zeros(0, dtype=np.int64)
+        _, idx = csr_take(offsets, rows)
+        parent_ok = np.repeat(np.asarray(ok, dtype=bool), offsets[rows + 1] - offsets[rows])
+        c, k = child[idx], kind[idx]
+        if started:
+            sel = k == AFTER
+            np.subtract.at(self.pending_deps, c[sel], 1)
+            return np.unique(c[sel])
+        sel = k != AFTER
+        broken = sel & (((k == AFTEROK) & ~parent_ok) | ((k == AFTERNOTOK) & parent_ok))
+        self.never[c[broken]] = True
+        np.subtract.at(self.pending_deps, c[sel & ~broken], 1)
+        return np.unique(c[sel])
+
+
+def _widen(d: NodeDecisions, planned: np.ndarray):
+    """``d`` (a pass over the jobs ``planned`` marks, a subsequence of the queue) as
+    arrays over the whole queue, the others BLOCKED: (outcome, start, node offsets,
+    nodes, GPU masks, partition)."""
+    n = len(planned)
+    outcome = np.full(n, BLOCKED, dtype=np.int8)
+    outcome[planned] = d.outcome
+    start = np.full(n, -1, dtype=np.int64)
+    start[planned] = d.planned_start
+    counts = np.zeros(n, dtype=np.int64)
+    counts[planned] = np.diff(d.node_offsets)
+    partition = np.full(n, -1, dtype=np.int64)
+    partition[planned] = d.partition
+    return outcome, start, _offsets(counts), d.nodes, d.gpu_mask, partition
+
+
+def _split_limits(limits, n_running: int, n_pending: int):
+    """``limits`` over running then pending jobs, as (running part, pending part)."""
+    if limits is None:
+        return None, None
+    if len(limits) != n_running + n_pending:
+        raise InputError(f"limits cover {len(limits)} jobs; from_state needs one entry per "
+                         f"running then pending job ({n_running} + {n_pending})",
+                         field="limits")
+    parts = []
+    for rows in (np.arange(n_running), np.arange(n_running, n_running + n_pending)):
+        off, idx = csr_take(limits.offsets, rows)
+        parts.append(LimitGroups(off, limits.group[idx], limits.caps, limits.reasons))
+    return parts[0], parts[1]
+
+
+def _first_duplicate(ids):
+    s = np.sort(np.asarray(ids))
+    same = np.flatnonzero(s[1:] == s[:-1])
+    return s[same[0]] if len(same) else None
+
+
+def _concat_csr(a, b):
+    return (np.concatenate([a[0], b[0][1:] + a[0][-1]]), np.concatenate([a[1], b[1]]))
+
+
+def _take_csr(a, rows):
+    off, idx = csr_take(a[0], rows)
+    return off, a[1][idx]
 
 
 # ------------------------------------------------------------------ helpers
@@ -362,7 +860,12 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
 
 def _no_running() -> RunningJobs:
     z = np.zeros(0, dtype=np.int64)
-    return RunningJobs(z, z, np.zeros(1, dtype=np.int64), z, z, z, z, np.zeros(0, np.uint64))
+    return RunningJobs(z, z, np.zeros(1, dtype=np.int64), z, z, z, z, np.zeros(0, np.uint64),
+                       np.zeros(0, dtype=bool))
+
+
+def _exclusive_of(r: RunningJobs) -> np.ndarray:
+    return np.zeros(len(r), dtype=bool) if r.exclusive_topo is None else r.exclusive_topo
 
 
 _ENTRY_FIELDS = ("nodes", "gpus", "cpus", "mem", "gpu_mask")
@@ -373,14 +876,15 @@ def _concat_running(a: RunningJobs, b: RunningJobs) -> RunningJobs:
     return RunningJobs(np.concatenate([a.job_id, b.job_id]),
                        np.concatenate([a.planned_end, b.planned_end]),
                        np.concatenate([a.node_offsets, b.node_offsets[1:] + a.node_offsets[-1]]),
-                       **cat)
+                       **cat, exclusive_topo=np.concatenate([_exclusive_of(a), _exclusive_of(b)]))
 
 
 def _take_running(r: RunningJobs, rows: np.ndarray) -> RunningJobs:
     entries = csr_take(r.node_offsets, rows)[1]
     return RunningJobs(r.job_id[rows], r.planned_end[rows],
                        _offsets(np.diff(r.node_offsets)[rows]),
-                       **{f: getattr(r, f)[entries] for f in _ENTRY_FIELDS})
+                       **{f: getattr(r, f)[entries] for f in _ENTRY_FIELDS},
+                       exclusive_topo=_exclusive_of(r)[rows])
 
 
 def _whole_node_jobs(cluster: Cluster, r: RunningJobs) -> bool:
@@ -399,7 +903,7 @@ def _whole_nodes(cluster: Cluster, r: RunningJobs) -> RunningJobs:
     x = r.nodes
     return RunningJobs(r.job_id, r.planned_end, r.node_offsets, x,
                        cluster.gpus[x].astype(np.int64), cluster.cpus[x].astype(np.int64),
-                       cluster.mem_mb[x].astype(np.int64), full[x])
+                       cluster.mem_mb[x].astype(np.int64), full[x], r.exclusive_topo)
 
 
 def _checked_running(cluster: Cluster, running: RunningJobs, engine: str) -> RunningJobs:
@@ -407,7 +911,8 @@ def _checked_running(cluster: Cluster, running: RunningJobs, engine: str) -> Run
     r = RunningJobs.from_arrays(job_id=running.job_id, planned_end=running.planned_end,
                                 node_offsets=running.node_offsets, nodes=running.nodes,
                                 gpus=running.gpus, cpus=running.cpus, mem=running.mem,
-                                gpu_mask=running.gpu_mask)
+                                gpu_mask=running.gpu_mask,
+                                exclusive_topo=running.exclusive_topo)
     E, X = len(r.nodes), cluster.num_nodes
     offs = r.node_offsets
     if (len(offs) != len(r.job_id) + 1 or offs[0] != 0 or offs[-1] != E
@@ -443,7 +948,10 @@ def _checked_running(cluster: Cluster, running: RunningJobs, engine: str) -> Run
             or _popcount(mask).sum() != _popcount(used).sum():
         raise InputError("running: GPU masks must have one bit per GPU held, within the "
                          "node's GPUs, and not overlap", field="running")
-    return RunningJobs(r.job_id, r.planned_end, offs, r.nodes, r.gpus, r.cpus, r.mem, mask)
+    if r.exclusive_topo is not None and len(r.exclusive_topo) != len(r.job_id):
+        raise InputError("running: exclusive_topo needs one entry per job", field="running")
+    return RunningJobs(r.job_id, r.planned_end, offs, r.nodes, r.gpus, r.cpus, r.mem, mask,
+                       r.exclusive_topo)
 
 
 def _popcount(masks: np.ndarray) -> np.ndarray:

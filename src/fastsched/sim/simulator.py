@@ -25,7 +25,7 @@ from ..model.errors import InputError, UnsupportedError
 from ..model.jobs import JobTable
 from ..model.policies import check_reserve_depth, get_policy
 from .results import BSLD_TAU, SimulationResult, summarize
-from ..model.constraints import Dependencies, LimitGroups, PartitionChoices
+from ..model.constraints import Dependencies, LimitGroups, PartitionChoices, check_covers
 from ..interrupt import call, new_control
 from ..nodeplan import check_node_jobs, run_nodes
 from .progress import run_bar
@@ -101,6 +101,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     wall = time.perf_counter()
     spec = get_policy(policy)
     reserve_depth = check_reserve_depth(reserve_depth)
+    check_covers(len(jobs), partitions=partitions, dependencies=dependencies, limits=limits)
     constrained = any(c is not None for c in (partitions, dependencies, limits, priority,
                                                window, placement)) or resolution != 1
     try:

@@ -30,90 +30,60 @@ def start_times_at(result: SimulationResult, t: int, user_names=None):
 
     A run with constraints (priorities, limits, dependencies, partition
     choices, placement) is planned under them too: queue order by the
-    priorities at ``t``, a job a limit holds gets its reason and no start, a
-    job still waiting for a dependency gets reason ``Dependency`` (START_TIME
-    -1, like squeue's N/A)."""
-    if _constrained(result):
-        return _constrained_start_times(result, int(t), user_names)
+    priorities at ``t``, a job a limit holds gets its reason and START_TIME -1,
+    a job still waiting for a dependency gets reason ``Dependency`` (START_TIME
+    -1, like squeue's N/A), listed after the planned jobs."""
     import pandas as pd
-    running, pending = result.state_at(t)
-    sched = Scheduler.from_state(result.cluster, running, pending, "conservative",
-                                 engine=result.summary.get("engine", "auto"))
-    est = sched.expected_start_times(int(t))
-    return pd.DataFrame({"JOBID": est.job_id, "PARTITION": est.partition, "USER": _users(est.user, user_names),
-                         "ST": np.full(len(est), "PD"), "START_TIME": est.expected_start,
-                         "NODES": est.num_nodes, "SCHEDNODES": est.schednodes,
-                         "REASON": est.reason}, columns=SQUEUE_START_COLUMNS)
-
-
-def _constrained(result) -> bool:
-    return any(getattr(result, k, None) is not None for k in
-               ("limits", "dependencies", "partitions", "placement", "priority_at"))
-
-
-def _constrained_start_times(result, t: int, user_names):
-    """start_times_at under the run's constraints (see there), via one full
-    conservative node-engine pass."""
-    import pandas as pd
-    from ..model.constraints import LimitGroups, PartitionChoices, csr_take
-    from ..io.hostlist import compress
-    from ..nodeplan import plan_nodes
     running, _ = result.state_at(t)
+    t = int(t)
     w, s = result.workload, result.schedule
     waiting = (w.submit_time <= t) & ((s.start_time >= t) | (s.start_time < 0))
-    queued = waiting & (result.eligible >= 0) & (result.eligible <= t)
+    eligible = getattr(result, "eligible", None)
+    queued = waiting if eligible is None else waiting & (eligible >= 0) & (eligible <= t)
     rows = np.flatnonzero(queued)
-    kw = {}
-    if result.partitions is not None:
-        off, idx = csr_take(result.partitions.offsets, rows)
-        kw["partitions"] = PartitionChoices(off, result.partitions.partition[idx])
-    if result.limits is not None:
-        lim = result.limits
-        off, idx = csr_take(lim.offsets, rows)
-        kw["limits"] = LimitGroups(off, lim.group[idx], lim.caps, lim.reasons)
-        kw["limit_usage"] = _group_usage(lim, w, (s.start_time >= 0) & (s.start_time < t)
-                                         & (s.end_time > t))
-    if result.placement is not None:
-        p = result.placement
-        kw["placement"] = p.take(rows)
-        kw["eligible"] = result.eligible[rows]
-    if result.priority_at is not None:
-        kw["rank"] = -result.priority_at(t)[rows]
-    d = plan_nodes(result.cluster, running, w.take(rows), t, "conservative", full=True, **kw)
-    names = result.cluster.node_names
-    part_names = np.array([p.name for p in result.cluster.partitions] + [""], dtype=object)
-    reason = np.where(d.reason == "", "None", d.reason).astype(object)
-    sched = [compress([names[x] for x in d.nodes_of(i)]) or "(null)" for i in range(len(d))]
-    row_of = dict(zip(w.job_id[rows].tolist(), rows.tolist()))
-    r = np.array([row_of[j] for j in d.job_id.tolist()], dtype=np.int64)
-    planned = pd.DataFrame({
-        "JOBID": d.job_id, "PARTITION": part_names[np.where(d.partition >= 0, d.partition,
-                                                            w.partition[r])],
-        "USER": _users(w.user[r], user_names), "ST": "PD", "START_TIME": d.planned_start,
-        "NODES": w.num_nodes[r], "SCHEDNODES": sched, "REASON": reason},
-        columns=SQUEUE_START_COLUMNS)
+    options = _constraints_at(result, t, rows)
+    sched = Scheduler.from_state(result.cluster, running, w.take(rows), "conservative",
+                                 engine=result.summary.get("engine", "auto"), **options)
+    est = sched.expected_start_times(t)
+    planned = pd.DataFrame({"JOBID": est.job_id, "PARTITION": est.partition,
+                            "USER": _users(est.user, user_names), "ST": "PD",
+                            "START_TIME": est.expected_start, "NODES": est.num_nodes,
+                            "SCHEDNODES": est.schednodes, "REASON": est.reason},
+                           columns=SQUEUE_START_COLUMNS)
     dep = np.flatnonzero(waiting & ~queued)
+    if not len(dep):
+        return planned
+    part_names = np.array([p.name for p in result.cluster.partitions], dtype=object)
     held = pd.DataFrame({
         "JOBID": w.job_id[dep], "PARTITION": part_names[w.partition[dep]],
-        "USER": _users(w.user[dep], user_names), "ST": "PD", "START_TIME": -1, "NODES": w.num_nodes[dep],
-        "SCHEDNODES": "(null)", "REASON": np.where(result.never[dep] & (s.start_time[dep] < 0),
-                                                  "DependencyNeverSatisfied", "Dependency")},
+        "USER": _users(w.user[dep], user_names), "ST": "PD", "START_TIME": -1,
+        "NODES": w.num_nodes[dep], "SCHEDNODES": "(null)",
+        "REASON": np.where(result.never[dep] & (s.start_time[dep] < 0),
+                           "DependencyNeverSatisfied", "Dependency")},
         columns=SQUEUE_START_COLUMNS)
     return pd.concat([planned, held], ignore_index=True)
 
 
-def _group_usage(limits, jobs, running) -> np.ndarray:
-    """What the ``running`` jobs count against each limit group (LimitGroups.caps columns)."""
-    from ..model.constraints import CAPS
-    row = np.repeat(np.arange(len(jobs)), np.diff(limits.offsets))
-    keep = running[row]
-    row, grp = row[keep], limits.group[keep]
-    n = jobs.num_nodes.astype(np.int64)[row]
-    usage = np.zeros((len(limits.caps), len(CAPS)), dtype=np.int64)
-    for cap, amount in enumerate((np.ones(len(row), np.int64), n * jobs.gpus_per_node[row],
-                                  n * jobs.cpus_per_node[row], n * jobs.mem_per_node[row])):
-        np.add.at(usage[:, cap], grp, amount)
-    return usage
+def _constraints_at(result, t: int, rows: np.ndarray) -> dict:
+    """The run's constraints for a scheduler holding its state at ``t`` with the
+    jobs ``rows`` queued (limits: the running jobs', then the queued jobs')."""
+    from ..model.constraints import LimitGroups, PartitionChoices, csr_take
+    options = {}
+    if result.partitions is not None:
+        off, idx = csr_take(result.partitions.offsets, rows)
+        options["partitions"] = PartitionChoices(off, result.partitions.partition[idx])
+    if result.limits is not None:
+        s = result.schedule
+        run = np.flatnonzero((s.start_time >= 0) & (s.start_time < t) & (s.end_time > t))
+        off, idx = csr_take(result.limits.offsets, np.concatenate([run, rows]))
+        options["limits"] = LimitGroups(off, result.limits.group[idx], result.limits.caps,
+                                        result.limits.reasons)
+    if result.placement is not None:
+        options["placement"] = result.placement.take(rows)
+        options["eligible"] = result.eligible[rows]
+    if result.priority_at is not None:
+        options["priority"] = result.priority_at(t)[rows]
+    return options
 
 
 def format_start_times(frame) -> str:
