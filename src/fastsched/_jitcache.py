@@ -21,9 +21,9 @@ import os
 
 #: modules with compiled code, then the package modules they import
 KERNEL_SOURCES = ("fairshare", "metrics", "nodeplan", "prefetch", "priority", "runindex",
-                  "topology", "verify",
+                  "topology",
                   "cluster", "constraints", "errors", "hostlist", "interrupt", "jobs",
-                  "leafkernel", "schedule", "textfile", "validation", "verify_constraints")
+                  "leafkernel", "schedule", "textfile", "validation")
 
 
 def sources_stamp(paths) -> tuple:

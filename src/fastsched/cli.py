@@ -122,11 +122,11 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="verify a schedule (jobs CSV) against its trace",
                        description="Check a schedule independently of the scheduler: no "
                        "overcommit, no start before submit, end = start + min(runtime, limit), "
-                       "and the policy's promises (fcfs order; no reservation delayed under "
-                       "easy/conservative). Exit status 1 if it finds violations; 3 if "
-                       "it found none but could not check the policy asked for (a schedule "
-                       "planned with concrete-node reservations, column planning=nodes: "
-                       "the policy checks implement the textbook counts model).")
+                       "and the policy's promises (fcfs order; no reservation delayed and no "
+                       "job left waiting that fitted, under the reservation model the schedule "
+                       "was planned with: its planning column, else counts). Exit status 1 if "
+                       "it finds violations; 3 if it found none but could not check the policy "
+                       "asked for (the nodes-model check over its size limit).")
     c.add_argument("jobs_csv", metavar="JOBS.csv", help="records written by simulate --jobs-out")
     c.add_argument("--trace", required=True,
                    help="the SWF trace or workload CSV the schedule replays")
@@ -134,6 +134,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--policy", choices=sorted(POLICIES),
                    help="also check this policy's promises")
     c.add_argument("--reserve-depth", type=positive_int, default=1, help="EASY reservations (default 1)")
+    c.add_argument("--reservations", choices=["counts", "nodes"],
+                   help="judge easy/conservative by this reservation model: counts (textbook "
+                   "algorithms, the pool engine) or nodes (concrete-node reservations, the node "
+                   "engine; docs/gpu-semantics.md). Default: the schedule's planning column, "
+                   "else counts")
     c.add_argument("--procs", type=machine_size, help="machine size (default: from the header)")
     c.add_argument("--config", metavar="CFG.toml",
                    help="also check the configuration's QOS and association limits")
@@ -475,7 +480,8 @@ def _cmd_check(args) -> int:
                          file=args.jobs_csv) from None
     report = check_frame(cluster, jobs, frame,
                          source=args.jobs_csv, policy=args.policy,
-                         reserve_depth=args.reserve_depth, **constraints)
+                         reserve_depth=args.reserve_depth, reservations=args.reservations,
+                         **constraints)
     print(report)
     for v in report.violations[:20]:
         print(f"  {v.kind}: {v.message}")

@@ -1,0 +1,268 @@
+"""Policy checks in the *nodes* model: plans that pin reservations to concrete nodes.
+
+The model is fastsched's node engine's (docs/gpu-semantics.md, executable in
+tests/naive_nodes.py), re-derived here from the schedule alone: this module
+imports no scheduling code. At every instant t at which some job started it
+rebuilds the engine's pass at t and judges it:
+
+* **The plan at t.** Every job running at t (``start < t < end``) holds its
+  (GPUs, CPUs, MB) per node on its recorded nodes over its planned interval
+  ``[start, start + limit)``. The queue at t is every judged job (started, not
+  before its submit) with ``submit <= t <= start``, in queue order: priority
+  (higher first) when the schedule records one per job, then submit time, then
+  job id. It is walked in that order, each job adding its hold to the plan:
+  - a job that started at t holds its recorded nodes over ``[t, t + limit)``;
+  - a job still waiting at t gets, under conservative always and under easy
+    while fewer than ``reserve_depth`` jobs got one at t, a reservation at its
+    *earliest start* on the nodes the node model chooses (the first N eligible
+    nodes free for it over ``[s, s + limit)``, sorted by ``(-run_start, free
+    GPUs, free CPUs, free MB at s, node index)``); under easy a waiting job
+    past that depth holds nothing; under fcfs the walk stops at the first
+    waiting job (the head).
+  The walk covers the jobs up to the last one that started at t, and under
+  fcfs the head.
+* ``reservation_delayed``: a job that started at t whose recorded nodes are not
+  free for it over ``[t, t + limit)`` in the plan so far, although they are
+  without the reservations: its start overlaps the reservation of an earlier
+  job (EASY: one of the first ``reserve_depth`` blocked jobs; conservative:
+  any earlier job). The message names the reserved jobs it overlaps.
+* ``could_start``: a job waiting at t that fitted at t in the plan so far (N
+  eligible nodes free for it over ``[t, t + limit)``): the engine starts every
+  job that fits when its turn comes (fcfs: the head; easy: every walked job;
+  conservative: every job whose earliest start is t).
+
+Nodes are eligible for a job when they are in its partition and hold its
+request; every node counts as available (a schedule does not record DOWN
+nodes). What is not judged, as in the counts model: instants where nothing
+started; for easy and conservative instants where a zero-length job started
+(several passes ran at one timestamp); a start that overcommits together with
+the running jobs alone (reported as ``overcommit``). Plans are exact (the
+engine's ``resolution = 1``, no ``window``), and the queue order must be fixed
+for the run: priorities recomputed over time (``period``) are not modelled.
+
+Cost: per walked job, a NumPy pass over (nodes holding something) x (hold
+boundaries), so O(queue x running) per start instant; :func:`work_estimate`
+bounds it before the check runs.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+
+import numpy as np
+
+from .report import Violation
+
+#: reservations named per reservation_delayed violation
+_BLOCKERS_SHOWN = 4
+
+
+class _Plan:
+    """Holds (node, begin, end, gpus, cpus, mem) of one pass, from ``t`` on."""
+
+    def __init__(self, cluster, t):
+        self.t = t
+        self.cap = np.stack([cluster.gpus, cluster.cpus, cluster.mem_mb]).astype(np.int64)
+        self.rows: list[np.ndarray] = []      # each (6, k): node, begin, end, g, c, m
+        self.reservation: list[bool] = []
+
+    def hold(self, nodes, begin, end, request, reservation=False):
+        nodes = np.asarray(nodes, dtype=np.int64)
+        row = np.empty((6, len(nodes)), np.int64)
+        row[0], row[1], row[2] = nodes, begin, end
+        row[3:] = np.asarray(request, np.int64)[:, None]
+        self.rows.append(row)
+        self.reservation.append(reservation)
+
+    def _holds(self, with_reservations=True):
+        rows = [r for r, res in zip(self.rows, self.reservation) if with_reservations or not res]
+        return np.concatenate(rows, axis=1) if rows else np.empty((6, 0), np.int64)
+
+    def free(self, nodes, with_reservations=True):
+        """(breakpoints B from t, free (3, len(nodes), len(B)) over [B[i], B[i + 1]))."""
+        h = self._holds(with_reservations)
+        pos = np.full(self.cap.shape[1], -1, np.int64)
+        pos[nodes] = np.arange(len(nodes))
+        h = h[:, (pos[h[0]] >= 0) & (h[2] > self.t)]
+        B = np.unique(np.concatenate([[self.t], np.maximum(h[1], self.t), h[2]]))
+        diff = np.zeros((3, len(nodes), len(B) + 1), np.int64)
+        k = pos[h[0]]
+        for r in range(3):
+            np.add.at(diff[r], (k, np.searchsorted(B, np.maximum(h[1], self.t))), h[3 + r])
+            np.add.at(diff[r], (k, np.searchsorted(B, h[2])), -h[3 + r])
+        used = np.cumsum(diff[:, :, :-1], axis=2)
+        return B, self.cap[:, nodes][:, :, None] - used
+
+
+def _fit_table(B, free, request, limit):
+    """Per (node, breakpoint i): free for the request over [B[i], B[i] + limit)?
+    And the request fits at every segment (``ok``)."""
+    ok = (free >= np.asarray(request)[:, None, None]).all(axis=0)
+    bad_at = np.where(ok, np.iinfo(np.int64).max, B[None, :])
+    next_bad = np.minimum.accumulate(bad_at[:, ::-1], axis=1)[:, ::-1]
+    return next_bad >= B[None, :] + limit, ok
+
+
+def earliest_start(plan, eligible_nodes, num_nodes, request, limit):
+    """(earliest start s >= t, the nodes the node model chooses there, ascending)."""
+    if len(eligible_nodes) < num_nodes:
+        return None, None                        # can never run: no reservation
+    B, free = plan.free(eligible_nodes)
+    fits, ok = _fit_table(B, free, request, limit)
+    i = int(np.argmax(fits.sum(axis=0) >= num_nodes))    # the last breakpoint always fits
+    feasible = np.flatnonzero(fits[:, i])
+    last_bad = np.maximum.accumulate(np.where(ok, -1, np.arange(len(B))), axis=1)[feasible, i]
+    run_start = np.where(last_bad >= 0, B[np.minimum(last_bad + 1, len(B) - 1)], plan.t)
+    f = free[:, feasible, i]
+    order = np.lexsort((eligible_nodes[feasible], f[2], f[1], f[0], -run_start))
+    return int(B[i]), np.sort(eligible_nodes[feasible[order[:num_nodes]]])
+
+
+def free_over(plan, nodes, request, limit, with_reservations=True) -> bool:
+    """Are all ``nodes`` free for the request over [t, t + limit)?"""
+    B, free = plan.free(nodes, with_reservations)
+    fits, _ = _fit_table(B, free, request, limit)
+    return bool(fits[:, 0].all())
+
+
+class _Judge:
+    """The jobs' requests and the schedule's allocations, and the pass walk."""
+
+    def __init__(self, cluster, jobs, schedule, start, end, policy, depth, out):
+        self.cluster, self.jobs, self.start, self.end = cluster, jobs, start, end
+        self.policy, self.depth, self.out = policy, depth, out
+        self.off = np.asarray(schedule.alloc_offsets, np.int64)
+        self.nodes = np.asarray(schedule.alloc_nodes, np.int64)
+        self.request = np.stack([jobs.gpus_per_node, jobs.cpus_per_node,
+                                 jobs.mem_per_node]).astype(np.int64)
+        self.limit = np.maximum(jobs.time_limit.astype(np.int64), 1)
+        member = np.zeros((len(cluster.partitions), cluster.num_nodes), bool)
+        for p, part in enumerate(cluster.partitions):
+            member[p, np.asarray(part.nodes, np.int64)] = True
+        self.member = member
+        self.cap = np.stack([cluster.gpus, cluster.cpus, cluster.mem_mb]).astype(np.int64)
+        self.reported_could: set[int] = set()
+
+    def nodes_of(self, i):
+        """Job i's nodes, without the out-of-range and repeated entries that
+        ``bad_allocation`` reports."""
+        nodes = self.nodes[self.off[i]:self.off[i + 1]]
+        return np.unique(nodes[(nodes >= 0) & (nodes < self.cluster.num_nodes)])
+
+    def eligible_nodes(self, i):
+        p = self.jobs.partition[i]
+        if not 0 <= p < len(self.member):
+            return np.empty(0, np.int64)        # reported as bad_allocation
+        fits = (self.cap >= self.request[:, i:i + 1]).all(axis=0)
+        return np.flatnonzero(self.member[p] & fits)
+
+    def walk(self, t, running, queue):
+        """One pass at ``t``: ``queue`` = judged jobs (indices) in queue order."""
+        plan = _Plan(self.cluster, t)
+        for r in running:
+            plan.hold(self.nodes_of(r), self.start[r], self.start[r] + self.limit[r],
+                      self.request[:, r])
+        reserved = []                                    # (job, s, nodes)
+        for x in queue:
+            if self.start[x] == t:
+                self._judge_start(plan, x, t, reserved)
+                if self.end[x] > t:
+                    plan.hold(self.nodes_of(x), t, t + self.limit[x], self.request[:, x])
+                continue
+            if self.policy == "easy" and len(reserved) >= self.depth:
+                if self._fits_now(plan, x):
+                    self._could_start(x, t)
+                continue
+            s, chosen = earliest_start(plan, self.eligible_nodes(x), self.jobs.num_nodes[x],
+                                       self.request[:, x], self.limit[x])
+            if s is None:
+                continue
+            if s == t:
+                self._could_start(x, t)
+            if self.policy == "fcfs":
+                return
+            reserved.append((x, s, chosen))
+            plan.hold(chosen, s, s + self.limit[x], self.request[:, x], reservation=True)
+
+    def _fits_now(self, plan, x):
+        s, _ = earliest_start(plan, self.eligible_nodes(x), self.jobs.num_nodes[x],
+                              self.request[:, x], self.limit[x])
+        return s == plan.t
+
+    def _judge_start(self, plan, x, t, reserved):
+        if self.policy == "fcfs":
+            return                       # no reservations: overcommit covers its nodes
+        nodes, req, lim = self.nodes_of(x), self.request[:, x], self.limit[x]
+        if free_over(plan, nodes, req, lim) or not free_over(plan, nodes, req, lim, False):
+            return                       # fits, or the running jobs alone overcommit
+        jid = self.jobs.job_id
+        blockers = [int(jid[w]) for w, s, chosen in reserved
+                    if s < t + lim and t < s + self.limit[w] and np.isin(chosen, nodes).any()]
+        self.out.append(Violation(
+            "reservation_delayed", int(jid[x]), int(t),
+            f"job {jid[x]} ({len(nodes)} nodes, limit {self.jobs.time_limit[x]}) started at {t} "
+            f"under {self.policy} (nodes model) on nodes reserved for earlier-queued job(s) "
+            f"{blockers[:_BLOCKERS_SHOWN]}"))
+
+    def _could_start(self, x, t):
+        if x in self.reported_could:
+            return
+        self.reported_could.add(x)
+        jid = self.jobs.job_id
+        self.out.append(Violation(
+            "could_start", int(jid[x]), int(t),
+            f"job {jid[x]} ({self.jobs.num_nodes[x]} nodes, limit {self.jobs.time_limit[x]}) "
+            f"fitted on concrete nodes at {t} under {self.policy} (nodes model) but waited "
+            f"until {self.start[x]}"))
+
+
+def instants(jobs, start, end, policy, eligible, check, qorder):
+    """Yield (t, running jobs at t, queue of judged jobs to walk at t), in time order."""
+    n = len(jobs)
+    qpos = np.empty(n, np.int64)
+    qpos[qorder] = np.arange(n, dtype=np.int64)
+    zero_t = set(np.unique(start[eligible & (end <= start)]).tolist())
+    idx = np.flatnonzero(eligible)
+    porder = idx[np.lexsort((qpos[idx], start[idx]))]
+    arrivals = qorder[np.argsort(jobs.submit_time[qorder], kind="stable")]
+    bounds = np.flatnonzero(np.r_[True, np.diff(start[porder]) != 0, True])
+    waiting: list[int] = []             # queue positions of judged jobs submitted, not started
+    running: list[int] = []
+    a = 0
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        at_t = porder[lo:hi]
+        t = int(start[at_t[0]])
+        while a < n and jobs.submit_time[arrivals[a]] <= t:
+            w = int(arrivals[a])
+            a += 1
+            if check[w] and start[w] > t:
+                insort(waiting, int(qpos[w]))
+        running = [r for r in running if end[r] > t]
+        judged = at_t[check[at_t]]
+        if len(judged) and (policy == "fcfs" or t not in zero_t):
+            last = int(qpos[judged[-1]])
+            cut = max(bisect_left(waiting, last), 1 if policy == "fcfs" else 0)
+            walked = np.sort(np.r_[qpos[judged], np.asarray(waiting[:cut], np.int64)])
+            yield t, list(running), qorder[walked]
+        for j in judged:
+            k = bisect_left(waiting, qpos[j])
+            if k < len(waiting) and waiting[k] == qpos[j]:
+                del waiting[k]
+        running += [int(j) for j in at_t if end[j] > t]
+
+
+def work_estimate(cluster, jobs, start, end, policy, eligible, check, qorder) -> int:
+    """An upper bound on the (node, breakpoint) cells the check computes: per
+    instant, walked jobs x nodes x (running + walked jobs + 1) (every job's
+    hold has at most two breakpoints)."""
+    total = 0
+    for _, running, walked in instants(jobs, start, end, policy, eligible, check, qorder):
+        total += len(walked) * cluster.num_nodes * (2 * (len(running) + len(walked)) + 1)
+    return total
+
+
+def check(cluster, jobs, schedule, start, end, policy, reserve_depth, eligible, check_mask,
+          qorder, out) -> None:
+    depth = len(jobs) + 1 if policy == "conservative" else int(reserve_depth)
+    judge = _Judge(cluster, jobs, schedule, start, end, policy, depth, out)
+    for t, running, walked in instants(jobs, start, end, policy, eligible, check_mask, qorder):
+        judge.walk(t, running, walked)
