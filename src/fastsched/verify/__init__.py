@@ -16,8 +16,9 @@ data types, so it can judge them. What each check GUARANTEES when it passes:
     node indices are left out (reported as ``bad_allocation``) and a node listed
     twice by one job is counted once.
 ``fcfs_order`` (``policy="fcfs"``)
-    start times are non-decreasing in queue order ``(submit_time, job_id)``:
-    no job started while an earlier-queued job was still waiting.
+    start times are non-decreasing in queue order (``(submit_time, job_id)``;
+    nodes model: ``priority`` first when given): no job started while an
+    earlier-queued job was still waiting.
 ``reservation_delayed`` / ``could_start`` (``policy="easy"``, ``"conservative"``)
     at every instant t at which some job j started, rebuild the plan the
     scheduler had when it placed j: jobs running at t (``start < t < end``) and
@@ -46,8 +47,8 @@ What the checks do NOT guarantee:
   the scheduler may have run several passes (the job ends at once and frees
   its nodes), whose plans cannot be rebuilt from the schedule alone: the
   reservation checks skip such instants (``fcfs_order`` still covers them).
-* policy checks count nodes only (a job needs ``num_nodes`` whole nodes), so
-  they need ``cluster.is_homogeneous()``; jobs that never started and jobs that
+* counts-model checks count nodes only (a job needs ``num_nodes`` whole
+  nodes), so they need ``cluster.is_homogeneous()``; jobs that never started and jobs that
   started before their submit are reported by the basic checks and left out of
   the policy checks (they neither wait in nor are judged by them).
 * a job whose start overcommits the machine together with the jobs already
