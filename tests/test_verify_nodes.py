@@ -89,6 +89,21 @@ def test_a_waiting_job_moved_earlier_is_caught(run, data):
     assert caught & {"overcommit", "reservation_delayed", "fcfs_order"}, str(report)
 
 
+def test_a_job_that_waited_before_its_start_instant_is_walked_once():
+    """Job 10 waits at 0 (job 1 has the GPU) and starts at 1; job 11, moved to 1,
+    takes memory job 4's reservation at 2 holds. (Counted twice, job 10 hid the
+    break as an overcommit.)"""
+    cluster = Cluster(["n0"], [3], [1], [200])
+    jobs = JobTable.from_arrays(job_id=[1, 3, 4, 10, 11], submit_time=[0, 0, 0, 0, 1],
+                                time_limit=[2, 2, 2, 2, 2], runtime=[1, 2, 0, 1, 1],
+                                num_nodes=[1, 1, 1, 1, 1], gpus_per_node=[1, 0, 0, 1, 0],
+                                cpus_per_node=[1, 1, 0, 1, 1], mem_per_node=[0, 100, 101, 0, 100])
+    r = fs.simulate(cluster, jobs, "easy")
+    assert r.schedule.start_time.tolist() == [0, 0, 2, 1, 2]
+    report = verify(cluster, jobs, moved(jobs, r.schedule, 4, 1), policy="easy")
+    assert [(v.kind, v.job_id) for v in report.violations] == [("reservation_delayed", 11)]
+
+
 def scenario():
     """Two 4-GPU nodes. Job 1 takes node g0 over [0, 100); job 2 (both nodes) is
     reserved at 100; job 3 backfills on g1 over [2, 52); job 4 (limit 200, runs 10

@@ -54,61 +54,56 @@ from .report import Violation
 
 #: reservations named per reservation_delayed violation
 _BLOCKERS_SHOWN = 4
+#: time limits are capped here (far past any instant, 2^40 s at most)
+_FOREVER = 2**62
 
 
 class _Plan:
-    """Holds (node, begin, end, gpus, cpus, mem) of one pass, from ``t`` on."""
+    """Free (GPUs, CPUs, MB) per node over time from ``t`` on, in one pass:
+    ``free[:, n, k]`` over ``[B[k], B[k + 1])`` (the last segment never ends);
+    ``now``: free at t counting the running and started jobs only."""
 
-    def __init__(self, cluster, t):
+    def __init__(self, cap, t, nodes, ends, requests):
+        """Running jobs' holds: per entry a node, a planned end (> t), a request."""
         self.t = t
-        self.cap = np.stack([cluster.gpus, cluster.cpus, cluster.mem_mb]).astype(np.int64)
-        self.rows: list[np.ndarray] = []      # each (6, k): node, begin, end, g, c, m
-        self.reservation: list[bool] = []
+        self.B = np.unique(np.r_[t, ends]).astype(np.int64)
+        used = np.zeros((3, cap.shape[1], len(self.B) + 1), np.int64)
+        for r in range(3):
+            np.add.at(used[r], (nodes, 0), requests[r])
+            np.add.at(used[r], (nodes, np.searchsorted(self.B, ends)), -requests[r])
+        self.free = cap[:, :, None] - np.cumsum(used[:, :, :-1], axis=2)
+        self.now = self.free[:, :, 0].copy()
+
+    def _column(self, x) -> int:
+        """The index of breakpoint x (>= t), made if missing."""
+        k = int(np.searchsorted(self.B, x))
+        if k == len(self.B) or self.B[k] != x:
+            self.B = np.insert(self.B, k, x)
+            self.free = np.insert(self.free, k, self.free[:, :, k - 1], axis=2)
+        return k
 
     def hold(self, nodes, begin, end, request, reservation=False):
-        nodes = np.asarray(nodes, dtype=np.int64)
-        row = np.empty((6, len(nodes)), np.int64)
-        row[0], row[1], row[2] = nodes, begin, end
-        row[3:] = np.asarray(request, np.int64)[:, None]
-        self.rows.append(row)
-        self.reservation.append(reservation)
+        a, b = self._column(begin), self._column(end)
+        self.free[:, nodes, a:b] -= request[:, None, None]
+        if not reservation:
+            self.now[:, nodes] -= request[:, None]
 
-    def _holds(self, with_reservations=True):
-        rows = [r for r, res in zip(self.rows, self.reservation) if with_reservations or not res]
-        return np.concatenate(rows, axis=1) if rows else np.empty((6, 0), np.int64)
-
-    def free(self, nodes, with_reservations=True):
-        """(breakpoints B from t, free (3, len(nodes), len(B)) over [B[i], B[i + 1]))."""
-        h = self._holds(with_reservations)
-        pos = np.full(self.cap.shape[1], -1, np.int64)
-        pos[nodes] = np.arange(len(nodes))
-        h = h[:, (pos[h[0]] >= 0) & (h[2] > self.t)]
-        B = np.unique(np.concatenate([[self.t], np.maximum(h[1], self.t), h[2]]))
-        diff = np.zeros((3, len(nodes), len(B) + 1), np.int64)
-        k = pos[h[0]]
-        for r in range(3):
-            np.add.at(diff[r], (k, np.searchsorted(B, np.maximum(h[1], self.t))), h[3 + r])
-            np.add.at(diff[r], (k, np.searchsorted(B, h[2])), -h[3 + r])
-        used = np.cumsum(diff[:, :, :-1], axis=2)
-        return B, self.cap[:, nodes][:, :, None] - used
-
-
-def _fit_table(B, free, request, limit):
-    """Per (node, breakpoint i): free for the request over [B[i], B[i] + limit)?
-    And the request fits at every segment (``ok``)."""
-    ok = (free >= np.asarray(request)[:, None, None]).all(axis=0)
-    bad_at = np.where(ok, np.iinfo(np.int64).max, B[None, :])
-    next_bad = np.minimum.accumulate(bad_at[:, ::-1], axis=1)[:, ::-1]
-    return next_bad >= B[None, :] + limit, ok
+    def window(self, limit) -> int:
+        """Number of segments meeting [t, t + limit)."""
+        return int(np.searchsorted(self.B, self.t + limit))
 
 
 def earliest_start(plan, eligible_nodes, num_nodes, request, limit):
-    """(earliest start s >= t, the nodes the node model chooses there, ascending)."""
+    """(earliest start s >= t, the nodes the node model chooses there, ascending);
+    (None, None) for a job with too few eligible nodes (it can never run)."""
     if len(eligible_nodes) < num_nodes:
-        return None, None                        # can never run: no reservation
-    B, free = plan.free(eligible_nodes)
-    fits, ok = _fit_table(B, free, request, limit)
-    i = int(np.argmax(fits.sum(axis=0) >= num_nodes))    # the last breakpoint always fits
+        return None, None
+    B, free = plan.B, plan.free[:, eligible_nodes, :]
+    ok = (free >= request[:, None, None]).all(axis=0)
+    bad_at = np.where(ok, np.iinfo(np.int64).max, B[None, :])
+    next_bad = np.minimum.accumulate(bad_at[:, ::-1], axis=1)[:, ::-1]
+    fits = next_bad >= B[None, :] + limit
+    i = int(np.argmax(fits.sum(axis=0) >= num_nodes))    # the last segment always fits
     feasible = np.flatnonzero(fits[:, i])
     last_bad = np.maximum.accumulate(np.where(ok, -1, np.arange(len(B))), axis=1)[feasible, i]
     run_start = np.where(last_bad >= 0, B[np.minimum(last_bad + 1, len(B) - 1)], plan.t)
@@ -117,11 +112,18 @@ def earliest_start(plan, eligible_nodes, num_nodes, request, limit):
     return int(B[i]), np.sort(eligible_nodes[feasible[order[:num_nodes]]])
 
 
-def free_over(plan, nodes, request, limit, with_reservations=True) -> bool:
+def fits_now(plan, eligible_nodes, num_nodes, request, limit) -> bool:
+    """Are ``num_nodes`` eligible nodes free for the request over [t, t + limit)?"""
+    now_ok = eligible_nodes[(plan.free[:, eligible_nodes, 0] >= request[:, None]).all(axis=0)]
+    if len(now_ok) < num_nodes:
+        return False
+    span = plan.free[:, now_ok, :plan.window(limit)]
+    return int((span >= request[:, None, None]).all(axis=(0, 2)).sum()) >= num_nodes
+
+
+def free_over(plan, nodes, request, limit) -> bool:
     """Are all ``nodes`` free for the request over [t, t + limit)?"""
-    B, free = plan.free(nodes, with_reservations)
-    fits, _ = _fit_table(B, free, request, limit)
-    return bool(fits[:, 0].all())
+    return bool((plan.free[:, nodes, :plan.window(limit)] >= request[:, None, None]).all())
 
 
 class _Judge:
@@ -134,7 +136,8 @@ class _Judge:
         self.nodes = np.asarray(schedule.alloc_nodes, np.int64)
         self.request = np.stack([jobs.gpus_per_node, jobs.cpus_per_node,
                                  jobs.mem_per_node]).astype(np.int64)
-        self.limit = np.maximum(jobs.time_limit.astype(np.int64), 1)
+        # any limit past 2^62 s is forever; t + limit then stays within int64
+        self.limit = np.clip(jobs.time_limit.astype(np.int64), 1, _FOREVER)
         member = np.zeros((len(cluster.partitions), cluster.num_nodes), bool)
         for p, part in enumerate(cluster.partitions):
             member[p, np.asarray(part.nodes, np.int64)] = True
@@ -157,10 +160,11 @@ class _Judge:
 
     def walk(self, t, running, queue):
         """One pass at ``t``: ``queue`` = judged jobs (indices) in queue order."""
-        plan = _Plan(self.cluster, t)
-        for r in running:
-            plan.hold(self.nodes_of(r), self.start[r], self.start[r] + self.limit[r],
-                      self.request[:, r])
+        held = [self.nodes_of(r) for r in running]
+        per_job = [len(x) for x in held]
+        rep = np.repeat(np.asarray(running, np.int64), per_job)
+        plan = _Plan(self.cap, t, np.concatenate(held) if held else np.empty(0, np.int64),
+                     self.start[rep] + self.limit[rep], self.request[:, rep])
         reserved = []                                    # (job, s, nodes)
         for x in queue:
             if self.start[x] == t:
@@ -184,15 +188,14 @@ class _Judge:
             plan.hold(chosen, s, s + self.limit[x], self.request[:, x], reservation=True)
 
     def _fits_now(self, plan, x):
-        s, _ = earliest_start(plan, self.eligible_nodes(x), self.jobs.num_nodes[x],
-                              self.request[:, x], self.limit[x])
-        return s == plan.t
+        return fits_now(plan, self.eligible_nodes(x), self.jobs.num_nodes[x],
+                        self.request[:, x], self.limit[x])
 
     def _judge_start(self, plan, x, t, reserved):
         if self.policy == "fcfs":
             return                       # no reservations: overcommit covers its nodes
         nodes, req, lim = self.nodes_of(x), self.request[:, x], self.limit[x]
-        if free_over(plan, nodes, req, lim) or not free_over(plan, nodes, req, lim, False):
+        if free_over(plan, nodes, req, lim) or not (plan.now[:, nodes] >= req[:, None]).all():
             return                       # fits, or the running jobs alone overcommit
         jid = self.jobs.job_id
         blockers = [int(jid[w]) for w, s, chosen in reserved
@@ -238,15 +241,16 @@ def instants(jobs, start, end, policy, eligible, check, qorder):
                 insort(waiting, int(qpos[w]))
         running = [r for r in running if end[r] > t]
         judged = at_t[check[at_t]]
-        if len(judged) and (policy == "fcfs" or t not in zero_t):
-            last = int(qpos[judged[-1]])
-            cut = max(bisect_left(waiting, last), 1 if policy == "fcfs" else 0)
-            walked = np.sort(np.r_[qpos[judged], np.asarray(waiting[:cut], np.int64)])
-            yield t, list(running), qorder[walked]
-        for j in judged:
+        for j in judged:                          # they start now: no longer waiting
             k = bisect_left(waiting, qpos[j])
             if k < len(waiting) and waiting[k] == qpos[j]:
                 del waiting[k]
+        if len(judged) and (policy == "fcfs" or t not in zero_t):
+            cut = bisect_left(waiting, qpos[judged[-1]])
+            if policy == "fcfs":
+                cut = max(cut, 1)                 # the head, wherever it is
+            walked = np.sort(np.r_[qpos[judged], np.asarray(waiting[:cut], np.int64)])
+            yield t, list(running), qorder[walked]
         running += [int(j) for j in at_t if end[j] > t]
 
 
