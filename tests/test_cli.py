@@ -532,4 +532,7 @@ def test_check_over_the_nodes_model_size_limit_exits_3(tmp_path, capsys, monkeyp
     monkeypatch.setattr(nodes_policy, "work_estimate", lambda *a: 10**15)
     code, said, _ = run(capsys, "check", out, "--trace", trace, "--policy", "easy")
     assert code == 3 and "NOT CHECKED: easy(reserve_depth=1) (nodes model)" in said
-    assert "over the limit" in said
+    assert "over the limit" in said and "--node-check-limit 0" in said
+    code, said, _ = run(capsys, "check", out, "--trace", trace, "--policy", "easy",
+                        "--node-check-limit", "0")
+    assert code == 0 and "easy(reserve_depth=1) (nodes model)" in said

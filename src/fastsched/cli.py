@@ -139,6 +139,10 @@ def _parser() -> argparse.ArgumentParser:
                    "algorithms, the pool engine) or nodes (concrete-node reservations, the node "
                    "engine; docs/gpu-semantics.md). Default: the schedule's planning column, "
                    "else counts")
+    c.add_argument("--node-check-limit", type=non_negative_int, metavar="CELLS",
+                   help="the most work the nodes-model policy check may take, in plan cells "
+                   "(default 2e9, a few minutes; 0: no limit); above it the policy is NOT "
+                   "CHECKED (exit 3)")
     c.add_argument("--procs", type=machine_size, help="machine size (default: from the header)")
     c.add_argument("--config", metavar="CFG.toml",
                    help="also check the configuration's QOS and association limits")
@@ -481,7 +485,7 @@ def _cmd_check(args) -> int:
     report = check_frame(cluster, jobs, frame,
                          source=args.jobs_csv, policy=args.policy,
                          reserve_depth=args.reserve_depth, reservations=args.reservations,
-                         **constraints)
+                         **_node_check_limit(args), **constraints)
     print(report)
     for v in report.violations[:20]:
         print(f"  {v.kind}: {v.message}")
@@ -490,6 +494,13 @@ def _cmd_check(args) -> int:
     if not report.ok:
         return 1
     return 3 if report.not_checked else 0
+
+
+def _node_check_limit(args) -> dict:
+    """verify's node_check_limit from --node-check-limit (0: none; absent: verify's)."""
+    if args.node_check_limit is None:
+        return {}
+    return {"node_check_limit": args.node_check_limit or None}
 
 
 def _config_limits(path, cluster, workload):

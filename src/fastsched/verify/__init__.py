@@ -203,7 +203,8 @@ def _policy(cluster, jobs, schedule, start, end, policy, reserve_depth, model, p
                                           qorder)
         if work > node_check_limit:
             return (f": the nodes-model check would compute about {work:.2g} cells, over "
-                    f"the limit {node_check_limit:.2g} (node_check_limit=None lifts it)")
+                    f"the limit {node_check_limit:.2g} (node_check_limit=None, or check "
+                    f"--node-check-limit 0, lifts it)")
     nodes_policy.check(cluster, jobs, schedule, start, end, policy, reserve_depth, eligible,
                        check, qorder, out)
     return ""
