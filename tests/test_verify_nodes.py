@@ -63,6 +63,18 @@ def test_no_violation_on_any_node_engine_schedule(run):
     assert report.checks[-1].endswith("(nodes model)") and not report.not_checked
 
 
+@PROPS
+@given(run=engine_runs(), data=st.data())
+def test_no_violation_on_a_run_with_fixed_priorities(run, data):
+    """The queue order is the priorities the jobs started with (SimulationResult.verify)."""
+    cluster, jobs, policy, depth, _ = run
+    prio = np.array(data.draw(st.lists(st.integers(0, 3), min_size=len(jobs),
+                                       max_size=len(jobs))), dtype=np.float64)
+    r = fs.simulate(cluster, jobs, policy, reserve_depth=depth, priority=prio)
+    report = r.verify(policy, depth)
+    assert report.ok and not report.not_checked, str(report)
+
+
 # --------------------------------------------------------------------------- able to fail
 
 @PROPS

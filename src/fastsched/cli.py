@@ -141,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
                    "else counts")
     c.add_argument("--node-check-limit", type=non_negative_int, metavar="CELLS",
                    help="the most work the nodes-model policy check may take, in plan cells "
-                   "(default 2e9, a few minutes; 0: no limit); above it the policy is NOT "
+                   "(default 2e10, a few minutes; 0: no limit); above it the policy is NOT "
                    "CHECKED (exit 3)")
     c.add_argument("--procs", type=machine_size, help="machine size (default: from the header)")
     c.add_argument("--config", metavar="CFG.toml",
