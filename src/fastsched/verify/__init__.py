@@ -190,11 +190,14 @@ def _policy(cluster, jobs, schedule, start, end, policy, reserve_depth, model, p
     if priority is not None and np.isnan(np.asarray(priority, np.float64)).all():
         priority = None
     qorder = counts_policy.queue_order(jobs, priority)
-    if policy == "fcfs":
+    if policy == "fcfs" and priority is None:
         counts_policy.check_fcfs(jobs, start, eligible, check, qorder, out)
         if model == "counts":
             return ""
     elif model == "counts":
+        if priority is not None:
+            return (": a queue order by priority is checked in the nodes model only "
+                    "(reservations='nodes')")
         counts_policy.check_reservations(cluster, jobs, start, end, policy, reserve_depth,
                                          eligible, check, qorder, out)
         return ""
@@ -206,5 +209,5 @@ def _policy(cluster, jobs, schedule, start, end, policy, reserve_depth, model, p
                     f"the limit {node_check_limit:.2g} (node_check_limit=None, or check "
                     f"--node-check-limit 0, lifts it)")
     nodes_policy.check(cluster, jobs, schedule, start, end, policy, reserve_depth, eligible,
-                       check, qorder, out)
+                       check, qorder, out, report_order=priority is not None)
     return ""

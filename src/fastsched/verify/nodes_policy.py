@@ -132,9 +132,10 @@ def free_over(plan, nodes, request, limit) -> bool:
 class _Judge:
     """The jobs' requests and the schedule's allocations, and the pass walk."""
 
-    def __init__(self, cluster, jobs, schedule, start, end, policy, depth, out):
+    def __init__(self, cluster, jobs, schedule, start, end, policy, depth, report_order, out):
         self.cluster, self.jobs, self.start, self.end = cluster, jobs, start, end
         self.policy, self.depth, self.out = policy, depth, out
+        self.report_order = report_order
         self.off = np.asarray(schedule.alloc_offsets, np.int64)
         self.nodes = np.asarray(schedule.alloc_nodes, np.int64)
         self.request = np.stack([jobs.gpus_per_node, jobs.cpus_per_node,
@@ -169,7 +170,12 @@ class _Judge:
         plan = _Plan(self.cap, t, np.concatenate(held) if held else np.empty(0, np.int64),
                      self.start[rep] + self.limit[rep], self.request[:, rep])
         reserved = []                                    # (job, s, nodes)
+        head = None                                      # fcfs: the first waiting job
         for x in queue:
+            if head is not None:                         # nothing starts behind it
+                if self.start[x] == t and self.report_order:
+                    self._out_of_order(x, head, t)
+                continue
             if self.start[x] == t:
                 self._judge_start(plan, x, t, reserved)
                 if self.end[x] > t:
@@ -186,7 +192,8 @@ class _Judge:
             if s == t:
                 self._could_start(x, t)
             if self.policy == "fcfs":
-                return
+                head = x
+                continue
             reserved.append((x, s, chosen))
             plan.hold(chosen, s, s + self.limit[x], self.request[:, x], reservation=True)
 
@@ -208,6 +215,13 @@ class _Judge:
             f"job {jid[x]} ({len(nodes)} nodes, limit {self.jobs.time_limit[x]}) started at {t} "
             f"under {self.policy} (nodes model) on nodes reserved for earlier-queued job(s) "
             f"{blockers[:_BLOCKERS_SHOWN]}"))
+
+    def _out_of_order(self, x, head, t):
+        jid = self.jobs.job_id
+        self.out.append(Violation(
+            "fcfs_order", int(jid[x]), int(t),
+            f"job {jid[x]} started at {t} while earlier-queued job {jid[head]} (submitted "
+            f"{self.jobs.submit_time[head]}) was waiting until {self.start[head]}"))
 
     def _could_start(self, x, t):
         if x in self.reported_could:
@@ -269,8 +283,10 @@ def work_estimate(cluster, jobs, start, end, policy, eligible, check, qorder) ->
 
 
 def check(cluster, jobs, schedule, start, end, policy, reserve_depth, eligible, check_mask,
-          qorder, out) -> None:
+          qorder, out, *, report_order=False) -> None:
+    """The nodes-model checks; ``report_order``: also ``fcfs_order`` (for a queue
+    order other than submit order, where start times need not follow it)."""
     depth = len(jobs) + 1 if policy == "conservative" else int(reserve_depth)
-    judge = _Judge(cluster, jobs, schedule, start, end, policy, depth, out)
+    judge = _Judge(cluster, jobs, schedule, start, end, policy, depth, report_order, out)
     for t, running, walked in instants(jobs, start, end, policy, eligible, check_mask, qorder):
         judge.walk(t, running, walked)
