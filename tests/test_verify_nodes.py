@@ -231,7 +231,7 @@ def test_priority_sets_the_queue_order():
     plain = verify(cluster, jobs, sched, policy="conservative")
     assert ("reservation_delayed", 3) in {(v.kind, v.job_id) for v in plain.violations}
     assert verify(cluster, jobs, sched, policy="fcfs", priority=[0, 1, 10]).ok
-    assert verify(cluster, jobs, sched, policy="fcfs").kinds() == {"fcfs_order"}
+    assert verify(cluster, jobs, sched, policy="fcfs").kinds() == {"fcfs_order", "could_start"}
     swapped = dataclasses.replace(sched, start_time=np.array([0, 100, 200]),
                                   end_time=np.array([100, 200, 300]))
     report = verify(cluster, jobs, swapped, policy="fcfs", priority=[0, 1, 10])
