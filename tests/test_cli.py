@@ -285,7 +285,8 @@ def test_simulate_workload_csv_on_a_slurm_conf(tmp_path, capsys):
 
 
 def test_simulate_workload_csv_needs_cluster_and_runs_gpu_granular(tmp_path, capsys):
-    """ai-mix (1-GPU jobs, two partitions) goes to the node engine; check accepts it."""
+    """ai-mix (1-GPU jobs, two partitions) goes to the node engine; check accepts it,
+    and judges its easy by the nodes model (the counts model needs identical nodes)."""
     import fastsched as fs
     cluster = fs.ai_cluster("ai-8k")
     jobs_csv = tmp_path / "jobs.csv"
@@ -301,8 +302,12 @@ def test_simulate_workload_csv_needs_cluster_and_runs_gpu_granular(tmp_path, cap
     rows = list(csv.DictReader(open(out)))
     assert len(rows) == 200 and all("(IDX:" in r["gpu_ids"] for r in rows)
     assert main(["check", str(out), "--trace", str(jobs_csv), "--cluster", str(conf)]) == 0
+    capsys.readouterr()
     assert main(["check", str(out), "--trace", str(jobs_csv), "--cluster", str(conf),
-                 "--policy", "easy"]) == 2
+                 "--policy", "easy"]) == 0
+    assert "easy(reserve_depth=1) (nodes model)" in capsys.readouterr().out
+    assert main(["check", str(out), "--trace", str(jobs_csv), "--cluster", str(conf),
+                 "--policy", "easy", "--reservations", "counts"]) == 2
     assert "homogeneous" in capsys.readouterr().err
 
 
