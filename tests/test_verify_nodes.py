@@ -216,6 +216,17 @@ def test_over_the_size_limit_the_policy_is_not_checked_saying_why():
     assert "over the limit" in str(report) and "NOT CHECKED: conservative" in str(report)
 
 
+def test_partition_choices_are_not_judged_by_the_nodes_model():
+    """A job may be reserved in one of its partitions and start in another: the
+    plan of one partition cannot judge it, so the policy is not checked."""
+    from fastsched.constraints import PartitionChoices
+    cluster, jobs = scenario()
+    r = fs.simulate(cluster, jobs, "easy")
+    choices = PartitionChoices.single(jobs.partition)
+    report = verify(cluster, jobs, r.schedule, policy="easy", partitions=choices)
+    assert report.ok and "not modelled" in report.not_checked[0]
+
+
 def test_priority_sets_the_queue_order():
     """Job 3 (priority 10) goes ahead of job 2: its start at 100 passes with the
     priorities; in submit order it takes job 2's place (reservation_delayed)."""

@@ -38,7 +38,9 @@ started; for easy and conservative instants where a zero-length job started
 (several passes ran at one timestamp); a start that overcommits together with
 the running jobs alone (reported as ``overcommit``). Plans are exact (the
 engine's ``resolution = 1``, no ``window``), and the queue order must be fixed
-for the run: priorities recomputed over time (``period``) are not modelled.
+for the run: priorities recomputed over time (``period``) are not modelled;
+:func:`fastsched.verify.verify` does not run this check with partition choices
+or a topology placement.
 
 Cost: per walked job, a NumPy pass over (nodes holding something) x (hold
 boundaries), so O(queue x running) per start instant; :func:`work_estimate`
