@@ -205,7 +205,7 @@ def simulate(jobs: list[NaiveJob], procs: int, policy: str,
     return result
 
 
-# ---- the policy checks of fastsched.verify, restated (twin of its Numba kernels) ----
+# ---- the policy checks of fastsched.verify (counts model), restated (twin of its sweep) ----
 #
 # What fastsched.verify's module docstring promises, written as directly as
 # possible: no sweep, no incremental profile; every instant is rebuilt from

@@ -285,7 +285,8 @@ def test_simulate_workload_csv_on_a_slurm_conf(tmp_path, capsys):
 
 
 def test_simulate_workload_csv_needs_cluster_and_runs_gpu_granular(tmp_path, capsys):
-    """ai-mix (1-GPU jobs, two partitions) goes to the node engine; check accepts it."""
+    """ai-mix (1-GPU jobs, two partitions) goes to the node engine; check accepts it,
+    and judges its easy by the nodes model (the counts model needs identical nodes)."""
     import fastsched as fs
     cluster = fs.ai_cluster("ai-8k")
     jobs_csv = tmp_path / "jobs.csv"
@@ -301,8 +302,12 @@ def test_simulate_workload_csv_needs_cluster_and_runs_gpu_granular(tmp_path, cap
     rows = list(csv.DictReader(open(out)))
     assert len(rows) == 200 and all("(IDX:" in r["gpu_ids"] for r in rows)
     assert main(["check", str(out), "--trace", str(jobs_csv), "--cluster", str(conf)]) == 0
+    capsys.readouterr()
     assert main(["check", str(out), "--trace", str(jobs_csv), "--cluster", str(conf),
-                 "--policy", "easy"]) == 2
+                 "--policy", "easy"]) == 0
+    assert "easy(reserve_depth=1) (nodes model)" in capsys.readouterr().out
+    assert main(["check", str(out), "--trace", str(jobs_csv), "--cluster", str(conf),
+                 "--policy", "easy", "--reservations", "counts"]) == 2
     assert "homogeneous" in capsys.readouterr().err
 
 
@@ -490,11 +495,12 @@ def test_check_with_a_truncated_gz_schedule_is_an_input_error(capsys, trace, tmp
     assert code == 2 and f"{bad}: not a jobs CSV" in err
 
 
-def test_check_neither_passes_nor_fails_a_policy_the_schedule_was_not_planned_under(
+def test_check_judges_a_schedule_by_the_reservation_model_it_was_planned_with(
         tmp_path, capsys):
-    """A node-engine schedule (concrete-node reservations) of an SWF trace: check
-    says the conservative rules were NOT CHECKED and exits 3; a pool-engine one is
-    checked (exit 0). The model travels in the records' planning column."""
+    """A node-engine schedule (concrete-node reservations) of an SWF trace is judged
+    by the nodes model, a pool-engine one by the counts model, both passing; the
+    model travels in the records' planning column and the result line names it.
+    --reservations overrides it; over the nodes check's size limit, exit 3."""
     import gzip
     from fastsched.io.swf import bundled_trace
     with gzip.open(bundled_trace("KTH-SP2"), "rt") as f:
@@ -503,9 +509,7 @@ def test_check_neither_passes_nor_fails_a_policy_the_schedule_was_not_planned_un
     body = [ln for ln in lines if ln.strip() and not ln.startswith(";")][:1500]
     trace = tmp_path / "kth.swf"
     trace.write_text("\n".join(header + body) + "\n")
-    for extra, planning, status, said in ((["--window", "1000000000"], "nodes", 3,
-                                           "NOT CHECKED: conservative"),
-                                          ([], "counts", 0, "conservative")):
+    for extra, planning in ((["--window", "1000000000"], "nodes"), ([], "counts")):
         out = tmp_path / f"{planning}.csv"
         assert main(["simulate", str(trace), "--policy", "conservative", "--no-progress",
                      "--jobs-out", str(out), *extra]) == 0
@@ -513,5 +517,27 @@ def test_check_neither_passes_nor_fails_a_policy_the_schedule_was_not_planned_un
             assert {r["planning"] for r in csv.DictReader(f)} == {planning}
         capsys.readouterr()
         assert main(["check", str(out), "--trace", str(trace),
-                     "--policy", "conservative"]) == status
-        assert said in capsys.readouterr().out
+                     "--policy", "conservative"]) == 0
+        assert f"conservative ({planning} model)" in capsys.readouterr().out
+    check = ["check", str(tmp_path / "counts.csv"), "--trace", str(trace), "--policy", "easy"]
+    assert main(check + ["--reservations", "nodes"]) in (0, 1)
+    assert "easy(reserve_depth=1) (nodes model)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main(check + ["--reservations", "slurm"])
+    assert e.value.code == 2 and "--reservations" in capsys.readouterr().err
+
+
+def test_check_over_the_nodes_model_size_limit_exits_3(tmp_path, capsys, monkeypatch,
+                                                       trace):
+    """A check too big to run is not run: NOT CHECKED with the reason, exit 3."""
+    from fastsched.verify import nodes_policy
+    out = tmp_path / "jobs.csv"
+    assert main(["simulate", str(trace), "--policy", "easy", "--no-progress", "--window",
+                 "1000000000", "--jobs-out", str(out)]) == 0
+    monkeypatch.setattr(nodes_policy, "work_estimate", lambda *a: 10**15)
+    code, said, _ = run(capsys, "check", out, "--trace", trace, "--policy", "easy")
+    assert code == 3 and "NOT CHECKED: easy(reserve_depth=1) (nodes model)" in said
+    assert "over the limit" in said and "--node-check-limit 0" in said
+    code, said, _ = run(capsys, "check", out, "--trace", trace, "--policy", "easy",
+                        "--node-check-limit", "0")
+    assert code == 0 and "easy(reserve_depth=1) (nodes model)" in said

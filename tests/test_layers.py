@@ -68,3 +68,10 @@ def test_import_and_help_load_no_numba():
     assert not _loads_numba("from fastsched.cli import main\n"
                             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass")
     assert _loads_numba("import fastsched\nfastsched.simulate")    # the control
+
+
+def test_fastsched_verify_stays_the_function_when_its_package_is_imported():
+    out = subprocess.run([sys.executable, "-c", "import fastsched.verify.frames\n"
+                          "import fastsched as fs\nprint(type(fs.verify).__name__, fs.verify.__module__)"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["function", "fastsched.verify"]

@@ -360,10 +360,10 @@ def test_schedule_from_frame():
 
 # --------------------------------------------------------------------------- planning models
 
-def test_a_node_engine_schedule_is_not_judged_by_the_counts_model():
+def test_a_node_engine_schedule_is_judged_by_the_nodes_model():
     """The node engine plans concrete-node reservations: on KTH-SP2 it starts some
     jobs later than the textbook (counts) conservative would, which the counts
-    checks flag. verify must neither pass nor fail it on the policy."""
+    checks flag. verify judges it by the nodes model, which it passes."""
     import dataclasses
     trace = fs.read_swf(fs.bundled_trace("KTH-SP2"))
     jobs = trace.jobs.take(np.arange(5000))
@@ -371,15 +371,16 @@ def test_a_node_engine_schedule_is_not_judged_by_the_counts_model():
     r = fs.simulate(cluster, jobs, "conservative", window=10**9)   # forces the node engine
     assert r.schedule.planning == "nodes"
     report = fs.verify(cluster, jobs, r.schedule, policy="conservative")
-    assert report.ok and "conservative" not in report.checks
-    assert report.not_checked and "NOT CHECKED: conservative" in str(report)
+    assert report.ok and "conservative (nodes model)" in report.checks
+    assert not report.not_checked and "conservative (nodes model)" in str(report)
     # the same starts judged as a counts-model schedule do break its rules
     as_counts = dataclasses.replace(r.schedule, planning="counts")
     assert fs.verify(cluster, jobs, as_counts, policy="conservative").kinds() & {
         "could_start", "reservation_delayed"}
-    # fcfs order holds in both models, so it is checked
+    assert fs.verify(cluster, jobs, r.schedule, policy="conservative",
+                     reservations="counts").kinds() & {"could_start", "reservation_delayed"}
     f = fs.simulate(cluster, jobs, "fcfs", window=10**9)
-    assert "fcfs" in fs.verify(cluster, jobs, f.schedule, policy="fcfs").checks
+    assert fs.verify(cluster, jobs, f.schedule, policy="fcfs").checks[-1] == "fcfs (nodes model)"
 
 
 def test_the_pool_engine_schedule_is_checked_by_the_counts_model():
@@ -389,4 +390,5 @@ def test_the_pool_engine_schedule_is_checked_by_the_counts_model():
     r = fs.simulate(cluster, jobs, "conservative")
     assert r.schedule.planning == "counts"
     report = fs.verify(cluster, jobs, r.schedule, policy="conservative")
-    assert report.ok and "conservative" in report.checks and not report.not_checked
+    assert report.ok and "conservative (counts model)" in report.checks
+    assert not report.not_checked

@@ -1,4 +1,4 @@
-"""fastsched.verify's policy checks (Numba kernels) against their naive twin,
+"""fastsched.verify's counts-model policy checks (verify/counts_policy.py) against their naive twin,
 ``naive.check_policy``: the same (kind, job_id) set of policy violations on
 simulated schedules (checked under their own and under other policies) and on
 mutated ones."""

@@ -50,12 +50,17 @@ _PUBLIC_BY_MODULE = {
     "sim.views": ('sprio', 'sshare',),
     "tools.generate": ('ai_cluster', 'ai_mix',),
     "tools.launch": ('Allocation', 'allocate_local', 'task_environments', ('launch_run', 'run'),),
-    "verify": ('ScheduleError', 'VerifyReport', 'Violation', 'schedule_from_frame', 'verify',),
+    "verify": ('ScheduleError', 'VerifyReport', 'Violation', 'schedule_from_frame',),
 }
 _WHERE = {(n if isinstance(n, str) else n[0]): (module, n if isinstance(n, str) else n[1])
           for module, names in _PUBLIC_BY_MODULE.items() for n in names}
 
-__all__ = sorted(_WHERE)
+__all__ = sorted(_WHERE) + ["verify"]
+
+# ``fastsched.verify`` names both a subpackage and the public function. Importing the
+# package binds the name to the package, so the function is bound here, once the
+# package is loaded (it needs only NumPy), and keeps the name from then on.
+from .verify import verify  # noqa: E402
 
 
 def __getattr__(name: str):

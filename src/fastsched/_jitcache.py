@@ -21,10 +21,10 @@ import os
 
 #: modules with compiled code, then the package modules they import
 KERNEL_SOURCES = ("engine/placement", "nodeplan", "policy/fairshare", "policy/priority",
-                  "prefetch", "runindex", "sim/metrics", "verify",
-                  "interrupt", "io/hostlist", "leafkernel", "model/cluster",
-                  "model/constraints", "model/errors", "model/jobs", "model/schedule",
-                  "model/topology", "model/validation", "verify_constraints")
+                  "prefetch", "runindex", "sim/metrics",
+                  "interrupt", "leafkernel", "model/cluster", "model/constraints",
+                  "model/errors", "model/jobs", "model/schedule", "model/topology",
+                  "model/validation")
 
 
 def sources_stamp(package_dir: str, modules) -> tuple:

@@ -9,18 +9,18 @@ import pandas as pd
 from ..model.errors import InputError
 from ..model.policies import POLICIES
 from ..verify import check_frame
-from .argtypes import machine_size, positive_int
+from .argtypes import machine_size, non_negative_int, positive_int
 from .common import add_topology_args, load_trace, placement_from_args, workload_constraints, config_limits
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.description = ("Check a schedule independently of the scheduler: no "
-                        "overcommit, no start before submit, end = start + min(runtime, limit), "
-                        "and the policy's promises (fcfs order; no reservation delayed under "
-                        "easy/conservative). Exit status 1 if it finds violations; 3 if "
-                        "it found none but could not check the policy asked for (a schedule "
-                        "planned with concrete-node reservations, column planning=nodes: "
-                        "the policy checks implement the textbook counts model).")
+    parser.description = (
+        "Check a schedule independently of the scheduler: no overcommit, no start before "
+        "submit, end = start + min(runtime, limit), and the policy's promises (fcfs order; "
+        "no reservation delayed and no job left waiting that fitted, under the reservation "
+        "model the schedule was planned with: its planning column, else counts). Exit "
+        "status 1 if it finds violations; 3 if it found none but could not check the "
+        "policy asked for (the nodes-model check over its size limit).")
     parser.add_argument("jobs_csv", metavar="JOBS.csv", help="records written by simulate --jobs-out")
     parser.add_argument("--trace", required=True,
                         help="the SWF trace or workload CSV the schedule replays")
@@ -28,6 +28,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", choices=sorted(POLICIES),
                         help="also check this policy's promises")
     parser.add_argument("--reserve-depth", type=positive_int, default=1, help="EASY reservations (default 1)")
+    parser.add_argument("--reservations", choices=["counts", "nodes"],
+                        help="judge easy/conservative by this reservation model: counts "
+                        "(textbook algorithms, the pool engine) or nodes (concrete-node "
+                        "reservations, the node engine; docs/gpu-semantics.md). Default: the "
+                        "schedule's planning column, else counts")
+    parser.add_argument("--node-check-limit", type=non_negative_int, metavar="CELLS",
+                        help="the most work the nodes-model policy check may take, in plan "
+                        "cells (default 2e10, a few minutes; 0: no limit); above it the "
+                        "policy is NOT CHECKED (exit 3)")
     parser.add_argument("--procs", type=machine_size, help="machine size (default: from the header)")
     parser.add_argument("--config", metavar="CFG.toml",
                         help="also check the configuration's QOS and association limits")
@@ -56,7 +65,8 @@ def run(args) -> int:
                          file=args.jobs_csv) from None
     report = check_frame(cluster, jobs, frame,
                          source=args.jobs_csv, policy=args.policy,
-                         reserve_depth=args.reserve_depth, **constraints)
+                         reserve_depth=args.reserve_depth, reservations=args.reservations,
+                         **_node_check_limit(args), **constraints)
     print(report)
     for v in report.violations[:20]:
         print(f"  {v.kind}: {v.message}")
@@ -65,3 +75,10 @@ def run(args) -> int:
     if not report.ok:
         return 1
     return 3 if report.not_checked else 0
+
+
+def _node_check_limit(args) -> dict:
+    """verify's node_check_limit from --node-check-limit (0: none; absent: verify's)."""
+    if args.node_check_limit is None:
+        return {}
+    return {"node_check_limit": args.node_check_limit or None}

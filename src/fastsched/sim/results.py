@@ -171,11 +171,13 @@ class SimulationResult:
     def verify(self, policy: str | None = None, reserve_depth: int = 1):
         """:func:`fastsched.verify` of this run's schedule under the constraints it ran
         with (dependencies, limits, partition choices, and the placement's
-        --exclusive=topo jobs); a :class:`~fastsched.verify.VerifyReport`."""
+        --exclusive=topo jobs) and its queue order (the priorities jobs started
+        with); a :class:`~fastsched.verify.VerifyReport`."""
         from ..verify import verify
         return verify(self.cluster, self.workload, self.schedule, policy=policy,
                       reserve_depth=reserve_depth, dependencies=self.dependencies,
-                      limits=self.limits, partitions=self.partitions, placement=self.placement)
+                      limits=self.limits, partitions=self.partitions, placement=self.placement,
+                      priority=self.priority)
 
     def to_csv(self, path) -> None:
         self.jobs.to_csv(path, index=False)

@@ -1,4 +1,4 @@
-"""The checks of :func:`fastsched.verify` for dependencies, limits and partition choices.
+"""The checks of :func:`fastsched.verify` for dependencies, limits, partition choices and topology.
 
 Like the rest of verify, these import no scheduler code: they judge a schedule
 from its times and allocations alone. What each GUARANTEES when it passes:
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model.constraints import AFTER, AFTERNOTOK, AFTEROK, CAPS
+from ..model.constraints import AFTER, AFTERNOTOK, AFTEROK, CAPS
 
 
 def parent_problems(jobs, start, end, deps):

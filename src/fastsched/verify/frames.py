@@ -1,0 +1,127 @@
+"""Schedules given as records (a jobs CSV read into a DataFrame): parse and verify them."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.cluster import Cluster
+from ..model.errors import InputError
+from ..model.jobs import JobTable
+from ..model.schedule import Schedule
+from .report import VerifyReport
+
+
+def schedule_from_frame(cluster: Cluster, df) -> Schedule:
+    """A :class:`Schedule` from a DataFrame with columns job_id, start_time, end_time
+    and nodes (a Slurm hostlist of names in ``cluster.node_names``; "" or missing
+    for none). Missing start/end times (NaN, NA or "") become -1. An optional ``planning``
+    column (one value: "counts" or "nodes") is :attr:`Schedule.planning`."""
+    from ..io.hostlist import expand
+
+    for col in ("job_id", "start_time", "end_time", "nodes"):
+        if col not in df.columns:
+            raise InputError(f"schedule frame needs column {col!r}", field=col)
+    index = {nm: k for k, nm in enumerate(cluster.node_names)}
+
+    def times(col):
+        v = df[col].to_numpy()
+        if v.dtype == object:             # a CSV read as text: "" = never started
+            v = np.where(v == "", np.nan, v)
+        try:
+            f = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError(f"column {col!r} must be numeric", field=col) from None
+        f = np.where(np.isnan(f), -1, f)
+        if (f != np.round(f)).any():
+            row = int(np.flatnonzero(f != np.round(f))[0])
+            raise InputError(f"row {row}: {v[row]!r} is not a whole number of seconds", field=col)
+        return f.astype(np.int64)
+
+    lists = []
+    for row, hl in enumerate(df["nodes"].tolist()):
+        if hl is None or (isinstance(hl, float) and np.isnan(hl)) or hl == "":
+            lists.append([])
+            continue
+        try:
+            idx = [index[nm] for nm in expand(str(hl))]
+        except KeyError as exc:
+            raise InputError(f"row {row}: unknown node {exc.args[0]!r} in {hl!r}",
+                             field="nodes") from None
+        lists.append(idx)
+    counts = np.array([len(x) for x in lists], dtype=np.int64)
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    flat = np.fromiter((k for x in lists for k in x), dtype=np.int64, count=int(offsets[-1]))
+    return Schedule(job_id=df["job_id"].to_numpy().astype(np.int64),
+                    start_time=times("start_time"), end_time=times("end_time"),
+                    alloc_offsets=offsets, alloc_nodes=flat, planning=_planning(df))
+
+
+def _planning(df) -> str | None:
+    if "planning" not in df.columns or len(df) == 0:
+        return None
+    values = set(df["planning"].astype(str)) - {"", "nan"}
+    if not values:
+        return None
+    if len(values) != 1 or not values <= {"counts", "nodes"}:
+        raise InputError(f"column 'planning' must hold one value, 'counts' or 'nodes'; got "
+                         f"{sorted(values)[:3]}", field="planning")
+    return values.pop()
+
+
+def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule",
+                policy: str | None = None, reserve_depth: int = 1,
+                reservations: str | None = None, **constraints) -> VerifyReport:
+    """Verify a schedule given as records (e.g. a jobs CSV) against the jobs it schedules.
+
+    ``constraints`` (``dependencies``, ``limits``, ``partitions``, ``placement``)
+    and ``reservations`` go to :func:`fastsched.verify.verify`; an optional
+    ``priority`` column (the priority each job started with) is the queue order
+    of the nodes model.
+
+    Rows are matched to jobs by ``job_id`` (any order); a job missing from the
+    records, or a record of an unknown or repeated job, is an InputError naming
+    ``source`` and the CSV line (header = line 1).
+    """
+    if "job_id" not in df.columns:
+        raise InputError("needs a 'job_id' column", file=source, field="job_id")
+    try:
+        raw = np.asarray(df["job_id"].to_numpy(), dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError("job_id values must be integers", file=source, field="job_id") from None
+    if (raw != np.round(raw)).any():
+        raise InputError("job_id values must be integers", file=source, field="job_id")
+    ids = raw.astype(np.int64)
+    position = {int(j): k for k, j in enumerate(jobs.job_id)}
+    seen = np.full(len(jobs), -1, dtype=np.int64)
+    for row, j in enumerate(ids):
+        k = position.get(int(j))
+        if k is None:
+            raise InputError(f"job {j} is not in the trace", file=source, line=row + 2,
+                             field="job_id")
+        if seen[k] >= 0:
+            raise InputError(f"job {j} appears twice (also line {seen[k] + 2})", file=source,
+                             line=row + 2, field="job_id")
+        seen[k] = row
+    if (seen < 0).any():
+        missing = jobs.job_id[seen < 0]
+        raise InputError(f"{len(missing)} job(s) of the trace have no record, e.g. job "
+                         f"{missing[0]}", file=source, field="job_id")
+    ordered = df.iloc[seen].reset_index(drop=True)
+    try:
+        schedule = schedule_from_frame(cluster, ordered)
+    except InputError as e:
+        raise InputError(e.reason, file=source, field=e.field) from None
+    from . import verify
+    return verify(cluster, jobs, schedule, policy=policy, reserve_depth=reserve_depth,
+                  reservations=reservations, priority=_priority(ordered), **constraints)
+
+
+def _priority(df):
+    """The ``priority`` column as floats (NaN: none), or None without one."""
+    if "priority" not in df.columns:
+        return None
+    values = df["priority"].replace("", np.nan)
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError("column 'priority' must be numeric", field="priority") from None
