@@ -171,7 +171,7 @@ def test_api_loop_equals_simulator_on_gpu_nodes(policy):
 def test_api_loop_equals_node_simulator(policy, case):
     cluster, available, jobs = case
     start, end, off, nodes, masks = simulate_nodes(cluster, jobs, policy, 1, available)
-    got = drive_all(Scheduler(cluster, policy, engine="nodes", available=available), jobs)
+    got = drive_all(Scheduler(cluster, policy, reservations="nodes", available=available), jobs)
     assert got == expected_of(start, off, nodes, masks, jobs)
 
 
@@ -233,7 +233,7 @@ def test_auto_switches_to_the_node_engine_for_good():
     # job 1 holds all of node 0 (pool allocation): job 2 goes to node 1
     assert d.starts.tolist() == [2] and d.nodes_of(0).tolist() == [1]
     with pytest.raises(UnsupportedError):
-        Scheduler(cluster, "easy", engine="pool").submit(
+        Scheduler(cluster, "easy", reservations="counts").submit(
             JobRequest(job_id=2, submit_time=1, time_limit=5, runtime=5, gpus_per_node=1))
 
 
@@ -285,7 +285,7 @@ def check_state_at(cluster, jobs, policy, available=None):
         assert set(running.job_id.tolist()) == set(
             jobs.job_id[(s.start_time < t) & (s.end_time > t)].tolist())
         sched = Scheduler.from_state(cluster, running, pending, policy,
-                                     engine=result.summary["engine"])
+                                     reservations=result.summary["reservations"])
         d = sched.schedule(int(t))
         assert set(d.starts.tolist()) == set(jobs.job_id[s.start_time == t].tolist())
         where = {int(j): i for i, j in enumerate(jobs.job_id)}
@@ -547,7 +547,7 @@ def test_every_failed_call_leaves_the_whole_state_unchanged():
 
 
 def test_pool_engine_refuses_failed_nodes_unchanged():
-    s = Scheduler(Cluster.homogeneous(2), "easy", engine="pool")
+    s = Scheduler(Cluster.homogeneous(2), "easy", reservations="counts")
     before = full_state(s)
     with pytest.raises(UnsupportedError):
         s.fail_nodes([0], 0)

@@ -47,7 +47,7 @@ def test_gpu_start_times_name_the_reserved_nodes():
     for t in (5, 10, 31):
         running, pending = result.state_at(t)
         frame = fs.start_times_at(result, t)
-        sched = fs.Scheduler.from_state(cluster, running, pending, engine="nodes")
+        sched = fs.Scheduler.from_state(cluster, running, pending, reservations="nodes")
         d = sched._pass(t, "conservative", 1, True, -1)        # the plan it reports
         assert frame.JOBID.tolist() == d.job_id.tolist()
         assert frame.START_TIME.tolist() == d.start_time.tolist()

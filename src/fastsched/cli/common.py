@@ -39,7 +39,7 @@ SUMMARY_ROWS = [
     ("gpu_utilisation", "GPU utilisation", "{:.2%}"),
     ("gpu_fragmentation", "free GPUs stranded on partly used nodes", "{:.2%}"),
     ("makespan", "makespan (s)", "{:,}"),
-    ("engine", "engine", "{}"),
+    ("reservations", "reservation model", "{}"), ("engine", "engine", "{}"),
     ("passes", "scheduling passes", "{:,}"), ("sim_seconds", "simulation wall time (s)", "{:.4f}"),
     ("compile_seconds", "engine compile/load time (s)", "{:.2f}"),
 ]
@@ -50,6 +50,11 @@ def policy_args(p: argparse.ArgumentParser) -> None:
                    help="scheduling policy (default: easy)")
     p.add_argument("--reserve-depth", type=positive_int, default=1,
                    help="number of blocked jobs EASY reserves for (default 1, Lifka's EASY)")
+    p.add_argument("--reservations", choices=["counts", "nodes"],
+                   help="reservation model: counts (free-node counts, the textbook "
+                   "algorithms: one pool of identical nodes, whole-node jobs, none of the "
+                   "site options yet) or nodes (concrete nodes and GPU counts: any cluster, "
+                   "every option). Default: counts where it can plan the run, else nodes")
 
 
 def site_args(p: argparse.ArgumentParser) -> None:

@@ -67,7 +67,8 @@ def run(args) -> int:
     options = dict(reserve_depth=args.reserve_depth,
                    progress=False if args.no_progress else None,
                    placement=placement_from_args(args, cluster, jobs, workload),
-                   window=args.window, resolution=args.resolution)
+                   window=args.window, resolution=args.resolution,
+                   reservations=args.reservations)
     if resume is not None or args.checkpoint:       # (a digest of every job: only then)
         header = {"argv": args.argv, "jobs": _fingerprint(jobs)}
     if resume is not None:

@@ -43,37 +43,47 @@ def check_basic(jobs: JobTable) -> None:
 
 
 def check_jobs(cluster: Cluster, jobs: JobTable) -> None:
-    """Raise if any job can never run on ``cluster`` with the counted-pool engine.
+    """Raise if any job can never run on ``cluster`` under the counts model.
 
     Validate once, at the boundary (submit, simulate): the kernels then trust
-    their arrays. InputError names the first bad job; UnsupportedError says what
-    this engine cannot schedule yet.
+    their arrays. InputError names the first bad job; UnsupportedError says why
+    the counts model cannot plan these jobs (:func:`counts_model_refuses`).
     """
     if not cluster.is_homogeneous():
-        raise UnsupportedError(
-            "the counted-pool engine schedules a single pool of identical nodes (e.g. an SWF "
-            "machine); heterogeneous nodes and several partitions need the node engine "
-            "(simulate() and the Scheduler use it)")
+        raise UnsupportedError(counts_model_refuses(cluster, jobs))
     if len(jobs) == 0:
         return
     check_basic(jobs)
     reject(jobs, jobs.num_nodes > cluster.num_nodes, "num_nodes",
-            f"asks for {{v}} nodes, the cluster has {cluster.num_nodes}")
+           f"asks for {{v}} nodes, the cluster has {cluster.num_nodes}")
     node_cpus, node_gpus = int(cluster.cpus[0]), int(cluster.gpus[0])
     reject(jobs, jobs.cpus_per_node > node_cpus, "cpus_per_node",
-            f"asks for {{v}} CPUs per node, nodes have {node_cpus}")
+           f"asks for {{v}} CPUs per node, nodes have {node_cpus}")
     reject(jobs, jobs.gpus_per_node > node_gpus, "gpus_per_node",
-            f"asks for {{v}} GPUs per node, nodes have {node_gpus}")
+           f"asks for {{v}} GPUs per node, nodes have {node_gpus}")
     reject(jobs, jobs.mem_per_node > cluster.mem_mb[0], "mem_per_node",
-            f"asks for {{v}} MB per node, nodes have {int(cluster.mem_mb[0])}")
+           f"asks for {{v}} MB per node, nodes have {int(cluster.mem_mb[0])}")
+    why = counts_model_refuses(cluster, jobs)
+    if why:
+        raise UnsupportedError(why)
+
+
+def counts_model_refuses(cluster: Cluster, jobs: JobTable) -> str | None:
+    """Why the counts model (one pool of identical nodes, whole-node jobs) cannot plan
+    ``jobs`` on ``cluster``, or None when it can."""
+    if not cluster.is_homogeneous():
+        return ("the counts model plans a single pool of identical nodes (e.g. an SWF "
+                "machine); heterogeneous nodes and several partitions need the nodes model "
+                "(reservations='nodes')")
+    node_cpus, node_gpus = int(cluster.cpus[0]), int(cluster.gpus[0])
     partial = (jobs.cpus_per_node < node_cpus) & (jobs.gpus_per_node < max(node_gpus, 1))
     if partial.any():
         i = int(np.flatnonzero(partial)[0])
-        raise UnsupportedError(
-            f"job {jobs.job_id[i]} asks for part of a node ({jobs.cpus_per_node[i]} of "
-            f"{node_cpus} CPUs, {jobs.gpus_per_node[i]} of {node_gpus} GPUs); the counted-pool "
-            "engine allocates whole nodes, partial-node jobs need the node engine "
-            "(simulate() and the Scheduler use it)")
+        return (f"job {jobs.job_id[i]} asks for part of a node ({jobs.cpus_per_node[i]} of "
+                f"{node_cpus} CPUs, {jobs.gpus_per_node[i]} of {node_gpus} GPUs); the counts "
+                "model allocates whole nodes, partial-node jobs need the nodes model "
+                "(reservations='nodes')")
+    return None
 
 
 def reject(jobs: JobTable, bad: np.ndarray, field: str, message: str) -> None:

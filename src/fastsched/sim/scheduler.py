@@ -32,8 +32,9 @@ from ..model.validation import check_jobs, reject, request_capacity
 
 START, RESERVED, BLOCKED = 0, 1, 2
 OUTCOME_NAMES = ("start", "reserved", "blocked")
-#: "auto": the pool engine while every job fits it, else (for good) the node engine
-ENGINES = ("auto", "pool", "nodes")
+#: the engine of each reservation model; "auto" (None): the pool engine while every job
+#: fits it, else (for good) the node engine
+_ENGINE_OF = {None: "auto", "counts": "pool", "nodes": "nodes"}
 
 
 class StaleDecisionsError(FastschedError):
@@ -139,10 +140,11 @@ NODES_DOWN_REASON = "ReqNodeNotAvail"
 class Scheduler:
     """A queue and a cluster state, scheduled by a named policy.
 
-    ``engine``: "pool" (one pool of identical nodes, whole-node jobs: the
-    textbook algorithms), "nodes" (GPU-granular, any cluster) or "auto" (pool
-    while every submitted job fits it and nothing below asks for more, then the
-    node engine for good). ``available``: node availability (see
+    ``reservations``: the reservation model, as :func:`fastsched.simulate`'s:
+    "counts" (one pool of identical nodes, whole-node jobs: the textbook
+    algorithms, the pool engine), "nodes" (GPU-granular, any cluster, the node
+    engine) or None (counts while every submitted job fits it and nothing below
+    asks for more, then nodes for good; :attr:`engine` says which runs). ``available``: node availability (see
     :func:`fastsched.nodeplan.node_availability`); :meth:`fail_nodes` and
     :meth:`resume_nodes` change it later.
 
@@ -163,7 +165,7 @@ class Scheduler:
     """
 
     def __init__(self, cluster: Cluster, policy: str = "easy", *, jobs: JobTable | None = None,
-                 reserve_depth: int = 1, engine: str = "auto", available=None,
+                 reserve_depth: int = 1, reservations: str | None = None, available=None,
                  partitions: PartitionChoices | None = None,
                  dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
                  priority=None, period: int | None = None, resolution: int = 1,
@@ -171,9 +173,10 @@ class Scheduler:
         self.cluster = cluster
         self.policy = get_policy(policy)
         self.reserve_depth = check_reserve_depth(reserve_depth)
-        if engine not in ENGINES:
-            raise InputError(f"unknown engine {engine!r}; choose one of {list(ENGINES)}",
-                             field="engine")
+        if reservations not in _ENGINE_OF:
+            raise InputError(f"unknown reservation model {reservations!r}; choose one of "
+                             "['counts', 'nodes']", field="reservations")
+        engine = _ENGINE_OF[reservations]
         self.available = node_availability(cluster, available)
         self._configured = self.available.copy()     # what submitted jobs are checked against
         self.resolution, self.window = resolution, window
@@ -212,7 +215,7 @@ class Scheduler:
         :func:`fastsched.simulate_site` runs them: the config's partition tiers,
         multifactor priorities every PriorityCalcPeriod and limits, and the
         workload's dependencies and partition lists. ``options``: reserve_depth,
-        resolution, window, placement, available, engine."""
+        resolution, window, placement, available, reservations."""
         from .site import priority_function, site_limits
         cluster = config.apply_partitions(cluster)
         tree = config.build_tree(workload)

@@ -30,7 +30,7 @@ from ..interrupt import call, new_control
 from ..nodeplan import check_node_jobs, run_nodes
 from .progress import run_bar
 from ..model.schedule import Schedule
-from ..model.validation import check_jobs
+from ..model.validation import check_jobs, counts_model_refuses
 from .warmup import warm_up
 
 #: The choices that make simulators' numbers comparable (or not); every result records them.
@@ -60,7 +60,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
              priority=None, period: int | None = None, resolution: int = 1,
              window: int | None = None, placement=None, checkpoints=None,
-             resume=None) -> SimulationResult:
+             resume=None, reservations: str | None = None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -87,11 +87,15 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     (:class:`fastsched.model.constraints.Placement`); the summary then reports how
     many leaf groups each multi-node job spans.
 
-    The counted-pool engine runs when the cluster is one pool of identical
-    nodes, every job takes whole nodes and there are no constraints and no
-    priority; otherwise the node engine does (``summary["engine"]`` says
-    which). Raises InputError naming the first job that can never run on this
-    cluster.
+    ``reservations``: the reservation model. ``"counts"`` plans with counts of free
+    nodes, the textbook algorithms (one pool of identical nodes, whole-node jobs:
+    every SWF trace; the counted-pool engine, which takes none of the constraints,
+    priorities, ``resolution`` or ``window`` yet); ``"nodes"`` holds reservations on
+    concrete nodes with GPU counts (any cluster, every option; the node engine;
+    docs/gpu-semantics.md). None: ``"counts"`` where it can plan the run, else
+    ``"nodes"``. ``summary["reservations"]`` records the model (and
+    ``summary["engine"]`` its engine). Raises InputError naming the first job that
+    can never run on this cluster.
 
     ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the node
     engine's state now and then; ``resume`` (a state from such a file) goes on
@@ -102,16 +106,12 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     spec = get_policy(policy)
     reserve_depth = check_reserve_depth(reserve_depth)
     check_covers(len(jobs), partitions=partitions, dependencies=dependencies, limits=limits)
-    constrained = any(c is not None for c in (partitions, dependencies, limits, priority,
-                                               window, placement)) or resolution != 1
-    try:
-        if constrained:
-            raise UnsupportedError("constraints and priorities need the node engine")
-        check_jobs(cluster, jobs)
-        engine = "pool"
-    except UnsupportedError:
-        check_node_jobs(cluster, jobs, partitions=partitions)
-        engine = "nodes"
+    nodes_only = [name for name, value in (
+        ("partitions", partitions), ("dependencies", dependencies), ("limits", limits),
+        ("priority", priority), ("window", window), ("placement", placement),
+        ("resolution", None if resolution == 1 else resolution)) if value is not None]
+    model = reservation_model(cluster, jobs, reservations, nodes_only, partitions)
+    engine = ENGINES[model]
     if resume is not None and engine == "pool":
         raise InputError("this run takes the pool engine, which writes no checkpoints: "
                          "the inputs differ from the checkpointed run's", field="resume")
@@ -149,6 +149,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         "reserve_depth": reserve_depth if spec.name == "easy" else None,
         "nodes": cluster.num_nodes,
         "skipped": len(skipped),
+        "reservations": model,
         "engine": engine,
         "passes": int(passes),
         "sim_seconds": wall,
@@ -165,6 +166,30 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
             "priority desc, then submit_time asc, job_id asc" + (
                 f"; priorities recomputed every {period} s" if callable(priority) else ""))
     return SimulationResult(cluster, jobs, schedule, summary, skipped, **extra)
+
+
+#: the engine that plans each reservation model
+ENGINES = {"counts": "pool", "nodes": "nodes"}
+
+
+def reservation_model(cluster: Cluster, jobs: JobTable, requested: str | None,
+                      nodes_only=(), partitions=None) -> str:
+    """The reservation model a run plans with ("counts" or "nodes"), its jobs checked
+    for it. ``requested``: the caller's choice, or None for counts where it can plan
+    the run. ``nodes_only``: the names of the options given that only the nodes model
+    takes."""
+    if requested not in (None, *ENGINES):
+        raise InputError(f"unknown reservation model {requested!r}; choose one of "
+                         f"{sorted(ENGINES)}", field="reservations")
+    if requested == "counts" and nodes_only:
+        raise UnsupportedError(f"the counts model does not take {', '.join(nodes_only)} "
+                               "yet; use reservations='nodes'")
+    if requested == "counts" or (requested is None and not nodes_only
+                                 and counts_model_refuses(cluster, jobs) is None):
+        check_jobs(cluster, jobs)
+        return "counts"
+    check_node_jobs(cluster, jobs, partitions=partitions)
+    return "nodes"
 
 
 def _run_node_engine(cluster, jobs, policy, depth, priority, period, **constraints):

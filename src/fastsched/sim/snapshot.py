@@ -43,7 +43,7 @@ def start_times_at(result: SimulationResult, t: int, user_names=None):
     rows = np.flatnonzero(queued)
     options = _constraints_at(result, t, rows)
     sched = Scheduler.from_state(result.cluster, running, w.take(rows), "conservative",
-                                 engine=result.summary.get("engine", "auto"), **options)
+                                 reservations=result.summary.get("reservations"), **options)
     est = sched.expected_start_times(t)
     planned = pd.DataFrame({"JOBID": est.job_id, "PARTITION": est.partition,
                             "USER": _users(est.user, user_names), "ST": "PD",
