@@ -1,4 +1,4 @@
-"""fastsched._jitcache: a cached kernel is recompiled when a module it reaches changes.
+"""fastsched.engine._jitcache: a cached kernel is recompiled when a module it reaches changes.
 
 Numba keys its cache on the kernel's own file only; the package adds the files
 its compiled code can reach. The end-to-end test builds a two-module package
@@ -13,21 +13,28 @@ import sys
 import textwrap
 
 import fastsched
-from fastsched import _jitcache, nodeplan
+from fastsched.engine import _jitcache
+from fastsched.engine.passes import _pass
 
 PKG = pathlib.Path(fastsched.__file__).parent
 
 
 def _relative_imports(name):
+    """The package modules ``name`` (a path under the package) imports, as such paths."""
     tree = ast.parse((PKG / f"{name}.py").read_text())
-    return {n.module.split(".")[0] for n in ast.walk(tree)
-            if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+    here = name.split("/")[:-1]
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and n.level >= 1 and n.module:
+            base = here[:len(here) - (n.level - 1)]
+            out.add("/".join(base + n.module.split(".")[:1]))
+    return out
 
 
 def test_kernel_sources_are_the_kernels_and_what_they_import():
-    text = {p.stem: p.read_text() for p in PKG.glob("*.py")}
+    text = {str(p.relative_to(PKG).with_suffix("")): p.read_text() for p in PKG.rglob("*.py")}
     todo = [m for m, t in text.items() if "@njit" in t or "@intrinsic" in t]
-    assert {"nodeplan", "runindex", "prefetch"} <= set(todo)
+    assert {"engine/passes", "engine/runindex", "engine/prefetch"} <= set(todo)
     reach = set()
     while todo:
         m = todo.pop()
@@ -38,9 +45,9 @@ def test_kernel_sources_are_the_kernels_and_what_they_import():
 
 
 def test_package_kernels_carry_the_package_stamp():
-    stamp = nodeplan._pass._cache._impl.locator.get_source_stamp()
+    stamp = _pass._cache._impl.locator.get_source_stamp()
     names = [entry[0] for entry in stamp[1]]
-    assert names == [f"{m}.py" for m in _jitcache.KERNEL_SOURCES]
+    assert names == [f"{m.split('/')[-1]}.py" for m in _jitcache.KERNEL_SOURCES]
 
 
 CALLER = """
@@ -55,7 +62,7 @@ RUN = """
 import sys
 sys.path.insert(0, {root!r})
 if {guard}:
-    from fastsched._jitcache import install
+    from fastsched.engine._jitcache import install
     assert install({pkg!r}, ("a", "b"))
 from pkgx.b import g
 print(g())

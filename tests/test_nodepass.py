@@ -14,7 +14,7 @@ from test_nodeplan import gpu_cluster, jobs_of, node_cases
 from fastsched import JobTable
 from fastsched.errors import InputError
 from fastsched.jobs import JOB_FIELDS
-from fastsched.nodeplan import (BLOCKED, RESERVED, START, RunningJobs, plan_nodes,
+from fastsched.engine import (BLOCKED, RESERVED, START, RunningJobs, plan_nodes,
                                 simulate_nodes)
 
 SETTINGS = settings(max_examples=60, deadline=None,

@@ -13,7 +13,7 @@ import naive_nodes
 from fastsched import Cluster, JobTable, simulate, verify
 from fastsched.cluster import NodeState, Partition
 from fastsched.errors import InputError
-from fastsched.nodeplan import check_node_jobs, simulate_nodes
+from fastsched.engine import check_node_jobs, simulate_nodes
 from fastsched.schedule import Schedule
 from fastsched.testing import cluster_and_workload
 

@@ -5,7 +5,7 @@ import pytest
 from numba import njit
 from numba.core.errors import TypingError
 
-from fastsched.prefetch import prefetch, prefetch1
+from fastsched.engine.prefetch import prefetch, prefetch1
 
 
 @njit

@@ -1,4 +1,4 @@
-"""The node engine's work profile kept between passes (fastsched.nodeplan).
+"""The node engine's work profile kept between passes (fastsched.engine).
 
 After every instant of a simulation the kept profile must equal the one built
 from scratch from the running jobs (the reservations of the pass undone,
@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 import naive_nodes
 from test_nodeplan import assert_valid, node_cases, twin
-from fastsched import nodeplan
+from fastsched.engine import loop as engine_loop, plan as engine_plan
 from fastsched.constraints import Dependencies, LimitGroups
-from fastsched.nodeplan import RunningJobs, _EventLoop, check_node_jobs, plan_nodes, run_nodes
+from fastsched.engine import RunningJobs, check_node_jobs, plan_nodes, run_nodes
+from fastsched.engine.loop import _EventLoop
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -74,7 +75,7 @@ def assert_profile_kept(loop, now):
 @pytest.fixture(params=[16, 0])
 def index_after(request, monkeypatch):
     """The scan path, and the run index from a type's first plan (it writes the profile too)."""
-    monkeypatch.setattr(nodeplan, "_INDEX_AFTER", request.param)
+    monkeypatch.setattr(engine_loop, "_INDEX_AFTER", request.param)
     return request.param
 
 

@@ -10,7 +10,7 @@ Public API (everything else is private)::
 
     sched = fs.Scheduler(cluster, "easy")     # embed: submit / schedule (pure) / apply / complete
 """
-from . import _jitcache  # noqa: F401  (first: kernels compiled below are keyed on it)
+from .engine import _jitcache  # noqa: F401  (first: kernels compiled below are keyed on it)
 from .checkpoint import Checkpoints
 from .checkpoint import load as load_checkpoint
 from .cluster import Cluster, ClusterState, NodeState, Partition
@@ -19,7 +19,7 @@ from .errors import FastschedError, InputError, UnsupportedError
 from .fairshare import AssociationTree, Usage, classic, fair_tree
 from .generate import ai_cluster, ai_mix
 from .hostlist import compress as compress_hostlist, expand as expand_hostlist
-from .interrupt import Interrupted
+from .engine.interrupt import Interrupted
 from .jobs import JobRequest, JobTable
 from .launch import Allocation, allocate_local, task_environments
 from .launch import run as launch_run

@@ -161,7 +161,7 @@ def _easy_100k_topo(repeat: int) -> dict:
     import numpy as np
     from .benchstate import busy_state
     from .constraints import Placement
-    from .nodeplan import plan_nodes
+    from .engine import plan_nodes
     from .topology import levels_array
     state = busy_state("ai-100k", pending=100_000)
     jobs = state.pending

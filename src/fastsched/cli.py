@@ -13,7 +13,7 @@ import numpy as np
 from .argtypes import (choice_of, comma_list, duration, machine_size, non_negative_int,
                        positive_int, positive_seconds, seconds)
 from .errors import FastschedError, InputError
-from .interrupt import Interrupted, kernel_running, signals_interrupt
+from .engine.interrupt import Interrupted, kernel_running, signals_interrupt
 from .policies import POLICIES
 
 SUMMARY_ROWS = [

@@ -9,7 +9,7 @@ pending job's expected start, like ``squeue --start``.
 The same compiled planners as the simulator decide (see docs/semantics.md and
 docs/gpu-semantics.md), with the same engine rule: the counted-pool engine for
 one pool of identical nodes and whole-node jobs, the node engine
-(:func:`fastsched.nodeplan.plan_nodes`) for anything else. Tests check that
+(:func:`fastsched.engine.plan_nodes`) for anything else. Tests check that
 driving this API through a workload gives the simulator's schedule.
 """
 from __future__ import annotations
@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _kernels
+from .engine import _kernels
 from .cluster import Cluster, NodeState
 from .errors import FastschedError, InputError, UnsupportedError
 from .jobs import JOB_FIELDS, JobRequest, JobTable
 from .constraints import csr_take
-from .nodeplan import RunningJobs, check_node_jobs, node_availability, plan_nodes
+from .engine import RunningJobs, check_node_jobs, node_availability, plan_nodes
 from .policies import check_reserve_depth, get_policy
 from .validation import check_jobs, reject
 
@@ -126,7 +126,7 @@ class Scheduler:
     while every submitted job fits it, then the node engine for good; submit a
     whole workload, or pass "nodes", to match :func:`fastsched.simulate`
     exactly). ``available``: node availability for the node engine (see
-    :func:`fastsched.nodeplan.node_availability`).
+    :func:`fastsched.engine.node_availability`).
 
     >>> s = Scheduler(Cluster.homogeneous(4), "easy")
     >>> s.submit(JobRequest(job_id=1, submit_time=0, time_limit=60, runtime=60, num_nodes=2))

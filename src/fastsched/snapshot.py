@@ -57,7 +57,7 @@ def _constrained_start_times(result, t: int, user_names):
     import pandas as pd
     from .constraints import LimitGroups, PartitionChoices, csr_take
     from .hostlist import compress
-    from .nodeplan import plan_nodes
+    from .engine import plan_nodes
     running, _ = result.state_at(t)
     w, s = result.workload, result.schedule
     waiting = (w.submit_time <= t) & ((s.start_time >= t) | (s.start_time < 0))

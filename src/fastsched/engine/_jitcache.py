@@ -1,7 +1,7 @@
 """Numba's on-disk cache, made to notice changes in *other* modules.
 
 Numba keys a cached kernel on its own source file only. A kernel that calls a
-kernel of another module (``nodeplan._pass`` inlines ``runindex.ix_hold``) or
+kernel of another module (``engine.passes._pass`` inlines ``runindex.ix_hold``) or
 reads another module's constants keeps its stale machine code when only that
 other file changes, as after a ``git pull`` into an editable install: the
 engine would silently run old code. Here every kernel of the package is keyed
@@ -19,11 +19,15 @@ from __future__ import annotations
 
 import os
 
-#: modules with compiled code, then the package modules they import
-KERNEL_SOURCES = ("fairshare", "metrics", "nodeplan", "prefetch", "priority", "runindex",
-                  "topology", "verify",
-                  "cluster", "constraints", "errors", "hostlist", "interrupt", "jobs",
-                  "leafkernel", "schedule", "textfile", "validation", "verify_constraints")
+#: modules with compiled code, then the package modules they import (paths
+#: under the package, without ".py")
+KERNEL_SOURCES = ("fairshare", "metrics", "priority", "topology", "verify",
+                  "engine/blocks", "engine/earliest", "engine/freenow", "engine/heap",
+                  "engine/limits", "engine/loop", "engine/passes",
+                  "engine/prefetch", "engine/profile", "engine/running", "engine/runindex",
+                  "cluster", "constraints", "errors", "hostlist", "jobs", "schedule",
+                  "textfile", "validation", "verify_constraints",
+                  "engine/inputs", "engine/interrupt", "engine/leafkernel", "engine/state")
 
 
 def sources_stamp(paths) -> tuple:
@@ -36,7 +40,7 @@ def sources_stamp(paths) -> tuple:
 
 
 def install(package_dir: str, modules=KERNEL_SOURCES) -> bool:
-    """Key the cached kernels of files in ``package_dir`` on ``modules`` too.
+    """Key the cached kernels of files in ``package_dir`` (or below) on ``modules`` too.
 
     Returns False (and changes nothing) when this Numba has no locator list to
     extend; the package then works as before, with Numba's per-file keys."""
@@ -58,7 +62,8 @@ def install(package_dir: str, modules=KERNEL_SOURCES) -> bool:
 
         @classmethod
         def from_function(cls, py_func, py_file):
-            if os.path.dirname(os.path.realpath(py_file)) != package_dir:
+            here = os.path.dirname(os.path.realpath(py_file))
+            if os.path.commonpath([here, package_dir]) != package_dir:
                 return None
             for other in locators:
                 if other is not cls:
@@ -87,4 +92,4 @@ def install(package_dir: str, modules=KERNEL_SOURCES) -> bool:
     return True
 
 
-install(os.path.dirname(__file__))
+install(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
