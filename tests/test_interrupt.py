@@ -47,7 +47,7 @@ def test_a_stop_request_returns_before_the_next_instant():
     loop.control[REQUEST] = STOP
     loop.run()
     assert loop.sc[0] == 0 and loop.sc[4] == 0          # no arrival, no pass
-    assert (loop.start == -1).all()
+    assert (loop.out.start == -1).all()
 
 
 def test_a_pause_request_returns_after_one_instant():
