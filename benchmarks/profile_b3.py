@@ -42,36 +42,25 @@ PATCHES = {
          "          ctl, prof):"),
         ("    for q in range(last + 1):\n        if ctl[_REQUEST] == _STOP:\n",
          "    prof[20] = _rdtsc()\n    for q in range(last + 1):\n        if ctl[_REQUEST] == _STOP:\n"),
-        ("                                nodes, free, p, topo, scratch, ix)\n",
-         "                                nodes, free, p, topo, scratch, ix, prof)\n"),
-        ("def _earliest(j, q, last, now, only_now, queue, rules, jobs, types, nodes, free, p, topo,\n"
-         "              scratch, ix):",
-         "def _earliest(j, q, last, now, only_now, queue, rules, jobs, types, nodes, free, p, topo,\n"
-         "              scratch, ix, prof):"),
-        ("            te = _plan_indexed(now, ask.d, nn, only_now, ix.top[0], ix.slot[ty], ix.TR, p,\n"
-         "                               scratch.trial)\n",
+        ("            te = _plan_partition(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, ix,\n"
+         "                                 scratch.trial)\n",
          "            c0 = _rdtsc()\n"
-         "            te = _plan_indexed(now, ask.d, nn, only_now, ix.top[0], ix.slot[ty], ix.TR, p,\n"
-         "                               scratch.trial, prof)\n"
-         "            k_ = 0 if nn == 1 else 2\n"
+         "            te = _plan_partition(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, ix,\n"
+         "                                 scratch.trial, prof)\n"
+         "            k_ = (0 if ix.slot[ty] >= 0 else 4) + (0 if jobs.nn[j] == 1 else 2)\n"
          "            prof[k_] += _rdtsc() - c0\n            prof[k_ + 1] += 1\n"),
-        ("            te = _plan_job(now, ask, only_now, not now_here, plist, nodes, p, scratch.trial,\n"
-         "                           topo, topo.unit[j], ml, topo.excl[j])\n",
-         "            c0 = _rdtsc()\n"
-         "            te = _plan_job(now, ask, only_now, not now_here, plist, nodes, p, scratch.trial,\n"
-         "                           topo, topo.unit[j], ml, topo.excl[j])\n"
-         "            k_ = 4 if nn == 1 else 6\n"
-         "            prof[k_] += _rdtsc() - c0\n            prof[k_ + 1] += 1\n"),
-        ("                ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p, plist, ix)\n",
+        ("def _plan_partition(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, ix, trial):",
+         "def _plan_partition(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, ix, trial, prof):"),
+        ("                             ix.TR, p, trial)\n",
+         "                             ix.TR, p, trial, prof)\n"),
+        ("                ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p,\n"
+         "                               _nodes_of(jobs.pc_part[e], nodes), ix)\n",
          "                c0 = _rdtsc()\n"
-         "                ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p, plist, ix)\n"
+         "                ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p,\n"
+         "                               _nodes_of(jobs.pc_part[e], nodes), ix)\n"
          "                prof[8] += _rdtsc() - c0\n                prof[9] += 1\n"),
-        ("        p, ix = _hold_plan(j, t, held_end, jobs, p, ix, chosen)\n",
-         "        p, ix = _hold_plan(j, t, held_end, jobs, p, ix, chosen, prof)\n"),
-        ("def _hold_plan(j, t, held_end, jobs, p, ix, chosen):",
-         "def _hold_plan(j, t, held_end, jobs, p, ix, chosen, prof):"),
-        ("    _hold_nodes(j, t, held_end, jobs, p, ix, chosen)\n",
-         "    _hold_nodes(j, t, held_end, jobs, p, ix, chosen, prof)\n"),
+        ("        _hold_nodes(j, t, held_end, jobs, p, ix, chosen)\n",
+         "        _hold_nodes(j, t, held_end, jobs, p, ix, chosen, prof)\n"),
         ("def _hold_nodes(j, t, held_end, jobs, p, ix, chosen):",
          "def _hold_nodes(j, t, held_end, jobs, p, ix, chosen, prof):"),
         ("        touched = np.int64(0)\n        ka = kb = 0\n",

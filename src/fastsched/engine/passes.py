@@ -81,17 +81,40 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
             break
         if mode == _SKIP:
             continue
-        t, part, ix = _earliest(j, q, last, now, mode == _ONLY_NOW, queue, rules, jobs, types,
-                                nodes, free, p, topo, scratch, ix)
+        # the earliest start over the job's partitions (ties: the first listed); the
+        # state is reassigned only when it grows (each reassignment costs a
+        # reference count per array)
+        only_now = mode == _ONLY_NOW
+        ml = _switches_in_force(j, now, jobs, topo)
+        t = -1
+        for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
+            ty = jobs.pc_type[e]
+            now_here = _type_count(ty, free, types, nodes) >= jobs.nn[j]
+            if only_now and not now_here:
+                continue
+            if _slot_due(ty, rules, ix):
+                ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p,
+                               _nodes_of(jobs.pc_part[e], nodes), ix)
+            te = _plan_partition(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, ix,
+                                 scratch.trial)
+            if te >= 0 and (t < 0 or te < t):
+                t = te
+                out.part_used[j] = jobs.pc_part[e]
+                chosen[:jobs.nn[j]] = scratch.trial[:jobs.nn[j]]
+                if t == now:
+                    break
         if t < 0:
             if rules.policy == FCFS:
                 break
             continue
-        out.part_used[j] = part
         if t - now > rules.window:        # beyond the planning window: no reservation
             continue
         held_end = _on_grid(t + jobs.limit[j], rules.res)
-        p, ix = _hold_plan(j, t, held_end, jobs, p, ix, chosen)
+        # room for the holds first, so that the loop over the job's nodes assigns no array
+        if _room_short(j, jobs, p, ix, chosen):
+            p, ix = _make_room(j, jobs, p, ix, chosen)
+        ix_new_job(ix.meta)        # insertion hints: this job's own entries only
+        _hold_nodes(j, t, held_end, jobs, p, ix, chosen)
         out.planned[j] = t
         if t > now:
             resv[reserved] = j
@@ -149,43 +172,41 @@ def _new_index(T, indexed):
                  np.empty(0, dtype=np.int64))
 
 
-@njit(cache=True)
-def _earliest(j, q, last, now, only_now, queue, rules, jobs, types, nodes, free, p, topo,
-              scratch, ix):
-    """Job ``j``'s earliest start over its partitions (ties: the first listed) and
-    its nodes in ``scratch.chosen``; a type planned often enough gets an index
-    slot first. Returns (start or -1, partition, the index)."""
+@leaf_kernel
+def _switches_in_force(j, now, jobs, topo):
+    """Job ``j``'s --switches limit now: 0 once it waited ``leaf_wait`` (k@wait)."""
     ml = topo.max_leaves[j]
     if ml > 0 and topo.leaf_wait[j] >= 0 and now - jobs.eligible[j] >= topo.leaf_wait[j]:
-        ml = 0                  # --switches=k@wait: waited long enough
-    nn = jobs.nn[j]
-    ask = Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], jobs.limit[j], nn)
-    t = -1
-    part = -1
-    for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
-        pp = jobs.pc_part[e]
-        plist = nodes.pflat[nodes.poff[pp]:nodes.poff[pp + 1]]
-        ty = jobs.pc_type[e]
-        now_here = _type_count(ty, free, types, nodes) >= nn
-        if only_now and not now_here:
-            continue
-        if ix.top[2] and ix.slot[ty] < 0 and ix.top[1] < _MAX_SLOTS:
-            ix.qn[ty] += 1
-            if ix.qn[ty] > rules.index_after:
-                ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p, plist, ix)
-        if ix.slot[ty] >= 0:
-            te = _plan_indexed(now, ask.d, nn, only_now, ix.top[0], ix.slot[ty], ix.TR, p,
-                               scratch.trial)
-        else:
-            te = _plan_job(now, ask, only_now, not now_here, plist, nodes, p, scratch.trial,
-                           topo, topo.unit[j], ml, topo.excl[j])
-        if te >= 0 and (t < 0 or te < t):
-            t = te
-            part = pp
-            scratch.chosen[:nn] = scratch.trial[:nn]
-            if t == now:
-                break
-    return t, part, ix
+        return 0
+    return ml
+
+
+@leaf_kernel
+def _slot_due(ty, rules, ix):
+    """Count a plan of request type ``ty``; True when it is due a run index slot
+    (planned more than ``index_after`` times in the pass, slots left)."""
+    if not ix.top[2] or ix.slot[ty] >= 0 or ix.top[1] >= _MAX_SLOTS:
+        return False
+    ix.qn[ty] += 1
+    return ix.qn[ty] > rules.index_after
+
+
+@njit(cache=True)
+def _nodes_of(part, nodes):
+    return nodes.pflat[nodes.poff[part]:nodes.poff[part + 1]]
+
+
+@njit(cache=True)
+def _plan_partition(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, ix, trial):
+    """Job ``j``'s earliest start in its partition choice ``e`` and its nodes in
+    ``trial``: from the run index when its type has a slot, else by scan."""
+    ty = jobs.pc_type[e]
+    if ix.slot[ty] >= 0:
+        return _plan_indexed(now, jobs.limit[j], jobs.nn[j], only_now, ix.top[0], ix.slot[ty],
+                             ix.TR, p, trial)
+    ask = Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], jobs.limit[j], jobs.nn[j])
+    return _plan_job(now, ask, only_now, not now_here, _nodes_of(jobs.pc_part[e], nodes),
+                     nodes, p, trial, topo, topo.unit[j], ml, topo.excl[j])
 
 
 @njit(cache=True)
@@ -213,28 +234,34 @@ def _add_slot(ty, q, last, now, queue, jobs, types, nodes, p, plist, ix):
                  ix.sg, ix.sc, ix.sm, ix.sth, ix.tmin)
 
 
-@njit(cache=True)
-def _hold_plan(j, t, held_end, jobs, p, ix, chosen):
-    """Job ``j``'s plan holds its request on ``chosen`` over [t, held_end) in the
-    profile, and the run index follows. Returns the profile and the index (maybe
-    moved to bigger arrays)."""
-    nn = jobs.nn[j]
+@leaf_kernel
+def _room_short(j, jobs, p, ix, chosen):
+    """Do the holds of job ``j`` on ``chosen`` need more room than the profile or
+    the run index has (a hold adds two breakpoints; two more are kept free)?"""
     nix = ix.top[1]
-    # room for the holds first, so that the loop over the job's nodes assigns no
-    # array: Numba counts references to an array variable reassigned in a loop
-    # on every turn (atomic instructions, ~12 ns a variable)
     room = 0                # run-index entries the holds may add, in all
-    room1 = 0               # ... at one node
-    for i in range(nn):
+    for i in range(jobs.nn[j]):
         x = chosen[i]
-        if p.wlen[x] + 4 > p.wcap[x]:   # a hold adds two breakpoints; keep two more free
+        if p.wlen[x] + 4 > p.wcap[x] or ix.ids.shape[0] < 2 * nix * (p.wlen[x] + 4):
+            return True
+        room += nix * (p.wlen[x] + 4)
+    return nix > 0 and ix.meta[0] + room > ix.TR.shape[0]
+
+
+@njit(cache=True)
+def _make_room(j, jobs, p, ix, chosen):
+    """The profile and run index with room for job ``j``'s holds on ``chosen``."""
+    nix = ix.top[1]
+    room = 0
+    room1 = 0               # ... at one node
+    for i in range(jobs.nn[j]):
+        x = chosen[i]
+        if p.wlen[x] + 4 > p.wcap[x]:
             p = _room(x, p, 4)
         room += nix * (p.wlen[x] + 4)
         room1 = max(room1, nix * (p.wlen[x] + 4))
     if nix > 0:
         ix = _index_room(ix, room, room1)
-    ix_new_job(ix.meta)        # insertion hints: this job's own entries only
-    _hold_nodes(j, t, held_end, jobs, p, ix, chosen)
     return p, ix
 
 
@@ -253,7 +280,8 @@ def _index_room(ix, room, room1):
 
 @leaf_kernel
 def _hold_nodes(j, t, held_end, jobs, p, ix, chosen):
-    """The holds of :func:`_hold_plan`, node by node (room made)."""
+    """Job ``j``'s holds on ``chosen`` over [t, held_end), node by node (room made:
+    :func:`_make_room`), and the run index's entries follow."""
     nn = jobs.nn[j]
     nix = ix.top[1]
     _prefetch_node(chosen[0], p, ix.TR, ix.last)
