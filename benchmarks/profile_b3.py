@@ -42,32 +42,34 @@ PATCHES = {
          "          ctl, prof):"),
         ("    for q in range(last + 1):\n        if ctl[_REQUEST] == _STOP:\n",
          "    prof[20] = _rdtsc()\n    for q in range(last + 1):\n        if ctl[_REQUEST] == _STOP:\n"),
-        ("            te = _plan_partition(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, ix,\n"
-         "                                 scratch.trial)\n",
-         "            c0 = _rdtsc()\n"
-         "            te = _plan_partition(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, ix,\n"
-         "                                 scratch.trial, prof)\n"
-         "            k_ = (0 if ix.slot[ty] >= 0 else 4) + (0 if jobs.nn[j] == 1 else 2)\n"
-         "            prof[k_] += _rdtsc() - c0\n            prof[k_ + 1] += 1\n"),
-        ("def _plan_partition(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, ix, trial):",
-         "def _plan_partition(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, ix, trial, prof):"),
-        ("                             ix.TR, p, trial)\n",
-         "                             ix.TR, p, trial, prof)\n"),
+        ("                te = _plan_indexed(now, jobs.limit[j], jobs.nn[j], only_now, ix.top[0],\n"
+         "                                   ix.slot[ty], ix.TR, p, scratch.trial)\n",
+         "                c0 = _rdtsc()\n"
+         "                te = _plan_indexed(now, jobs.limit[j], jobs.nn[j], only_now, ix.top[0],\n"
+         "                                   ix.slot[ty], ix.TR, p, scratch.trial, prof)\n"
+         "                k_ = 0 if jobs.nn[j] == 1 else 2\n"
+         "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
+        ("                te = _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo,\n"
+         "                                scratch.trial)\n",
+         "                c0 = _rdtsc()\n"
+         "                te = _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo,\n"
+         "                                scratch.trial)\n"
+         "                k_ = 4 if jobs.nn[j] == 1 else 6\n"
+         "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
         ("                ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p,\n"
          "                               _nodes_of(jobs.pc_part[e], nodes), ix)\n",
          "                c0 = _rdtsc()\n"
          "                ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p,\n"
          "                               _nodes_of(jobs.pc_part[e], nodes), ix)\n"
          "                prof[8] += _rdtsc() - c0\n                prof[9] += 1\n"),
-        ("        _hold_nodes(j, t, held_end, jobs, p, ix, chosen)\n",
-         "        _hold_nodes(j, t, held_end, jobs, p, ix, chosen, prof)\n"),
-        ("def _hold_nodes(j, t, held_end, jobs, p, ix, chosen):",
-         "def _hold_nodes(j, t, held_end, jobs, p, ix, chosen, prof):"),
+        ("                    chosen)\n", "                    chosen, prof)\n"),
+        ("def _hold_nodes(ask, t, held_end, p, ix, chosen):",
+         "def _hold_nodes(ask, t, held_end, p, ix, chosen, prof):"),
         ("        touched = np.int64(0)\n        ka = kb = 0\n",
          "        c1 = _rdtsc()\n        prof[11] += 1\n        touched = np.int64(0)\n        ka = kb = 0\n"),
-        ("        _hold(x, t, held_end, jobs.rg[j], jobs.rc[j], jobs.rm[j], p)\n",
+        ("        _hold(x, t, held_end, ask.g, ask.c, ask.m, p)\n",
          "        c2 = _rdtsc()\n        prof[12] += c2 - c1\n"
-         "        _hold(x, t, held_end, jobs.rg[j], jobs.rc[j], jobs.rm[j], p)\n"
+         "        _hold(x, t, held_end, ask.g, ask.c, ask.m, p)\n"
          "        c3 = _rdtsc()\n        prof[10] += c3 - c2\n"),
         ("                                ix.last, ix.ids, ix.ibuf)\n",
          "                                ix.last, ix.ids, ix.ibuf)\n"

@@ -95,8 +95,12 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
             if _slot_due(ty, rules, ix):
                 ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p,
                                _nodes_of(jobs.pc_part[e], nodes), ix)
-            te = _plan_partition(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, ix,
-                                 scratch.trial)
+            if ix.slot[ty] >= 0:        # (inline: the hot path of a deep pass)
+                te = _plan_indexed(now, jobs.limit[j], jobs.nn[j], only_now, ix.top[0],
+                                   ix.slot[ty], ix.TR, p, scratch.trial)
+            else:
+                te = _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo,
+                                scratch.trial)
             if te >= 0 and (t < 0 or te < t):
                 t = te
                 out.part_used[j] = jobs.pc_part[e]
@@ -114,7 +118,8 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
         if _room_short(j, jobs, p, ix, chosen):
             p, ix = _make_room(j, jobs, p, ix, chosen)
         ix_new_job(ix.meta)        # insertion hints: this job's own entries only
-        _hold_nodes(j, t, held_end, jobs, p, ix, chosen)
+        _hold_nodes(Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], 0, jobs.nn[j]), t, held_end, p, ix,
+                    chosen)
         out.planned[j] = t
         if t > now:
             resv[reserved] = j
@@ -197,13 +202,9 @@ def _nodes_of(part, nodes):
 
 
 @njit(cache=True)
-def _plan_partition(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, ix, trial):
-    """Job ``j``'s earliest start in its partition choice ``e`` and its nodes in
-    ``trial``: from the run index when its type has a slot, else by scan."""
-    ty = jobs.pc_type[e]
-    if ix.slot[ty] >= 0:
-        return _plan_indexed(now, jobs.limit[j], jobs.nn[j], only_now, ix.top[0], ix.slot[ty],
-                             ix.TR, p, trial)
+def _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, trial):
+    """Job ``j``'s earliest start in its partition choice ``e`` by scan, its nodes
+    in ``trial`` (:func:`fastsched.engine.earliest._plan_job`)."""
     ask = Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], jobs.limit[j], jobs.nn[j])
     return _plan_job(now, ask, only_now, not now_here, _nodes_of(jobs.pc_part[e], nodes),
                      nodes, p, trial, topo, topo.unit[j], ml, topo.excl[j])
@@ -279,10 +280,10 @@ def _index_room(ix, room, room1):
 
 
 @leaf_kernel
-def _hold_nodes(j, t, held_end, jobs, p, ix, chosen):
-    """Job ``j``'s holds on ``chosen`` over [t, held_end), node by node (room made:
-    :func:`_make_room`), and the run index's entries follow."""
-    nn = jobs.nn[j]
+def _hold_nodes(ask, t, held_end, p, ix, chosen):
+    """A job's holds of ``ask`` on ``chosen`` over [t, held_end), node by node (room
+    made: :func:`_make_room`), and the run index's entries follow."""
+    nn = ask.need
     nix = ix.top[1]
     _prefetch_node(chosen[0], p, ix.TR, ix.last)
     for i in range(nn):
@@ -296,7 +297,7 @@ def _hold_nodes(j, t, held_end, jobs, p, ix, chosen):
             kb = _split(x, held_end, p)
             touched = ix_touched(x, ka, kb, nix, ix.sg, ix.sc, ix.sm, ix.elig, p.WG, p.WC,
                                  p.WM, p.wo)
-        _hold(x, t, held_end, jobs.rg[j], jobs.rc[j], jobs.rm[j], p)
+        _hold(x, t, held_end, ask.g, ask.c, ask.m, p)
         if touched != 0:    # ... and their entries updated after it
             ix.top[0] = ix_hold(ix.TR, ix.fr, ix.meta, ix.top[0], x, ka, kb, touched, nix, ix.sg,
                                 ix.sc, ix.sm, ix.sth, p.WT, p.WG, p.WC, p.WM, p.wo, p.wlen,
