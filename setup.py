@@ -1,11 +1,11 @@
-"""Builds the compiled core: kernels/*.pyx -> fastsched._kernels (metadata is in pyproject.toml)."""
+"""Builds the compiled core: kernels/*.pyx -> fastsched.engine._kernels (metadata is in pyproject.toml)."""
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 extensions = [
     Extension(
-        "fastsched._kernels",
+        "fastsched.engine._kernels",
         ["kernels/_kernels.pyx"],
         include_dirs=[numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],

@@ -1,9 +1,9 @@
 """Where a B3 pass spends its time: an instrumented copy of the node engine.
 
 Copies ``src/fastsched`` to a temporary directory, inserts cycle counters
-(``llvm.readcyclecounter``, ~20 ns each) into ``nodeplan._pass`` /
-``_plan_indexed`` by text patches, builds the B3 state once (cached in /tmp)
-and runs one pass with counters. A development tool: if a patch no longer applies it says which.
+(``llvm.readcyclecounter``, ~20 ns each) into the engine's pass
+(``engine/passes.py``, ``engine/earliest.py``) by text patches, builds the B3
+state once (cached in /tmp) and runs one pass with counters. A development tool: if a patch no longer applies it says which.
 
     PYTHONPATH=$PWD/src python benchmarks/profile_b3.py [--cluster ai-100k] [--pending 100000]
 """
@@ -33,67 +33,81 @@ def _rdtsc(typingctx):
     return _types.int64(), codegen
 '''
 
-# (old text, new text): each old text must occur exactly once in nodeplan.py
-PATCHES = [
-    ("def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen):",
-     "def _plan_indexed(now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen, prof):"),
-    ("    return _plan_multi(z, now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen)\n",
-     "    return _plan_multi(z, now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen,\n"
-     "                       prof)\n"),
-    ("def _plan_multi(z, now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen):",
-     "def _plan_multi(z, now, d, need, only_now, root, q, TR, WT, WG, WC, WM, wo, wlen, chosen, prof):"),
-    ("            hs = _heap_push(hk, hv, hs, b, z)\n",
-     "            hs = _heap_push(hk, hv, hs, b, z)\n            prof[18] += 1\n"),
-    ("          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep, ctl):\n    \"\"\"One scheduling pass",
-     "          eligible, gmasks, index_after, pbits, excl, boff, bnodes, keep, ctl, prof):\n    \"\"\"One scheduling pass"),
-    ("              *_exclusive(pl, avail, order), False, control, control=control)[0]",
-     "              *_exclusive(pl, avail, order), False, control, _PROF, control=control)[0]"),
-    ("                te = _plan_indexed(now, dur, nn[j], only_now, root, slot[ty], TR, WT, WG, WC,\n"
-     "                                   WM, wo, wlen, trial)\n",
-     "                c0 = _rdtsc()\n"
-     "                te = _plan_indexed(now, dur, nn[j], only_now, root, slot[ty], TR, WT, WG, WC,\n"
-     "                                   WM, wo, wlen, trial, prof)\n"
-     "                k_ = 0 if nn[j] == 1 else 2\n"
-     "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
-    ("                te = _plan_job(now, rg[j], rc[j], rm[j], dur, nn[j], only_now, not now_here,\n",
-     "                c0 = _rdtsc()\n"
-     "                te = _plan_job(now, rg[j], rc[j], rm[j], dur, nn[j], only_now, not now_here,\n"),
-    ("unit[j], ml, excl[j], boff, bnodes)\n",
-     "unit[j], ml, excl[j], boff, bnodes)\n"
-     "                k_ = 4 if nn[j] == 1 else 6\n"
-     "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
-    ("                    root, TR, fr = _ix_build(",
-     "                    c0 = _rdtsc()\n                    root, TR, fr = _ix_build("),
-    ("                                             wo, wlen, lastid, elig, root)\n                    slot[ty] = nix\n",
-     "                                             wo, wlen, lastid, elig, root)\n                    slot[ty] = nix\n"
-     "                    prof[8] += _rdtsc() - c0\n                    prof[9] += 1\n"),
-    ("            if nix > 0:         # the slots whose runs this hold can change: before it...\n",
-     "            c1 = _rdtsc()\n            prof[11] += 1\n"
-     "            if nix > 0:         # the slots whose runs this hold can change: before it...\n"),
-    ("            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)\n",
-     "            c2 = _rdtsc()\n            prof[12] += c2 - c1\n"
-     "            _hold(x, t, held_end, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)\n"
-     "            c3 = _rdtsc()\n            prof[10] += c3 - c2\n"),
-    ("                               WG, WC, WM, wo, wlen, lastid, ids, ibuf)\n        planned[j] = t\n",
-     "                               WG, WC, WM, wo, wlen, lastid, ids, ibuf)\n"
-     "                prof[13] += 1\n"
-     "            prof[14] += _rdtsc() - c3\n        planned[j] = t\n"),
-    ("    for q in range(last + 1):\n        if ctl[_REQUEST] == _STOP:\n",
-     "    prof[20] = _rdtsc()\n    for q in range(last + 1):\n        if ctl[_REQUEST] == _STOP:\n"),
-    ("    # the next pass starts from the running jobs: undo this pass's reservations\n",
-     "    c9 = _rdtsc()\n    prof[16] += c9 - prof[20]\n"
-     "    # the next pass starts from the running jobs: undo this pass's reservations\n"),
-    ("            _give_back(alloc_nodes[o], planned[j], e, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)\n"
-     "    return nstarted,",
-     "            _give_back(alloc_nodes[o], planned[j], e, rg[j], rc[j], rm[j], WT, WG, WC, WM, wo, wlen)\n"
-     "    prof[17] += _rdtsc() - c9\n    return nstarted,"),
-    ("from .validation import check_basic, reject, request_capacity\n",
-     "from .validation import check_basic, reject, request_capacity\n" + RDTSC + "\n_PROF = np.zeros(32, dtype=np.int64)\n"),
-]
+# per engine file, (old text, new text): each old text must occur exactly once in it
+PATCHES = {
+    "passes.py": [
+        ("def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, out, scratch,\n"
+         "          ctl):",
+         "def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, out, scratch,\n"
+         "          ctl, prof):"),
+        ("    for q in range(last + 1):\n        if ctl[_REQUEST] == _STOP:\n",
+         "    prof[20] = _rdtsc()\n    for q in range(last + 1):\n        if ctl[_REQUEST] == _STOP:\n"),
+        ("                te = _plan_indexed(now, jobs.limit[j], jobs.nn[j], only_now, ix.top[0],\n"
+         "                                   ix.slot[ty], ix.TR, p, scratch.trial)\n",
+         "                c0 = _rdtsc()\n"
+         "                te = _plan_indexed(now, jobs.limit[j], jobs.nn[j], only_now, ix.top[0],\n"
+         "                                   ix.slot[ty], ix.TR, p, scratch.trial, prof)\n"
+         "                k_ = 0 if jobs.nn[j] == 1 else 2\n"
+         "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
+        ("                te = _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo,\n"
+         "                                scratch.trial)\n",
+         "                c0 = _rdtsc()\n"
+         "                te = _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo,\n"
+         "                                scratch.trial)\n"
+         "                k_ = 4 if jobs.nn[j] == 1 else 6\n"
+         "                prof[k_] += _rdtsc() - c0\n                prof[k_ + 1] += 1\n"),
+        ("                ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p,\n"
+         "                               _nodes_of(jobs.pc_part[e], nodes), ix)\n",
+         "                c0 = _rdtsc()\n"
+         "                ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p,\n"
+         "                               _nodes_of(jobs.pc_part[e], nodes), ix)\n"
+         "                prof[8] += _rdtsc() - c0\n                prof[9] += 1\n"),
+        ("                    chosen)\n", "                    chosen, prof)\n"),
+        ("def _hold_nodes(ask, t, held_end, p, ix, chosen):",
+         "def _hold_nodes(ask, t, held_end, p, ix, chosen, prof):"),
+        ("        touched = np.int64(0)\n        ka = kb = 0\n",
+         "        c1 = _rdtsc()\n        prof[11] += 1\n        touched = np.int64(0)\n        ka = kb = 0\n"),
+        ("        _hold(x, t, held_end, ask.g, ask.c, ask.m, p)\n",
+         "        c2 = _rdtsc()\n        prof[12] += c2 - c1\n"
+         "        _hold(x, t, held_end, ask.g, ask.c, ask.m, p)\n"
+         "        c3 = _rdtsc()\n        prof[10] += c3 - c2\n"),
+        ("                                ix.last, ix.ids, ix.ibuf)\n",
+         "                                ix.last, ix.ids, ix.ibuf)\n"
+         "            prof[13] += 1\n        prof[14] += _rdtsc() - c3\n"),
+        ("    if rules.keep:      # the next pass starts from the running jobs\n"
+         "        _undo_reservations(resv, reserved, rules, jobs, out, p)\n",
+         "    c9 = _rdtsc()\n    prof[16] += c9 - prof[20]\n"
+         "    if rules.keep:      # the next pass starts from the running jobs\n"
+         "        _undo_reservations(resv, reserved, rules, jobs, out, p)\n"
+         "    prof[17] += _rdtsc() - c9\n"),
+        ("from .state import Ask, Index\n",
+         "from .state import Ask, Index\n" + RDTSC + "\n_PROF = np.zeros(32, dtype=np.int64)\n"),
+    ],
+    "earliest.py": [
+        ("def _plan_indexed(now, d, need, only_now, root, q, TR, p, chosen):",
+         "def _plan_indexed(now, d, need, only_now, root, q, TR, p, chosen, prof):"),
+        ("    return _plan_multi(z, now, d, need, only_now, root, q, TR, p, chosen)\n",
+         "    return _plan_multi(z, now, d, need, only_now, root, q, TR, p, chosen, prof)\n"),
+        ("def _plan_multi(z, now, d, need, only_now, root, q, TR, p, chosen):",
+         "def _plan_multi(z, now, d, need, only_now, root, q, TR, p, chosen, prof):"),
+        ("            hs = _heap_push(hk, hv, hs, b, z)\n",
+         "            hs = _heap_push(hk, hv, hs, b, z)\n            prof[18] += 1\n"),
+    ],
+    "plan.py": [
+        ("from .passes import FCFS, _pass\n", "from .passes import FCFS, _PROF, _pass\n"),
+        ("out, new_scratch(jobs.nn), control,\n                    control=control)[0]",
+         "out, new_scratch(jobs.nn), control, _PROF,\n                    control=control)[0]"),
+    ],
+    "loop.py": [
+        ("                                     run, lim, topo, out, scratch, ctl)\n",
+         "                                     run, lim, topo, out, scratch, ctl,\n"
+         "                                     np.zeros(32, dtype=np.int64))\n"),
+    ],
+}
 
 
-def patch(text: str) -> str:
-    for old, new in PATCHES:
+def patch(text: str, patches) -> str:
+    for old, new in patches:
         n = text.count(old)
         if n != 1:
             raise SystemExit(f"profile_b3: patch anchor found {n} times: {old[:70]!r}")
@@ -110,10 +124,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="b3prof")
     pkg = os.path.join(tmp, "fastsched")
     shutil.copytree(SRC, pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    path = os.path.join(pkg, "nodeplan.py")
-    text = open(path).read()
-    text = patch(text)
-    open(path, "w").write(text)
+    for name, patches in PATCHES.items():
+        path = os.path.join(pkg, "engine", name)
+        text = patch(open(path).read(), patches)
+        open(path, "w").write(text)
     env = dict(os.environ, PYTHONPATH=tmp, NUMBA_CACHE_DIR=os.path.join(tmp, "cache"))
     code = RUNNER.format(cluster=args.cluster, pending=args.pending, policy=args.policy)
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
@@ -124,7 +138,7 @@ RUNNER = r'''
 import os, pickle, time
 import numpy as np
 import fastsched
-from fastsched import nodeplan
+from fastsched.engine import passes as nodeplan
 from fastsched.bench.state import busy_state, run_pass
 p = "/tmp/b3state-{cluster}-{pending}.pkl"
 if os.path.exists(p):

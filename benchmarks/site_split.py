@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import fastsched.sim.site as site
-from fastsched import nodeplan
+from fastsched.engine import inputs as nodeinputs, loop as nodeloop
 from fastsched.bench.scenarios import ai_mix_site_inputs, ai_mix_site_run
 
 
@@ -33,10 +33,10 @@ def main():
             return out
         return g
 
-    loop = nodeplan._EventLoop
+    loop = nodeloop._EventLoop
     loop.run, loop.progress = timed(loop.run, "engine"), timed(loop.progress, "progress")
     loop.set_rank = timed(loop.set_rank, "set_rank")
-    nodeplan._unique_rank = timed(nodeplan._unique_rank, "unique_rank")
+    nodeloop._unique_rank = timed(nodeinputs._unique_rank, "unique_rank")
     make = site.priority_function
     if args.old:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

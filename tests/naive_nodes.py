@@ -1,4 +1,4 @@
-"""The slow, obviously-correct twin of the node-level engine (``fastsched.nodeplan``).
+"""The slow, obviously-correct twin of the node-level engine (``fastsched.engine``).
 
 THE DEFINITION of the GPU-granular semantics (docs/gpu-semantics.md says the same
 in words). Plain Python lists and dicts, no cleverness: every question ("how much

@@ -17,12 +17,13 @@ import pytest
 #: ones, so that the unchecked read past their end stays inside memory we own.
 PROBE = """
 import numpy as np
-from fastsched import nodeplan
+from fastsched.engine.profile import _segment_at
+from fastsched.engine.state import Profile
 wo = np.zeros(8, dtype=np.int64)[:2]; wlen = np.ones(8, dtype=np.int64)[:2]
 WT = np.zeros(4, dtype=np.int64)
-nodeplan._segment_at(np.int64(0), np.int64(5), WT, wo, wlen)     # compiles (and caches)
+_segment_at(np.int64(0), np.int64(5), Profile(WT, WT, WT, WT, wo, wlen, wlen, wo))     # compiles (and caches)
 try:
-    nodeplan._segment_at(np.int64(2), np.int64(5), WT, wo, wlen)
+    _segment_at(np.int64(2), np.int64(5), Profile(WT, WT, WT, WT, wo, wlen, wlen, wo))
     print("unchecked")
 except IndexError:
     print("checked")

@@ -83,7 +83,7 @@ def test_the_loop_pickled_at_any_instant_goes_on_exactly(instants, policy):
     """A plain run paused after a chosen number of instants (as a checkpoint would),
     its state pickled and loaded, then run on: the whole run's result."""
     import cloudpickle
-    from fastsched.nodeplan import _EventLoop, run_nodes
+    from fastsched.engine.loop import _EventLoop, run_nodes
     from fastsched.model.constraints import Dependencies, PartitionChoices
     jobs = WORKLOAD.jobs
     whole = run_nodes(CLUSTER, jobs, policy)

@@ -13,7 +13,7 @@ from fastsched.model.cluster import Partition
 from fastsched.model.constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, CAPS, Dependencies,
                                    LimitGroups, PartitionChoices)
 from fastsched.model.errors import InputError
-from fastsched.nodeplan import RunningJobs, limit_reasons, plan_nodes, run_nodes
+from fastsched.engine import RunningJobs, limit_reasons, plan_nodes, run_nodes
 from test_nodeplan import assert_valid, node_clusters, node_workloads
 
 SETTINGS = settings(max_examples=100, deadline=None,

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 import fastsched as fs
-from fastsched import interrupt, nodeplan
-from fastsched.interrupt import DONE, NOW, PAUSE, REQUEST, STOP, Interrupted
-from fastsched.nodeplan import _EventLoop, run_nodes
+from fastsched.engine import interrupt, loop as engine_loop, plan as engine_plan
+from fastsched.engine.interrupt import DONE, NOW, PAUSE, REQUEST, STOP, Interrupted
+from fastsched.engine.loop import _EventLoop, run_nodes
 from fastsched.model.constraints import Dependencies, LimitGroups, PartitionChoices
 
 CLUSTER = fs.Cluster.homogeneous(3, cpus=4, gpus=4, mem_mb=100)
@@ -47,7 +47,7 @@ def test_a_stop_request_returns_before_the_next_instant():
     loop.control[REQUEST] = STOP
     loop.run()
     assert loop.sc[0] == 0 and loop.sc[4] == 0          # no arrival, no pass
-    assert (loop.start == -1).all()
+    assert (loop.out.start == -1).all()
 
 
 def test_a_pause_request_returns_after_one_instant():
@@ -96,7 +96,8 @@ def test_a_stop_request_cuts_a_single_pass_short(monkeypatch):
         c = np.zeros(4, dtype=np.int64)
         c[REQUEST] = STOP
         return c
-    monkeypatch.setattr(nodeplan, "new_control", stopped)
+    monkeypatch.setattr(engine_loop, "new_control", stopped)
+    monkeypatch.setattr(engine_plan, "new_control", stopped)
     d = sched.schedule(now=0, full=True).to_pandas()
     assert (d["outcome"] == "blocked").all()
 

@@ -1,4 +1,4 @@
-"""The node engine's single pass (fastsched.nodeplan.plan_nodes) against its event loop.
+"""The node engine's single pass (fastsched.engine.plan_nodes) against its event loop.
 
 Rebuilding the state the simulator had at an instant t, just before its pass
 (running = started before t and not yet ended; pending = submitted by t and not
@@ -14,7 +14,7 @@ from test_nodeplan import gpu_cluster, jobs_of, node_cases
 from fastsched import JobTable
 from fastsched.model.errors import InputError
 from fastsched.model.jobs import JOB_FIELDS
-from fastsched.nodeplan import (BLOCKED, RESERVED, START, RunningJobs, plan_nodes,
+from fastsched.engine import (BLOCKED, RESERVED, START, RunningJobs, plan_nodes,
                                 simulate_nodes)
 
 SETTINGS = settings(max_examples=60, deadline=None,

@@ -1,4 +1,4 @@
-"""The node-level engine (fastsched.nodeplan) against its twin (tests/naive_nodes.py).
+"""The node-level engine (fastsched.engine) against its twin (tests/naive_nodes.py).
 
 Identical start times, node lists and GPU masks on random small heterogeneous
 clusters; the pool engine's fcfs on homogeneous whole-node workloads; resource
@@ -13,7 +13,7 @@ import naive_nodes
 from fastsched import Cluster, JobTable, simulate, verify
 from fastsched.model.cluster import NodeState, Partition
 from fastsched.model.errors import InputError
-from fastsched.nodeplan import check_node_jobs, simulate_nodes
+from fastsched.engine import check_node_jobs, simulate_nodes
 from fastsched.model.schedule import Schedule
 from fastsched.tools.testing import cluster_and_workload
 

@@ -1,7 +1,7 @@
 """Kernels compiled without Numba's reference counting (``_nrt=False``).
 
 Such a kernel skips the atomic increments and decrements of array reference
-counts (fastsched.runindex says why it matters), so it must not return an
+counts (fastsched.engine.runindex says why it matters), so it must not return an
 array: the caller would take a reference the kernel never made, and free the
 array while its owner still uses it. Numba itself refuses allocation there, not
 a returned argument; this checks every compiled signature of every such kernel.
@@ -34,7 +34,7 @@ def _leaf_kernels():
             if (isinstance(obj, numba.core.registry.CPUDispatcher)
                     and obj.__module__ == m.__name__
                     and obj.targetoptions.get("_nrt") is False):
-                out.append((f"{mod}.{name}", obj))
+                out.append((f"{mod.split('/')[-1]}.{name}", obj))
     return out
 
 
@@ -46,16 +46,16 @@ def _array_returning(kernels):
 _COMPILE_AND_CHECK = """
 import sys
 sys.path.insert(0, {tests!r})
-from fastsched import nodeplan
+from fastsched.engine import plan
 from fastsched.bench.state import busy_state, run_pass
 from test_nrt import _array_returning, _leaf_kernels
-nodeplan._INDEX_AFTER_PASS = 0
+plan._INDEX_AFTER_PASS = 0
 d = run_pass(busy_state("ai-8k", pending=400, seed=5), "conservative", full=True)
 assert (d.outcome == 1).sum() > 50          # reservations: holds updated the index
 kernels = _leaf_kernels()
 compiled = {{name for name, k in kernels if k.nopython_signatures}}
-for hot in ("runindex.ix_hold", "runindex.tr_succ", "nodeplan._hold",
-            "nodeplan._plan_indexed", "nodeplan._split"):
+for hot in ("runindex.ix_hold", "runindex.tr_succ", "profile._hold",
+            "earliest._plan_indexed", "profile._split"):
     assert hot in compiled, hot
 print(len(compiled), _array_returning(kernels))
 """
@@ -99,14 +99,14 @@ def test_the_check_sees_a_returned_array():
 
 
 def test_every_kernel_without_reference_counting_is_declared_a_leaf_kernel():
-    """``_nrt=False`` is spelled once, in fastsched.leafkernel, whose docstring
+    """``_nrt=False`` is spelled once, in fastsched.engine.leafkernel, whose docstring
     says why such a kernel is safe; every other one goes through leaf_kernel."""
     import pathlib
     import fastsched
     package = pathlib.Path(fastsched.__file__).parent
-    spelled = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py")
+    spelled = sorted(p.name for p in package.rglob("*.py")
                      if "_nrt=False" in p.read_text().replace("``_nrt=False``", ""))
     assert spelled == ["leafkernel.py"]
     leaves = [name for name, _ in _leaf_kernels()]
-    assert len(leaves) >= 60 and all(name.split(".")[0] in ("nodeplan", "runindex")
-                                     for name in leaves)
+    engine = {m.split("/")[1] for m in KERNEL_SOURCES if m.startswith("engine/")}
+    assert len(leaves) >= 60 and all(name.split(".")[0] in engine for name in leaves)

@@ -1,11 +1,11 @@
-"""fastsched.prefetch: a hint that compiles in kernels, changes nothing, and
+"""fastsched.engine.prefetch: a hint that compiles in kernels, changes nothing, and
 takes arrays of its own dimension only (prefetch: 2-D, prefetch1: 1-D)."""
 import numpy as np
 import pytest
 from numba import njit
 from numba.core.errors import TypingError
 
-from fastsched.prefetch import prefetch, prefetch1
+from fastsched.engine.prefetch import prefetch, prefetch1
 
 
 @njit

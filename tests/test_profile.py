@@ -1,4 +1,4 @@
-"""The node engine's work profile kept between passes (fastsched.nodeplan).
+"""The node engine's work profile kept between passes (fastsched.engine).
 
 After every instant of a simulation the kept profile must equal the one built
 from scratch from the running jobs (the reservations of the pass undone,
@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 import naive_nodes
 from test_nodeplan import assert_valid, node_cases, twin
-from fastsched import nodeplan
+from fastsched.engine import loop as engine_loop, plan as engine_plan
 from fastsched.model.constraints import Dependencies, LimitGroups
-from fastsched.nodeplan import RunningJobs, _EventLoop, check_node_jobs, plan_nodes, run_nodes
+from fastsched.engine import RunningJobs, check_node_jobs, plan_nodes, run_nodes
+from fastsched.engine.loop import _EventLoop
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -38,11 +39,12 @@ def scratch_profile(loop, x, now):
     """Node x's profile from its running jobs (started, actual end > now), each
     holding until start + limit rounded up to a multiple of the resolution."""
     holds = []
-    for j in np.flatnonzero((loop.start >= 0) & (loop.end > now)):
-        if x in loop.alloc_nodes[loop.offsets[j]:loop.offsets[j + 1]]:
-            he = -(-(int(loop.start[j]) + int(loop.limit[j])) // int(loop.res)) * int(loop.res)
-            holds.append((he, int(loop.rg[j]), int(loop.rc[j]), int(loop.rm[j])))
-    cap = (int(loop.capG[x]), int(loop.capC[x]), int(loop.capM[x]))
+    for j in np.flatnonzero((loop.out.start >= 0) & (loop.out.end > now)):
+        if x in loop.out.alloc_nodes[loop.jobs.offsets[j]:loop.jobs.offsets[j + 1]]:
+            res = int(loop.rules.res)
+            he = -(-(int(loop.out.start[j]) + int(loop.jobs.limit[j])) // res) * res
+            holds.append((he, int(loop.jobs.rg[j]), int(loop.jobs.rc[j]), int(loop.jobs.rm[j])))
+    cap = (int(loop.nodes.capG[x]), int(loop.nodes.capC[x]), int(loop.nodes.capM[x]))
 
     def free(b):
         return tuple(cap[k] - sum(h[k + 1] for h in holds if h[0] > b) for k in range(3))
@@ -51,10 +53,10 @@ def scratch_profile(loop, x, now):
 
 
 def assert_profile_kept(loop, now):
-    for x in range(len(loop.capG)):
+    for x in range(len(loop.nodes.capG)):
         WT, WG, WC, WM = loop.profile(x)
-        L = int(loop.wlen[x])
-        assert len(WT) == L and L + 2 <= loop.wcap[x]     # room for two more breakpoints
+        L = int(loop.p.wlen[x])
+        assert len(WT) == L and L + 2 <= loop.p.wcap[x]     # room for two more breakpoints
         assert WT[0] <= now
         times = [now] + [int(t) for t in WT[1:L]]
         assert all(a < b for a, b in zip(times, times[1:])), (x, times)
@@ -62,19 +64,19 @@ def assert_profile_kept(loop, now):
         expect, ends = scratch_profile(loop, x, now)
         assert kept == expect, (x, now, kept, expect)
         assert set(times[1:]) <= ends, "a breakpoint that is no running job's held end"
-        assert (int(loop.fg[x]), int(loop.fc[x]), int(loop.fm[x])) == expect[0][1]
+        assert (int(loop.free.fg[x]), int(loop.free.fc[x]), int(loop.free.fm[x])) == expect[0][1]
     tp, tg, tc, tm = loop.types
-    for ty in np.flatnonzero(loop.tcount >= 0):
-        nodes = loop.pflat[loop.poff[tp[ty]]:loop.poff[tp[ty] + 1]]
-        cnt = np.count_nonzero((loop.fg[nodes] >= tg[ty]) & (loop.fc[nodes] >= tc[ty])
-                               & (loop.fm[nodes] >= tm[ty]))
-        assert loop.tcount[ty] == cnt, (ty, now)
+    for ty in np.flatnonzero(loop.free.tcount >= 0):
+        nodes = loop.nodes.pflat[loop.nodes.poff[tp[ty]]:loop.nodes.poff[tp[ty] + 1]]
+        cnt = np.count_nonzero((loop.free.fg[nodes] >= tg[ty]) & (loop.free.fc[nodes] >= tc[ty])
+                               & (loop.free.fm[nodes] >= tm[ty]))
+        assert loop.free.tcount[ty] == cnt, (ty, now)
 
 
 @pytest.fixture(params=[16, 0])
 def index_after(request, monkeypatch):
     """The scan path, and the run index from a type's first plan (it writes the profile too)."""
-    monkeypatch.setattr(nodeplan, "_INDEX_AFTER", request.param)
+    monkeypatch.setattr(engine_loop, "_INDEX_AFTER", request.param)
     return request.param
 
 

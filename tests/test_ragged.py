@@ -1,4 +1,4 @@
-"""The ragged work profile's storage (fastsched.nodeplan: _segments, _room,
+"""The ragged work profile's storage (fastsched.engine.profile: new_profile, _room,
 _compact): node x's breakpoints live in ``W?[wo[x]:wo[x] + wlen[x]]``, in a
 segment of ``wcap[x]`` entries; a node that outgrows it moves to a bigger one
 at the top, the arrays are compacted or doubled when full.
@@ -12,7 +12,18 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastsched.nodeplan import _compact, _profile_of, _room, _segments
+from fastsched.engine.profile import _compact, _room, new_profile, profile_of
+from fastsched.engine.state import Profile
+
+
+def _segments(wcap):
+    """A fresh profile's storage as (W, wo, wcap, wst)."""
+    p = new_profile(wcap)
+    return list(p[:4]), p.wo, p.wcap, p.wst
+
+
+def _profile_of(W, wo, wlen, x):
+    return profile_of(Profile(*W, wo, wlen, wlen, wo), x)
 
 
 def check(W, wo, wlen, wcap, wst, twin):
@@ -34,7 +45,7 @@ def grow(x, W, wo, wlen, wcap, wst, twin, row):
         A[o + L] = v
     wlen[x] = L + 1
     twin[x].append(row)
-    return list(_room(x, *W, wo, wlen, wcap, wst))
+    return list(_room(x, Profile(*W, wo, wlen, wcap, wst))[:4])
 
 
 @settings(max_examples=60, deadline=None)
@@ -94,7 +105,7 @@ def test_compact_slides_segments_in_offset_order():
     wlen = np.array([1, 2, 1], dtype=np.int64)
     for A in W:
         A[8], A[2], A[3], A[5] = 10, 20, 21, 30
-    top = _compact(*W, wo, wlen, wcap)
+    top = _compact(Profile(*W, wo, wlen, wcap, np.zeros(2, dtype=np.int64)))
     assert top == 6
     assert wo.tolist() == [4, 0, 2]
     assert W[0][[0, 1, 2, 4]].tolist() == [20, 21, 30, 10]

@@ -1,4 +1,4 @@
-"""The run index (fastsched.runindex) and the node engine's indexed path.
+"""The run index (fastsched.engine.runindex) and the node engine's indexed path.
 
 The engine switches a request type to its run index after ``_INDEX_AFTER``
 plans in a pass of the event loop (``_INDEX_AFTER_PASS`` in a single pass); the exactness suites mostly run small queues that stay on
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from test_constraints import assert_same, constrained_cases
 from test_nodepass import check_against_simulation
 from test_nodeplan import assert_same_as_twin, node_cases
-from fastsched import nodeplan
+from fastsched.engine import limits as engine_limits, loop as engine_loop, plan as engine_plan
 
 FAST = settings(max_examples=40, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -23,8 +23,8 @@ FAST = settings(max_examples=40, deadline=None,
 
 @pytest.fixture(params=[0, 2])
 def indexed(request, monkeypatch):
-    monkeypatch.setattr(nodeplan, "_INDEX_AFTER", request.param)
-    monkeypatch.setattr(nodeplan, "_INDEX_AFTER_PASS", request.param)
+    monkeypatch.setattr(engine_loop, "_INDEX_AFTER", request.param)
+    monkeypatch.setattr(engine_plan, "_INDEX_AFTER_PASS", request.param)
     return request.param
 
 
@@ -61,7 +61,7 @@ def test_deep_pass_same_with_and_without_index(monkeypatch, policy):
     state = busy_state("ai-8k", pending=1500, seed=3)
     out = {}
     for after in (-1, 0, 16):
-        monkeypatch.setattr(nodeplan, "_INDEX_AFTER_PASS", after)
+        monkeypatch.setattr(engine_plan, "_INDEX_AFTER_PASS", after)
         out[after] = run_pass(state, policy, full=True, depth=300)
     ref = out[-1]
     assert (ref.outcome == 1).sum() > 100 and (ref.outcome == 0).sum() > 10   # a deep pass
@@ -80,8 +80,8 @@ def test_unpackable_cluster_plans_the_same_by_scanning(monkeypatch):
     import dataclasses
     from fastsched import JobTable
     from fastsched.bench.state import busy_state, run_pass
-    from fastsched.runindex import ix_packable
-    monkeypatch.setattr(nodeplan, "_INDEX_AFTER_PASS", 0)
+    from fastsched.engine.runindex import ix_packable
+    monkeypatch.setattr(engine_plan, "_INDEX_AFTER_PASS", 0)
     state = busy_state("ai-8k", pending=600, seed=5)
     scale = 4096                                    # 2,000,000 MB x 4096 > 2**31
     cl = state.cluster
@@ -114,7 +114,7 @@ def test_min_limits_per_type(entries, data):
     queue = np.array(data.draw(st.permutations(range(n))), dtype=np.int64)
     q0 = data.draw(st.integers(0, n))
     q1 = data.draw(st.integers(q0, n))
-    got = nodeplan._min_limits(queue, q0, q1, limit, pc_off, pc_type, 4)
+    got = engine_limits._min_limits(queue, q0, q1, limit, pc_off, pc_type, 4)
     for ty in range(4):
         lims = [entries[j][0] for j in queue[q0:q1] if ty in entries[j][1]]
-        assert got[ty] == (min(lims) if lims else nodeplan._INF)
+        assert got[ty] == (min(lims) if lims else engine_limits._INF)

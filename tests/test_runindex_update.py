@@ -1,4 +1,4 @@
-"""The shared run index's incremental maintenance (fastsched.runindex): slots
+"""The shared run index's incremental maintenance (fastsched.engine.runindex): slots
 added in the middle, holds on several nodes, inserts next to a hinted
 predecessor, the per-node run lists.
 
@@ -12,8 +12,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastsched.nodeplan import _hold, _profile_of, _room, _segments, _split
-from fastsched.runindex import (_A, _MK, _MX, _LF, _LN, _NX, _PV, _RT, _UP,
+from fastsched.engine.profile import _hold, _room, _split, new_profile, profile_of
+from fastsched.engine.state import Profile
+from fastsched.engine.runindex import (_A, _MK, _MX, _LF, _LN, _NX, _PV, _RT, _UP,
                                 _INF, NFIELDS, _add, _delete_at, _get, _next, _prio, add_slot,
                                 ix_add_slot, ix_hold, ix_new_job, ix_packable, ix_touched,
                                 new_table, tr_key, tr_reserve, tr_succ)
@@ -175,12 +176,13 @@ class Engine:
     """The index side of the engine's pass: slots added lazily, every hold
     brought into the index as ``_pass`` does (ix_touched before, ix_hold after),
     on the ragged profile: segments of ``K`` entries at first, a node that
-    outgrows its segment moves (:func:`fastsched.nodeplan._room`)."""
+    outgrows its segment moves (:func:`fastsched.engine.profile._room`)."""
 
     def __init__(self, caps, K):
         n = len(caps)
-        W, self.wo, self.wcap, self.wst = _segments(np.full(n, K, dtype=np.int64))
-        self.WT, self.WG, self.WC, self.WM = W
+        p = new_profile(np.full(n, K, dtype=np.int64))
+        self.wo, self.wcap, self.wst = p.wo, p.wcap, p.wst
+        self.WT, self.WG, self.WC, self.WM = p[:4]
         for x, (g, c, m) in enumerate(caps):
             o = self.wo[x]
             self.WG[o], self.WC[o], self.WM[o] = g, c, m
@@ -196,7 +198,7 @@ class Engine:
 
     def prof(self):
         W = (self.WT, self.WG, self.WC, self.WM)
-        return [list(zip(*(A.tolist() for A in _profile_of(W, self.wo, self.wlen, x))))
+        return [list(zip(*(A.tolist() for A in profile_of(Profile(*W, self.wo, self.wlen, self.wcap, self.wst), x))))
                 for x in range(len(self.wlen))]
 
     def check(self):
@@ -220,12 +222,13 @@ class Engine:
 
     def hold(self, x, s, e, g, c, m):
         A = (self.WT, self.WG, self.WC, self.WM, self.wo, self.wlen)
-        ka = _split(x, s, *A)
-        kb = _split(x, e, *A)
+        p = Profile(*A, self.wcap, self.wst)
+        ka = _split(x, s, p)
+        kb = _split(x, e, p)
         U = ix_touched(x, ka, kb, len(self.types), self.sg, self.sc, self.sm, self.elig,
                        self.WG, self.WC, self.WM, self.wo)
-        _hold(x, s, e, g, c, m, *A)
-        self.WT, self.WG, self.WC, self.WM = _room(x, *A, self.wcap, self.wst)
+        _hold(x, s, e, g, c, m, p)
+        self.WT, self.WG, self.WC, self.WM = _room(x, p)[:4]
         A = (self.WT, self.WG, self.WC, self.WM, self.wo, self.wlen)
         if U:
             room = len(self.types) * (self.wlen[x] + 2)

@@ -1,11 +1,11 @@
-"""plan_nodes' per-node running lists (nodeplan._running_lists): each node's
+"""plan_nodes' per-node running lists (engine.running._running_lists): each node's
 running entries sorted by held end, equal ends in entry order, zeros after.
 Twin: a plain sort per node."""
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastsched.nodeplan import _running_lists
+from fastsched.engine.running import _running_lists
 
 
 @settings(max_examples=60, deadline=None)

@@ -126,7 +126,7 @@ from test_nodeplan import gpu_cluster, jobs_of, node_cases  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from fastsched import UnsupportedError  # noqa: E402
 from fastsched.model.cluster import Partition  # noqa: E402
-from fastsched.nodeplan import RunningJobs, simulate_nodes  # noqa: E402
+from fastsched.engine import RunningJobs, simulate_nodes  # noqa: E402
 
 
 def expected_of(start, offsets, nodes, masks, jobs):

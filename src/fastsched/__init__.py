@@ -21,8 +21,8 @@ __version__ = "0.1.0"
 #: module -> the public names it defines (a pair: public name, name in the module)
 _PUBLIC_BY_MODULE = {
     "engine.placement": ('choose_gpus', 'place_block', 'place_tree',),
-    "interrupt": ('Interrupted',),
-    "nodeplan": ('Progress', 'RunningJobs',),
+    "engine": ('Progress', 'RunningJobs',),
+    "engine.interrupt": ('Interrupted',),
     "io.hostlist": (('compress_hostlist', 'compress'), ('expand_hostlist', 'expand'),),
     "io.sbatch": ('NormalisedRequest', 'SlurmRequest', 'normalise', 'parse_args', 'parse_script', 'to_job_request',),
     "io.slurmconf": ('read_cluster', 'write_cluster',),

@@ -1,7 +1,7 @@
 """Numba's on-disk cache, made to notice changes in *other* modules.
 
 Numba keys a cached kernel on its own source file only. A kernel that calls a
-kernel of another module (``nodeplan._pass`` inlines ``runindex.ix_hold``) or
+kernel of another module (``engine.passes._pass`` inlines ``engine.runindex.ix_hold``) or
 reads another module's constants keeps its stale machine code when only that
 other file changes, as after a ``git pull`` into an editable install: the
 engine would silently run old code. Here every kernel of the package is keyed
@@ -12,19 +12,21 @@ So does switching Numba's bounds checking (``NUMBA_BOUNDSCHECK``), which Numba
 leaves out of its own key: a checked run must never load unchecked code.
 
 The stamp is added by a cache locator placed ahead of Numba's own; it answers
-only for this package's files (any subpackage) and otherwise defers to Numba, so other
-libraries' caches behave as before.
+only for the files of this package and its subpackages, and otherwise defers to
+Numba, so other libraries' caches behave as before.
 """
 from __future__ import annotations
 
 import os
 
 #: modules with compiled code, then the package modules they import
-KERNEL_SOURCES = ("engine/placement", "nodeplan", "policy/fairshare", "policy/priority",
-                  "prefetch", "runindex", "sim/metrics",
-                  "interrupt", "leafkernel", "model/cluster", "model/constraints",
-                  "model/errors", "model/jobs", "model/schedule", "model/topology",
-                  "model/validation")
+KERNEL_SOURCES = ("engine/blocks", "engine/earliest", "engine/freenow", "engine/heap",
+                  "engine/limits", "engine/loop", "engine/passes", "engine/placement",
+                  "engine/prefetch", "engine/profile", "engine/runindex", "engine/running",
+                  "policy/fairshare", "policy/priority", "sim/metrics",
+                  "engine/inputs", "engine/interrupt", "engine/leafkernel", "engine/state",
+                  "model/cluster", "model/constraints", "model/errors", "model/jobs",
+                  "model/schedule", "model/topology", "model/validation")
 
 
 def sources_stamp(package_dir: str, modules) -> tuple:
@@ -37,7 +39,7 @@ def sources_stamp(package_dir: str, modules) -> tuple:
 
 
 def install(package_dir: str, modules=KERNEL_SOURCES) -> bool:
-    """Key the cached kernels of files in ``package_dir`` on ``modules`` too.
+    """Key the cached kernels of files in ``package_dir`` (or below) on ``modules`` too.
 
     Returns False (and changes nothing) when this Numba has no locator list to
     extend; the package then works as before, with Numba's per-file keys."""
@@ -87,4 +89,4 @@ def install(package_dir: str, modules=KERNEL_SOURCES) -> bool:
     return True
 
 
-install(os.path.dirname(__file__))
+install(os.path.dirname(os.path.abspath(__file__)))

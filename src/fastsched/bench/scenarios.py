@@ -147,7 +147,7 @@ def _easy_100k_topo(repeat: int) -> dict:
     import numpy as np
     from .state import busy_state
     from ..model.constraints import Placement
-    from ..nodeplan import plan_nodes
+    from ..engine import plan_nodes
     from ..model.topology import levels_array
     state = busy_state("ai-100k", pending=100_000)
     jobs = state.pending

@@ -3,7 +3,7 @@
 :func:`busy_state` builds, deterministically from a seed, a standard cluster
 whose GPUs are ``busy`` (85%) held by running ``ai-mix`` jobs, plus a queue of
 pending ``ai-mix`` jobs. The ``_b2``/``_b3``/``_b6`` functions time one node
-engine pass (:func:`fastsched.nodeplan.plan_nodes`) on it; each point runs in
+engine pass (:func:`fastsched.engine.plan_nodes`) on it; each point runs in
 a child process so that a pass that takes too long can be stopped and
 reported as not measured, and so that peak RSS is per point.
 
@@ -32,7 +32,7 @@ from ..model.cluster import Cluster
 from ..tools.generate import ai_cluster, ai_mix
 from ..model.jobs import JobTable
 from .machine import machine
-from ..nodeplan import RunningJobs, plan_nodes
+from ..engine import RunningJobs, plan_nodes
 
 __all__ = ["BusyState", "busy_state", "run_pass", "measure_point"]
 

@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 
-from ..interrupt import Interrupted, kernel_running, signals_interrupt
+from ..engine.interrupt import Interrupted, kernel_running, signals_interrupt
 from ..model.errors import FastschedError
 
 #: command -> (module of this package, one-line help)

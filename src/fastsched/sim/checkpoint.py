@@ -1,7 +1,7 @@
 """Checkpoints of a long replay, and resuming from one.
 
 The node engine's event loop can pause at an instant boundary and go on exactly
-as if it had never stopped (:data:`fastsched.interrupt.PAUSE`). A checkpoint is
+as if it had never stopped (:data:`fastsched.engine.interrupt.PAUSE`). A checkpoint is
 the loop's state at such a pause (queue, running jobs, profile, limits in use)
 together with the queue-order function's own state (usage, decay, priorities:
 a site run's whole fair-share history), written every ``every`` seconds of wall

@@ -1,13 +1,13 @@
 """A progress bar for a compiled run: jobs finished, simulated time, an ETA.
 
 The kernels write the simulated time and the jobs finished into their control
-array (:mod:`fastsched.interrupt`); the waiting thread reads them here.
+array (:mod:`fastsched.engine.interrupt`); the waiting thread reads them here.
 ``progress``: True = always, False = never, None = only when stderr is a
 terminal (and then only once the run has lasted a second).
 """
 from __future__ import annotations
 
-from ..interrupt import DONE, NOW
+from ..engine.interrupt import DONE, NOW
 
 
 def run_bar(total: int, progress: bool | None, desc: str = "simulating"):

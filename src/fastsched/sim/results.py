@@ -115,7 +115,7 @@ class SimulationResult:
         reason[pending & self.never] = "DependencyNeverSatisfied"
         held = pending & (self.reason_code >= 0)
         if held.any():
-            from ..nodeplan import limit_reasons
+            from ..engine import limit_reasons
             reason[held] = limit_reasons(self.limits, self.reason_code[held])
         return reason
 
@@ -130,7 +130,7 @@ class SimulationResult:
         """The state the simulator had at ``t``, just before its pass there:
         ``(running, pending)``.
 
-        ``running`` (a :class:`fastsched.nodeplan.RunningJobs`): jobs started
+        ``running`` (a :class:`fastsched.engine.RunningJobs`): jobs started
         before ``t`` and not ended by ``t`` (completions come first at an
         instant), holding their nodes and GPUs until start + time limit; a
         pool-engine result holds whole nodes, as that engine allocates them.
@@ -139,7 +139,7 @@ class SimulationResult:
         :meth:`fastsched.Scheduler.from_state` for a what-if at ``t``.
         """
         from ..model.errors import InputError
-        from ..nodeplan import RunningJobs
+        from ..engine import RunningJobs
         if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
             raise InputError(f"time must be an integer number of seconds, got {t!r}",
                              field="time")

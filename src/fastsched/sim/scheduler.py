@@ -9,7 +9,7 @@ pending job's expected start, like ``squeue --start``.
 The same compiled planners as the simulator decide (see docs/semantics.md and
 docs/gpu-semantics.md), with the same engine rule: the counted-pool engine for
 one pool of identical nodes and whole-node jobs, the node engine
-(:func:`fastsched.nodeplan.plan_nodes`) for anything else. Tests check that
+(:func:`fastsched.engine.plan_nodes`) for anything else. Tests check that
 driving this API through a workload gives the simulator's schedule.
 """
 from __future__ import annotations
@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _kernels
+from ..engine import _kernels
 from ..model.cluster import Cluster, NodeState
 from ..model.errors import FastschedError, InputError, UnsupportedError
 from ..model.jobs import JOB_FIELDS, JobRequest, JobTable
+from ..engine import (NodeDecisions, Progress, RunningJobs, check_node_jobs,
+                      node_availability, plan_nodes)
+from ..engine.inputs import _grid, _partition_nodes, _placement, _unique_rank
 from ..model.constraints import (AFTER, AFTERNOTOK, AFTEROK, CAPS, Dependencies, LimitGroups,
-                          PartitionChoices, Placement, check_covers, csr_take)
-from ..nodeplan import (NodeDecisions, Progress, RunningJobs, _grid, _partition_nodes,
-                       _placement, _unique_rank, check_node_jobs, node_availability,
-                       plan_nodes)
+                                 PartitionChoices, Placement, check_covers, csr_take)
 from ..model.policies import check_reserve_depth, get_policy
 from ..model.validation import check_jobs, reject, request_capacity
 
@@ -145,7 +145,7 @@ class Scheduler:
     algorithms, the pool engine), "nodes" (GPU-granular, any cluster, the node
     engine) or None (counts while every submitted job fits it and nothing below
     asks for more, then nodes for good; :attr:`engine` says which runs). ``available``: node availability (see
-    :func:`fastsched.nodeplan.node_availability`); :meth:`fail_nodes` and
+    :func:`fastsched.engine.node_availability`); :meth:`fail_nodes` and
     :meth:`resume_nodes` change it later.
 
     Everything :func:`fastsched.simulate` takes is taken here with the same

@@ -11,7 +11,7 @@ Two engines, one semantics of events and policies:
   algorithms (Cython, ``kernels/_kernels.pyx``; see docs/semantics.md).
 * ``nodes``: anything else (heterogeneous nodes, overlapping partitions,
   1-GPU jobs, unavailable nodes). Plans hold concrete nodes and GPU counts
-  (Numba, ``fastsched.nodeplan``; see docs/gpu-semantics.md).
+  (Numba, ``fastsched.engine``; see docs/gpu-semantics.md).
 """
 from __future__ import annotations
 
@@ -19,15 +19,15 @@ import time
 
 import numpy as np
 
-from .. import _kernels
+from ..engine import _kernels
 from ..model.cluster import Cluster
 from ..model.errors import InputError, UnsupportedError
 from ..model.jobs import JobTable
 from ..model.policies import check_reserve_depth, get_policy
 from .results import BSLD_TAU, SimulationResult, summarize
 from ..model.constraints import Dependencies, LimitGroups, PartitionChoices, check_covers
-from ..interrupt import call, new_control
-from ..nodeplan import check_node_jobs, run_nodes
+from ..engine.interrupt import call, new_control
+from ..engine import check_node_jobs, run_nodes
 from .progress import run_bar
 from ..model.schedule import Schedule
 from ..model.validation import check_jobs, counts_model_refuses
@@ -68,7 +68,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     finished, the simulated time and an ETA (None: only when stderr is a
     terminal and the run lasts over a second). Ctrl-C (or SIGTERM under the
     CLI) stops the run within a fraction of a second and raises
-    :class:`fastsched.interrupt.Interrupted` (a KeyboardInterrupt) saying the
+    :class:`fastsched.engine.interrupt.Interrupted` (a KeyboardInterrupt) saying the
     simulated time and jobs finished: no partial result. ``skipped`` (e.g.
     from the trace reader) is carried into the result and counted in its
     summary.
@@ -82,7 +82,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     PriorityCalcPeriod); each record carries the priority its job started with.
     ``resolution`` / ``window``: plan on a coarser time grid / only so far
     ahead (Slurm's bf_resolution / bf_window; node engine; see
-    :func:`fastsched.nodeplan.run_nodes`). ``placement``: topology-aware node
+    :func:`fastsched.engine.run_nodes`). ``placement``: topology-aware node
     choice (--switches, --segment) and NVLink/socket GPU groups
     (:class:`fastsched.model.constraints.Placement`); the summary then reports how
     many leaf groups each multi-node job spans.
@@ -234,7 +234,7 @@ class _Reorder:
 
 def _priority_at(priority, run):
     """``t -> priorities`` the run would have computed at ``t`` (for what-ifs at t)."""
-    from ..nodeplan import Progress
+    from ..engine import Progress
 
     def at(t):
         before = run.start < t

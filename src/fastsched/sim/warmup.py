@@ -44,7 +44,7 @@ def _run_tiny() -> None:
     from ..model.cluster import Cluster
     from ..model.jobs import JobTable
     from .metrics import _sweep
-    from ..nodeplan import run_nodes
+    from ..engine import run_nodes
     cluster = Cluster(["g1"], cpus=[2], gpus=[2], mem_mb=[0])
     jobs = JobTable.from_arrays(job_id=[1, 2], submit_time=[0, 1], time_limit=[10, 10],
                                 runtime=[5, 5], num_nodes=1, cpus_per_node=1, gpus_per_node=1)

@@ -25,7 +25,7 @@ checks that no other spelling exists), so each declaration points here.
 """
 from __future__ import annotations
 
-from . import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
+from .. import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
 from numba import njit
 
 

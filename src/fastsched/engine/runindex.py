@@ -44,12 +44,12 @@ the entries' key order does.
 
 Reference counts: every kernel here but the allocating ones (``_rows``,
 ``tr_empty``, ``tr_reserve``, ``add_slot``, ``new_meta``, ``ix_packable``) is a
-:func:`fastsched.leafkernel.leaf_kernel`, compiled without Numba's reference
+:func:`fastsched.engine.leafkernel.leaf_kernel`, compiled without Numba's reference
 counting (that module says why, and why it is safe).
 """
 from __future__ import annotations
 
-from . import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
+from .. import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
 import numpy as np
 from numba import njit
 

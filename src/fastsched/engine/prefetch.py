@@ -6,6 +6,7 @@ already known (the other nodes of a multi-node job), asking for its lines
 while the current one is processed overlaps those misses. A prefetch is only
 a hint: it never faults and changes no value.
 """
+from .. import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils

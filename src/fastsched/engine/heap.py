@@ -1,0 +1,46 @@
+"""A binary min-heap over two parallel int64 arrays (key, value), ties by value:
+the earliest-start sweeps and the event loop's completions."""
+from __future__ import annotations
+
+from .. import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
+from .leafkernel import leaf_kernel
+
+
+@leaf_kernel
+def _heap_push(key, val, size, k, v):
+    i = size
+    while i > 0:
+        parent = (i - 1) // 2
+        if key[parent] < k or (key[parent] == k and val[parent] <= v):
+            break
+        key[i] = key[parent]
+        val[i] = val[parent]
+        i = parent
+    key[i] = k
+    val[i] = v
+    return size + 1
+
+
+@leaf_kernel
+def _heap_pop(key, val, size):
+    """Drop the smallest entry; returns the new size."""
+    size -= 1
+    k = key[size]
+    v = val[size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and (key[child + 1] < key[child] or
+                                 (key[child + 1] == key[child] and val[child + 1] < val[child])):
+            child += 1
+        if k < key[child] or (k == key[child] and v <= val[child]):
+            break
+        key[i] = key[child]
+        val[i] = val[child]
+        i = child
+    if size > 0:
+        key[i] = k
+        val[i] = v
+    return size

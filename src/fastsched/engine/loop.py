@@ -1,0 +1,463 @@
+"""The event loop (:func:`_run`, compiled, resumable) and its Python side
+(:class:`_EventLoop`, :func:`run_nodes`): completions, arrivals and passes at
+every instant, with dependencies, submit limits, queue reordering, progress,
+stop/pause requests and checkpoints."""
+from __future__ import annotations
+
+from .. import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ..model.cluster import Cluster
+from ..model.constraints import AFTER, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups, PartitionChoices
+from ..model.errors import InputError
+from ..model.jobs import JobTable
+from .blocks import _exclusive, _release_blocks
+from .heap import _heap_pop, _heap_push
+from .freenow import _tcount_update
+from .inputs import (POLICY_CODES, _check_policy, _grid, _permute_csr, _placement,
+                     _request_types, _unique_rank, check_node_jobs, new_nodes, node_availability)
+from .interrupt import DONE as _DONE, NOW as _NOW, PAUSE as _PAUSE, REQUEST as _REQUEST
+from .interrupt import STOP as _STOP
+from .interrupt import call as _call, interrupted as _interrupted, new_control
+from .leafkernel import leaf_kernel
+from .limits import NCAPS, _charge, _count_submitted, _submit_held
+from .passes import _pass
+from .profile import _advance, _give_back, _on_grid, new_profile, profile_of
+from .running import _take_running
+from .state import (Deps, Events, FreeNow, Jobs, Limits, Profile, Rules, Running, Topology,
+                    as_i64, new_outputs, new_request_types, new_scratch)
+
+_INF = np.int64(1) << np.int64(62)
+#: a request type gets a run index after this many plans in one pass of the
+#: event loop (< 0: never); its passes are many and mostly short. Read at each
+#: call, so tests can force either path.
+_INDEX_AFTER = 16
+
+
+@leaf_kernel
+def _enqueue(j, queue, qlen, rank):
+    """Insert job ``j`` into ``queue[:qlen]`` (kept sorted by ``rank``); returns the new length."""
+    lo = 0
+    hi = qlen
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if rank[queue[mid]] <= rank[j]:
+            lo = mid + 1
+        else:
+            hi = mid
+    for q in range(qlen, lo, -1):
+        queue[q] = queue[q - 1]
+    queue[lo] = j
+    return qlen + 1
+
+
+@leaf_kernel
+def _release(j, started, ok, now, deps, ev, eligible, qlen):
+    """Job ``j`` started (``started``) or ended (``ok``: COMPLETED): count down its
+    dependents' unsatisfied dependencies and queue those now free to run.
+    Returns the new queue length."""
+    for e in range(deps.ch_off[j], deps.ch_off[j + 1]):
+        c = deps.ch_job[e]
+        k = deps.ch_kind[e]
+        if started:
+            if k != AFTER:
+                continue
+        elif k == AFTER:
+            continue
+        elif (k == AFTEROK and not ok) or (k == AFTERNOTOK and ok):
+            deps.never[c] = True
+            continue
+        deps.pend[c] -= 1
+        if deps.pend[c] == 0 and deps.arrived[c] and not deps.never[c]:
+            eligible[c] = now
+            qlen = _enqueue(c, ev.queue, qlen, ev.rank)
+    return qlen
+
+
+@njit(cache=True)
+def _complete(j, now, rules, jobs, types, nodes, free, p, run, lim, topo, out):
+    """Job ``j`` ends at ``now``: its nodes, GPUs, held profile, running entries,
+    leaf groups (--exclusive=topo) and limit usage come back."""
+    g, c, m = jobs.rg[j], jobs.rc[j], jobs.rm[j]
+    held_end = _on_grid(out.start[j] + jobs.limit[j], rules.res)
+    for q in range(jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]):
+        x = out.alloc_nodes[q]
+        free.fmask[x] |= out.alloc_mask[q]
+        free.fg[x] += g
+        free.fc[x] += c
+        free.fm[x] += m
+        _tcount_update(x, free.fg[x] - g, free.fc[x] - c, free.fm[x] - m, free, types, nodes)
+        _advance(x, now, p)
+        _give_back(x, now, held_end, g, c, m, p)
+        _take_running(x, j, run)
+    if topo.excl[j]:
+        _release_blocks(j, now, out.alloc_nodes[jobs.offsets[j]:jobs.offsets[j] + jobs.nn[j]],
+                        topo, free, p, run)
+        free.tcount[:] = -1      # recounted when next asked
+    _charge(j, -1, jobs, lim)
+    _count_submitted(j, -1, lim)
+
+
+@leaf_kernel
+def _arrive(j, now, qlen, ev, deps, jobs, lim, out):
+    """Job ``j`` is submitted at ``now``: rejected over a submit cap, else counted
+    and queued when its dependencies are satisfied. Returns the queue length."""
+    held = _submit_held(j, lim)
+    if held >= 0:
+        out.reason[j] = held
+        return qlen
+    _count_submitted(j, 1, lim)
+    deps.arrived[j] = True
+    if deps.pend[j] == 0 and not deps.never[j]:
+        jobs.eligible[j] = now
+        qlen = _enqueue(j, ev.queue, qlen, ev.rank)
+    return qlen
+
+
+@leaf_kernel
+def _after_pass(now, qlen, nev, ev, deps, jobs, out):
+    """Move the jobs a pass started from the queue to the completion heap, then
+    release their dependents. Returns (queue length, events, whether any
+    dependent was queued)."""
+    queue = ev.queue
+    w = 0
+    k = 0
+    for q in range(qlen):
+        j = queue[q]
+        if out.start[j] < 0:
+            queue[w] = j
+            w += 1
+        else:
+            nev = _heap_push(ev.evk, ev.evj, nev, out.end[j], j)
+            ev.newly[k] = j
+            k += 1
+    qlen = w
+    released = False
+    for i in range(k):
+        before = qlen
+        qlen = _release(ev.newly[i], True, True, now, deps, ev, jobs.eligible, qlen)
+        released = released or qlen > before
+    return qlen, nev, released
+
+
+@njit(cache=True, nogil=True)
+def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, topo, out,
+         scratch, ctl):
+    """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
+
+    Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
+    queue length, events, pass id, passes]; the profile and running lists, which
+    may get bigger arrays, are returned. At an instant: completions (freeing
+    resources, limits and dependents), then arrivals (rejected over a
+    max_submit cap; queued when their dependencies are satisfied), then a pass,
+    repeated while zero-length jobs end at the instant or starts released
+    dependents. The work profile and the free-now counts per type are kept
+    across instants (see :func:`fastsched.engine.passes._pass`).
+    ``ctl`` (:mod:`fastsched.engine.interrupt`): a stop request returns before the
+    next instant and cuts a pass short; a pause request returns before the next
+    instant once this call has run one (so that pausing always makes progress),
+    and the loop can go on from there as if it never stopped. The loop writes
+    the time and the jobs finished into it for progress bars.
+    """
+    n = ev.submit.shape[0]
+    evk, evj = ev.evk, ev.evj
+    a, qlen, nev, pass_id, passes = sc[0], sc[1], sc[2], sc[3], sc[4]
+    moved = False
+    while a < n or nev > 0:
+        now = ev.submit[a] if a < n else evk[0]
+        if nev > 0 and evk[0] < now:
+            now = evk[0]
+        if now > t_stop or ctl[_REQUEST] == _STOP or (moved and ctl[_REQUEST] == _PAUSE):
+            break
+        moved = True
+        ctl[_NOW] = now
+        while True:
+            while nev > 0 and evk[0] == now:
+                j = evj[0]
+                nev = _heap_pop(evk, evj, nev)
+                ctl[_DONE] += 1
+                _complete(j, now, rules, jobs, types, nodes, free, p, run, lim, topo, out)
+                qlen = _release(j, False, jobs.runtime[j] <= jobs.limit[j], now, deps, ev,
+                                jobs.eligible, qlen)
+            while a < n and ev.submit[a] == now:
+                qlen = _arrive(a, now, qlen, ev, deps, jobs, lim, out)
+                a += 1
+            if qlen == 0:
+                break
+            pass_id += 1
+            nstarted, p, run = _pass(now, ev.queue, qlen, rules, jobs, types, nodes, free, p,
+                                     run, lim, topo, out, scratch, ctl)
+            if nstarted < 0:
+                break
+            passes += 1
+            released = False
+            if nstarted > 0:
+                qlen, nev, released = _after_pass(now, qlen, nev, ev, deps, jobs, out)
+            # zero-length jobs end now, or starts released dependents: pass again
+            if not released and (nev == 0 or evk[0] != now):
+                break
+    sc[0], sc[1], sc[2], sc[3], sc[4] = a, qlen, nev, pass_id, passes
+    return p, run
+
+
+@dataclass(frozen=True)
+class NodeRun:
+    """What the node engine's event loop produced, in the caller's job order.
+
+    Job i ran on ``alloc_nodes[alloc_offsets[i]:alloc_offsets[i+1]]``
+    (ascending) with GPU bits ``alloc_gpu_mask`` there, in partition
+    ``partition[i]``. A job that never started has start -1 and says why in
+    ``reason[i]``: a limit group's cap (``group * 5 + cap``, see
+    :mod:`fastsched.constraints`; cap 4 = rejected at submit), or -1 with
+    ``never[i]`` (a dependency can no longer be satisfied) or still waiting for
+    a dependency. ``eligible[i]``: when it entered the queue (-1: never).
+    """
+
+    start: np.ndarray
+    end: np.ndarray
+    alloc_offsets: np.ndarray
+    alloc_nodes: np.ndarray
+    alloc_gpu_mask: np.ndarray
+    partition: np.ndarray
+    reason: np.ndarray
+    never: np.ndarray
+    eligible: np.ndarray
+    passes: int
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A simulation so far, in the caller's job order (-1 where not yet)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    eligible: np.ndarray
+
+
+
+
+class _EventLoop:
+    """The compiled event loop's state between calls: lets a caller stop the
+    clock (``run(t_stop)``), change the queue order (``set_rank``) and go on.
+    Everything is indexed in submit order (``self.order`` maps to the caller's)."""
+
+    def __init__(self, cluster, jobs, policy, reserve_depth, available, partitions,
+                 dependencies, limits, resolution=1, window=None, placement=None):
+        n = len(jobs)
+        self.n = n
+        res, window = _grid(resolution, window)
+        avail = node_availability(cluster, available)
+        self.nodes = new_nodes(cluster, avail)
+        order = np.lexsort((jobs.job_id, jobs.submit_time))
+        self.order = order
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(n)
+        self.inverse = inverse
+        self.submit = as_i64(np.asarray(jobs.submit_time)[order])
+        self.jobs, self.types = _loop_jobs(jobs, partitions, order)
+        self.rules = Rules(POLICY_CODES[policy],
+                           np.int64(reserve_depth if policy == "easy" else n + 1), False, res,
+                           window, np.int64(_INDEX_AFTER), True)
+        self.deps = _loop_deps(dependencies, inverse, n)
+        jg_off, jg = _permute_csr(limits.offsets, limits.group, order)
+        caps = as_i64(limits.caps).reshape(-1, NCAPS)
+        self.lim = Limits(jg_off, as_i64(jg), caps, np.zeros((len(caps), NCAPS), dtype=np.int64))
+        pl = _placement(placement, cluster, n)
+        self.topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order],
+                             pl.leaf_wait[order], pl.gpu_groups, *_exclusive(pl, avail, order))
+        self._allocate(cluster.num_nodes)
+
+    def _allocate(self, X):
+        n = self.n
+        self.out = new_outputs(n, int(self.jobs.offsets[-1]))
+        nodes = self.nodes
+        g = nodes.capG.astype(np.uint64)
+        fmask = np.where(g >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
+                         (np.uint64(1) << g) - np.uint64(1)).astype(np.uint64)
+        self.free = FreeNow(nodes.capG.copy(), nodes.capC.copy(), nodes.capM.copy(), fmask,
+                            np.full(len(self.types.p), -1, dtype=np.int64))
+        # the kept work profile: every node wholly free (one segment, from time 0)
+        p = new_profile(np.full(X, 8, dtype=np.int64))
+        p.WG[p.wo], p.WC[p.wo], p.WM[p.wo] = nodes.capG, nodes.capC, nodes.capM
+        p.wlen[:] = 1
+        self.p = p
+        R = 4
+        self.run_lists = Running(*(np.empty((X, R), dtype=np.int64) for _ in range(5)),
+                                 np.zeros(X, dtype=np.int64))
+        self.ev = Events(self.submit, np.arange(n, dtype=np.int64),
+                         *(np.empty(n + 1, dtype=np.int64) for _ in range(4)))
+        self.scratch = new_scratch(self.jobs.nn)
+        self.sc = np.zeros(5, dtype=np.int64)
+        self.control = new_control()
+
+    @property
+    def done(self) -> bool:
+        return self.sc[0] >= self.n and self.sc[2] == 0
+
+    def next_time(self) -> int:
+        """The next instant the loop will process (-1: none)."""
+        a, nev = self.sc[0], self.sc[2]
+        t = [int(self.ev.submit[a])] if a < self.n else []
+        t += [int(self.ev.evk[0])] if nev > 0 else []
+        return min(t) if t else -1
+
+    def set_rank(self, rank) -> None:
+        """New queue order (``rank`` in the caller's job order, lower first, unique)."""
+        self.ev.rank[:] = np.asarray(rank)[self.order]
+        qlen = self.sc[1]
+        if qlen:
+            q = self.ev.queue[:qlen]
+            q[:] = q[np.argsort(self.ev.rank[q], kind="stable")]
+
+    def progress(self) -> "Progress":
+        inv = self.inverse
+        return Progress(self.out.start[inv], self.out.end[inv], self.jobs.eligible[inv])
+
+    def run(self, t_stop: int = int(_INF), tick=None) -> None:
+        """Every instant up to ``t_stop``; ``tick(control)`` now and then while it
+        runs (:mod:`fastsched.engine.interrupt`). Raises Interrupted on Ctrl-C: the
+        loop is then cut mid-pass and cannot go on."""
+        control = self.control
+        self.rules = self.rules._replace(index_after=np.int64(_INDEX_AFTER))
+        self.p, self.run_lists = _call(
+            _run, np.int64(t_stop), self.sc, self.rules, self.ev, self.deps, self.jobs,
+            self.types, self.nodes, self.free, self.p, self.run_lists, self.lim, self.topo,
+            self.out, self.scratch, control,
+            control=control, tick=None if tick is None else (lambda: tick(control)))
+
+    def profile(self, x: int):
+        """Node x's kept work profile: (breakpoints, free GPUs, CPUs, MB) views."""
+        return profile_of(self.p, x)
+
+    def result(self) -> NodeRun:
+        inv = self.inverse
+        # allocations are stored in submit order; the caller's order is a row permutation
+        src_off, nodes = _permute_csr(self.jobs.offsets, self.out.alloc_nodes, inv)
+        _, mask = _permute_csr(self.jobs.offsets, self.out.alloc_mask, inv)
+        return NodeRun(start=self.out.start[inv], end=self.out.end[inv], alloc_offsets=src_off,
+                       alloc_nodes=nodes, alloc_gpu_mask=mask,
+                       partition=self.out.part_used[inv].astype(np.int32),
+                       reason=self.out.reason[inv], never=self.deps.never[inv],
+                       eligible=self.jobs.eligible[inv], passes=int(self.sc[4]))
+
+
+def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order):
+    """The event loop's :class:`Jobs` (in submit ``order``) and request types."""
+    def q(a):
+        return as_i64(np.asarray(a)[order])
+    pc_off, pc_part = _permute_csr(partitions.offsets, partitions.partition, order)
+    pc_part = pc_part.astype(np.int64)
+    types, pc_type = _request_types(jobs, pc_part, np.repeat(order, np.diff(pc_off)))
+    nn = q(jobs.num_nodes)
+    offsets = np.zeros(len(nn) + 1, dtype=np.int64)
+    np.cumsum(nn, out=offsets[1:])
+    out = Jobs(q(jobs.time_limit), q(jobs.runtime), nn, q(jobs.gpus_per_node),
+               q(jobs.cpus_per_node), q(jobs.mem_per_node), pc_off, pc_part, pc_type, offsets,
+               np.full(len(nn), -1, dtype=np.int64))
+    return out, new_request_types(types)
+
+
+def _loop_deps(dependencies: Dependencies, inverse, n: int) -> Deps:
+    """Each job's dependents (indices in submit order, ``inverse`` maps there)."""
+    child = inverse[np.repeat(np.arange(n), np.diff(dependencies.offsets))]
+    parent = inverse[dependencies.parent]
+    by_parent = np.argsort(parent, kind="stable")
+    ch_off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(parent, minlength=n), out=ch_off[1:])
+    return Deps(ch_off, as_i64(child[by_parent]), as_i64(dependencies.kind[by_parent]),
+                np.bincount(child, minlength=n).astype(np.int64),
+                np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_))
+
+
+def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,
+              available=None, *, partitions: PartitionChoices | None = None,
+              dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
+              rank=None, reorder=None, period: int | None = None, resolution: int = 1,
+              window: int | None = None, placement=None, tick=None, checkpoints=None,
+              resume=None) -> NodeRun:
+    """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
+
+    ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
+    (default: the ``partition`` column, none, none). Queue order: ``rank``
+    (per job, lower first; ties by submit time, then job id; default submit
+    time then job id). ``reorder(b, progress) -> rank`` recomputes it at the
+    start ``b`` of every ``period``-second window of simulated time that has an
+    event, for the events in that window (priorities recomputed every
+    PriorityCalcPeriod); ``progress`` is a :class:`Progress` (start, end and
+    eligible times so far, in the caller's order, -1 where not yet).
+
+    ``resolution`` (s, Slurm's bf_resolution): every hold ends at its end
+    rounded up to a multiple of ``resolution`` (an absolute grid: fewer
+    distinct times, coarser plans; 1 = exact). ``window`` (s, bf_window): a job whose
+    earliest start is more than ``window`` after now gets no reservation
+    (and uses none of EASY's); None = no limit. ``placement``: topology-aware
+    node choice and GPU groups (:class:`fastsched.constraints.Placement`).
+    ``tick(control)``: called now and then while the compiled loop runs (progress
+    bars: :mod:`fastsched.engine.interrupt`). Ctrl-C raises
+    :class:`fastsched.engine.interrupt.Interrupted`. ``checkpoints``
+    (:class:`fastsched.checkpoint.Checkpoints`): the loop pauses at an instant
+    boundary whenever one is due and saves ``{"loop", "reorder", "last"}``;
+    ``resume`` (such a state) goes on from it instead of from the start, with
+    the state's ``reorder`` (the inputs must be those of the saved run).
+    """
+    _check_policy(policy, reserve_depth)
+    n = len(jobs)
+    partitions = PartitionChoices.single(jobs.partition) if partitions is None else partitions
+    dependencies = Dependencies.none(n) if dependencies is None else dependencies
+    limits = LimitGroups.none(n) if limits is None else limits
+    for what, c in (("partitions", partitions), ("dependencies", dependencies),
+                    ("limits", limits)):
+        if len(c) != n:
+            raise InputError(f"{what} cover {len(c)} jobs, the table has {n}", field=what)
+    partitions = check_node_jobs(cluster, jobs, available, partitions)
+    if resume is not None:
+        reorder = resume["reorder"]
+    if reorder is not None and (period is None or period < 1):
+        raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
+    if resume is not None:
+        loop, last = resume["loop"], resume["last"]
+    else:
+        loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
+                          dependencies, limits, resolution, window, placement)
+        last = None
+        if rank is not None:
+            loop.set_rank(_unique_rank(rank, jobs))
+
+    def watch(control):
+        if tick is not None:
+            tick(control)
+        if checkpoints is not None and checkpoints.due():
+            control[_REQUEST] = _PAUSE
+    try:
+        while not loop.done:
+            t_stop = int(_INF)
+            if reorder is not None:
+                b = loop.next_time() // period * period     # the period the next instant is in
+                if b != last:
+                    loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
+                    last = b
+                t_stop = b + period - 1
+            loop.run(t_stop, watch)
+            if loop.control[_REQUEST] == _PAUSE:
+                loop.control[_REQUEST] = 0
+                checkpoints.save({"loop": loop, "reorder": reorder, "last": last})
+    except KeyboardInterrupt as e:       # Ctrl-C between two calls: say where the run was
+        raise _interrupted(loop.control, e) from None
+    return loop.result()
+
+
+def simulate_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,
+                   available=None, *, return_passes: bool = False):
+    """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), no constraints.
+
+    Returns, in the caller's job order, ``(start int64[n], end int64[n],
+    alloc_offsets int64[n+1], alloc_nodes int64[sum N], alloc_gpu_mask
+    uint64[sum N])``; with ``return_passes`` a sixth item, the number of
+    passes. See :func:`run_nodes` for everything else.
+    """
+    run = run_nodes(cluster, jobs, policy, reserve_depth, available)
+    out = (run.start, run.end, run.alloc_offsets, run.alloc_nodes, run.alloc_gpu_mask)
+    return out + (run.passes,) if return_passes else out

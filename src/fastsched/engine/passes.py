@@ -1,0 +1,358 @@
+"""One scheduling pass (:func:`_pass`): the one copy of the planning logic, used
+by the event loop (:mod:`fastsched.engine.loop`) and the single pass
+(:mod:`fastsched.engine.plan`)."""
+from __future__ import annotations
+
+from .. import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
+import numpy as np
+from numba import njit
+
+from .placement import choose_gpus_kernel
+from .blocks import _hold_blocks
+from .earliest import _ix_build, _plan_indexed, _plan_job
+from .freenow import _fits_now_somewhere, _tcount_update, _type_count
+from .interrupt import REQUEST as _REQUEST, STOP as _STOP
+from .leafkernel import leaf_kernel
+from .limits import _charge, _held, _min_limits
+from .profile import _give_back, _hold, _on_grid, _prefetch_node, _room, _split
+from .running import _add_running
+from .runindex import (MAX_SLOTS as _MAX_SLOTS, ix_hold, ix_new_job, ix_packable, ix_touched,
+                       new_meta, tr_empty, tr_reserve)
+from .state import Ask, Index
+
+FCFS, EASY, CONSERVATIVE = 0, 1, 2
+# what a pass does with a job (_plan_mode)
+_ANY_TIME, _ONLY_NOW, _SKIP, _STOP_WALK = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True)
+def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, out, scratch,
+          ctl):
+    """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
+
+    It starts jobs (``out.start/end/planned``, ``out.alloc_nodes/alloc_mask`` at
+    ``jobs.offsets[j]``, ``out.part_used``; the free-now state ``free``, the
+    running lists ``run`` and the limit groups' usage follow), and records
+    reservations (``planned[j] = t > now`` and their nodes in ``alloc_nodes``;
+    no mask). A job a limit holds gets ``reason[j]`` (group * NCAPS + cap) and
+    is skipped: no start, no reservation, blocks nobody. Jobs it does not
+    reach are left untouched. Topology (``topo``; --switches in force until
+    ``eligible + leaf_wait``, wait < 0: forever) shapes starts (see
+    :func:`fastsched.engine.earliest._plan_job`); GPUs on a node are taken by
+    :func:`fastsched.topology.choose_gpus_kernel` over ``gmasks`` when given.
+    ``rules`` (:class:`~fastsched.engine.state.Rules`): ``full`` walks the whole
+    queue (no early stop, no skipped pass); a request type's later starts come
+    from a run index (:mod:`fastsched.engine.runindex`, same answers) once it
+    has been planned more than ``index_after`` times in the pass (< 0: never;
+    not with topology; the first ``MAX_SLOTS`` such types share one index,
+    later ones keep the scan path). --exclusive=topo jobs start only on idle
+    leaf groups and hold them whole (:mod:`fastsched.engine.blocks`). ``ctl``:
+    the control array of :mod:`fastsched.engine.interrupt`; on a stop request
+    the pass ends after the job it is planning.
+
+    The work profile ``p`` is kept between passes: on entry it holds the running
+    jobs only (every breakpoint but the first > now; room for two more
+    breakpoints on every node: wlen + 2 <= wcap), like ``free.tcount``. Starts
+    stay in it; reservations are undone before returning when ``rules.keep``.
+
+    Returns ``(nstarted or -1 when the pass was skipped, p, run)``: the profile
+    and running lists may have been given bigger arrays.
+    """
+    last = _last_to_walk(queue, qlen, rules, jobs, free, types, nodes)
+    if last < 0:
+        return -1, p, run
+    reserved = 0
+    nstarted = 0
+    resv = np.empty(last + 1, dtype=np.int64)      # the reserved jobs (undone at the end: keep)
+    indexed = rules.index_after >= 0 and topo.levels.shape[0] == 0 and \
+        ix_packable(nodes.capG, nodes.capC, nodes.capM)
+    ix = _new_index(types.p.shape[0], indexed)
+    chosen = scratch.chosen
+    for q in range(last + 1):
+        if ctl[_REQUEST] == _STOP:
+            break
+        j = queue[q]
+        held = _held(j, jobs, lim)
+        if held >= 0:
+            out.reason[j] = held
+            continue
+        out.reason[j] = -1
+        mode = _plan_mode(j, reserved, rules, jobs, free, types, nodes)
+        if mode == _STOP_WALK:
+            break
+        if mode == _SKIP:
+            continue
+        # the earliest start over the job's partitions (ties: the first listed); the
+        # state is reassigned only when it grows (each reassignment costs a
+        # reference count per array)
+        only_now = mode == _ONLY_NOW
+        ml = _switches_in_force(j, now, jobs, topo)
+        t = -1
+        for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
+            ty = jobs.pc_type[e]
+            now_here = _type_count(ty, free, types, nodes) >= jobs.nn[j]
+            if only_now and not now_here:
+                continue
+            if _slot_due(ty, rules, ix):
+                ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p,
+                               _nodes_of(jobs.pc_part[e], nodes), ix)
+            if ix.slot[ty] >= 0:        # (inline: the hot path of a deep pass)
+                te = _plan_indexed(now, jobs.limit[j], jobs.nn[j], only_now, ix.top[0],
+                                   ix.slot[ty], ix.TR, p, scratch.trial)
+            else:
+                te = _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo,
+                                scratch.trial)
+            if te >= 0 and (t < 0 or te < t):
+                t = te
+                out.part_used[j] = jobs.pc_part[e]
+                chosen[:jobs.nn[j]] = scratch.trial[:jobs.nn[j]]
+                if t == now:
+                    break
+        if t < 0:
+            if rules.policy == FCFS:
+                break
+            continue
+        if t - now > rules.window:        # beyond the planning window: no reservation
+            continue
+        held_end = _on_grid(t + jobs.limit[j], rules.res)
+        # room for the holds first, so that the loop over the job's nodes assigns no array
+        if _room_short(j, jobs, p, ix, chosen):
+            p, ix = _make_room(j, jobs, p, ix, chosen)
+        ix_new_job(ix.meta)        # insertion hints: this job's own entries only
+        _hold_nodes(Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], 0, jobs.nn[j]), t, held_end, p, ix,
+                    chosen)
+        out.planned[j] = t
+        if t > now:
+            resv[reserved] = j
+            reserved += 1
+            for i in range(jobs.nn[j]):
+                out.alloc_nodes[jobs.offsets[j] + i] = chosen[i]
+            continue
+        run = _start(j, now, held_end, jobs, types, nodes, free, run, lim, topo, out, chosen)
+        if topo.excl[j]:     # --exclusive=topo: the rest of its leaf groups is held too
+            ask = Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], jobs.limit[j], jobs.nn[j])
+            p, run = _hold_blocks(j, now, held_end, chosen[:jobs.nn[j]], ask, topo, nodes, free,
+                                  p, run)
+            free.tcount[:] = -1          # recounted when next asked
+        nstarted += 1
+    if rules.keep:      # the next pass starts from the running jobs
+        _undo_reservations(resv, reserved, rules, jobs, out, p)
+    return nstarted, p, run
+
+
+@leaf_kernel
+def _last_to_walk(queue, qlen, rules, jobs, free, types, nodes):
+    """The last queue position the pass looks at: the last job that could start
+    now somewhere (running jobs only; later ones cannot change this pass's
+    starts), or the end of the queue (fcfs, or ``full``); -1: skip the pass."""
+    if rules.policy == FCFS or rules.full:
+        return qlen - 1
+    for q in range(qlen - 1, -1, -1):
+        if _fits_now_somewhere(queue[q], jobs, free, types, nodes):
+            return q
+    return -1
+
+
+@leaf_kernel
+def _plan_mode(j, reserved, rules, jobs, free, types, nodes):
+    """How the pass plans job ``j``: at any time, only now, not at all (EASY
+    beyond its depth and cannot fit now) or not and stop (fcfs and cannot fit now)."""
+    maybe_now = _fits_now_somewhere(j, jobs, free, types, nodes)
+    if rules.policy == FCFS:
+        return _ONLY_NOW if maybe_now else _STOP_WALK
+    if rules.policy == EASY and reserved >= rules.depth:
+        return _ONLY_NOW if maybe_now else _SKIP
+    return _ANY_TIME
+
+
+@njit(cache=True)
+def _new_index(T, indexed):
+    """An empty run index for a pass over T request types (no slot yet)."""
+    return Index(tr_empty(1024), np.empty(1024, dtype=np.int64), new_meta(),
+                 np.array([-1, 0, 1 if indexed else 0], dtype=np.int64),
+                 np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                 np.empty(0, dtype=np.int64), np.empty((8, 0), dtype=np.int64),
+                 np.full(T, -1, dtype=np.int64), np.zeros(T, dtype=np.int64),
+                 np.empty(_MAX_SLOTS, dtype=np.int64), np.empty(_MAX_SLOTS, dtype=np.int64),
+                 np.empty(_MAX_SLOTS, dtype=np.int64), np.empty(_MAX_SLOTS, dtype=np.int64),
+                 np.empty(0, dtype=np.int64))
+
+
+@leaf_kernel
+def _switches_in_force(j, now, jobs, topo):
+    """Job ``j``'s --switches limit now: 0 once it waited ``leaf_wait`` (k@wait)."""
+    ml = topo.max_leaves[j]
+    if ml > 0 and topo.leaf_wait[j] >= 0 and now - jobs.eligible[j] >= topo.leaf_wait[j]:
+        return 0
+    return ml
+
+
+@leaf_kernel
+def _slot_due(ty, rules, ix):
+    """Count a plan of request type ``ty``; True when it is due a run index slot
+    (planned more than ``index_after`` times in the pass, slots left)."""
+    if not ix.top[2] or ix.slot[ty] >= 0 or ix.top[1] >= _MAX_SLOTS:
+        return False
+    ix.qn[ty] += 1
+    return ix.qn[ty] > rules.index_after
+
+
+@njit(cache=True)
+def _nodes_of(part, nodes):
+    return nodes.pflat[nodes.poff[part]:nodes.poff[part + 1]]
+
+
+@njit(cache=True)
+def _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, trial):
+    """Job ``j``'s earliest start in its partition choice ``e`` by scan, its nodes
+    in ``trial`` (:func:`fastsched.engine.earliest._plan_job`)."""
+    ask = Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], jobs.limit[j], jobs.nn[j])
+    return _plan_job(now, ask, only_now, not now_here, _nodes_of(jobs.pc_part[e], nodes),
+                     nodes, p, trial, topo, topo.unit[j], ml, topo.excl[j])
+
+
+@njit(cache=True)
+def _add_slot(ty, q, last, now, queue, jobs, types, nodes, p, plist, ix):
+    """Request type ``ty`` gets the next slot of the pass's run index (the first
+    slot also sets up the per-node tables and each type's shortest limit among
+    ``queue[q:last + 1]``). Returns the index."""
+    nix = ix.top[1]
+    if nix == 0:
+        ix = Index(ix.TR, ix.fr, ix.meta, ix.top, np.zeros(nodes.capG.shape[0], dtype=np.int64),
+                   np.full(nodes.capG.shape[0], -1, dtype=np.int64), ix.ids, ix.ibuf, ix.slot,
+                   ix.qn, ix.sg, ix.sc, ix.sm, ix.sth,
+                   _min_limits(queue, q, last + 1, jobs.limit, jobs.pc_off, jobs.pc_type,
+                               types.p.shape[0]))
+    ix.sg[nix] = types.g[ty]
+    ix.sc[nix] = types.c[ty]
+    ix.sm[nix] = types.m[ty]
+    ix.sth[nix] = ix.tmin[ty]
+    root, TR, fr = _ix_build(now, Ask(types.g[ty], types.c[ty], types.m[ty], 0, 0), ix.sth[nix],
+                             plist, nodes, ix.TR, ix.fr, ix.meta, p, ix.last, ix.elig, ix.top[0])
+    ix.top[0] = root
+    ix.slot[ty] = nix
+    ix.top[1] = nix + 1
+    return Index(TR, fr, ix.meta, ix.top, ix.elig, ix.last, ix.ids, ix.ibuf, ix.slot, ix.qn,
+                 ix.sg, ix.sc, ix.sm, ix.sth, ix.tmin)
+
+
+@leaf_kernel
+def _room_short(j, jobs, p, ix, chosen):
+    """Do the holds of job ``j`` on ``chosen`` need more room than the profile or
+    the run index has (a hold adds two breakpoints; two more are kept free)?"""
+    nix = ix.top[1]
+    room = 0                # run-index entries the holds may add, in all
+    for i in range(jobs.nn[j]):
+        x = chosen[i]
+        if p.wlen[x] + 4 > p.wcap[x] or ix.ids.shape[0] < 2 * nix * (p.wlen[x] + 4):
+            return True
+        room += nix * (p.wlen[x] + 4)
+    return nix > 0 and ix.meta[0] + room > ix.TR.shape[0]
+
+
+@njit(cache=True)
+def _make_room(j, jobs, p, ix, chosen):
+    """The profile and run index with room for job ``j``'s holds on ``chosen``."""
+    nix = ix.top[1]
+    room = 0
+    room1 = 0               # ... at one node
+    for i in range(jobs.nn[j]):
+        x = chosen[i]
+        if p.wlen[x] + 4 > p.wcap[x]:
+            p = _room(x, p, 4)
+        room += nix * (p.wlen[x] + 4)
+        room1 = max(room1, nix * (p.wlen[x] + 4))
+    if nix > 0:
+        ix = _index_room(ix, room, room1)
+    return p, ix
+
+
+@njit(cache=True)
+def _index_room(ix, room, room1):
+    """The index with room for ``room`` more entries, ``room1`` at one node."""
+    ids, ibuf, TR, fr = ix.ids, ix.ibuf, ix.TR, ix.fr
+    if ids.shape[0] < 2 * room1:
+        ids = np.empty(4 * room1, dtype=np.int64)
+        ibuf = np.empty((8, 4 * room1), dtype=np.int64)
+    if ix.meta[0] + room > TR.shape[0]:
+        TR, fr = tr_reserve(TR, fr, ix.meta, room)
+    return Index(TR, fr, ix.meta, ix.top, ix.elig, ix.last, ids, ibuf, ix.slot, ix.qn, ix.sg,
+                 ix.sc, ix.sm, ix.sth, ix.tmin)
+
+
+@leaf_kernel
+def _hold_nodes(ask, t, held_end, p, ix, chosen):
+    """A job's holds of ``ask`` on ``chosen`` over [t, held_end), node by node (room
+    made: :func:`_make_room`), and the run index's entries follow."""
+    nn = ask.need
+    nix = ix.top[1]
+    _prefetch_node(chosen[0], p, ix.TR, ix.last)
+    for i in range(nn):
+        x = chosen[i]
+        if i + 1 < nn:       # overlap the next node's first misses with this one
+            _prefetch_node(chosen[i + 1], p, ix.TR, ix.last)
+        touched = np.int64(0)
+        ka = kb = 0
+        if nix > 0:         # the slots whose runs this hold can change: before it...
+            ka = _split(x, t, p)
+            kb = _split(x, held_end, p)
+            touched = ix_touched(x, ka, kb, nix, ix.sg, ix.sc, ix.sm, ix.elig, p.WG, p.WC,
+                                 p.WM, p.wo)
+        _hold(x, t, held_end, ask.g, ask.c, ask.m, p)
+        if touched != 0:    # ... and their entries updated after it
+            ix.top[0] = ix_hold(ix.TR, ix.fr, ix.meta, ix.top[0], x, ka, kb, touched, nix, ix.sg,
+                                ix.sc, ix.sm, ix.sth, p.WT, p.WG, p.WC, p.WM, p.wo, p.wlen,
+                                ix.last, ix.ids, ix.ibuf)
+
+
+@njit(cache=True)
+def _take_gpus(free_bits, want, gmasks):
+    """The GPU bits a start of ``want`` GPUs takes from ``free_bits``: by GPU groups
+    when given, else the lowest free indices."""
+    if gmasks.shape[0] > 0:
+        return choose_gpus_kernel(free_bits, want, gmasks)
+    taken = np.uint64(0)
+    left = want
+    b = 0
+    while left > 0:
+        bit = np.uint64(1) << np.uint64(b)
+        if free_bits & bit:
+            taken |= bit
+            left -= 1
+        b += 1
+    return taken
+
+
+@njit(cache=True)
+def _start(j, now, held_end, jobs, types, nodes, free, run, lim, topo, out, chosen):
+    """Start job ``j`` now on ``chosen`` (its plan already held in the profile):
+    its outputs, GPUs, free-now state, limit usage and running lists. Returns the
+    running lists (maybe widened)."""
+    g, c, m = jobs.rg[j], jobs.rc[j], jobs.rm[j]
+    out.start[j] = now
+    out.end[j] = now + min(jobs.runtime[j], jobs.limit[j])
+    _charge(j, 1, jobs, lim)
+    for i in range(jobs.nn[j]):
+        x = chosen[i]
+        o = jobs.offsets[j] + i
+        out.alloc_nodes[o] = x
+        taken = _take_gpus(free.fmask[x], g, topo.gmasks)
+        out.alloc_mask[o] = taken
+        free.fmask[x] &= ~taken
+        free.fg[x] -= g
+        free.fc[x] -= c
+        free.fm[x] -= m
+        _tcount_update(x, free.fg[x] + g, free.fc[x] + c, free.fm[x] + m, free, types, nodes)
+        run = _add_running(x, held_end, g, c, m, j, run)
+    return run
+
+
+@leaf_kernel
+def _undo_reservations(resv, reserved, rules, jobs, out, p):
+    """Give back the holds of the pass's reservations ``resv[:reserved]`` (latest first)."""
+    for i in range(reserved - 1, -1, -1):
+        j = resv[i]
+        e = _on_grid(out.planned[j] + jobs.limit[j], rules.res)
+        for o in range(jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]):
+            _give_back(out.alloc_nodes[o], out.planned[j], e, jobs.rg[j], jobs.rc[j], jobs.rm[j],
+                       p)

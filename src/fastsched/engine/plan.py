@@ -1,0 +1,227 @@
+"""The single pass (:func:`plan_nodes`): one scheduling pass of the engine on a
+given state (running jobs, pending queue), with an outcome and a reason per job."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.cluster import Cluster
+from ..model.constraints import LimitGroups, PartitionChoices
+from ..model.errors import InputError
+from ..model.jobs import JobTable
+from .blocks import _exclusive, _with_held_blocks
+from .inputs import (POLICY_CODES, _check_policy, _grid, _permute_csr, _placement,
+                     _request_types, _unique_rank, check_node_jobs, new_nodes, node_availability)
+from .interrupt import call as _call, new_control
+from .limits import NCAPS
+from .passes import FCFS, _pass
+from .profile import _build_all, new_profile
+from .running import RunningJobs, _running_state
+from .state import (FreeNow, Jobs, Limits, Rules, Topology, as_i64, new_outputs,
+                    new_request_types, new_scratch)
+
+START, RESERVED, BLOCKED = 0, 1, 2
+OUTCOME_NAMES = ("start", "reserved", "blocked")
+#: a request type gets a run index after this many plans in a single pass (< 0:
+#: never): it plans the whole queue once, so builds pay sooner than in the event
+#: loop. Read at each call, so tests can force either path.
+_INDEX_AFTER_PASS = 4
+
+
+@dataclass(frozen=True)
+class NodeDecisions:
+    """One node-level pass: an outcome for every pending job, in queue order.
+
+    ``outcome[i]``: START (start now on ``nodes_of(i)`` with GPU bits
+    ``gpu_masks_of(i)``), RESERVED (planned to start at ``planned_start[i]``
+    on ``nodes_of(i)``; masks 0) or BLOCKED (``planned_start`` -1, no nodes:
+    skipped by EASY beyond its depth, after FCFS's stop, or after the pass's
+    early stop when not ``full``).
+    """
+
+    now: int
+    policy: str
+    job_id: np.ndarray          # int64, queue order
+    outcome: np.ndarray         # int8
+    planned_start: np.ndarray   # int64, -1 when blocked
+    node_offsets: np.ndarray    # int64 [n+1]
+    nodes: np.ndarray           # int64, ascending per job
+    gpu_mask: np.ndarray        # uint64, per node entry (0 for reservations)
+    walked: int                 # queue positions the pass looked at (the rest: early stop)
+    #: squeue-style reason: "" (start), "Resources" (reserved), "Priority"
+    #: (blocked behind others) or the name of the limit that holds the job
+    reason: np.ndarray | None = None
+    partition: np.ndarray | None = None   # int32, where it starts / is reserved (-1: blocked)
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    def nodes_of(self, i: int) -> np.ndarray:
+        return self.nodes[self.node_offsets[i]:self.node_offsets[i + 1]]
+
+    def gpu_masks_of(self, i: int) -> np.ndarray:
+        return self.gpu_mask[self.node_offsets[i]:self.node_offsets[i + 1]]
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Job ids to start now, in queue order."""
+        return self.job_id[self.outcome == START]
+
+    def to_pandas(self):
+        import pandas as pd
+        return pd.DataFrame({"job_id": self.job_id,
+                             "outcome": [OUTCOME_NAMES[o] for o in self.outcome],
+                             "planned_start": self.planned_start,
+                             "num_nodes": np.diff(self.node_offsets),
+                             "reason": self.reason})
+
+
+def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: int,
+               policy: str, reserve_depth: int = 1, available=None, *,
+               full: bool = False, partitions: PartitionChoices | None = None,
+               limits: LimitGroups | None = None, limit_usage=None,
+               rank=None, resolution: int = 1, window: int | None = None,
+               placement=None, eligible=None) -> NodeDecisions:
+    """One scheduling pass at ``now`` of the node-level engine; changes nothing.
+
+    The same compiled pass as :func:`run_nodes` (docs/gpu-semantics.md):
+    ``running`` holds resources until its planned ends (all > ``now``;
+    rounded up to multiples of ``resolution``),
+    ``pending`` is planned in queue order (``rank`` if given, lower first;
+    then submit time, then job id; submit times are not compared with
+    ``now``). fcfs/easy/conservative stop after the last job that could start
+    now, like the simulator (later jobs are BLOCKED); ``full=True`` walks the
+    whole queue, so conservative gives every job a planned start (``squeue
+    --start``) and easy makes its reservations even when nothing can start now.
+    ``partitions``/``limits``: see :mod:`fastsched.constraints`, over the
+    pending jobs; ``limit_usage`` (int64[G, 5]) is what running and pending
+    jobs already count against the groups (default none). ``resolution`` /
+    ``window`` / ``placement``: see :func:`run_nodes`; ``eligible`` (per
+    pending job, default its submit time) starts a --switches wait.
+    """
+    _check_policy(policy, reserve_depth)
+    res, win = _grid(resolution, window)
+    pl = _placement(placement, cluster, len(pending))
+    partitions = check_node_jobs(cluster, pending, available, partitions)
+    n = len(pending)
+    limits = LimitGroups.none(n) if limits is None else limits
+    if len(limits) != n:
+        raise InputError(f"limits cover {len(limits)} jobs, {n} are pending", field="limits")
+    G = len(limits.caps)
+    usage = np.zeros((G, NCAPS), dtype=np.int64) if limit_usage is None else \
+        np.array(limit_usage, dtype=np.int64)
+    if usage.shape != (G, NCAPS):
+        raise InputError(f"limit_usage must have shape ({G}, {NCAPS})", field="limit_usage")
+    now = int(now)
+    avail = node_availability(cluster, available)
+    nodes = new_nodes(cluster, avail)
+    running = _with_held_blocks(cluster, running, pl.levels, avail)
+    free_now, run, wcap = _running_state(cluster, running, now, int(res))
+    if rank is None:
+        order = np.lexsort((pending.job_id, pending.submit_time))
+    else:
+        order = np.argsort(_unique_rank(rank, pending), kind="stable")
+    jobs, types = _pass_jobs(pending, partitions, order, eligible)
+    jg_off, jg = _permute_csr(limits.offsets, limits.group, order)
+    lim = Limits(jg_off, as_i64(jg), as_i64(limits.caps).reshape(-1, NCAPS), usage)
+    out = new_outputs(n, int(jobs.offsets[-1]), -1)
+    p = new_profile(wcap)
+    free = FreeNow(*free_now, np.full(len(types.p), -1, dtype=np.int64))
+    _build_all(np.int64(now), p, run, free)
+    code = POLICY_CODES[policy]
+    walked = _walked(code, bool(full), jobs.pc_off, jobs.pc_type, jobs.nn, types, nodes,
+                     free) if n else 0
+    if n:
+        rules = Rules(code, np.int64(reserve_depth if policy == "easy" else n + 1), bool(full),
+                      res, win, np.int64(_INDEX_AFTER_PASS), False)
+        topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order], pl.leaf_wait[order],
+                        pl.gpu_groups, *_exclusive(pl, avail, order))
+        control = new_control()
+        nst = _call(_pass, np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), rules, jobs,
+                    types, nodes, free, p, run, lim, topo, out, new_scratch(jobs.nn), control,
+                    control=control)[0]
+        if code == FCFS:       # fcfs starts a prefix of the unheld queue, then stops
+            walked = _fcfs_walked(nst, out.reason, n)
+    planned = out.planned
+    outcome = np.full(n, BLOCKED, dtype=np.int8)
+    outcome[planned > now] = RESERVED
+    outcome[out.start >= 0] = START
+    keep = outcome != BLOCKED
+    counts = np.where(keep, jobs.nn, 0)
+    node_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=node_offsets[1:])
+    entry_keep = np.repeat(keep, jobs.nn)
+    return NodeDecisions(now=now, policy=policy, job_id=pending.job_id[order].copy(),
+                         outcome=outcome, planned_start=planned, node_offsets=node_offsets,
+                         nodes=out.alloc_nodes[entry_keep], gpu_mask=out.alloc_mask[entry_keep],
+                         walked=walked, reason=_reason_names(outcome, out.reason, limits),
+                         partition=out.part_used.astype(np.int32))
+
+
+def _pass_jobs(pending: JobTable, partitions: PartitionChoices, order, eligible):
+    """The single pass's :class:`Jobs` (in queue ``order``) and request types.
+
+    A pass plans each job for its whole time limit and never sees it end, so
+    its runtime is taken to be its limit (:func:`_runtime_in_a_pass`): a start's
+    end is then its planned end."""
+    def q(a):
+        return as_i64(np.asarray(a)[order])
+    nn = q(pending.num_nodes)
+    limit = q(pending.time_limit)
+    pc_off, pc_part = _permute_csr(partitions.offsets, partitions.partition, order)
+    types, pc_type = _request_types(pending, pc_part, np.repeat(order, np.diff(pc_off)))
+    offsets = np.zeros(len(nn) + 1, dtype=np.int64)
+    np.cumsum(nn, out=offsets[1:])
+    runtime = _runtime_in_a_pass(limit)
+    return Jobs(limit, runtime, nn, q(pending.gpus_per_node), q(pending.cpus_per_node),
+                q(pending.mem_per_node), pc_off, pc_part.astype(np.int64), pc_type, offsets,
+                q(pending.submit_time if eligible is None else eligible)), \
+        new_request_types(types)
+
+
+def _runtime_in_a_pass(limit):
+    """What a single pass takes a job's runtime to be: its time limit. The pass
+    plans holds and never sees a job end, so only ``end = start + min(runtime,
+    limit)`` reads it, and that is then the planned end (the same array)."""
+    return limit
+
+
+def _fcfs_walked(nstarted: int, reason: np.ndarray, n: int) -> int:
+    """fcfs walks its starts and the held jobs among them, then the job it stops at."""
+    for q in range(n):          # at most (starts + held + 1) steps: what the pass walked
+        if reason[q] < 0:
+            if nstarted == 0:
+                return q + 1
+            nstarted -= 1
+    return n
+
+
+def _reason_names(outcome, code, limits) -> np.ndarray:
+    names = np.array(["", "Resources", "Priority"], dtype=object)[outcome]
+    held = code >= 0
+    names[held] = limit_reasons(limits, code[held])
+    return names
+
+
+def limit_reasons(limits: LimitGroups, code: np.ndarray) -> np.ndarray:
+    """Reason names (object array, "" where none) of engine reason codes (group * 5 + cap)."""
+    code = np.asarray(code, dtype=np.int64)
+    table = np.array([r for caps in limits.reasons for r in caps] + [""], dtype=object)
+    return table[np.where(code >= 0, code, len(table) - 1)]
+
+
+def _walked(code, full, pc_off, pc_type, nn, types, nodes, free) -> int:
+    """How many queue positions the pass walks (before it changes any state)."""
+    n = len(nn)
+    if code == FCFS or full:
+        return n
+    # free-now eligibility count per request type (running jobs only)
+    fg, fc, fm = free.fg, free.fc, free.fm
+    cnt = np.zeros(len(types.p), dtype=np.int64)
+    for k, (p, g, c, m) in enumerate(zip(types.p, types.g, types.c, types.m)):
+        xs = nodes.pflat[nodes.poff[p]:nodes.poff[p + 1]]
+        cnt[k] = int(np.count_nonzero((fg[xs] >= g) & (fc[xs] >= c) & (fm[xs] >= m)))
+    rows = np.repeat(np.arange(n), np.diff(pc_off))
+    ok = np.flatnonzero(np.bincount(rows[cnt[pc_type] >= nn[rows]], minlength=n) > 0)
+    return int(ok[-1]) + 1 if len(ok) else 0

@@ -1,0 +1,127 @@
+"""The compiled engine's state, declared once: named tuples of arrays.
+
+Numba takes a ``collections.namedtuple`` of arrays as one argument and reads
+its fields at no cost, so each concept of the engine travels as one value
+instead of a dozen positional arrays kept in sync by hand. Each structure is
+built in one Python function (``new_*`` here, or the builder named in its
+comment); a kernel that may replace an array (a profile or running list that
+outgrew its storage) returns the structure rebuilt around the new array.
+
+Node-indexed arrays have one row per cluster node; job-indexed ones one row
+per job in the engine's order (submit order in the event loop, queue order in
+a single pass).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+#: the kept work profile, ragged (:mod:`fastsched.engine.profile`): node x's
+#: breakpoints are ``WT[wo[x]:wo[x] + wlen[x]]`` with the free (GPUs, CPUs, MB)
+#: ``WG/WC/WM`` from each, in a segment of ``wcap[x]`` entries; ``wst`` =
+#: [top (first entry never used), holes (entries of abandoned segments)]
+Profile = namedtuple("Profile", ["WT", "WG", "WC", "WM", "wo", "wlen", "wcap", "wst"])
+
+#: per node, its running jobs sorted by held end: ``RT/RG/RC/RM/RJ[x, :rlen[x]]``
+#: = (held end, g, c, m, job) (job -2 - j: a leaf group held whole for
+#: --exclusive=topo job j); the width ``RT.shape[1]`` grows by doubling
+Running = namedtuple("Running", ["RT", "RG", "RC", "RM", "RJ", "rlen"])
+
+#: the cluster as the kernels see it: capacities, each partition's available
+#: nodes (CSR ``poff``/``pflat``, ascending) and per node the bits of its
+#: partitions (``pbits``; empty beyond 64 partitions)
+Nodes = namedtuple("Nodes", ["capG", "capC", "capM", "poff", "pflat", "pbits"])
+
+#: free now (running jobs only): GPUs, CPUs, MB and free GPU bits per node, and
+#: per request type the count of nodes of its partition whose free-now covers
+#: it (``tcount``, -1: not counted yet; :mod:`fastsched.engine.freenow`)
+FreeNow = namedtuple("FreeNow", ["fg", "fc", "fm", "fmask", "tcount"])
+
+#: the distinct (partition, gpus, cpus, mem) requests, one row each
+RequestTypes = namedtuple("RequestTypes", ["p", "g", "c", "m"])
+
+#: per job: time limit, runtime, nodes and per-node request; its partition
+#: choices (CSR ``pc_off`` over ``pc_part`` and their request types
+#: ``pc_type``); where its nodes go in the allocation arrays (``offsets``);
+#: when it became eligible (starts a --switches wait)
+Jobs = namedtuple("Jobs", ["limit", "runtime", "nn", "rg", "rc", "rm", "pc_off", "pc_part",
+                           "pc_type", "offsets", "eligible"])
+
+#: limit groups: each job's groups (CSR ``jg_off``/``jg``), their caps and
+#: usage ([G, NCAPS], :mod:`fastsched.engine.limits`)
+Limits = namedtuple("Limits", ["jg_off", "jg", "caps", "gusage"])
+
+#: topology: levels (int32[L, nodes], L = 0: off), per job --segment ``unit``,
+#: --switches ``max_leaves`` / ``leaf_wait`` and --exclusive=topo ``excl``;
+#: GPU groups ``gmasks`` (empty: lowest free indices); each leaf group's
+#: available nodes (CSR ``boff``/``bnodes``, :mod:`fastsched.engine.blocks`)
+Topology = namedtuple("Topology", ["levels", "unit", "max_leaves", "leaf_wait", "gmasks",
+                                   "excl", "boff", "bnodes"])
+
+#: what a pass decides, per job: start, end, planned start (reservations),
+#: nodes and GPU bits (at ``Jobs.offsets[j]``), limit reason, partition used
+Outputs = namedtuple("Outputs", ["start", "end", "planned", "alloc_nodes", "alloc_mask",
+                                 "reason", "part_used"])
+
+#: how a pass plans: policy code, EASY's reservation depth, ``full`` (walk
+#: the whole queue), the time grid ``res``, the planning ``window``, after how
+#: many plans a request type gets a run index (< 0: never), and ``keep``
+#: (undo the pass's reservations at its end: the caller plans from the profile
+#: again)
+Rules = namedtuple("Rules", ["policy", "depth", "full", "res", "window", "index_after", "keep"])
+
+#: one job's request as the planners take it: per-node (g, c, m), duration
+#: ``d`` and node count ``need``
+Ask = namedtuple("Ask", ["g", "c", "m", "d", "need"])
+
+#: the event loop's queue and events: submit times, queue ``rank``, the queue
+#: (job indices sorted by rank), the completion heap (``evk`` end, ``evj`` job),
+#: and scratch for the jobs a pass started (``newly``)
+Events = namedtuple("Events", ["submit", "rank", "queue", "evk", "evj", "newly"])
+
+#: dependencies: each job's dependents (CSR ``ch_off``, ``ch_job``/``ch_kind``),
+#: its count of unsatisfied ones (``pend``), whether it can never run
+#: (``never``) and whether it was submitted (``arrived``)
+Deps = namedtuple("Deps", ["ch_off", "ch_job", "ch_kind", "pend", "never", "arrived"])
+
+#: per-job scratch of node choices: the best so far (``chosen``) and the
+#: current partition's (``trial``)
+Scratch = namedtuple("Scratch", ["chosen", "trial"])
+
+
+def as_i64(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def new_outputs(n: int, total: int, nodes_fill=None) -> Outputs:
+    """Outputs of ``n`` jobs with ``total`` node entries (nothing decided yet; node
+    entries left unset unless ``nodes_fill``)."""
+    return Outputs(start=np.full(n, -1, dtype=np.int64), end=np.full(n, -1, dtype=np.int64),
+                   planned=np.full(n, -1, dtype=np.int64),
+                   alloc_nodes=np.empty(total, dtype=np.int64) if nodes_fill is None
+                   else np.full(total, nodes_fill, dtype=np.int64),
+                   alloc_mask=np.zeros(total, dtype=np.uint64),
+                   reason=np.full(n, -1, dtype=np.int64),
+                   part_used=np.full(n, -1, dtype=np.int64))
+
+
+def new_scratch(nn: np.ndarray) -> Scratch:
+    size = max(1, int(nn.max(initial=1)))
+    return Scratch(np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64))
+
+
+def new_request_types(types: np.ndarray) -> RequestTypes:
+    """From the (T, 4) rows of :func:`fastsched.engine.inputs._request_types`."""
+    return RequestTypes(*(as_i64(types[:, k]) for k in range(4)))
+
+
+#: a pass's run index (:mod:`fastsched.engine.runindex`), built inside the pass
+#: (:func:`fastsched.engine.passes._new_index`): the table ``TR``, its free list
+#: ``fr`` and ``meta``; ``top`` = [root, slots used, 1 if the pass may index];
+#: per node its slots' bits (``elig``) and last entry (``last``); buffers of
+#: ``ix_hold`` (``ids``, ``ibuf``); per request type its slot (-1: none), its
+#: plans so far (``qn``) and the shortest limit of its jobs to come (``tmin``);
+#: per slot its request (``sg/sc/sm``) and shortest run kept (``sth``)
+Index = namedtuple("Index", ["TR", "fr", "meta", "top", "elig", "last", "ids", "ibuf", "slot",
+                             "qn", "sg", "sc", "sm", "sth", "tmin"])
