@@ -6,7 +6,6 @@ import hashlib
 import sys
 
 import numpy as np
-import pandas as pd
 
 from ..model.errors import InputError
 from ..policy.config import load_config
@@ -111,9 +110,11 @@ def run(args) -> int:
               f"(p95 {p['p95_groups_spanned']:.0f}); {p['multi_node_single_group_share']:.1%} "
               f"of {p['multi_node_jobs']:,} multi-node jobs on one leaf")
     if result.summary.get("never_started") and result.partition is not None:
-        reasons = pd.Series(result.reasons()[result.schedule.start_time < 0]).value_counts()
+        names, counts = np.unique(result.reasons()[result.schedule.start_time < 0],
+                                  return_counts=True)
+        order = np.argsort(-counts, kind="stable")          # most frequent first
         print(f"never started: {result.summary['never_started']:,} job(s): " + ", ".join(
-            f"{r} {c}" for r, c in reasons.items()))
+            f"{names[i]} {counts[i]}" for i in order))
     if args.topology is None and workload is not None and workload.exclusive_topo.any():
         print(f"note: {int(workload.exclusive_topo.sum()):,} job(s) ask for --exclusive=topo, "
               "which needs --topology: ignored")
