@@ -16,6 +16,7 @@ import sys
 from ..engine.interrupt import Interrupted, kernel_running, signals_interrupt
 from ..model.errors import FastschedError
 
+
 #: command -> (module of this package, one-line help)
 COMMANDS = {
     "simulate": ("simulate", "replay a trace under a policy and print the summary"),

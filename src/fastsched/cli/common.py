@@ -24,6 +24,7 @@ from ..sim.site import site_limits
 from ..tools.generate import load_cluster
 from .argtypes import positive_int, positive_seconds, seconds
 
+
 SUMMARY_ROWS = [
     ("jobs", "jobs", "{:,}"), ("skipped", "skipped", "{:,}"),
     ("never_started", "never started", "{:,}"), ("timeouts", "killed at limit", "{:,}"),

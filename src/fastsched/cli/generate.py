@@ -1,20 +1,20 @@
 """``fastsched generate cluster|workload|config``: the standard inputs and examples."""
 from __future__ import annotations
 
+import argparse
 from importlib import resources
 from pathlib import Path
-import argparse
 
-from ..cli.argtypes import non_negative_int, positive_float, seed
 from ..io.slurmconf import topology_path, write_cluster
 from ..io.workload import write_workload
 from ..tools.generate import CLUSTERS, DAY, WORKLOADS, ai_cluster, ai_mix, load_cluster
+from .argtypes import non_negative_int, positive_float, seed
+
 
 def configure(g: argparse.ArgumentParser) -> None:
-    g.description = ("Write the standard inputs of the benchmarks "
-                       "(benchmarks/RESULTS.md) "
-                       "and examples: a cluster as slurm.conf + topology.conf + gres.conf, a "
-                       "seeded ai-mix workload as CSV, or the example site configuration.")
+    g.description = ("Write the standard inputs of the benchmarks (benchmarks/RESULTS.md) "
+                     "and examples: a cluster as slurm.conf + topology.conf + gres.conf, a "
+                     "seeded ai-mix workload as CSV, or the example site configuration.")
     gsub = g.add_subparsers(title="what", metavar="WHAT")
     g.set_defaults(run=lambda args: (g.print_help(), 2)[1])
 

@@ -9,6 +9,7 @@ from ..model.errors import InputError
 from ..tools.launch import LOCAL_ADDR, allocate_local, run, task_environments
 from .argtypes import int_in, non_negative_int, positive_int
 
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -20,13 +21,13 @@ def _seconds(text: str) -> float:
 
 
 def configure(r: argparse.ArgumentParser) -> None:
-    r.description = ("Launch CMD as the tasks of an allocation of NODES nodes, all on this "
-        "machine, each with the environment srun gives a task (SLURM_PROCID, SLURM_LOCALID, "
-        "SLURM_NODEID, SLURM_TASKS_PER_NODE, ...) and the PyTorch variables (RANK, "
-        "LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT = "
-        "10000 + job id % 20000). Tasks are laid out block-wise as Slurm's default "
-        "distribution. If a task fails the others are terminated; the exit status is the "
-        "failing task's.")
+    r.description = ("Launch CMD as the tasks of an allocation of NODES nodes, all on this machine, "
+                     "each with the environment srun gives a task (SLURM_PROCID, SLURM_LOCALID, "
+                     "SLURM_NODEID, SLURM_TASKS_PER_NODE, ...) and the PyTorch variables (RANK, "
+                     "LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT ="
+                     " 10000 + job id % 20000). Tasks are laid out block-wise as Slurm's default "
+                     "distribution. If a task fails the others are terminated; the exit status is "
+                     "the failing task's.")
     r.add_argument("-N", "--nodes", type=positive_int, default=1, help="number of nodes (default 1)")
     r.add_argument("-n", "--ntasks", type=positive_int,
                    help="number of tasks (default: one per node, or NODES x --ntasks-per-node)")

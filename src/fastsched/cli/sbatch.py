@@ -11,6 +11,7 @@ from ..model.errors import InputError
 from ..sim.scheduler import Scheduler
 from ..tools.generate import load_cluster
 
+
 _USAGE = ("usage: fastsched sbatch --test-only [--cluster slurm.conf|ai-8k|ai-100k|ai-1m] "
           "SCRIPT [sbatch options...]")
 _HELP = _USAGE + """

@@ -11,18 +11,11 @@ from ..policy.usage import usage_at
 from ..sim.site import simulate_site
 from ..sim.views import format_sprio, format_sshare, sprio, sshare
 from ..tools.generate import load_cluster
-
-#: the one-line help of each command, also shown by ``fastsched --help``
-HELP = {
-    "sprio": "multifactor priority and its weighted factors of the pending jobs at a time "
-             "of a simulation (like sprio -l)",
-    "sshare": "shares, usage and fair-share factors of every association at a time of a "
-              "simulation (like sshare -l -a)",
-}
+from . import COMMANDS
 
 
 def configure(p: argparse.ArgumentParser, name: str) -> None:
-    helptext = HELP[name]
+    helptext = COMMANDS[name][1]
     p.description = (helptext[0].upper() + helptext[1:] + ". The usage comes from simulating "
                      "the workload under the configuration (its priorities and limits) up to "
                      "--at: every job that started before then is charged for what it ran, "
