@@ -9,10 +9,12 @@ from ..model.cluster import Cluster, NodeState
 from ..model.constraints import PartitionChoices, csr_take
 from ..model.errors import InputError
 from ..model.jobs import JobTable
+from ..model.policies import POLICIES, check_reserve_depth, get_policy
 from ..model.validation import check_basic, reject, request_capacity
 from .state import Nodes
 
-POLICY_CODES = {"fcfs": 0, "easy": 1, "conservative": 2}
+#: policy name -> the number the kernels take (the one table: fastsched.model.policies)
+POLICY_CODES = {name: p.kernel_code for name, p in POLICIES.items()}
 _INF = np.int64(1) << np.int64(62)
 
 
@@ -185,10 +187,5 @@ def _unique_rank(rank, jobs: JobTable) -> np.ndarray:
 
 
 def _check_policy(policy, reserve_depth) -> None:
-    if policy not in POLICY_CODES:
-        raise InputError(f"unknown policy {policy!r}; choose one of {sorted(POLICY_CODES)}",
-                         field="policy")
-    if isinstance(reserve_depth, bool) or not isinstance(reserve_depth, (int, np.integer)) \
-            or reserve_depth < 1:
-        raise InputError(f"reserve_depth must be an integer >= 1, got {reserve_depth!r}",
-                         field="reserve_depth")
+    get_policy(policy)
+    check_reserve_depth(reserve_depth)
