@@ -54,7 +54,7 @@ d = run_pass(busy_state("ai-8k", pending=400, seed=5), "conservative", full=True
 assert (d.outcome == 1).sum() > 50          # reservations: holds updated the index
 kernels = _leaf_kernels()
 compiled = {{name for name, k in kernels if k.nopython_signatures}}
-for hot in ("runindex.ix_hold", "runindex.tr_succ", "profile._hold",
+for hot in ("runindex.ix_hold", "runindex.tr_succ", "profile._take",
             "earliest._plan_indexed", "profile._split"):
     assert hot in compiled, hot
 print(len(compiled), _array_returning(kernels))
