@@ -210,7 +210,7 @@ def _give_back(x, s, e, g, c, m, p):
     _merge_at(x, a, p)
 
 
-@leaf_kernel
+@leaf_kernel(inline="always")
 def _split(x, t, p):
     """Make t (>= WT[x, 0]) a breakpoint of node x; return its index. Needs room for one more."""
     WT, WG, WC, WM = p.WT, p.WG, p.WC, p.WM
@@ -240,7 +240,7 @@ def _hold(x, s, e, g, c, m, p):
     _take(x, _split(x, s, p), _split(x, e, p), g, c, m, p)
 
 
-@leaf_kernel
+@leaf_kernel(inline="always")
 def _take(x, a, b, g, c, m, p):
     """Take (g, c, m) from node x's segments a to b - 1 (made breakpoints by :func:`_split`)."""
     o = p.wo[x]
