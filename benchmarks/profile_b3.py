@@ -65,11 +65,11 @@ PATCHES = {
         ("                    chosen)\n", "                    chosen, prof)\n"),
         ("def _hold_nodes(ask, t, held_end, p, ix, chosen):",
          "def _hold_nodes(ask, t, held_end, p, ix, chosen, prof):"),
-        ("        touched = np.int64(0)\n        ka = kb = 0\n",
-         "        c1 = _rdtsc()\n        prof[11] += 1\n        touched = np.int64(0)\n        ka = kb = 0\n"),
-        ("        _hold(x, t, held_end, ask.g, ask.c, ask.m, p)\n",
+        ("        ka = _split(x, t, p)\n",
+         "        c1 = _rdtsc()\n        prof[11] += 1\n        ka = _split(x, t, p)\n"),
+        ("        _take(x, ka, kb, ask.g, ask.c, ask.m, p)\n",
          "        c2 = _rdtsc()\n        prof[12] += c2 - c1\n"
-         "        _hold(x, t, held_end, ask.g, ask.c, ask.m, p)\n"
+         "        _take(x, ka, kb, ask.g, ask.c, ask.m, p)\n"
          "        c3 = _rdtsc()\n        prof[10] += c3 - c2\n"),
         ("                                ix.last, ix.ids, ix.ibuf)\n",
          "                                ix.last, ix.ids, ix.ibuf)\n"
@@ -168,8 +168,8 @@ for name, k in (("indexed plan need=1", 0), ("indexed plan multi", 2), ("scan pl
     print(f"  {{name:22s}} {{ms(P[k]):8.1f}} ms  calls {{P[k+1]:8d}}")
 print(f"  runs pushed in indexed multi-node sweeps {{P[18]}}")
 print(f"  holds (node x job)     {{P[11]}}; index updates (node x hold) {{P[13]}}")
-print(f"  slots touched (before) {{ms(P[12]):8.1f}} ms")
-print(f"  _hold                  {{ms(P[10]):8.1f}} ms")
+print(f"  splits, slots touched  {{ms(P[12]):8.1f}} ms")
+print(f"  _take                  {{ms(P[10]):8.1f}} ms")
 print(f"  index update           {{ms(P[14]):8.1f}} ms")
 rest = P[16] - sum(P[k] for k in (0, 2, 4, 6, 8, 10, 12, 14))
 print(f"  rest of the loop       {{ms(rest):8.1f}} ms")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import naive_nodes
 from test_nodeplan import assert_valid, node_cases, twin
-from fastsched.engine import loop as engine_loop, plan as engine_plan
+from fastsched.engine import loop as engine_loop, plan as engine_plan, profile
 from fastsched.model.constraints import Dependencies, LimitGroups
 from fastsched.engine import RunningJobs, check_node_jobs, plan_nodes, run_nodes
 from fastsched.engine.loop import _EventLoop
@@ -179,3 +179,35 @@ def test_hold_ends_on_the_absolute_grid():
             assert run.start.tolist() == starts, (policy, r)
             out = twin_run(cluster, None, jobs, policy, 1, r, None)
             assert [out[j][0] for j in (1, 2, 3)] == starts, (policy, r)
+
+
+def _one_node_profile(steps):
+    """A one-node profile with breakpoints at 0, 10, 20, ... and the free (g, c, m) ``steps``."""
+    p = profile.new_profile(np.array([len(steps) + 4]))
+    for k, v in enumerate(steps):
+        p.WT[k], p.WG[k], p.WC[k], p.WM[k] = 10 * k, v, 2 * v, 3 * v
+    p.wlen[0] = len(steps)
+    return p
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=st.lists(st.integers(4, 8), min_size=1, max_size=6), s=st.integers(0, 70),
+       length=st.integers(1, 40), g=st.integers(0, 4))
+def test_a_hold_split_in_two_is_the_hold(steps, s, length, g):
+    """The pass splits a node's profile, lets the run index read the covered
+    segments, then takes (:func:`_split` twice, :func:`_take`): the same profile
+    as :func:`_hold`."""
+    whole, split = _one_node_profile(steps), _one_node_profile(steps)
+    profile._hold(0, s, s + length, g, g, g, whole)
+    a = profile._split(0, s, split)
+    b = profile._split(0, s + length, split)
+    profile._take(0, a, b, g, g, g, split)
+    for got, want in zip(profile.profile_of(split, 0), profile.profile_of(whole, 0)):
+        assert got.tolist() == want.tolist()
+
+
+def test_the_per_node_profile_kernels_are_inlined():
+    """Called per node of every hold, a call passing the 8-array Profile field
+    by field costs more than their work (B3)."""
+    for kernel in (profile._split, profile._take):
+        assert kernel.targetoptions["inline"] == "always"

@@ -29,6 +29,12 @@ from .. import _jitcache  # noqa: F401  (first: the cached kernels below are key
 from numba import njit
 
 
-def leaf_kernel(fn):
-    """``fn`` compiled (and cached) without reference counting: see the module."""
-    return njit(cache=True, _nrt=False)(fn)
+def leaf_kernel(fn=None, *, inline="never"):
+    """``fn`` compiled (and cached) without reference counting: see the module.
+
+    ``@leaf_kernel(inline="always")``: Numba copies the kernel into each caller
+    instead of calling it, for a tiny kernel called per node in a hot loop, where
+    the call would cost more than the work (a state tuple is passed field by field)."""
+    if fn is None:
+        return lambda f: leaf_kernel(f, inline=inline)
+    return njit(cache=True, _nrt=False, inline=inline)(fn)

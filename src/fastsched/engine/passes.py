@@ -14,7 +14,7 @@ from .freenow import _fits_now_somewhere, _tcount_update, _type_count
 from .interrupt import REQUEST as _REQUEST, STOP as _STOP
 from .leafkernel import leaf_kernel
 from .limits import _charge, _held, _min_limits
-from .profile import _give_back, _hold, _on_grid, _prefetch_node, _room, _split
+from .profile import _give_back, _on_grid, _prefetch_node, _room, _split, _take
 from .running import _add_running
 from .runindex import (MAX_SLOTS as _MAX_SLOTS, ix_hold, ix_new_job, ix_packable, ix_touched,
                        new_meta, tr_empty, tr_reserve)
@@ -291,14 +291,15 @@ def _hold_nodes(ask, t, held_end, p, ix, chosen):
         x = chosen[i]
         if i + 1 < nn:       # overlap the next node's first misses with this one
             _prefetch_node(chosen[i + 1], p, ix.TR, ix.last)
+        # the hold (:func:`fastsched.engine.profile._hold`) split in two: the index reads
+        # the segments it covers between the splits and the take
+        ka = _split(x, t, p)
+        kb = _split(x, held_end, p)
         touched = np.int64(0)
-        ka = kb = 0
         if nix > 0:         # the slots whose runs this hold can change: before it...
-            ka = _split(x, t, p)
-            kb = _split(x, held_end, p)
             touched = ix_touched(x, ka, kb, nix, ix.sg, ix.sc, ix.sm, ix.elig, p.WG, p.WC,
                                  p.WM, p.wo)
-        _hold(x, t, held_end, ask.g, ask.c, ask.m, p)
+        _take(x, ka, kb, ask.g, ask.c, ask.m, p)
         if touched != 0:    # ... and their entries updated after it
             ix.top[0] = ix_hold(ix.TR, ix.fr, ix.meta, ix.top[0], x, ka, kb, touched, nix, ix.sg,
                                 ix.sc, ix.sm, ix.sth, p.WT, p.WG, p.WC, p.WM, p.wo, p.wlen,

@@ -210,7 +210,7 @@ def _give_back(x, s, e, g, c, m, p):
     _merge_at(x, a, p)
 
 
-@leaf_kernel
+@leaf_kernel(inline="always")
 def _split(x, t, p):
     """Make t (>= WT[x, 0]) a breakpoint of node x; return its index. Needs room for one more."""
     WT, WG, WC, WM = p.WT, p.WG, p.WC, p.WM
@@ -237,9 +237,13 @@ def _split(x, t, p):
 @leaf_kernel
 def _hold(x, s, e, g, c, m, p):
     """Take (g, c, m) on node x over [s, e). Needs room for two more breakpoints."""
+    _take(x, _split(x, s, p), _split(x, e, p), g, c, m, p)
+
+
+@leaf_kernel(inline="always")
+def _take(x, a, b, g, c, m, p):
+    """Take (g, c, m) from node x's segments a to b - 1 (made breakpoints by :func:`_split`)."""
     o = p.wo[x]
-    a = _split(x, s, p)
-    b = _split(x, e, p)
     for k in range(a, b):
         p.WG[o + k] -= g
         p.WC[o + k] -= c
