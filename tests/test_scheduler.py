@@ -4,7 +4,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fastsched import Cluster, InputError, JobRequest, JobTable, simulate
-from fastsched.sim.scheduler import BLOCKED, RESERVED, START, Scheduler, StaleDecisionsError
+from fastsched.sim.decisions import BLOCKED, RESERVED, START, StaleDecisionsError
+from fastsched.sim.scheduler import Scheduler
 from fastsched.tools.testing import cluster_and_workload
 
 
@@ -332,7 +333,7 @@ def test_from_state_rejects_bad_running_jobs():
 
 
 def test_waiting_reasons_are_per_partition():
-    from fastsched.sim.scheduler import waiting_reasons
+    from fastsched.sim.decisions import waiting_reasons
     outcome = np.array([START, RESERVED, BLOCKED, BLOCKED, RESERVED, START])
     partition = np.array([0, 0, 1, 0, 1, 1])
     assert waiting_reasons(outcome, partition).tolist() == \

@@ -14,123 +14,28 @@ driving this API through a workload gives the simulator's schedule.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ..engine import _kernels
+from ..engine import (NodeDecisions, RunningJobs, check_node_jobs, node_availability,
+                      plan_nodes)
+from ..engine.inputs import _grid
 from ..model.cluster import Cluster, NodeState
-from ..model.errors import FastschedError, InputError, UnsupportedError
+from ..model.constraints import (CAPS, Dependencies, LimitGroups, PartitionChoices, Placement,
+                                 csr_take)
+from ..model.errors import InputError, UnsupportedError
 from ..model.jobs import JOB_FIELDS, JobRequest, JobTable
-from ..engine import (NodeDecisions, Progress, RunningJobs, check_node_jobs,
-                      node_availability, plan_nodes)
-from ..engine.inputs import _grid, _partition_nodes, _placement, _unique_rank
-from ..model.constraints import (AFTER, AFTERNOTOK, AFTEROK, CAPS, Dependencies, LimitGroups,
-                                 PartitionChoices, Placement, check_covers, csr_take)
 from ..model.policies import check_reserve_depth, get_policy
-from ..model.validation import check_jobs, reject, request_capacity
+from ..model.validation import check_jobs, reject
+from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, ConstraintState,
+                          QueuePriority, csr_offsets, first_duplicate)
+from .decisions import BLOCKED, START, Decisions, StaleDecisionsError
 
-START, RESERVED, BLOCKED = 0, 1, 2
-OUTCOME_NAMES = ("start", "reserved", "blocked")
 #: the engine of each reservation model; "auto" (None): the pool engine while every job
 #: fits it, else (for good) the node engine
 _ENGINE_OF = {None: "auto", "counts": "pool", "nodes": "nodes"}
 
 
-class StaleDecisionsError(FastschedError):
-    """Decisions applied to a state that changed since the pass that made them."""
-
-
-@dataclass(frozen=True)
-class Decisions:
-    """The outcome of one pass for every pending job, in queue order.
-
-    ``outcome[i]`` is START (start now on ``nodes_of(i)`` with GPUs
-    ``gpu_masks_of(i)``), RESERVED (expected to start at ``start_time[i]``; the
-    node engine also names the nodes it holds for it) or BLOCKED (not planned
-    by this pass). ``reason`` says why a job waits, with squeue's words.
-    """
-
-    now: int
-    job_id: np.ndarray        # int64, queue order
-    outcome: np.ndarray       # int8: START / RESERVED / BLOCKED
-    start_time: np.ndarray    # int64, -1 when blocked
-    node_offsets: np.ndarray  # int64, CSR over jobs: nodes chosen (START, node-engine RESERVED)
-    nodes: np.ndarray         # int64 node indices
-    version: int              # state version the pass read
-    #: uint64 per entry of ``nodes``: bit k = GPU k taken (0 for reservations)
-    gpu_mask: np.ndarray | None = None
-    num_nodes: np.ndarray | None = None   # int64, nodes each job asks for
-    partition: np.ndarray | None = None   # int64, each job's partition index
-    engine: str = "pool"
-    cluster: Cluster | None = None        # for node and partition names
-    #: per job, the name of the limit that holds it (or ReqNodeNotAvail), "" for none
-    held: np.ndarray | None = None
-    rows: np.ndarray | None = field(default=None, repr=False)   # the scheduler's job rows
-
-    def nodes_of(self, i: int) -> np.ndarray:
-        return self.nodes[self.node_offsets[i]:self.node_offsets[i + 1]]
-
-    def gpu_masks_of(self, i: int) -> np.ndarray:
-        if self.gpu_mask is None:
-            return np.zeros(len(self.nodes_of(i)), dtype=np.uint64)
-        return self.gpu_mask[self.node_offsets[i]:self.node_offsets[i + 1]]
-
-    @property
-    def starts(self) -> np.ndarray:
-        """Job ids to start now."""
-        return self.job_id[self.outcome == START]
-
-    @property
-    def reason(self) -> list[str]:
-        """Slurm's pending reasons: the first waiting job of a partition waits for
-        "Resources", every later one for "Priority" (higher-priority jobs exist
-        for the partition), a held job for its limit; "" for jobs that start."""
-        return waiting_reasons(self.outcome, self.partition, self.held).tolist()
-
-    def to_pandas(self):
-        """job_id, outcome, start_time, reason, num_nodes, and the nodes as a hostlist
-        and GPU ids like ``node001(IDX:0-3)`` (needs ``cluster``; else node indices)."""
-        import pandas as pd
-        hosts, gpu_ids = self._names()
-        num = np.diff(self.node_offsets) if self.num_nodes is None else self.num_nodes
-        return pd.DataFrame({"job_id": self.job_id,
-                             "outcome": [OUTCOME_NAMES[o] for o in self.outcome],
-                             "start_time": self.start_time, "reason": self.reason,
-                             "num_nodes": num, "nodes": hosts, "gpu_ids": gpu_ids})
-
-    def _names(self) -> tuple[list[str], list[str]]:
-        from ..io.hostlist import compress
-        from .results import format_gpu_ids
-        names = (self.cluster.node_names if self.cluster is not None
-                 else [str(k) for k in range(int(self.nodes.max(initial=-1)) + 1)])
-        hosts = [compress([names[k] for k in self.nodes_of(i)]) for i in range(len(self))]
-        gpus = [format_gpu_ids(names, self.nodes_of(i), self.gpu_masks_of(i))
-                for i in range(len(self))]
-        return hosts, gpus
-
-    def __len__(self) -> int:
-        return len(self.job_id)
-
-
-def waiting_reasons(outcome: np.ndarray, partition: np.ndarray | None,
-                    held: np.ndarray | None = None) -> np.ndarray:
-    """Per job (queue order): "" if it starts, ``held`` where that names why it is
-    held, else "Resources" for the first waiting job of its partition, "Priority" for
-    later ones (as squeue's REASON)."""
-    reasons = np.full(len(outcome), "", dtype=object)
-    is_held = np.zeros(len(outcome), dtype=bool) if held is None else held != ""
-    reasons[is_held] = held[is_held] if held is not None else ""
-    waiting = np.flatnonzero((outcome != START) & ~is_held)
-    reasons[waiting] = "Priority"
-    part = np.zeros(len(outcome), dtype=np.int64) if partition is None else partition
-    _, first = np.unique(part[waiting], return_index=True)
-    reasons[waiting[first]] = "Resources"
-    return reasons
-
-
-#: a catalog row's status
-_UNSEEN, _WAITING, _QUEUED, _RUNNING, _ENDED, _REJECTED = range(6)
 #: how a job ended (complete(state=...)); only COMPLETED satisfies afterok
 END_STATES = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL")
 #: why a pending job cannot run while nodes are down (squeue's reason)
@@ -190,11 +95,11 @@ class Scheduler:
         self.engine = self._first_engine(engine, constrained=bool(given) or resolution != 1
                                          or window is not None)
         self._auto = engine == "auto"
-        self._catalog = _Catalog(JobTable.from_requests([]) if jobs is None else jobs,
+        self._catalog = Catalog(JobTable.from_requests([]) if jobs is None else jobs,
                                  fixed=jobs is not None)
-        self._constraints = _Constraints.of(cluster, self._catalog.jobs(), self.available,
+        self._constraints = ConstraintState.of(cluster, self._catalog.jobs(), self.available,
                                             partitions, dependencies, limits, placement)
-        self._priority = _Priority.of(priority, period, self._catalog.jobs())
+        self._priority = QueuePriority.of(priority, period, self._catalog.jobs())
         if jobs is not None and partitions is None:   # (with partitions: checked above)
             self.engine = self._engine_for(jobs)
         self.state = cluster.new_state()
@@ -261,15 +166,15 @@ class Scheduler:
         active = np.concatenate([self._catalog.job_id(self._queued), self._running.job_id])
         clash = np.intersect1d(table.job_id, active)
         if len(clash) or len(np.unique(table.job_id)) != len(table):
-            bad = clash[0] if len(clash) else _first_duplicate(table.job_id)
+            bad = clash[0] if len(clash) else first_duplicate(table.job_id)
             raise InputError(f"job id {bad} is already queued or running", field="job_id")
         rows = self._catalog.rows_for(table)          # raises before anything changes
         self.engine = engine
         rows = rows[np.lexsort((self._catalog.job_id(rows), self._catalog.submit(rows)))]
         turned = self._constraints.arrive(rows, self._usage)
-        self._catalog.status[rows[turned]] = _REJECTED
+        self._catalog.status[rows[turned]] = REJECTED
         arrived = rows[~turned]
-        self._catalog.status[arrived] = _WAITING
+        self._catalog.status[arrived] = WAITING
         self._queue_free(arrived, self._catalog.submit(arrived))
         self._version += 1
 
@@ -288,7 +193,7 @@ class Scheduler:
         jobs = self._catalog.take(rows)
         new = RunningJobs.from_arrays(
             job_id=jobs.job_id, planned_end=decisions.now + jobs.time_limit,
-            node_offsets=_offsets(counts), nodes=nodes,
+            node_offsets=csr_offsets(counts), nodes=nodes,
             gpus=np.repeat(jobs.gpus_per_node, counts),
             cpus=np.repeat(jobs.cpus_per_node, counts),
             mem=np.repeat(jobs.mem_per_node, counts), gpu_mask=decisions.gpu_mask[entries],
@@ -297,7 +202,7 @@ class Scheduler:
             new = _whole_nodes(self.cluster, new)
         self._start_running(new, rows, self._constraints.groups_of(rows))
         self._queued = self._queued[~np.isin(self._queued, rows)]
-        self._catalog.status[rows] = _RUNNING
+        self._catalog.status[rows] = RUNNING
         self._catalog.start[rows] = decisions.now
         self._release(rows, np.ones(len(rows), dtype=bool), decisions.now, started=True)
 
@@ -381,7 +286,7 @@ class Scheduler:
     @property
     def rejected(self) -> list[int]:
         """Ids of the jobs a limit group's max_submit turned away at submit."""
-        return sorted(self._catalog.job_id(np.flatnonzero(self._catalog.status == _REJECTED))
+        return sorted(self._catalog.job_id(np.flatnonzero(self._catalog.status == REJECTED))
                       .tolist())
 
     @property
@@ -432,7 +337,7 @@ class Scheduler:
                              f"got {nodes!r}", field="nodes")
         return np.unique(x.astype(np.int64))
 
-    def _queue_order(self, priority: "_Priority | None" = None) -> np.ndarray:
+    def _queue_order(self, priority: "QueuePriority | None" = None) -> np.ndarray:
         """The queued catalog rows in queue order: priority (higher first, when given),
         then submit time, then job id."""
         key = (self._priority if priority is None else priority).key
@@ -446,7 +351,7 @@ class Scheduler:
         """Queue the waiting ``rows`` whose dependencies are all satisfied, eligible
         from ``when``."""
         free = self._constraints.free(rows)
-        self._catalog.status[rows[free]] = _QUEUED
+        self._catalog.status[rows[free]] = QUEUED
         self._catalog.eligible[rows[free]] = when[free]
         self._queued = np.concatenate([self._queued, rows[free]])
 
@@ -454,7 +359,7 @@ class Scheduler:
         """Jobs ``rows`` started (``started``) or ended (``ok``: COMPLETED): count
         down their dependents' dependencies and queue those now free."""
         children = self._constraints.release(rows, ok, started)
-        arrived = children[self._catalog.status[children] == _WAITING]
+        arrived = children[self._catalog.status[children] == WAITING]
         self._queue_free(arrived, np.full(len(arrived), now, dtype=np.int64))
 
     def _start_running(self, new: RunningJobs, rows: np.ndarray, groups) -> None:
@@ -478,7 +383,7 @@ class Scheduler:
         self._running_rows = self._running_rows[keep]
         self._running_groups = _take_csr(self._running_groups, keep)
         rows = rows[rows >= 0]
-        self._catalog.status[rows] = _ENDED
+        self._catalog.status[rows] = ENDED
         self._catalog.end[rows] = now
         self._release(rows, np.full(len(rows), ok), now, started=False)
         self._version += 1
@@ -520,7 +425,7 @@ class Scheduler:
         if self.engine == "pool":
             outcome, planned = self._plan_pool(now, get_policy(policy).kernel_code, depth, jobs)
             need = np.where(outcome == START, jobs.num_nodes, 0).astype(np.int64)
-            offsets = _offsets(need)
+            offsets = csr_offsets(need)
             idle = np.flatnonzero(np.bincount(self._running.nodes, minlength=self.cluster.num_nodes)
                                   == 0)                  # lowest-numbered idle nodes first
             nodes = idle[:offsets[-1]].astype(np.int64)
@@ -560,242 +465,6 @@ class Scheduler:
                                   jobs.time_limit.astype(np.int64), policy_code, depth)
 
 
-class _Catalog:
-    """Every job the scheduler knows, one row each (rows never move): the request,
-    its status and its times (-1: not yet). A scheduler given ``jobs`` knows them
-    all from the start; otherwise rows are appended as jobs are submitted, in a
-    store that doubles when full (submitting one job at a time stays linear)."""
-
-    _EXTRA = {"status": np.int8, "start": np.int64, "end": np.int64, "eligible": np.int64}
-
-    def __init__(self, jobs: JobTable, *, fixed: bool):
-        self.fixed = fixed
-        self.n = len(jobs)
-        self._cols = {name: np.array(getattr(jobs, name)) for name in JOB_FIELDS}
-        self._cols.update({name: np.full(self.n, _UNSEEN if name == "status" else -1, dtype)
-                           for name, dtype in self._EXTRA.items()})
-        if fixed:
-            self._by_id = np.argsort(jobs.job_id, kind="stable")
-            dup = _first_duplicate(jobs.job_id)
-            if dup is not None:
-                raise InputError(f"job id {dup} appears twice in jobs", field="job_id")
-
-    # per row (views: writes go to the store)
-    status = property(lambda self: self._cols["status"][:self.n])
-    start = property(lambda self: self._cols["start"][:self.n])
-    end = property(lambda self: self._cols["end"][:self.n])
-    eligible = property(lambda self: self._cols["eligible"][:self.n])
-
-    def jobs(self) -> JobTable:
-        return JobTable(**{name: self._cols[name][:self.n] for name in JOB_FIELDS})
-
-    def take(self, rows) -> JobTable:
-        return JobTable(**{name: self._cols[name][rows] for name in JOB_FIELDS})
-
-    def job_id(self, rows) -> np.ndarray:
-        return self._cols["job_id"][rows]
-
-
-    def submit(self, rows) -> np.ndarray:
-        return self._cols["submit_time"][rows]
-
-    def rows_for(self, table: JobTable) -> np.ndarray:
-        """The rows of ``table``'s jobs: looked up (fixed) or appended. Raises (changing
-        nothing) for a job a fixed catalog does not hold or that was already submitted."""
-        if not self.fixed:
-            return self._append(table)
-        ids = self._cols["job_id"][:self.n]
-        pos = np.searchsorted(ids[self._by_id], table.job_id)
-        pos = np.minimum(pos, max(self.n - 1, 0))
-        rows = self._by_id[pos] if self.n else np.zeros(len(table), dtype=np.int64)
-        unknown = (ids[rows] != table.job_id) if self.n else np.ones(len(table), dtype=bool)
-        if unknown.any():
-            raise InputError(f"job id {table.job_id[unknown][0]} is not in the scheduler's "
-                             "jobs", field="job_id")
-        seen = self.status[rows] != _UNSEEN
-        if seen.any():
-            raise InputError(f"job id {table.job_id[seen][0]} was already submitted",
-                             field="job_id")
-        return rows
-
-    def _append(self, table: JobTable) -> np.ndarray:
-        need = self.n + len(table)
-        size = len(self._cols["job_id"])
-        if need > size:
-            cap = max(need, 2 * size, 16)
-            for name, col in self._cols.items():
-                grown = np.empty(cap, dtype=col.dtype)
-                grown[:self.n] = col[:self.n]
-                self._cols[name] = grown
-        for name in JOB_FIELDS:
-            self._cols[name][self.n:need] = getattr(table, name)
-        for name in self._EXTRA:
-            self._cols[name][self.n:need] = _UNSEEN if name == "status" else -1
-        rows = np.arange(self.n, need, dtype=np.int64)
-        self.n = need
-        return rows
-
-
-class _Priority:
-    """The queue order's priorities: none, a fixed array, or ``priority(now,
-    progress)`` recomputed at the first pass of every period (the simulator's
-    PriorityCalcPeriod), from the progress before that instant's events."""
-
-    def __init__(self, key, fn, period, last=None):
-        self.key, self.fn, self.period, self.last = key, fn, period, last
-
-    @classmethod
-    def of(cls, priority, period, jobs: JobTable) -> "_Priority":
-        if priority is None:
-            return cls(None, None, None)
-        if callable(priority):
-            if isinstance(period, bool) or not isinstance(period, (int, np.integer)) \
-                    or period < 1:
-                raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
-            return cls(None, priority, int(period))
-        key = np.asarray(priority, dtype=np.float64)
-        _unique_rank(-key, jobs)          # the simulator's shape check and error
-        return cls(key, None, None)
-
-    def at(self, now: int, catalog: _Catalog) -> "_Priority":
-        """The priorities for a pass at ``now``: these, or new ones when ``now`` is in
-        a new period. A running job's end is -1 (not known yet)."""
-        if self.fn is None:
-            return self
-        b = now // self.period * self.period
-        if b == self.last:
-            return self
-        before = catalog.eligible < now       # this instant's arrivals come after
-        progress = Progress(catalog.start.copy(), catalog.end.copy(),
-                            np.where(before, catalog.eligible, -1))
-        return _Priority(np.asarray(self.fn(b, progress), dtype=np.float64), self.fn,
-                         self.period, b)
-
-    def rank(self, rows):
-        return None if self.key is None else -self.key[rows]
-
-
-@dataclass
-class _Constraints:
-    """The per-job constraints over catalog rows, and what they say as the state
-    changes: the partition choices, limit groups (caps and reasons), placement,
-    and dependencies (each parent's dependents, each job's unsatisfied count)."""
-
-    partitions: PartitionChoices | None
-    limits: LimitGroups
-    placement: Placement | None
-    children: tuple            # (offsets per parent row, child rows, kinds)
-    pending_deps: np.ndarray   # int64 per row: dependencies not yet satisfied
-    never: np.ndarray          # bool per row: a dependency can no longer be satisfied
-
-    @classmethod
-    def of(cls, cluster, jobs: JobTable, available, partitions, dependencies, limits,
-           placement) -> "_Constraints":
-        n = len(jobs)
-        check_covers(n, partitions=partitions, dependencies=dependencies, limits=limits)
-        if partitions is not None:
-            partitions = check_node_jobs(cluster, jobs, available, partitions)
-        if placement is not None:
-            placement = _placement(placement, cluster, n)
-        deps = Dependencies.none(n) if dependencies is None else dependencies
-        parent = deps.parent
-        child = np.repeat(np.arange(n), np.diff(deps.offsets))
-        by_parent = np.argsort(parent, kind="stable")
-        offsets = _offsets(np.bincount(parent, minlength=n))
-        return cls(partitions, LimitGroups.none(n) if limits is None else limits, placement,
-                   (offsets, child[by_parent], deps.kind[by_parent].astype(np.int64)),
-                   np.bincount(child, minlength=n).astype(np.int64), np.zeros(n, dtype=bool))
-
-    def of_rows(self, rows: np.ndarray, catalog: _Catalog) -> dict:
-        """plan_nodes' per-job arguments for catalog ``rows`` (in that order)."""
-        kw = {"eligible": catalog.eligible[rows]}
-        if self.partitions is not None:
-            off, idx = csr_take(self.partitions.offsets, rows)
-            kw["partitions"] = PartitionChoices(off, self.partitions.partition[idx])
-        if len(self.limits.caps):
-            off, idx = csr_take(self.limits.offsets, rows)
-            kw["limits"] = LimitGroups(off, self.limits.group[idx], self.limits.caps,
-                                       self.limits.reasons)
-        if self.placement is not None:
-            kw["placement"] = self.placement.take(rows)
-        return kw
-
-    def runnable(self, cluster, rows, jobs: JobTable, available) -> np.ndarray:
-        """Per row: can the job run at all on the ``available`` nodes (some of its
-        partitions holds enough nodes that fit its request)?"""
-        if available.all() or not len(rows):
-            return np.ones(len(rows), dtype=bool)
-        if self.partitions is None:
-            off, part = np.arange(len(rows) + 1, dtype=np.int64), jobs.partition
-        else:
-            off, idx = csr_take(self.partitions.offsets, rows)
-            part = self.partitions.partition[idx]
-        poff, pflat = _partition_nodes(cluster, available)
-        entry = np.repeat(np.arange(len(rows)), np.diff(off))
-        capacity = request_capacity([pflat[poff[p]:poff[p + 1]] for p in range(len(poff) - 1)],
-                                    part, jobs.gpus_per_node[entry], jobs.cpus_per_node[entry],
-                                    jobs.mem_per_node[entry], cluster)
-        fits = jobs.num_nodes[entry] <= capacity
-        return np.bincount(entry[fits], minlength=len(rows)) > 0
-
-    def groups_of(self, rows):
-        if not len(self.limits.caps):        # (also: rows appended after the constraints)
-            return np.zeros(len(rows) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        off, idx = csr_take(self.limits.offsets, rows)
-        return off, self.limits.group[idx]
-
-    def exclusive_topo(self, rows):
-        if self.placement is None:
-            return np.zeros(len(rows), dtype=bool)
-        return self.placement.exclusive_topo[rows] & (self.placement.levels.shape[0] > 0)
-
-    def arrive(self, rows, usage) -> np.ndarray:
-        """Count arriving ``rows`` (in arrival order) in their groups' submitted jobs
-        (``usage``'s max_submit column); returns which are turned away (over a
-        max_submit cap). Only jobs in a group with such a cap are looked at one by
-        one (each arrival changes the count)."""
-        if not len(self.limits.caps):
-            return np.zeros(len(rows), dtype=bool)
-        off, idx = csr_take(self.limits.offsets, rows)
-        group = self.limits.group[idx]
-        member = np.repeat(np.arange(len(rows)), np.diff(off))
-        capped = np.unique(member[self.limits.caps[group, 4] >= 0])
-        turned = np.zeros(len(rows), dtype=bool)
-        for i in capped:                              # arrival order
-            g = group[off[i]:off[i + 1]]
-            cap = self.limits.caps[g, 4]
-            turned[i] = bool(((cap >= 0) & (usage[g, 4] + 1 > cap)).any())
-            if not turned[i]:
-                np.add.at(usage[:, 4], g, 1)
-        np.add.at(usage[:, 4], group[~np.isin(member, capped)], 1)
-        return turned
-
-    def free(self, rows) -> np.ndarray:
-        """Per row: all its dependencies satisfied and none broken."""
-        if not len(self.children[1]):
-            return np.ones(len(rows), dtype=bool)
-        return (self.pending_deps[rows] == 0) & ~self.never[rows]
-
-    def release(self, rows, ok, started: bool) -> np.ndarray:
-        """Jobs ``rows`` started or ended (``ok`` per row: COMPLETED): their dependents'
-        counts go down (or the dependency breaks); returns those dependents."""
-        offsets, child, kind = self.children
-        if not len(child):
-            return np.zeros(0, dtype=np.int64)
-        _, idx = csr_take(offsets, rows)
-        parent_ok = np.repeat(np.asarray(ok, dtype=bool), offsets[rows + 1] - offsets[rows])
-        c, k = child[idx], kind[idx]
-        if started:
-            sel = k == AFTER
-            np.subtract.at(self.pending_deps, c[sel], 1)
-            return np.unique(c[sel])
-        sel = k != AFTER
-        broken = sel & (((k == AFTEROK) & ~parent_ok) | ((k == AFTERNOTOK) & parent_ok))
-        self.never[c[broken]] = True
-        np.subtract.at(self.pending_deps, c[sel & ~broken], 1)
-        return np.unique(c[sel])
-
-
 def _widen(d: NodeDecisions, planned: np.ndarray):
     """``d`` (a pass over the jobs ``planned`` marks, a subsequence of the queue) as
     arrays over the whole queue, the others BLOCKED: (outcome, start, node offsets,
@@ -809,7 +478,7 @@ def _widen(d: NodeDecisions, planned: np.ndarray):
     counts[planned] = np.diff(d.node_offsets)
     partition = np.full(n, -1, dtype=np.int64)
     partition[planned] = d.partition
-    return outcome, start, _offsets(counts), d.nodes, d.gpu_mask, partition
+    return outcome, start, csr_offsets(counts), d.nodes, d.gpu_mask, partition
 
 
 def _split_limits(limits, n_running: int, n_pending: int):
@@ -825,12 +494,6 @@ def _split_limits(limits, n_running: int, n_pending: int):
         off, idx = csr_take(limits.offsets, rows)
         parts.append(LimitGroups(off, limits.group[idx], limits.caps, limits.reasons))
     return parts[0], parts[1]
-
-
-def _first_duplicate(ids):
-    s = np.sort(np.asarray(ids))
-    same = np.flatnonzero(s[1:] == s[:-1])
-    return s[same[0]] if len(same) else None
 
 
 def _concat_csr(a, b):
@@ -853,12 +516,6 @@ def _check_now(now) -> int:
 def _concat(a: JobTable, b: JobTable) -> JobTable:
     return JobTable(**{name: np.concatenate([getattr(a, name), getattr(b, name)])
                        for name in JOB_FIELDS})
-
-
-def _offsets(counts: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=out[1:])
-    return out
 
 
 def _no_running() -> RunningJobs:
@@ -885,7 +542,7 @@ def _concat_running(a: RunningJobs, b: RunningJobs) -> RunningJobs:
 def _take_running(r: RunningJobs, rows: np.ndarray) -> RunningJobs:
     entries = csr_take(r.node_offsets, rows)[1]
     return RunningJobs(r.job_id[rows], r.planned_end[rows],
-                       _offsets(np.diff(r.node_offsets)[rows]),
+                       csr_offsets(np.diff(r.node_offsets)[rows]),
                        **{f: getattr(r, f)[entries] for f in _ENTRY_FIELDS},
                        exclusive_topo=_exclusive_of(r)[rows])
 
