@@ -1,7 +1,8 @@
 """The ``fastsched`` command, the package's only home of argparse.
 
-One module per subcommand, each with ``configure(parser)`` (its options, and
-``run`` as the parser's default) and ``run(args)``, a thin call of the public API.
+One module per subcommand (or per family: sprio and sshare share one), each with
+``configure(parser, command)`` (the command's options, and the function that runs it
+as the parser's default), a thin call of the public API.
 Only the module of the command given is imported, so ``fastsched --help`` and
 the help of commands that do not plan load no compiled engine.
 """
@@ -87,8 +88,5 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
             continue
         module = importlib.import_module(f".{module_name}", __name__)
         s = sub.add_parser(name, help=helptext, **getattr(module, "PARSER_OPTIONS", {}))
-        if module_name == "views":
-            module.configure(s, name)
-        else:
-            module.configure(s)
+        module.configure(s, name)
     return p

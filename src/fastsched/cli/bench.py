@@ -11,7 +11,7 @@ from ..tools.generate import CLUSTERS
 from .argtypes import choice_of, comma_list, positive_int
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
+def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.description = ("Run a standard benchmark scenario in-process and print "
                         "decisions per second, the median wall time over several runs (after a "
                         "warm-up) and the peak RSS.")

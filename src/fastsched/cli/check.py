@@ -13,7 +13,7 @@ from .argtypes import machine_size, non_negative_int, positive_int
 from .common import add_topology_args, load_trace, placement_from_args, workload_constraints, config_limits
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
+def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.description = (
         "Check a schedule independently of the scheduler: no overcommit, no start before "
         "submit, end = start + min(runtime, limit), and the policy's promises (fcfs order; "

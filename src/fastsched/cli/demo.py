@@ -10,7 +10,7 @@ from .argtypes import machine_size
 from .common import summary_table
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
+def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.description = ("Replay the bundled KTH-SP2 trace (Parallel Workloads "
                         "Archive) under the three policies, verify each schedule, and print the "
                         "summaries side by side.")

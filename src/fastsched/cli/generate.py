@@ -11,7 +11,7 @@ from ..tools.generate import CLUSTERS, DAY, WORKLOADS, ai_cluster, ai_mix, load_
 from .argtypes import non_negative_int, positive_float, seed
 
 
-def configure(g: argparse.ArgumentParser) -> None:
+def configure(g: argparse.ArgumentParser, command: str) -> None:
     g.description = ("Write the standard inputs of the benchmarks (benchmarks/RESULTS.md) "
                      "and examples: a cluster as slurm.conf + topology.conf + gres.conf, a "
                      "seeded ai-mix workload as CSV, or the example site configuration.")

@@ -20,7 +20,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def configure(r: argparse.ArgumentParser) -> None:
+def configure(r: argparse.ArgumentParser, command: str) -> None:
     r.description = ("Launch CMD as the tasks of an allocation of NODES nodes, all on this machine, "
                      "each with the environment srun gives a task (SLURM_PROCID, SLURM_LOCALID, "
                      "SLURM_NODEID, SLURM_TASKS_PER_NODE, ...) and the PyTorch variables (RANK, "

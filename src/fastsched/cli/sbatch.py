@@ -33,7 +33,7 @@ jobs: only --test-only is supported.
 PARSER_OPTIONS = {"prefix_chars": "+", "add_help": False}
 
 
-def configure(s: argparse.ArgumentParser) -> None:
+def configure(s: argparse.ArgumentParser, command: str) -> None:
     s.usage = _USAGE.removeprefix("usage: ")
     s.description = "Parse #SBATCH lines and sbatch options as Slurm does."
     s.add_argument("tokens", nargs="*")

@@ -20,7 +20,7 @@ from .common import (load_trace, placement_from_args, policy_args, print_skipped
                      write_atomic)
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
+def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.description = ("Replay an SWF trace (plain, .gz or .xz) on its machine "
                         "(P single-processor nodes), or a workload CSV (as written by "
                         "'fastsched generate workload') on --cluster, and print the summary.")

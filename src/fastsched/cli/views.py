@@ -14,8 +14,8 @@ from ..tools.generate import load_cluster
 from . import COMMANDS
 
 
-def configure(p: argparse.ArgumentParser, name: str) -> None:
-    helptext = COMMANDS[name][1]
+def configure(p: argparse.ArgumentParser, command: str) -> None:
+    helptext = COMMANDS[command][1]
     p.description = (helptext[0].upper() + helptext[1:] + ". The usage comes from simulating "
                      "the workload under the configuration (its priorities and limits) up to "
                      "--at: every job that started before then is charged for what it ran, "
@@ -30,7 +30,7 @@ def configure(p: argparse.ArgumentParser, name: str) -> None:
                    "(default: the last submission)")
     p.add_argument("--policy", default="easy", help="policy of the simulation (default easy)")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
-    p.set_defaults(run=_cmd_sprio if name == "sprio" else _cmd_sshare)
+    p.set_defaults(run=_cmd_sprio if command == "sprio" else _cmd_sshare)
 
 
 def _time_arg(text: str) -> int:

@@ -31,6 +31,19 @@ POLICIES: dict[str, Policy] = {
 }
 
 
+#: reservation model -> the engine that plans with it: "counts" (free-node counts, the
+#: textbook algorithms; the pool engine) or "nodes" (concrete nodes and GPU counts)
+RESERVATION_MODELS = {"counts": "pool", "nodes": "nodes"}
+
+
+def check_reservations(reservations) -> str | None:
+    """A reservation model name, or None (the caller's default rule)."""
+    if reservations is not None and reservations not in RESERVATION_MODELS:
+        raise InputError(f"unknown reservation model {reservations!r}; choose one of "
+                         f"{sorted(RESERVATION_MODELS)}", field="reservations")
+    return reservations
+
+
 def get_policy(name: str) -> Policy:
     try:
         return POLICIES[name]

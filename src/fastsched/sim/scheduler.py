@@ -25,15 +25,13 @@ from ..model.constraints import (CAPS, Dependencies, LimitGroups, PartitionChoic
                                  csr_take)
 from ..model.errors import InputError, UnsupportedError
 from ..model.jobs import JOB_FIELDS, JobRequest, JobTable
-from ..model.policies import check_reserve_depth, get_policy
+from ..model.policies import (RESERVATION_MODELS, check_reservations, check_reserve_depth,
+                              get_policy)
 from ..model.validation import check_jobs, reject
 from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, ConstraintState,
                           QueuePriority, csr_offsets, first_duplicate)
 from .decisions import BLOCKED, START, Decisions, StaleDecisionsError
 
-#: the engine of each reservation model; "auto" (None): the pool engine while every job
-#: fits it, else (for good) the node engine
-_ENGINE_OF = {None: "auto", "counts": "pool", "nodes": "nodes"}
 
 
 #: how a job ended (complete(state=...)); only COMPLETED satisfies afterok
@@ -78,10 +76,8 @@ class Scheduler:
         self.cluster = cluster
         self.policy = get_policy(policy)
         self.reserve_depth = check_reserve_depth(reserve_depth)
-        if reservations not in _ENGINE_OF:
-            raise InputError(f"unknown reservation model {reservations!r}; choose one of "
-                             "['counts', 'nodes']", field="reservations")
-        engine = _ENGINE_OF[reservations]
+        # no model named: the pool engine while every job fits it, else (for good) nodes
+        engine = RESERVATION_MODELS.get(check_reservations(reservations), "auto")
         self.available = node_availability(cluster, available)
         self._configured = self.available.copy()     # what submitted jobs are checked against
         self.resolution, self.window = resolution, window

@@ -23,7 +23,8 @@ from ..engine import _kernels
 from ..model.cluster import Cluster
 from ..model.errors import InputError, UnsupportedError
 from ..model.jobs import JobTable
-from ..model.policies import check_reserve_depth, get_policy
+from ..model.policies import (RESERVATION_MODELS, check_reservations, check_reserve_depth,
+                              get_policy)
 from .results import BSLD_TAU, SimulationResult, summarize
 from ..model.constraints import Dependencies, LimitGroups, PartitionChoices, check_covers
 from ..engine.interrupt import call, new_control
@@ -111,7 +112,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         ("priority", priority), ("window", window), ("placement", placement),
         ("resolution", None if resolution == 1 else resolution)) if value is not None]
     model = reservation_model(cluster, jobs, reservations, nodes_only, partitions)
-    engine = ENGINES[model]
+    engine = RESERVATION_MODELS[model]
     if resume is not None and engine == "pool":
         raise InputError("this run takes the pool engine, which writes no checkpoints: "
                          "the inputs differ from the checkpointed run's", field="resume")
@@ -168,19 +169,13 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     return SimulationResult(cluster, jobs, schedule, summary, skipped, **extra)
 
 
-#: the engine that plans each reservation model
-ENGINES = {"counts": "pool", "nodes": "nodes"}
-
-
 def reservation_model(cluster: Cluster, jobs: JobTable, requested: str | None,
                       nodes_only=(), partitions=None) -> str:
     """The reservation model a run plans with ("counts" or "nodes"), its jobs checked
     for it. ``requested``: the caller's choice, or None for counts where it can plan
     the run. ``nodes_only``: the names of the options given that only the nodes model
     takes."""
-    if requested not in (None, *ENGINES):
-        raise InputError(f"unknown reservation model {requested!r}; choose one of "
-                         f"{sorted(ENGINES)}", field="reservations")
+    check_reservations(requested)
     if requested == "counts" and nodes_only:
         raise UnsupportedError(f"the counts model does not take {', '.join(nodes_only)} "
                                "yet; use reservations='nodes'")
