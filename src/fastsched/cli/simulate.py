@@ -37,7 +37,7 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--show-skipped", action="store_true", help="list every skipped job")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     parser.add_argument("--checkpoint", metavar="FILE",
-                        help="save the node engine's state to FILE now and then (written whole: "
+                        help="save the simulation's state to FILE now and then (written whole: "
                         "temporary file, then rename), to go on later with --resume FILE")
     parser.add_argument("--checkpoint-every", type=duration, default=600, metavar="DURATION",
                         help="wall time between checkpoints: 90, 90s, 10m, 2h (default 10m)")
@@ -101,8 +101,6 @@ def run(args) -> int:
     result.summary["trace"] = str(args.trace)
     print(f"{args.trace}: {result.summary['nodes']} nodes, policy {args.policy}"
           + (f" (resumed from {args.resume})" if args.resume else ""))
-    if args.checkpoint and result.summary["engine"] == "pool":
-        print("note: the pool engine writes no checkpoints (its runs take seconds)")
     print(summary_table([("", result.summary)]))
     if "placement" in result.summary:
         p = result.summary["placement"]

@@ -5,8 +5,6 @@ stop/pause requests and checkpoints."""
 from __future__ import annotations
 
 from .. import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
-from dataclasses import dataclass
-
 import numpy as np
 from numba import njit
 
@@ -14,14 +12,16 @@ from ..model.cluster import Cluster
 from ..model.constraints import AFTER, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups, PartitionChoices
 from ..model.errors import InputError
 from ..model.jobs import JobTable
+from ..model.policies import get_policy
 from .blocks import _exclusive, _release_blocks
 from .heap import _heap_pop, _heap_push
 from .freenow import _tcount_update
-from .inputs import (POLICY_CODES, _check_policy, _grid, _permute_csr, _placement,
-                     _request_types, _unique_rank, check_node_jobs, new_nodes, node_availability)
+from .driver import EngineRun, Progress, drive, loop_deps, set_queue_rank, submit_order
+from .inputs import (_check_policy, _grid, _permute_csr, _placement, _request_types,
+                     check_node_jobs, new_nodes, node_availability)
 from .interrupt import DONE as _DONE, NOW as _NOW, PAUSE as _PAUSE, REQUEST as _REQUEST
 from .interrupt import STOP as _STOP
-from .interrupt import call as _call, interrupted as _interrupted, new_control
+from .interrupt import call as _call, new_control
 from .leafkernel import leaf_kernel
 from .limits import NCAPS, _charge, _count_submitted, _submit_held
 from .passes import _pass
@@ -203,42 +203,6 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
     return p, run
 
 
-@dataclass(frozen=True)
-class NodeRun:
-    """What the node engine's event loop produced, in the caller's job order.
-
-    Job i ran on ``alloc_nodes[alloc_offsets[i]:alloc_offsets[i+1]]``
-    (ascending) with GPU bits ``alloc_gpu_mask`` there, in partition
-    ``partition[i]``. A job that never started has start -1 and says why in
-    ``reason[i]``: a limit group's cap (``group * 5 + cap``, see
-    :mod:`fastsched.constraints`; cap 4 = rejected at submit), or -1 with
-    ``never[i]`` (a dependency can no longer be satisfied) or still waiting for
-    a dependency. ``eligible[i]``: when it entered the queue (-1: never).
-    """
-
-    start: np.ndarray
-    end: np.ndarray
-    alloc_offsets: np.ndarray
-    alloc_nodes: np.ndarray
-    alloc_gpu_mask: np.ndarray
-    partition: np.ndarray
-    reason: np.ndarray
-    never: np.ndarray
-    eligible: np.ndarray
-    passes: int
-
-
-@dataclass(frozen=True)
-class Progress:
-    """A simulation so far, in the caller's job order (-1 where not yet)."""
-
-    start: np.ndarray
-    end: np.ndarray
-    eligible: np.ndarray
-
-
-
-
 class _EventLoop:
     """The compiled event loop's state between calls: lets a caller stop the
     clock (``run(t_stop)``), change the queue order (``set_rank``) and go on.
@@ -251,17 +215,14 @@ class _EventLoop:
         res, window = _grid(resolution, window)
         avail = node_availability(cluster, available)
         self.nodes = new_nodes(cluster, avail)
-        order = np.lexsort((jobs.job_id, jobs.submit_time))
-        self.order = order
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(n)
-        self.inverse = inverse
+        order, inverse = submit_order(jobs)
+        self.order, self.inverse = order, inverse
         self.submit = as_i64(np.asarray(jobs.submit_time)[order])
         self.jobs, self.types = _loop_jobs(jobs, partitions, order)
-        self.rules = Rules(POLICY_CODES[policy],
-                           np.int64(reserve_depth if policy == "easy" else n + 1), False, res,
-                           window, np.int64(_INDEX_AFTER), True)
-        self.deps = _loop_deps(dependencies, inverse, n)
+        stop_at_head, depth = get_policy(policy).kernel_rules(reserve_depth)
+        self.rules = Rules(stop_at_head, np.int64(depth), False, res, window,
+                           np.int64(_INDEX_AFTER), True)
+        self.deps = loop_deps(dependencies, inverse, n)
         jg_off, jg = _permute_csr(limits.offsets, limits.group, order)
         caps = as_i64(limits.caps).reshape(-1, NCAPS)
         self.lim = Limits(jg_off, as_i64(jg), caps, np.zeros((len(caps), NCAPS), dtype=np.int64))
@@ -306,11 +267,7 @@ class _EventLoop:
 
     def set_rank(self, rank) -> None:
         """New queue order (``rank`` in the caller's job order, lower first, unique)."""
-        self.ev.rank[:] = np.asarray(rank)[self.order]
-        qlen = self.sc[1]
-        if qlen:
-            q = self.ev.queue[:qlen]
-            q[:] = q[np.argsort(self.ev.rank[q], kind="stable")]
+        set_queue_rank(self.ev.rank, self.ev.queue, self.sc[1], np.asarray(rank)[self.order])
 
     def progress(self) -> "Progress":
         inv = self.inverse
@@ -332,12 +289,12 @@ class _EventLoop:
         """Node x's kept work profile: (breakpoints, free GPUs, CPUs, MB) views."""
         return profile_of(self.p, x)
 
-    def result(self) -> NodeRun:
+    def result(self) -> EngineRun:
         inv = self.inverse
         # allocations are stored in submit order; the caller's order is a row permutation
         src_off, nodes = _permute_csr(self.jobs.offsets, self.out.alloc_nodes, inv)
         _, mask = _permute_csr(self.jobs.offsets, self.out.alloc_mask, inv)
-        return NodeRun(start=self.out.start[inv], end=self.out.end[inv], alloc_offsets=src_off,
+        return EngineRun(start=self.out.start[inv], end=self.out.end[inv], alloc_offsets=src_off,
                        alloc_nodes=nodes, alloc_gpu_mask=mask,
                        partition=self.out.part_used[inv].astype(np.int32),
                        reason=self.out.reason[inv], never=self.deps.never[inv],
@@ -360,24 +317,12 @@ def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order):
     return out, new_request_types(types)
 
 
-def _loop_deps(dependencies: Dependencies, inverse, n: int) -> Deps:
-    """Each job's dependents (indices in submit order, ``inverse`` maps there)."""
-    child = inverse[np.repeat(np.arange(n), np.diff(dependencies.offsets))]
-    parent = inverse[dependencies.parent]
-    by_parent = np.argsort(parent, kind="stable")
-    ch_off = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(parent, minlength=n), out=ch_off[1:])
-    return Deps(ch_off, as_i64(child[by_parent]), as_i64(dependencies.kind[by_parent]),
-                np.bincount(child, minlength=n).astype(np.int64),
-                np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_))
-
-
 def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,
               available=None, *, partitions: PartitionChoices | None = None,
               dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
               window: int | None = None, placement=None, tick=None, checkpoints=None,
-              resume=None) -> NodeRun:
+              resume=None) -> EngineRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -413,40 +358,12 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
         if len(c) != n:
             raise InputError(f"{what} cover {len(c)} jobs, the table has {n}", field=what)
     partitions = check_node_jobs(cluster, jobs, available, partitions)
-    if resume is not None:
-        reorder = resume["reorder"]
-    if reorder is not None and (period is None or period < 1):
-        raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
-    if resume is not None:
-        loop, last = resume["loop"], resume["last"]
-    else:
+    loop = None
+    if resume is None:
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
                           dependencies, limits, resolution, window, placement)
-        last = None
-        if rank is not None:
-            loop.set_rank(_unique_rank(rank, jobs))
-
-    def watch(control):
-        if tick is not None:
-            tick(control)
-        if checkpoints is not None and checkpoints.due():
-            control[_REQUEST] = _PAUSE
-    try:
-        while not loop.done:
-            t_stop = int(_INF)
-            if reorder is not None:
-                b = loop.next_time() // period * period     # the period the next instant is in
-                if b != last:
-                    loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
-                    last = b
-                t_stop = b + period - 1
-            loop.run(t_stop, watch)
-            if loop.control[_REQUEST] == _PAUSE:
-                loop.control[_REQUEST] = 0
-                checkpoints.save({"loop": loop, "reorder": reorder, "last": last})
-    except KeyboardInterrupt as e:       # Ctrl-C between two calls: say where the run was
-        raise _interrupted(loop.control, e) from None
-    return loop.result()
+    return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
+                 checkpoints=checkpoints, resume=resume)
 
 
 def simulate_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,
