@@ -44,6 +44,10 @@ class CountsLoop:
         sc = self.arrays["sc"]
         return sc[0] >= self.n and sc[2] == 0
 
+    @property
+    def queued(self) -> int:
+        return int(self.arrays["sc"][1])
+
     def next_time(self) -> int:
         """The next instant the loop will process (-1: none)."""
         a, nev = self.arrays["sc"][0], self.arrays["sc"][2]

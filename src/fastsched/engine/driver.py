@@ -88,23 +88,29 @@ def set_queue_rank(rank_out, queue, qlen: int, rank) -> None:
 
 
 def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None = None,
-          tick=None, checkpoints=None, resume=None):
+          tick=None, checkpoints=None, resume=None, events=None):
     """Run ``loop`` to the end; returns its result.
 
     Queue order: ``rank`` (per job, lower first; ties by submit time, then job
     id), or ``reorder(b, progress) -> rank`` at the start ``b`` of every
-    ``period``-second window of simulated time that has an event.
+    ``period``-second window of simulated time that has an instant.
+    ``events`` (:class:`fastsched.model.events.NodeEvents`): each is given to
+    the loop's one entry point (``apply_node_event``) before the instant at its
+    time, which the loop then visits; events after the last job has started or
+    with nothing queued still apply while jobs wait.
     ``tick(control)`` now and then; ``checkpoints`` pauses the loop at an
     instant boundary whenever one is due and saves ``{"loop", "reorder",
-    "last"}``; ``resume`` (such a state) goes on from it, ``loop`` unused.
+    "last", "event"}``; ``resume`` (such a state) goes on from it, ``loop`` unused.
     """
-    last = None
+    last, e = None, 0
     if resume is not None:
         loop, reorder, last = resume["loop"], resume["reorder"], resume["last"]
+        e = resume.get("event", 0)
     if reorder is not None and (period is None or period < 1):
         raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
     if resume is None and rank is not None:
         loop.set_rank(_unique_rank(rank, jobs))
+    n_events = 0 if events is None else len(events)
 
     def watch(control):
         if tick is not None:
@@ -112,18 +118,29 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
         if checkpoints is not None and checkpoints.due():
             control[REQUEST] = PAUSE
     try:
-        while not loop.done:
-            t_stop = int(_INF)
+        while True:
+            t_next = loop.next_time()
+            if e < n_events and (t_next < 0 or events.time[e] <= t_next):
+                if t_next < 0 and loop.queued == 0:
+                    break                   # nothing left that an event could change
+                t_event = int(events.time[e])
+                while e < n_events and events.time[e] == t_event:
+                    loop.apply_node_event(*events.at(e))
+                    e += 1
+                continue
+            if t_next < 0:
+                break
+            t_stop = int(_INF) if e >= n_events else int(events.time[e]) - 1
             if reorder is not None:
-                b = loop.next_time() // period * period     # the period the next instant is in
+                b = t_next // period * period     # the period the next instant is in
                 if b != last:
                     loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
                     last = b
-                t_stop = b + period - 1
+                t_stop = min(t_stop, b + period - 1)
             loop.run(t_stop, watch)
             if loop.control[REQUEST] == PAUSE:
                 loop.control[REQUEST] = 0
-                checkpoints.save({"loop": loop, "reorder": reorder, "last": last})
-    except KeyboardInterrupt as e:       # Ctrl-C between two calls: say where the run was
-        raise interrupted(loop.control, e) from None
+                checkpoints.save({"loop": loop, "reorder": reorder, "last": last, "event": e})
+    except KeyboardInterrupt as exc:       # Ctrl-C between two calls: say where the run was
+        raise interrupted(loop.control, exc) from None
     return loop.result()

@@ -10,7 +10,8 @@ from numba import njit
 
 from ..model.cluster import Cluster
 from ..model.constraints import AFTER, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups, PartitionChoices
-from ..model.errors import InputError
+from ..model.errors import InputError, UnsupportedError
+from ..model.events import MODELLED_KINDS
 from ..model.jobs import JobTable
 from ..model.policies import get_policy
 from .blocks import _exclusive, _release_blocks
@@ -28,7 +29,7 @@ from .passes import _pass
 from .profile import _advance, _give_back, _on_grid, new_profile, profile_of
 from .running import _take_running
 from .state import (Deps, Events, FreeNow, Jobs, Limits, Profile, Rules, Running, Topology,
-                    as_i64, new_outputs, new_request_types, new_scratch)
+                    as_i64, new_outputs, new_request_types, new_scratch, with_capacity)
 
 _INF = np.int64(1) << np.int64(62)
 #: a request type gets a run index after this many plans in one pass of the
@@ -149,7 +150,8 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
-    queue length, events, pass id, passes]; the profile and running lists, which
+    queue length, events, pass id, passes, wake-up time (an instant to visit for
+    an external event; _INF: none)]; the profile and running lists, which
     may get bigger arrays, are returned. At an instant: completions (freeing
     resources, limits and dependents), then arrivals (rejected over a
     max_submit cap; queued when their dependencies are satisfied), then a pass,
@@ -164,16 +166,20 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
     """
     n = ev.submit.shape[0]
     evk, evj = ev.evk, ev.evj
-    a, qlen, nev, pass_id, passes = sc[0], sc[1], sc[2], sc[3], sc[4]
+    a, qlen, nev, pass_id, passes, wake = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]
     moved = False
-    while a < n or nev > 0:
-        now = ev.submit[a] if a < n else evk[0]
+    while a < n or nev > 0 or wake < _INF:
+        now = wake
+        if a < n and ev.submit[a] < now:
+            now = ev.submit[a]
         if nev > 0 and evk[0] < now:
             now = evk[0]
         if now > t_stop or ctl[_REQUEST] == _STOP or (moved and ctl[_REQUEST] == _PAUSE):
             break
         moved = True
         ctl[_NOW] = now
+        if now == wake:
+            wake = _INF
         while True:
             while nev > 0 and evk[0] == now:
                 j = evj[0]
@@ -199,7 +205,7 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
             # zero-length jobs end now, or starts released dependents: pass again
             if not released and (nev == 0 or evk[0] != now):
                 break
-    sc[0], sc[1], sc[2], sc[3], sc[4] = a, qlen, nev, pass_id, passes
+    sc[0], sc[1], sc[2], sc[3], sc[4], sc[5] = a, qlen, nev, pass_id, passes, wake
     return p, run
 
 
@@ -214,11 +220,12 @@ class _EventLoop:
         self.n = n
         res, window = _grid(resolution, window)
         avail = node_availability(cluster, available)
+        self.cluster, self.avail = cluster, avail.copy()
         self.nodes = new_nodes(cluster, avail)
         order, inverse = submit_order(jobs)
         self.order, self.inverse = order, inverse
         self.submit = as_i64(np.asarray(jobs.submit_time)[order])
-        self.jobs, self.types = _loop_jobs(jobs, partitions, order)
+        self.jobs, self.types = _loop_jobs(jobs, partitions, order, self.nodes)
         stop_at_head, depth = get_policy(policy).kernel_rules(reserve_depth)
         self.rules = Rules(stop_at_head, np.int64(depth), False, res, window,
                            np.int64(_INDEX_AFTER), True)
@@ -227,6 +234,7 @@ class _EventLoop:
         caps = as_i64(limits.caps).reshape(-1, NCAPS)
         self.lim = Limits(jg_off, as_i64(jg), caps, np.zeros((len(caps), NCAPS), dtype=np.int64))
         pl = _placement(placement, cluster, n)
+        self._placement = pl
         self.topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order],
                              pl.leaf_wait[order], pl.gpu_groups, *_exclusive(pl, avail, order))
         self._allocate(cluster.num_nodes)
@@ -251,19 +259,41 @@ class _EventLoop:
         self.ev = Events(self.submit, np.arange(n, dtype=np.int64),
                          *(np.empty(n + 1, dtype=np.int64) for _ in range(4)))
         self.scratch = new_scratch(self.jobs.nn)
-        self.sc = np.zeros(5, dtype=np.int64)
+        self.sc = np.zeros(6, dtype=np.int64)
+        self.sc[5] = _INF
         self.control = new_control()
 
     @property
     def done(self) -> bool:
-        return self.sc[0] >= self.n and self.sc[2] == 0
+        return self.sc[0] >= self.n and self.sc[2] == 0 and self.sc[5] >= _INF
+
+    @property
+    def queued(self) -> int:
+        return int(self.sc[1])
 
     def next_time(self) -> int:
         """The next instant the loop will process (-1: none)."""
         a, nev = self.sc[0], self.sc[2]
         t = [int(self.ev.submit[a])] if a < self.n else []
         t += [int(self.ev.evk[0])] if nev > 0 else []
+        t += [int(self.sc[5])] if self.sc[5] < _INF else []
         return min(t) if t else -1
+
+    def apply_node_event(self, t: int, kind: str, nodes) -> None:
+        """The entry point of external events, applied before the instant ``t`` (which
+        the loop then visits, passing if jobs wait): ``drain`` takes ``nodes`` out of
+        every partition (no new start or reservation there; running jobs go on),
+        ``resume`` puts them back (:mod:`fastsched.model.events`)."""
+        if kind not in MODELLED_KINDS:
+            raise UnsupportedError(f"node event {kind!r} is not modelled yet")
+        if self.topo.excl.any():     # leaf groups held whole are released by their node lists
+            raise UnsupportedError("node events with --exclusive=topo jobs are not "
+                                   "modelled yet")
+        self.avail[np.asarray(nodes, dtype=np.int64)] = kind == "resume"
+        self.nodes = new_nodes(self.cluster, self.avail)
+        self.types = with_capacity(self.types, self.nodes)
+        self.free.tcount[:] = -1                         # recounted when next asked
+        self.sc[5] = min(int(self.sc[5]), int(t))
 
     def set_rank(self, rank) -> None:
         """New queue order (``rank`` in the caller's job order, lower first, unique)."""
@@ -301,7 +331,7 @@ class _EventLoop:
                        eligible=self.jobs.eligible[inv], passes=int(self.sc[4]))
 
 
-def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order):
+def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order, nodes):
     """The event loop's :class:`Jobs` (in submit ``order``) and request types."""
     def q(a):
         return as_i64(np.asarray(a)[order])
@@ -314,7 +344,7 @@ def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order):
     out = Jobs(q(jobs.time_limit), q(jobs.runtime), nn, q(jobs.gpus_per_node),
                q(jobs.cpus_per_node), q(jobs.mem_per_node), pc_off, pc_part, pc_type, offsets,
                np.full(len(nn), -1, dtype=np.int64))
-    return out, new_request_types(types)
+    return out, new_request_types(types, nodes)
 
 
 def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,
@@ -322,7 +352,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
               window: int | None = None, placement=None, tick=None, checkpoints=None,
-              resume=None) -> EngineRun:
+              resume=None, events=None) -> EngineRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -347,6 +377,9 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     boundary whenever one is due and saves ``{"loop", "reorder", "last"}``;
     ``resume`` (such a state) goes on from it instead of from the start, with
     the state's ``reorder`` (the inputs must be those of the saved run).
+    ``events`` (:class:`fastsched.model.events.NodeEvents`): nodes drained and
+    resumed during the run, applied before the instant at their time
+    (:meth:`_EventLoop.apply_node_event`).
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)
@@ -363,7 +396,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
                           dependencies, limits, resolution, window, placement)
     return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
-                 checkpoints=checkpoints, resume=resume)
+                 checkpoints=checkpoints, resume=resume, events=events)
 
 
 def simulate_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,

@@ -89,6 +89,8 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
         t = -1
         for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
             ty = jobs.pc_type[e]
+            if types.cap[ty] < jobs.nn[j]:      # too few nodes there while some are drained
+                continue
             now_here = _type_count(ty, free, types, nodes) >= jobs.nn[j]
             if only_now and not now_here:
                 continue

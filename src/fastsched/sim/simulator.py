@@ -26,6 +26,7 @@ from ..model.policies import (RESERVATION_MODELS, check_reservations, check_rese
                               get_policy)
 from .results import BSLD_TAU, SimulationResult, summarize
 from ..model.constraints import Dependencies, LimitGroups, PartitionChoices, check_covers
+from ..model.events import NodeEvents
 from ..engine.counts import CountsLoop, run_counts
 from ..engine.inputs import check_node_jobs
 from .progress import run_bar
@@ -60,7 +61,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
              priority=None, period: int | None = None, resolution: int = 1,
              window: int | None = None, placement=None, checkpoints=None,
-             resume=None, reservations: str | None = None) -> SimulationResult:
+             resume=None, reservations: str | None = None,
+             events: NodeEvents | None = None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -98,6 +100,11 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     ``summary["engine"]`` its engine). Raises InputError naming the first job that
     can never run on this cluster.
 
+    ``events`` (:class:`fastsched.model.events.NodeEvents`, e.g. from
+    :func:`fastsched.io.events.read_node_events`): nodes drained (no new job; running
+    ones go on) and resumed during the run, each applied before the instant at its
+    time (nodes model).
+
     ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the
     event loop's state now and then; ``resume`` (a state from such a file) goes on
     from it: the result is identical to an uninterrupted run's.
@@ -108,7 +115,13 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     check_covers(len(jobs), partitions=partitions, dependencies=dependencies, limits=limits)
     nodes_only = [name for name, value in (
         ("partitions", partitions), ("window", window), ("placement", placement),
-        ("resolution", None if resolution == 1 else resolution)) if value is not None]
+        ("resolution", None if resolution == 1 else resolution), ("events", events))
+        if value is not None]
+    if events is not None:
+        events.check_modelled()
+        if placement is not None and placement.exclusive_topo.any():
+            raise UnsupportedError("node events with --exclusive=topo jobs are not modelled "
+                                   "yet")
     model = reservation_model(cluster, jobs, reservations, nodes_only, partitions)
     engine = RESERVATION_MODELS[model]
     if resume is not None and isinstance(resume["loop"], CountsLoop) != (model == "counts"):
@@ -121,7 +134,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                    "checkpoints": checkpoints, "resume": resume}
     if engine == "nodes":
         constraints.update(partitions=partitions, resolution=resolution, window=window,
-                           placement=placement)
+                           placement=placement, events=events)
     try:
         run, prio, priority = _run_engine(model, cluster, jobs, spec.name, reserve_depth,
                                           priority, period, **constraints)
@@ -147,6 +160,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         "skipped": len(skipped),
         "reservations": model,
         "engine": engine,
+        "node_events": 0 if events is None else len(events),
         "passes": int(passes),
         "sim_seconds": wall,
         "compile_seconds": compile_seconds,
