@@ -390,13 +390,26 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
                     ("limits", limits)):
         if len(c) != n:
             raise InputError(f"{what} cover {len(c)} jobs, the table has {n}", field=what)
-    partitions = check_node_jobs(cluster, jobs, available, partitions)
+    # a partition choice counts if it fits while the most nodes are up: events may
+    # resume nodes; the pass skips a choice while too few of its nodes are available
+    partitions = check_node_jobs(cluster, jobs, _ever_available(cluster, available, events),
+                                 partitions)
     loop = None
     if resume is None:
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
                           dependencies, limits, resolution, window, placement)
     return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
                  checkpoints=checkpoints, resume=resume, events=events)
+
+
+def _ever_available(cluster: Cluster, available, events) -> np.ndarray:
+    """The nodes available at the start or resumed by an event."""
+    ever = node_availability(cluster, available).copy()
+    for e in range(0 if events is None else len(events)):
+        _, kind, nodes = events.at(e)
+        if kind == "resume":
+            ever[nodes] = True
+    return ever
 
 
 def simulate_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,
