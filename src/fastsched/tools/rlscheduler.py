@@ -35,7 +35,7 @@ import numpy as np
 from ..io.swf import read_swf_fields
 from ..model.errors import InputError
 from ..policy.priority import RESEARCH_ORDERS
-from .rlsim import RLJobs, Window, columns
+from .rlsim import RLJobs, RLWindow, columns
 
 __all__ = ["POLICIES", "PUBLISHED", "RLTable", "read_rl_trace", "window_starts",
            "policy_keys", "schedule_window", "window_bsld", "window_utilisation",
@@ -167,10 +167,10 @@ def policy_keys(jobs: RLJobs, policy: str) -> list:
 
 
 def schedule_window(jobs: RLJobs, start: int, length: int, keys: list, *,
-                    backfill: bool, _columns=None) -> Window:
+                    backfill: bool, _columns=None) -> RLWindow:
     """A window scheduled to the end by a heuristic: the queue sorted (stably) by
     ``keys`` before each decision, its first job run."""
-    win = Window(jobs, start, length, backfill=backfill, _columns=_columns)
+    win = RLWindow(jobs, start, length, backfill=backfill, _columns=_columns)
     key = keys.__getitem__
     while not win.done:
         win.queue.sort(key=key)
@@ -180,7 +180,7 @@ def schedule_window(jobs: RLJobs, start: int, length: int, keys: list, *,
 
 # --------------------------------------------------------------------------- metrics
 
-def window_bsld(win: Window) -> float:
+def window_bsld(win: RLWindow) -> float:
     """Mean bounded slowdown (tau = 10 s), summed in start order as RLScheduler sums."""
     n = win.stop - win.first
     total = 0
@@ -190,7 +190,7 @@ def window_bsld(win: Window) -> float:
     return total
 
 
-def window_utilisation(win: Window, machine_procs: int) -> float:
+def window_utilisation(win: RLWindow, machine_procs: int) -> float:
     """Σ run·procs / ((last start - first submit) · machine procs)."""
     span = (win.now - win.submit[win.first]) * machine_procs
     total = 0

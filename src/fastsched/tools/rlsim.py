@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RLJobs", "Window"]
+__all__ = ["RLJobs", "RLWindow"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class RLJobs:
         return [int(math.ceil(p / ppn)) for p in self.procs.tolist()]
 
 
-class Window:
+class RLWindow:
     """One window of ``length`` consecutive jobs from ``start``, on an empty cluster.
 
     ``queue`` holds the queued jobs (indices into the trace) in RLScheduler's list
