@@ -90,11 +90,13 @@ class RLWindow:
     def done(self) -> bool:
         return not self.queue
 
-    def run(self, job: int) -> bool:
+    def run(self, job: int, backfill: bool | None = None) -> bool:
         """Start queued ``job`` as the head (waiting, and backfilling if on, until it fits),
-        then move on until a job is queued; True when the window is finished."""
+        then move on until a job is queued; True when the window is finished.
+        ``backfill`` overrides the window's choice for this head."""
         if self.nodes[job] > self.free:
-            self._wait_with_backfill(job) if self.backfill else self._wait(job)
+            fill = self.backfill if backfill is None else backfill
+            self._wait_with_backfill(job) if fill else self._wait(job)
         self._start(job)
         self.queue.remove(job)
         self._until_queued()
