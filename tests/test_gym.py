@@ -94,3 +94,11 @@ def test_vectorised_environments_step_together(lublin):
 def test_bad_parameters_are_input_errors(lublin, kwargs):
     with pytest.raises(InputError):
         RLSchedulerEnv(lublin, **kwargs)
+
+
+def test_the_bench_scenario_measures_env_and_simulator_side_by_side():
+    from fastsched.bench.scenarios import run_scenario
+    fig = run_scenario("rl-env", repeat=1, windows=2)
+    for key in ("sim_steps_per_s", "env_steps_per_s", "sim_steps_per_s_backfill",
+                "env_steps_per_s_backfill"):
+        assert fig[key] > 0

@@ -83,7 +83,8 @@ class RLWindow:
         self.next = start + 1
         self.free = jobs.machine_nodes
         self.running: list[int] = []
-        self.begin: dict[int, int] = {}
+        self.end: dict[int, int] = {}        # actual end of each started job
+        self.estimate: dict[int, int] = {}   # its start + requested time
         self.started: list[tuple[int, int]] = []
 
     @property
@@ -105,19 +106,17 @@ class RLWindow:
     # ------------------------------------------------------------------ events
 
     def _start(self, job: int) -> None:
-        self.begin[job] = self.now
+        self.end[job] = self.now + self.run_time[job]
+        self.estimate[job] = self.now + self.request[job]
         self.started.append((job, self.now))
         self.free -= self.nodes[job]
         self.running.append(job)
 
-    def _end(self, job: int) -> int:
-        return self.begin[job] + self.run_time[job]
-
     def _event(self) -> None:
         """One event: the next arrival if it comes no later than the next completion,
         else that completion."""
-        self.running.sort(key=self._end)
-        release = self._end(self.running[0]) if self.running else math.inf
+        self.running.sort(key=self.end.__getitem__)
+        release = self.end[self.running[0]] if self.running else math.inf
         if self.next < self.stop and self.submit[self.next] <= release:
             self.now = max(self.now, self.submit[self.next])
             self.queue.append(self.next)
@@ -138,24 +137,27 @@ class RLWindow:
 
     def _shadow(self, head: int) -> int:
         """When the head could start if running jobs end at their estimates."""
-        self.running.sort(key=lambda j: self.begin[j] + self.request[j])
+        self.running.sort(key=self.estimate.__getitem__)
         free = self.free * self.ppn
         shadow = self.now
         for j in self.running:
             free += self.nodes[j] * self.ppn
-            shadow = self.begin[j] + self.request[j]
+            shadow = self.estimate[j]
             if free >= self.procs[head]:
                 break
         return shadow
 
     def _wait_with_backfill(self, head: int) -> None:
         shadow = self._shadow(head)
-        while self.nodes[head] > self.free:
+        nodes, request = self.nodes, self.request
+        while nodes[head] > self.free:
             self.queue.sort(key=self.submit.__getitem__)
-            for j in list(self.queue):
-                if self.nodes[j] <= self.free and self.now + self.request[j] < shadow:
-                    self._start(j)
-                    self.queue.remove(j)
+            if self.free:
+                latest = shadow - self.now      # a backfilled job's request is below it
+                for j in [j for j in self.queue if request[j] < latest]:
+                    if nodes[j] <= self.free:
+                        self._start(j)
+                        self.queue.remove(j)
             self._event()
 
 
