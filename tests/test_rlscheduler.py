@@ -128,10 +128,14 @@ def test_every_schedule_is_feasible_and_complete(jobs, policy, backfill):
         assert times == sorted(times)
 
 
-def test_a_window_outside_the_trace_is_refused():
+def test_a_window_outside_the_trace_or_a_job_not_queued_is_refused():
     jobs = make_jobs(HAND)
     with pytest.raises(ValueError):
         RLWindow(jobs, 2, 4, backfill=False)
+    win = RLWindow(jobs, 0, 4, backfill=False)
+    with pytest.raises(ValueError, match="not queued"):
+        win.run(1)
+    assert (win.queue, win.started, win.free) == ([0], [], 4)     # nothing changed
 
 
 # --------------------------------------------------------------------------- traces

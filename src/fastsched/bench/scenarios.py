@@ -214,15 +214,13 @@ def _ai_mix_1m(repeat: int, jobs: int = 1_000_000) -> dict:
 
 def _rl_env(repeat: int, windows: int = 20) -> dict:
     """Steps/s of fastsched.gym with a trivial policy (always the oldest job) beside the
-    research-mode simulator alone making the same decisions, on Lublin-1 windows."""
+    research-mode simulator alone making the same decisions (FCFS), on Lublin-1 windows."""
     from ..io.swf import bundled_trace
     from ..tools.rlscheduler import policy_keys, read_rl_trace, schedule_window, window_starts
     jobs = read_rl_trace(bundled_trace("lublin_256"))
     starts = window_starts(len(jobs), seed=0, windows=windows, length=256)
     keys = policy_keys(jobs, "FCFS")
-    steps = windows * 256
-    figures = {"scenario": "rl-env", "trace": "lublin_256", "windows": windows,
-               "steps_per_run": steps}
+    figures = {"scenario": "rl-env", "trace": "lublin_256", "windows": windows}
     try:
         from ..gym import RLSchedulerEnv
     except ImportError:
@@ -230,6 +228,10 @@ def _rl_env(repeat: int, windows: int = 20) -> dict:
         figures["env"] = "not measured: gymnasium is not installed (pip install fastsched[rl])"
     for backfill in (False, True):
         tag = "_backfill" if backfill else ""
+        # one step per head chosen; backfilled jobs start without a step
+        steps = sum(schedule_window(jobs, s, 256, keys, backfill=backfill).decisions
+                    for s in starts)
+        figures[f"steps_per_run{tag}"] = steps
 
         def simulator():
             for s in starts:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RLJobs", "RLWindow"]
+__all__ = ["RLJobs", "RLWindow", "columns"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,8 @@ class RLWindow:
 
     ``queue`` holds the queued jobs (indices into the trace) in RLScheduler's list
     order; :meth:`run` starts the job the caller picks. ``started`` lists every start
-    as (job, time) in order; ``now`` is the clock.
+    as (job, time) in order (heads and backfilled jobs); ``decisions`` counts the heads;
+    ``now`` is the clock.
     """
 
     def __init__(self, jobs: RLJobs, start: int, length: int, *, backfill: bool,
@@ -86,6 +87,7 @@ class RLWindow:
         self.end: dict[int, int] = {}        # actual end of each started job
         self.estimate: dict[int, int] = {}   # its start + requested time
         self.started: list[tuple[int, int]] = []
+        self.decisions = 0                   # calls of run: the heads chosen
 
     @property
     def done(self) -> bool:
@@ -95,10 +97,13 @@ class RLWindow:
         """Start queued ``job`` as the head (waiting, and backfilling if on, until it fits),
         then move on until a job is queued; True when the window is finished.
         ``backfill`` overrides the window's choice for this head."""
+        if job not in self.queue:
+            raise ValueError(f"job {job} is not queued (queued: {len(self.queue)} jobs)")
         if self.nodes[job] > self.free:
             fill = self.backfill if backfill is None else backfill
             self._wait_with_backfill(job) if fill else self._wait(job)
         self._start(job)
+        self.decisions += 1
         self.queue.remove(job)
         self._until_queued()
         return self.done
