@@ -115,12 +115,11 @@ class RLSchedulerEnv(gymnasium.Env):
         self._visible = win.queue[:self.queue_size]
         jobs = np.zeros((self.queue_size, JOB_FEATURES), dtype=np.float32)
         if self._visible:
-            idx = np.asarray(self._visible, dtype=np.int64)
+            idx = np.array(self._visible)
             n = len(idx)
+            jobs[:n] = self._features[idx]
             jobs[:n, 0] = np.minimum((win.now - self.jobs.submit[idx]) / MAX_WAIT, 1.0)
-            jobs[:n, 1:3] = self._features[idx]
             jobs[:n, 3] = self._nodes[idx] <= win.free
-            jobs[:n, 4] = 1.0
         started = len(win.started) / self.window
         cluster = np.array([win.free / self.jobs.machine_nodes,
                             min(len(win.queue) / self.queue_size, 1.0), started],
@@ -142,10 +141,13 @@ class RLSchedulerEnv(gymnasium.Env):
 
 
 def _job_features(jobs: RLJobs) -> np.ndarray:
-    """(requested time / longest runtime, procs / machine procs) of every job, in [0, 1]."""
-    req = np.minimum(jobs.request / max(int(jobs.run.max()), 1), 1.0)
-    procs = np.minimum(jobs.procs / jobs.machine_procs, 1.0)
-    return np.stack([req, procs], axis=1).astype(np.float32)
+    """Every job's observation row with its fixed features: requested time / longest
+    runtime, procs / machine procs, and the row-is-a-job flag (wait and fits-now: 0)."""
+    rows = np.zeros((len(jobs), JOB_FEATURES), dtype=np.float32)
+    rows[:, 1] = np.minimum(jobs.request / max(int(jobs.run.max()), 1), 1.0)
+    rows[:, 2] = np.minimum(jobs.procs / jobs.machine_procs, 1.0)
+    rows[:, 4] = 1.0
+    return rows
 
 
 if ENV_ID not in gymnasium.registry:
