@@ -90,7 +90,8 @@ def test_vectorised_environments_step_together(lublin):
 
 
 @pytest.mark.parametrize("kwargs", [{"metric": "jct"}, {"backfill": "yes"},
-                                    {"window": 6000}, {"queue_size": 0}])
+                                    {"window": 6000}, {"queue_size": 0},
+                                    {"profile": -1}])
 def test_bad_parameters_are_input_errors(lublin, kwargs):
     with pytest.raises(InputError):
         RLSchedulerEnv(lublin, **kwargs)
@@ -99,6 +100,23 @@ def test_bad_parameters_are_input_errors(lublin, kwargs):
 def test_the_bench_scenario_measures_env_and_simulator_side_by_side():
     from fastsched.bench.scenarios import run_scenario
     fig = run_scenario("rl-env", repeat=1, windows=2)
-    for key in ("sim_steps_per_s", "env_steps_per_s", "sim_steps_per_s_backfill",
-                "env_steps_per_s_backfill"):
+    for key in ("sim_steps_per_s", "env_steps_per_s", "env_steps_per_s_noprofile",
+                "sim_steps_per_s_backfill", "env_steps_per_s_backfill"):
         assert fig[key] > 0
+
+
+def test_the_profile_is_the_free_nodes_after_each_estimated_end(lublin):
+    env = RLSchedulerEnv(lublin, window=128, profile=4)
+    env.reset(seed=4)
+    for _ in range(30):
+        obs, *_ = env.step(0)
+    win, prof = env.unwrapped.win, obs["profile"]
+    ends = sorted((win.estimate[j], win.nodes[j]) for j in win.running)[:4]
+    free = win.free
+    for row, (end, nodes) in zip(prof, ends):
+        free += nodes
+        assert row[0] == pytest.approx(min((end - win.now) / 43200, 1.0))
+        assert row[1] == pytest.approx(free / 256)
+    assert (prof[len(ends):] == [0, 1]).all()
+    plain = RLSchedulerEnv(lublin, window=128, profile=0)
+    assert set(plain.reset(seed=4)[0]) == set(plain.observation_space) == {"jobs", "cluster"}

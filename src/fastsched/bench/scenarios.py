@@ -213,8 +213,9 @@ def _ai_mix_1m(repeat: int, jobs: int = 1_000_000) -> dict:
 
 
 def _rl_env(repeat: int, windows: int = 20) -> dict:
-    """Steps/s of fastsched.gym with a trivial policy (always the oldest job) beside the
-    research-mode simulator alone making the same decisions (FCFS), on Lublin-1 windows."""
+    """Steps/s of fastsched.gym with a trivial policy (always the oldest job), with and
+    without the profile features, beside the research-mode simulator alone making the
+    same decisions (FCFS), on Lublin-1 windows."""
     from ..io.swf import bundled_trace
     from ..tools.rlscheduler import policy_keys, read_rl_trace, schedule_window, window_starts
     jobs = read_rl_trace(bundled_trace("lublin_256"))
@@ -238,8 +239,8 @@ def _rl_env(repeat: int, windows: int = 20) -> dict:
                 schedule_window(jobs, s, 256, keys, backfill=backfill)
         median = statistics.median(time_runs(simulator, repeat))
         figures[f"sim_steps_per_s{tag}"] = round(steps / median)
-        if RLSchedulerEnv is not None:
-            env = RLSchedulerEnv(jobs, window=256, backfill=backfill)
+        for profile in ((8, 0) if RLSchedulerEnv is not None else ()):
+            env = RLSchedulerEnv(jobs, window=256, backfill=backfill, profile=profile)
 
             def episodes():
                 for s in starts:
@@ -247,7 +248,8 @@ def _rl_env(repeat: int, windows: int = 20) -> dict:
                     while not env.step(0)[2]:
                         pass
             median = statistics.median(time_runs(episodes, repeat))
-            figures[f"env_steps_per_s{tag}"] = round(steps / median)
+            figures[f"env_steps_per_s{tag}{'' if profile else '_noprofile'}"] = \
+                round(steps / median)
     figures["runs"] = repeat
     figures["machine"] = machine()
     return figures
