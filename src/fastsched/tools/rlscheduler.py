@@ -45,7 +45,7 @@ __all__ = ["POLICIES", "PUBLISHED", "RLTable", "read_rl_trace", "window_starts",
 POLICIES = ("FCFS", "WFP3", "UNI", "SJF", "F1")
 
 #: the published cells: (trace, backfill) -> metric -> policy -> value as printed
-#: (Table V: bsld; Table VI: utilisation; both in the repository's README)
+#: (Table V: bsld; Table VI: utilisation, as the repository's README gives them)
 PUBLISHED = {
     ("lublin_256", False): {
         "bsld": dict(zip(POLICIES, (7273.77, 19753.53, 22274.74, 277.35, 258.37))),
