@@ -190,6 +190,19 @@ def test_the_command_prints_the_tables_rows(capsys, tmp_path):
     assert '"starts"' in out_json.read_text()
 
 
+def test_the_papers_rows_are_shown_only_for_the_papers_protocol(capsys):
+    assert main(["research", "rlscheduler", "--trace", "lublin_256", "--windows", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "2 windows" in out and "(paper)" not in out
+
+
 def test_the_command_on_a_missing_trace_is_an_error(capsys):
     assert main(["research", "rlscheduler", "--trace", "nope.swf"]) == 2
     assert "nope.swf" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["research", "--help"], ["research", "rlscheduler", "--help"]])
+def test_help(capsys, argv):
+    with pytest.raises(SystemExit) as ei:
+        main(argv)
+    assert ei.value.code == 0 and "usage: fastsched research" in capsys.readouterr().out

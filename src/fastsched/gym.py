@@ -36,15 +36,12 @@ jobs picked by other orders and an unseeded shuffle; this one shows the oldest.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from .io.swf import bundled_trace
 from .model.errors import InputError
-from .tools.rlscheduler import read_rl_trace, window_bsld, window_utilisation
+from .tools.rlscheduler import read_rl_trace, trace_path, window_bsld, window_utilisation
 from .tools.rlsim import RLJobs, RLWindow, columns
 
 __all__ = ["RLSchedulerEnv", "ENV_ID"]
@@ -56,10 +53,7 @@ METRICS = ("bsld", "wait", "utilisation")
 
 
 def _load(trace) -> RLJobs:
-    if isinstance(trace, RLJobs):
-        return trace
-    path = Path(str(trace))
-    return read_rl_trace(path if path.exists() else bundled_trace(str(trace)))
+    return trace if isinstance(trace, RLJobs) else read_rl_trace(trace_path(trace))
 
 
 class RLSchedulerEnv(gymnasium.Env):

@@ -5,10 +5,9 @@ import argparse
 import json
 from pathlib import Path
 
-from ..io.swf import bundled_trace
-from ..model.errors import InputError
-from ..tools.rlscheduler import reproduce
+from ..tools.rlscheduler import reproduce, trace_path
 from .argtypes import int_in, positive_int
+from .common import write_atomic
 
 
 def configure(parser: argparse.ArgumentParser, command: str) -> None:
@@ -38,22 +37,14 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.set_defaults(run=lambda args: parser.print_help() or 2)
 
 
-def _trace_path(text: str) -> str:
-    if Path(text).exists():
-        return text
-    try:
-        return str(bundled_trace(text))
-    except InputError:
-        raise InputError("no such trace file, nor a bundled trace of that name",
-                         file=text) from None
-
-
 def run(args) -> int:
-    table = reproduce(_trace_path(args.trace), backfill=args.backfill, seed=args.seed,
+    table = reproduce(trace_path(args.trace), backfill=args.backfill, seed=args.seed,
                       windows=args.windows, length=args.length)
     print(table.format())
     if args.json:
-        data = {"trace": table.trace, "backfill": table.backfill, "starts": table.starts,
-                "length": table.length, "per_window": table.per_window}
-        Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
+        data = {"trace": table.trace, "backfill": table.backfill, "seed": table.seed,
+                "starts": table.starts, "length": table.length,
+                "per_window": table.per_window}
+        text = json.dumps(data, indent=1) + "\n"
+        write_atomic(lambda path: Path(path).write_text(text), args.json)
     return 0
