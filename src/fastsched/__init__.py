@@ -52,6 +52,8 @@ _PUBLIC_BY_MODULE = {
     "sim.snapshot": ('start_times_at',),
     "sim.views": ('sprio', 'sshare',),
     "tools.generate": ('ai_cluster', 'ai_mix',),
+    "tools.rlscheduler": ('RLTable', 'read_rl_trace', ('reproduce_rlscheduler', 'reproduce'),),
+    "tools.rlsim": ('RLJobs', 'RLWindow',),
     "tools.launch": ('Allocation', 'allocate_local', 'task_environments', ('launch_run', 'run'),),
     "verify": ('ScheduleError', 'VerifyReport', 'Violation', 'schedule_from_frame',),
 }

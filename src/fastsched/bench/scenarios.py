@@ -212,6 +212,49 @@ def _ai_mix_1m(repeat: int, jobs: int = 1_000_000) -> dict:
             "machine": machine()}
 
 
+def _rl_env(repeat: int, windows: int = 20) -> dict:
+    """Steps/s of fastsched.gym with a trivial policy (always the oldest job), with and
+    without the profile features, beside the research-mode simulator alone making the
+    same decisions (FCFS), on Lublin-1 windows."""
+    from ..io.swf import bundled_trace
+    from ..tools.rlscheduler import policy_keys, read_rl_trace, schedule_window, window_starts
+    jobs = read_rl_trace(bundled_trace("lublin_256"))
+    starts = window_starts(len(jobs), seed=0, windows=windows, length=256)
+    keys = policy_keys(jobs, "FCFS")
+    figures = {"scenario": "rl-env", "trace": "lublin_256", "windows": windows}
+    try:
+        from ..gym import RLSchedulerEnv
+    except ImportError:
+        RLSchedulerEnv = None
+        figures["env"] = "not measured: gymnasium is not installed (pip install fastsched[rl])"
+    for backfill in (False, True):
+        tag = "_backfill" if backfill else ""
+        # one step per head chosen; backfilled jobs start without a step
+        steps = sum(schedule_window(jobs, s, 256, keys, backfill=backfill).decisions
+                    for s in starts)
+        figures[f"steps_per_run{tag}"] = steps
+
+        def simulator():
+            for s in starts:
+                schedule_window(jobs, s, 256, keys, backfill=backfill)
+        median = statistics.median(time_runs(simulator, repeat))
+        figures[f"sim_steps_per_s{tag}"] = round(steps / median)
+        for profile in ((8, 0) if RLSchedulerEnv is not None else ()):
+            env = RLSchedulerEnv(jobs, window=256, backfill=backfill, profile=profile)
+
+            def episodes():
+                for s in starts:
+                    env.reset(seed=0, options={"start": s})
+                    while not env.step(0)[2]:
+                        pass
+            median = statistics.median(time_runs(episodes, repeat))
+            figures[f"env_steps_per_s{tag}{'' if profile else '_noprofile'}"] = \
+                round(steps / median)
+    figures["runs"] = repeat
+    figures["machine"] = machine()
+    return figures
+
+
 def _node_engine(name: str):
     """B2 / B3 / B6 on the node engine (state builders live in fastsched.bench.state)."""
     def run(repeat: int, **options) -> dict:
@@ -227,7 +270,7 @@ SCENARIOS = {"kth-easy": _kth_easy, "priority-1m": _priority_1m,
              "conservative-100k": _node_engine("conservative-100k"),
              "scaling": _node_engine("scaling"), "memory-1m": _node_engine("memory-1m"),
              "place-512": _place_512, "easy-100k-topo": _easy_100k_topo,
-             "ai-mix-1m": _ai_mix_1m}
+             "ai-mix-1m": _ai_mix_1m, "rl-env": _rl_env}
 
 #: what each scenario runs, for ``fastsched bench --help``
 SUMMARIES = {
@@ -240,6 +283,8 @@ SUMMARIES = {
     "place-512": "a 512-node job placed with topology constraints on ai-100k",
     "easy-100k-topo": "B2 with topology-aware starts",
     "ai-mix-1m": "B5, 1M ai-mix jobs on ai-100k under multifactor priorities and EASY",
+    "rl-env": "fastsched.gym steps/s (trivial policy) beside the RLScheduler research "
+              "simulator alone, Lublin-1",
 }
 
 

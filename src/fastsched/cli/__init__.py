@@ -34,6 +34,8 @@ COMMANDS = {
               "at a time of a simulation (like sprio -l)"),
     "sshare": ("views", "shares, usage and fair-share factors of every association at a "
                "time of a simulation (like sshare -l -a)"),
+    "research": ("research", "research modes: reproduce published simulators' results "
+                 "(rlscheduler: RLScheduler's SC'20 tables)"),
 }
 
 

@@ -38,7 +38,8 @@ from ..model.errors import InputError
 from ..model.jobs import JobTable
 from ..model.validation import MAX_COUNT, MAX_NODES, MAX_SECONDS
 
-__all__ = ["SkippedJob", "SWFTrace", "read_swf", "bundled_trace", "SWF_FIELDS"]
+__all__ = ["SkippedJob", "SWFTrace", "SWFFields", "read_swf", "read_swf_fields",
+           "bundled_trace", "SWF_FIELDS"]
 
 #: 1-based field number -> name, as the SWF definition lists them.
 SWF_FIELDS: dict[int, str] = {
@@ -56,7 +57,8 @@ _COUNT_FIELDS = (1, 5, 8, 12)         # must be integral
 _LIMITS = {1: 2**53, 12: 2**53, 5: MAX_COUNT, 8: MAX_COUNT,
            2: MAX_SECONDS, 4: MAX_SECONDS, 9: MAX_SECONDS}
 
-_BUNDLED = {"KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz"}
+_BUNDLED = {"KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz",
+            "lublin_256": "lublin_256.swf.xz", "lublin_256_new2": "lublin_256_new2.swf.xz"}
 
 _HEADER_RE = re.compile(r"^;\s{0,2}([A-Za-z][A-Za-z0-9_]*)\s*:(?:\s+(.*?))?\s*$")
 
@@ -91,7 +93,11 @@ class SWFTrace:
 
 
 def bundled_trace(name: str = "KTH-SP2") -> Path:
-    """Path of a trace shipped with fastsched (``"KTH-SP2"``: the cleaned KTH IBM SP2 log)."""
+    """Path of a trace shipped with fastsched, by name or file name.
+
+    ``"KTH-SP2"``: the cleaned KTH IBM SP2 log; ``"lublin_256"``, ``"lublin_256_new2"``:
+    the two Lublin-model traces of RLScheduler (SC'20), its Lublin-1 and Lublin-2.
+    """
     fname = _BUNDLED.get(name, name)
     if fname not in _BUNDLED.values():
         raise InputError(f"no bundled trace {name!r}; available: {', '.join(sorted(_BUNDLED))}")
@@ -163,26 +169,7 @@ def read_swf(path, *, procs: int | None = None, strict: bool = False) -> SWFTrac
     one raises :class:`InputError` instead. Malformed lines always raise.
     """
     path = str(path)
-    text = _read_text(path)
-    lines = text.splitlines()
-
-    header: dict[str, str] = {}
-    header_lines: list[str] = []
-    data: list[str] = []
-    lineno: list[int] = []
-    for i, ln in enumerate(lines, 1):
-        s = ln.lstrip()
-        if not s:
-            continue
-        if s[0] == ";":
-            header_lines.append(ln)
-            m = _HEADER_RE.match(s)
-            if m and m.group(1) not in header:
-                header[m.group(1)] = m.group(2) or ""
-            continue
-        data.append(ln)
-        lineno.append(i)
-
+    header, header_lines, data, lineno = _split(_read_text(path))
     machine = _machine_size(procs, header, path)
 
     arr = _parse_block(data)
@@ -227,6 +214,71 @@ def read_swf(path, *, procs: int | None = None, strict: bool = False) -> SWFTrac
     return SWFTrace(path=path, jobs=jobs, procs=machine, header=header,
                     header_lines=header_lines, skipped=skipped, num_timeouts=num_timeouts,
                     user_ids=user)
+
+
+def _split(text: str):
+    """(header, header_lines, data lines, their 1-based line numbers) of an SWF text."""
+    header: dict[str, str] = {}
+    header_lines: list[str] = []
+    data: list[str] = []
+    lineno: list[int] = []
+    for i, ln in enumerate(text.splitlines(), 1):
+        s = ln.lstrip()
+        if not s:
+            continue
+        if s[0] == ";":
+            header_lines.append(ln)
+            m = _HEADER_RE.match(s)
+            if m and m.group(1) not in header:
+                header[m.group(1)] = m.group(2) or ""
+            continue
+        data.append(ln)
+        lineno.append(i)
+    return header, header_lines, data, lineno
+
+
+@dataclass
+class SWFFields:
+    """An SWF trace as written: its header and the 18 numbers of each job line."""
+
+    path: str
+    header: dict[str, str]
+    header_lines: list[str]
+    fields: np.ndarray             #: float64 (jobs, 18), in file order; -1 = missing
+    lines: np.ndarray              #: int64 (jobs,): the 1-based line of each row
+
+
+def read_swf_fields(path) -> SWFFields:
+    """The raw fields of an SWF trace (plain, ``.gz``, ``.xz`` or ``.bz2``), uninterpreted.
+
+    For readers with their own conventions (e.g. :mod:`fastsched.tools.rlscheduler`).
+    Only the form is checked: 18 finite numbers per line, else :class:`InputError`
+    naming the line and field.
+    """
+    path = str(path)
+    header, header_lines, data, lineno = _split(_read_text(path))
+    arr = _parse_block(data)
+    if arr is None:
+        arr = np.array([_numbers(ln, no, path) for ln, no in zip(data, lineno)],
+                       dtype=np.float64).reshape(len(data), _NFIELDS)
+    return SWFFields(path, header, header_lines, arr, np.asarray(lineno, dtype=np.int64))
+
+
+def _numbers(ln: str, no: int, path: str) -> list[float]:
+    """The 18 numbers of one data line, or InputError naming the line and field."""
+    toks = ln.split()
+    if len(toks) != _NFIELDS:
+        raise InputError(f"expected {_NFIELDS} fields, found {len(toks)}", file=path, line=no)
+    vals = []
+    for k, t in enumerate(toks, 1):
+        try:
+            v = float(t)
+        except ValueError:
+            v = math.nan
+        if not math.isfinite(v):
+            raise InputError(f"{t!r} is not a number", file=path, line=no, field=_fname(k))
+        vals.append(v)
+    return vals
 
 
 def _user_index(user: np.ndarray) -> np.ndarray:
@@ -304,23 +356,13 @@ def _slow_scan(data, lineno, path, machine, strict):
     rows = []
     for ln, no in zip(data, lineno):
         toks = ln.split()
-        if len(toks) != _NFIELDS:
-            raise InputError(f"expected {_NFIELDS} fields, found {len(toks)}",
-                             file=path, line=no)
-        vals = []
-        for k, t in enumerate(toks, 1):
-            try:
-                v = float(t)
-            except ValueError:
-                v = math.nan
-            if not math.isfinite(v):
-                raise InputError(f"{t!r} is not a number", file=path, line=no, field=_fname(k))
+        vals = _numbers(ln, no, path)
+        for k, (t, v) in enumerate(zip(toks, vals), 1):
             if k in _COUNT_FIELDS and v != math.floor(v):
                 raise InputError(f"{t!r} is not an integer", file=path, line=no, field=_fname(k))
             if abs(v) > _LIMITS.get(k, math.inf):
                 raise InputError(f"{t[:30]!r} is out of range (at most {_LIMITS[k]:,} in "
                                  "magnitude)", file=path, line=no, field=_fname(k))
-            vals.append(v)
         rows.append(vals)
         if vals[1] < 0:
             what = "missing" if vals[1] == -1 else f"negative ({toks[1]})"
