@@ -19,7 +19,7 @@ from .heap import _heap_pop, _heap_push
 from .freenow import _tcount_update
 from .driver import EngineRun, Progress, drive, loop_deps, set_queue_rank, submit_order
 from .inputs import (_check_policy, _grid, _permute_csr, _placement, _request_types,
-                     check_node_jobs, new_nodes, node_availability)
+                     check_node_jobs, ever_available, new_nodes, node_availability)
 from .interrupt import DONE as _DONE, NOW as _NOW, PAUSE as _PAUSE, REQUEST as _REQUEST
 from .interrupt import STOP as _STOP
 from .interrupt import call as _call, new_control
@@ -352,7 +352,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
               window: int | None = None, placement=None, tick=None, checkpoints=None,
-              resume=None, events=None) -> EngineRun:
+              resume=None, events=None, checked: bool = False) -> EngineRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -379,7 +379,9 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     the state's ``reorder`` (the inputs must be those of the saved run).
     ``events`` (:class:`fastsched.model.events.NodeEvents`): nodes drained and
     resumed during the run, applied before the instant at their time
-    (:meth:`_EventLoop.apply_node_event`).
+    (:meth:`_EventLoop.apply_node_event`). ``checked``: ``partitions`` is what
+    :func:`fastsched.engine.inputs.check_node_jobs` returned for these inputs (the
+    caller checked them, e.g. before compiling), so it is not run again.
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)
@@ -390,26 +392,15 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
                     ("limits", limits)):
         if len(c) != n:
             raise InputError(f"{what} cover {len(c)} jobs, the table has {n}", field=what)
-    # a partition choice counts if it fits while the most nodes are up: events may
-    # resume nodes; the pass skips a choice while too few of its nodes are available
-    partitions = check_node_jobs(cluster, jobs, _ever_available(cluster, available, events),
-                                 partitions)
+    if not checked:
+        partitions = check_node_jobs(cluster, jobs, ever_available(cluster, available, events),
+                                     partitions)
     loop = None
     if resume is None:
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
                           dependencies, limits, resolution, window, placement)
     return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
                  checkpoints=checkpoints, resume=resume, events=events)
-
-
-def _ever_available(cluster: Cluster, available, events) -> np.ndarray:
-    """The nodes available at the start or resumed by an event."""
-    ever = node_availability(cluster, available).copy()
-    for e in range(0 if events is None else len(events)):
-        _, kind, nodes = events.at(e)
-        if kind == "resume":
-            ever[nodes] = True
-    return ever
 
 
 def simulate_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,

@@ -28,7 +28,7 @@ from .results import BSLD_TAU, SimulationResult, summarize
 from ..model.constraints import Dependencies, LimitGroups, PartitionChoices, check_covers
 from ..model.events import NodeEvents
 from ..engine.counts import CountsLoop, run_counts
-from ..engine.inputs import check_node_jobs
+from ..engine.inputs import check_node_jobs, ever_available
 from .progress import run_bar
 from ..model.schedule import Schedule
 from ..model.validation import check_jobs, counts_model_refuses
@@ -122,7 +122,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         if placement is not None and placement.exclusive_topo.any():
             raise UnsupportedError("node events with --exclusive=topo jobs are not modelled "
                                    "yet")
-    model = reservation_model(cluster, jobs, reservations, nodes_only, partitions)
+    model, partitions = reservation_model(cluster, jobs, reservations, nodes_only, partitions,
+                                          events)
     engine = RESERVATION_MODELS[model]
     if resume is not None and isinstance(resume["loop"], CountsLoop) != (model == "counts"):
         raise InputError(f"the checkpoint was saved by a run of the other reservation model; "
@@ -134,7 +135,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                    "checkpoints": checkpoints, "resume": resume}
     if engine == "nodes":
         constraints.update(partitions=partitions, resolution=resolution, window=window,
-                           placement=placement, events=events)
+                           placement=placement, events=events, checked=True)
     try:
         run, prio, priority = _run_engine(model, cluster, jobs, spec.name, reserve_depth,
                                           priority, period, **constraints)
@@ -179,11 +180,13 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
 
 
 def reservation_model(cluster: Cluster, jobs: JobTable, requested: str | None,
-                      nodes_only=(), partitions=None) -> str:
-    """The reservation model a run plans with ("counts" or "nodes"), its jobs checked
-    for it. ``requested``: the caller's choice, or None for counts where it can plan
-    the run. ``nodes_only``: the names of the options given that only the nodes model
-    takes."""
+                      nodes_only=(), partitions=None, events=None):
+    """The reservation model a run plans with ("counts" or "nodes") and the partition
+    choices of its jobs, checked for it once, before any compiling (nodes: those that
+    can ever fit, :func:`fastsched.engine.inputs.check_node_jobs`, with the nodes
+    ``events`` resume). ``requested``: the caller's choice, or None for counts where it
+    can plan the run. ``nodes_only``: the names of the options given that only the
+    nodes model takes."""
     check_reservations(requested)
     if requested == "counts" and nodes_only:
         raise UnsupportedError(f"the counts model does not take {', '.join(nodes_only)} "
@@ -191,9 +194,9 @@ def reservation_model(cluster: Cluster, jobs: JobTable, requested: str | None,
     if requested == "counts" or (requested is None and not nodes_only
                                  and counts_model_refuses(cluster, jobs) is None):
         check_jobs(cluster, jobs)
-        return "counts"
-    check_node_jobs(cluster, jobs, partitions=partitions)
-    return "nodes"
+        return "counts", partitions
+    return "nodes", check_node_jobs(cluster, jobs, ever_available(cluster, None, events),
+                                    partitions)
 
 
 def _run_engine(model, cluster, jobs, policy, depth, priority, period, **constraints):
