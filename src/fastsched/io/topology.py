@@ -11,10 +11,13 @@ import numpy as np
 
 from ..model.errors import InputError
 from ..model.topology import BlockTopology, GpuGroups
-from .hostlist import expand
+from .conflines import conf_lines
+from .hostlist import expand, node_indices
 from .textfile import read_text
 
-__all__ = ["read_block_topology", "parse_gres_conf", "read_gres_conf"]
+__all__ = ["read_block_topology", "read_tree_topology", "parse_gres_conf", "read_gres_conf"]
+
+_TRAILING_DIGITS = re.compile(r"^(.*?)(\d*)$")
 
 _FILE_RE = re.compile(r"^(.*?)(\d+)$")
 _GRES_KEYS = {"nodename", "name", "type", "file", "cores", "links", "count", "flags",
@@ -232,3 +235,92 @@ def _groups_from_entries(entries, file: str) -> GpuGroups:
 def read_gres_conf(path, node: str | None = None) -> GpuGroups:
     """:func:`parse_gres_conf` of the file at ``path``."""
     return parse_gres_conf(read_text(path), file=str(path), node=node)
+
+
+def read_tree_topology(path, index: dict[str, int]) -> dict[str, np.ndarray]:
+    """Levels (leaf first: name -> int32 switch id per node, -1 for none) of a
+    topology.conf of the tree plugin; ``index``: node name -> node index. Rules in
+    :mod:`fastsched.io.slurmconf`."""
+    fname = str(path)
+    n = len(index)
+    switch_line: dict[str, int] = {}
+    leaf_nodes: dict[str, np.ndarray] = {}
+    children: dict[str, list[str]] = {}
+    order: list[str] = []
+    for conf in conf_lines(path):
+        lineno, tokens = conf.line, conf.words
+        head, name = tokens[0]
+        if head.lower() != "switchname":
+            continue
+        if not name:
+            raise InputError("empty switch name", file=fname, line=lineno, field=head)
+        if name in switch_line:
+            raise InputError(f"switch {name!r} defined twice", file=fname, line=lineno,
+                             field=head)
+        switch_line[name] = lineno
+        order.append(name)
+        opts = {k.lower(): (k, v) for k, v in tokens[1:]}
+        if "nodes" in opts:
+            try:
+                leaf_nodes[name] = node_indices(opts["nodes"][1], index)
+            except InputError as e:
+                raise conf.error(e.reason, opts["nodes"][0]) from None
+        if "switches" in opts:
+            try:
+                children[name] = expand(opts["switches"][1])
+            except InputError as e:
+                raise InputError(e.reason, file=fname, line=lineno,
+                                 field=opts["switches"][0]) from None
+    if not order:
+        return {}
+
+    parent: dict[str, str] = {}
+    for sw, kids in children.items():
+        for kid in kids:
+            if kid not in switch_line:
+                raise InputError(f"unknown switch {kid!r}", file=fname, line=switch_line[sw],
+                                 field="Switches")
+            if parent.setdefault(kid, sw) != sw:
+                raise InputError(f"switch {kid!r} has two parents", file=fname,
+                                 line=switch_line[sw], field="Switches")
+    # depth of each switch from the leaves; chains of ancestors per leaf switch
+    leaves = [sw for sw in order if sw in leaf_nodes]
+    chains = {}
+    for leaf in leaves:
+        chain, sw = [leaf], leaf
+        while sw in parent:
+            sw = parent[sw]
+            if sw in chain:
+                raise InputError(f"switch {sw!r} is its own ancestor", file=fname,
+                                 line=switch_line[sw], field="Switches")
+            chain.append(sw)
+        chains[leaf] = chain
+    depth = max((len(c) for c in chains.values()), default=0)
+    if depth == 0:
+        return {}
+    node_leaf = np.full(n, -1, dtype=np.int64)
+    for k, leaf in enumerate(leaves):
+        idx = leaf_nodes[leaf]
+        clash = idx[node_leaf[idx] >= 0]
+        if len(clash):
+            raise InputError(f"node {list(index)[int(clash[0])]!r} is in two leaf switches",
+                             file=fname, line=switch_line[leaf], field="Nodes")
+        node_leaf[idx] = k
+
+    levels: dict[str, np.ndarray] = {}
+    for d in range(depth):
+        # switch at depth d above each leaf (the top of a short chain stands in)
+        level_switch = [chains[leaf][min(d, len(chains[leaf]) - 1)] for leaf in leaves]
+        ids_by_name: dict[str, int] = {}
+        for sw in level_switch:
+            ids_by_name.setdefault(sw, len(ids_by_name))
+        per_leaf = np.array([ids_by_name[sw] for sw in level_switch] + [-1], dtype=np.int32)
+        ids = per_leaf[node_leaf]           # node_leaf == -1 picks the trailing -1
+        prefixes = {_TRAILING_DIGITS.match(sw).group(1) for sw in ids_by_name}
+        level = prefixes.pop() if len(prefixes) == 1 else f"level{d}"
+        if not level or level in levels:
+            level = f"level{d}"
+        if d == depth - 1 and d > 0 and len(ids_by_name) == 1 and (ids >= 0).all():
+            break                          # one switch over everything: no information
+        levels[level] = ids
+    return levels
