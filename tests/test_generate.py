@@ -404,7 +404,7 @@ def test_cli_writes_the_example_gres_conf_and_site_config(tmp_path, capsys):
     """gres.conf comes with a generated cluster and fits its nodes; generate config
     writes the example site, whose accounts are ai-mix's."""
     from fastsched.policy.config import load_config
-    from fastsched.io.topology import read_gres_conf
+    from fastsched.io.gresconf import read_gres_conf
     conf = tmp_path / "slurm.conf"
     assert _run(["generate", "cluster", "ai-8k", "-o", str(conf)]) == 0
     gres = read_gres_conf(tmp_path / "gres.conf")

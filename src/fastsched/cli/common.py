@@ -11,7 +11,8 @@ import numpy as np
 
 from ..io.slurmconf import parse_time
 from ..io.swf import read_swf
-from ..io.topology import read_block_topology, read_gres_conf
+from ..io.gresconf import read_gres_conf
+from ..io.topology import read_block_topology
 from ..io.workload import read_workload
 from ..model.cluster import Cluster
 from ..model.constraints import Placement

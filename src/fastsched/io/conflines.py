@@ -108,7 +108,7 @@ def split_words(text: str, file: str, line: int) -> tuple[tuple[str, str], ...]:
         m = _WORD.match(text, pos)
         if not m:
             rest = text[pos:].strip()
-            raise InputError(f"expected Key=Value, got {rest[:40]!r}", file=file, line=line,
+            raise InputError(f"expected Key=value, got {rest[:40]!r}", file=file, line=line,
                              field=rest.split("=")[0].split()[0][:40] if rest else None)
         if m.group(2):
             raise InputError(f"{m.group(1)}{m.group(2)}= (scontrol's operators) is not valid "

@@ -1,6 +1,6 @@
-"""Readers of Slurm's topology files: topology.conf of the block plugin and gres.conf
-(GPU groups from ``Links=`` / ``Cores=``). Malformed lines raise InputError naming the
-file, line and key."""
+"""Readers of Slurm's topology.conf: the block plugin's (``BlockName=``) and the tree
+plugin's (``SwitchName=``). gres.conf is :mod:`fastsched.io.gresconf`. Malformed lines
+raise InputError naming the file, line and key."""
 from __future__ import annotations
 
 import re
@@ -15,13 +15,10 @@ from .conflines import conf_lines
 from .hostlist import expand, node_indices
 from .textfile import read_text
 
-__all__ = ["read_block_topology", "read_tree_topology", "parse_gres_conf", "read_gres_conf"]
+__all__ = ["read_block_topology", "read_tree_topology"]
 
 _TRAILING_DIGITS = re.compile(r"^(.*?)(\d*)$")
 
-_FILE_RE = re.compile(r"^(.*?)(\d+)$")
-_GRES_KEYS = {"nodename", "name", "type", "file", "cores", "links", "count", "flags",
-              "autodetect", "multiplefiles"}
 
 
 def read_block_topology(path, node_names) -> BlockTopology:
@@ -99,142 +96,6 @@ def _key_values(raw: str, fname: str, lineno: int) -> dict[str, tuple[str, str]]
                              field=w)
         out[key.lower()] = (key, value.strip())
     return out
-
-
-def _cpu_set(text: str, fname: str, lineno: int) -> frozenset[int]:
-    cpus: set[int] = set()
-    for part in text.split(","):
-        lo, sep, hi = part.strip().partition("-")
-        if not (lo.isdigit() and (not sep or hi.isdigit())) or (sep and int(hi) < int(lo)):
-            raise InputError(f"bad CPU range {part!r} in Cores={text!r}", file=fname,
-                             line=lineno, field="Cores")
-        cpus.update(range(int(lo), int(hi if sep else lo) + 1))
-    return frozenset(cpus)
-
-
-def parse_gres_conf(text: str, *, file: str = "gres.conf", node: str | None = None) -> GpuGroups:
-    """GPU groups of one node from gres.conf text (a subset of Slurm's gres.conf).
-
-    Understood: ``[NodeName=hostlist] Name=gpu [Type=t] File=/dev/nvidia[0-3]
-    [Cores=0-31] [Links=-1,2,0,0]`` lines; GPU k is the device whose file name ends
-    in k. ``Links=`` (one device per line: link counts to every GPU, -1 for itself)
-    gives NVLink islands: GPUs joined by links > 0. Without ``Links=``, GPUs with
-    the same ``Cores=`` set form a group (socket affinity). Lines with a NodeName
-    apply only to those nodes (``node`` selects; when ``node`` is None, lines with a
-    NodeName are used only if no line lacks one). Other ``Name=`` lines, and
-    ``AutoDetect=`` lines, are skipped. A malformed line raises InputError naming
-    the file and line.
-    """
-    entries = []   # (gpu index, cores or None, links or None, lineno)
-    plain, named = [], []
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        opts = _key_values(raw, file, lineno)
-        if not opts or ("autodetect" in opts and "name" not in opts):
-            continue
-        if "name" not in opts:
-            raise InputError("gres.conf line without Name=", file=file, line=lineno,
-                             field=next(iter(opts.values()))[0])
-        if opts["name"][1].lower() != "gpu":
-            continue
-        for key, (spelled, _) in opts.items():
-            if key not in _GRES_KEYS:
-                raise InputError(f"unknown key {spelled}=", file=file, line=lineno,
-                                 field=spelled)
-        (named if "nodename" in opts else plain).append((lineno, opts))
-    use = plain
-    if node is not None:
-        for lineno, opts in named:
-            try:
-                hosts = expand(opts["nodename"][1])
-            except InputError as e:
-                raise InputError(e.reason, file=file, line=lineno, field="NodeName") from None
-            if node in hosts:
-                use = use + [(lineno, opts)]
-    elif not plain:
-        use = named
-    use.sort()
-    for lineno, opts in use:
-        if "file" not in opts:
-            raise InputError("Name=gpu line without File=", file=file, line=lineno,
-                             field="File")
-        try:
-            files = expand(opts["file"][1])
-        except InputError as e:
-            raise InputError(e.reason, file=file, line=lineno, field="File") from None
-        cores = _cpu_set(opts["cores"][1], file, lineno) if "cores" in opts else None
-        links = None
-        if "links" in opts:
-            if len(files) != 1:
-                raise InputError("Links= needs one device per line", file=file, line=lineno,
-                                 field="Links")
-            try:
-                links = [int(x) for x in opts["links"][1].split(",")]
-            except ValueError:
-                raise InputError(f"Links={opts['links'][1]!r} is not a list of numbers",
-                                 file=file, line=lineno, field="Links") from None
-        for f in files:
-            m = _FILE_RE.match(f)
-            if not m or int(m.group(2)) >= 64:
-                raise InputError(f"device file {f!r} does not end in a GPU number 0..63",
-                                 file=file, line=lineno, field="File")
-            entries.append((int(m.group(2)), cores, links, lineno))
-    return _groups_from_entries(entries, file)
-
-
-def _groups_from_entries(entries, file: str) -> GpuGroups:
-    gpus = [e[0] for e in entries]
-    dup = {k for k in gpus if gpus.count(k) > 1}
-    if dup:
-        k = min(dup)
-        line = [e[3] for e in entries if e[0] == k][1]
-        raise InputError(f"GPU {k} defined twice", file=file, line=line, field="File")
-    num = max(gpus) + 1 if gpus else 0
-    with_links = [e for e in entries if e[2] is not None]
-    groups: list[int] = []
-    if with_links:
-        if len(with_links) != len(entries):
-            line = next(e[3] for e in entries if e[2] is None)
-            raise InputError("Links= given for some GPUs but not this one", file=file,
-                             line=line, field="Links")
-        parent = {k: k for k in gpus}
-
-        def find(k):
-            while parent[k] != k:
-                parent[k] = parent[parent[k]]
-                k = parent[k]
-            return k
-        for k, _, links, line in entries:
-            if len(links) != num:
-                raise InputError(f"Links= has {len(links)} entries for {num} GPUs",
-                                 file=file, line=line, field="Links")
-            if links[k] != -1:
-                raise InputError(f"Links= entry {k} (the GPU itself) must be -1", file=file,
-                                 line=line, field="Links")
-            for j, v in enumerate(links):
-                if j != k and v > 0 and j in parent:
-                    parent[find(j)] = find(k)
-        comp: dict[int, int] = {}
-        for k in gpus:
-            comp[find(k)] = comp.get(find(k), 0) | (1 << k)
-        groups = list(comp.values())
-        source = "Links"
-    elif any(e[1] is not None for e in entries):
-        by_cores: dict = {}
-        for k, cores, _, _ in entries:
-            key = cores if cores is not None else ("gpu", k)
-            by_cores[key] = by_cores.get(key, 0) | (1 << k)
-        groups = list(by_cores.values())
-        source = "Cores"
-    else:
-        groups = [1 << k for k in gpus]
-        source = ""
-    groups.sort(key=lambda m: (m & -m))
-    return GpuGroups(np.array(groups, dtype=np.uint64), num, source)
-
-
-def read_gres_conf(path, node: str | None = None) -> GpuGroups:
-    """:func:`parse_gres_conf` of the file at ``path``."""
-    return parse_gres_conf(read_text(path), file=str(path), node=node)
 
 
 def read_tree_topology(path, index: dict[str, int]) -> dict[str, np.ndarray]:
