@@ -85,6 +85,7 @@ class _Reader:
         self.settings = SlurmSettings()
         self.warnings = Warnings()
         self.topology_plugin: str | None = None
+        self.weight_where = ""                 # the first line giving a node Weight
 
     # ------------------------------------------------------------------ lines
     def line(self, conf: ConfLine) -> None:
@@ -140,6 +141,8 @@ class _Reader:
         feats = spec.get("features", spec.get("feature", ("Feature", "")))[1]
         features = tuple(f for f in feats.split(",") if f)
         weight = _int(spec, "weight", conf, 1, maximum=2**32 - 1)
+        if "weight" in spec and not self.weight_where:
+            self.weight_where = conf.where
         state = self.node_state(spec, conf)
         for key in opts:
             if key in NODE_NOT_MODELLED:
@@ -214,10 +217,6 @@ class _Reader:
                        default_partition=default, weight=weight, features=features,
                        gpu_types=types, node_state=state, settings=self.settings,
                        warnings=list(self.warnings))
-
-    @property
-    def weight_where(self) -> str:
-        return self.parts[0][0].where if self.parts else "slurm.conf"
 
     def _indices(self, conf, text, index, sets, field):
         try:
