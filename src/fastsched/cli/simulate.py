@@ -15,8 +15,9 @@ from ..sim.site import simulate_site
 from ..sim.snapshot import format_start_times, start_times_at
 from . import build_parser
 from .argtypes import duration, machine_size, seconds
-from .common import (format_args, load_trace, trace_format, placement_from_args, policy_args, print_skipped,
-                     research_priority, site_args, summary_table, workload_constraints,
+from .common import (format_args, load_trace, placement_from_args, policy_args, print_skipped,
+                     research_priority, site_args, summary_table, trace_format,
+                     workload_constraints,
                      write_atomic)
 
 

@@ -48,20 +48,18 @@ and field; with ``skip_bad=True`` it is left out and listed in ``skipped`` inste
 """
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..model.cluster import Cluster
 from ..model.errors import InputError
-from ..model.jobs import UNLIMITED, JobTable
+from ..model.jobs import JobTable
 from ..model.schedule import Schedule
-from .hostlist import expand
-from .sacctvalues import NO_VALUE, PARTITION_LIMIT, parse_job_ids, parse_limit, parse_times, \
-    parse_tres, state_word
-from .swf import SkippedJob, _read_text
+from .bytetable import ByteTable
+from .sacctvalues import NO_VALUE, job_ids_from_bytes, parse_limit, parse_times, parse_tres, \
+    state_word
+from .swf import SkippedJob
 from .workload import Workload
 
 __all__ = ["SacctLog", "read_sacct", "is_sacct", "REQUIRED_FIELDS"]
@@ -115,54 +113,73 @@ def is_sacct(path) -> bool:
 
 
 class _Rows:
-    """The data rows of a dump as text columns, with their file lines; bad rows are
-    raised, or dropped and listed when skipping."""
+    """The data rows of a dump as columns of a :class:`ByteTable`, with their file
+    lines; bad rows are raised, or dropped and listed when skipping."""
 
     def __init__(self, path, skip_bad: bool):
         self.fname = str(path)
         self.skip_bad = skip_bad
         self.skipped: list[SkippedJob] = []
-        text = _read_text(self.fname)
-        lines = text.splitlines()
-        if not lines or not lines[0].strip():
+        raw = _read_bytes(self.fname)
+        header = raw[:raw.find(b"\n")] if b"\n" in raw else raw
+        header = header.decode("utf-8", "replace").strip()
+        if not header:
             raise InputError("empty file: expected a sacct --parsable2 header line",
                              file=self.fname, line=1)
-        self.fields = [f.strip() for f in lines[0].split("|")]
+        self.fields = [f.strip() for f in header.split("|")]
         self.col = {f.lower(): f for f in self.fields}
+        self.index = {f.lower(): k for k, f in enumerate(self.fields)}
         missing = [f for f in REQUIRED_FIELDS if f.lower() not in self.col]
         if missing or not ({"alloctres", "reqtres"} & set(self.col)):
             raise InputError(f"the header lacks {', '.join(missing) or 'AllocTRES/ReqTRES'} "
                              f"(sacct --format=...; it has {', '.join(self.fields)})",
                              file=self.fname, line=1, field=(missing or ["AllocTRES"])[0])
-        self._frame(lines)
+        self.table = ByteTable(raw, len(self.fields))
+        self._cache: dict = {}
+        for line, count in self.table.wrong:
+            self.bad(line, "JobID", f"{count} fields, the header has {len(self.fields)}")
 
-    def _frame(self, lines: list[str]) -> None:
-        import pandas as pd
-        data = lines[1:]
-        want = len(self.fields) - 1
-        counts = np.fromiter((ln.count("|") for ln in data), np.int64, count=len(data))
-        blank = np.fromiter((not ln.strip() for ln in data), bool, count=len(data))
-        wrong = np.flatnonzero((counts != want) & ~blank)
-        for i in wrong.tolist():
-            self.bad(i + 2, "JobID", f"{counts[i] + 1} fields, the header has {want + 1}",
-                     data[i].split("|")[0])
-        keep = np.flatnonzero((counts == want) & ~blank)
-        self.lines = keep + 2
-        body = "\n".join(data[i] for i in keep.tolist())
-        if not len(keep):
-            self.frame = pd.DataFrame({f: np.zeros(0, object) for f in self.fields})
-            return
-        self.frame = pd.read_csv(io.StringIO(body), sep="|", header=None, names=self.fields,
-                                 dtype=str, keep_default_na=False, quoting=csv.QUOTE_NONE,
-                                 engine="c")
+    @property
+    def lines(self) -> np.ndarray:
+        return self.table.lines
 
     def has(self, name: str) -> bool:
         return name.lower() in self.col
 
-    def values(self, name: str, default: str = "") -> np.ndarray:
+    def codes(self, name: str) -> tuple[np.ndarray, list[str]]:
+        """(code per row, distinct texts) of a column."""
+        key = name.lower()
+        if key not in self._cache:
+            self._cache[key] = self.table.factorize(self.index[key])
+        return self._cache[key]
+
+    def values(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """``rows`` of a column as an object array of str (via its distinct texts)."""
         if not self.has(name):
-            return np.full(len(self.frame), default, dtype=object)
-        return self.frame[self.col[name.lower()]].to_numpy(dtype=object)
+            return np.full(len(rows), "", dtype=object)
+        codes, uniques = self.codes(name)
+        return np.array(uniques + [""], dtype=object)[codes[rows]]
+
+    def where(self, name: str, test) -> np.ndarray:
+        """Per row: ``test(text)`` of its value (computed once per distinct text)."""
+        if not self.has(name):
+            return np.full(len(self.table), bool(test("")))
+        codes, uniques = self.codes(name)
+        return np.array([bool(test(u)) for u in uniques] + [False])[codes]
+
+    def value(self, name: str, row: int) -> str:
+        return self.table.text(self.index[name.lower()], row) if self.has(name) else ""
+
+    def strings(self, name: str, rows: np.ndarray) -> np.ndarray:
+        if not self.has(name):
+            return np.full(len(rows), "", dtype=object)
+        return self.table.strings(self.index[name.lower()], rows)
+
+    def digits(self, name: str, maxlen: int):
+        """(int64 value, ok) of a column of whole numbers."""
+        if not self.has(name):
+            return np.zeros(len(self.table), np.int64), np.zeros(len(self.table), bool)
+        return self.table.digits(self.index[name.lower()], maxlen)
 
     def bad(self, line: int, name: str, message: str, job: str = "") -> None:
         field_name = self.col.get(name.lower(), name)
@@ -173,9 +190,32 @@ class _Rows:
 
     def drop(self, mask: np.ndarray) -> None:
         """Keep only the rows where ``mask`` is False."""
-        keep = ~mask
-        self.frame = self.frame[keep].reset_index(drop=True)
-        self.lines = self.lines[keep]
+        self.table.keep(~mask)
+        self._cache.clear()
+        if hasattr(self, "ids"):
+            self.ids = tuple(a[~mask] for a in self.ids)
+
+
+def _read_bytes(path: str) -> bytes:
+    """The file's bytes, decompressed (.gz, .xz, .bz2 by content or name)."""
+    import bz2
+    import gzip
+    import lzma
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", file=path) from None
+    try:
+        if raw[:2] == b"\x1f\x8b" or path.lower().endswith(".gz"):
+            return gzip.decompress(raw)
+        if raw[:6] == b"\xfd7zXZ\x00" or path.lower().endswith(".xz"):
+            return lzma.decompress(raw)
+        if raw[:3] == b"BZh" or path.lower().endswith(".bz2"):
+            return bz2.decompress(raw)
+    except (OSError, EOFError, lzma.LZMAError, ValueError) as e:
+        raise InputError(f"cannot decompress: {e}", file=path) from None
+    return raw
 
 
 def _job_number(text: str) -> int:
@@ -190,19 +230,17 @@ def _job_number(text: str) -> int:
 def _check(rows: _Rows, bad: np.ndarray, name: str, message) -> np.ndarray:
     """Report the rows where ``bad`` holds (message(i) names the value)."""
     for i in np.flatnonzero(bad).tolist():
-        rows.bad(rows.lines[i], name, message(i), rows.values("JobID")[i])
+        rows.bad(rows.lines[i], name, message(i), rows.value("JobID", i))
     return bad
 
 
-def _per_unique(rows: _Rows, name: str, parse, values=None):
-    """(codes, parsed uniques) of a column, a bad value reported at its first row."""
-    import pandas as pd
-    values = rows.values(name) if values is None else values
-    codes, uniques = pd.factorize(values)
-    out, bad = [], np.zeros(len(values), bool)
+def _per_unique(rows: _Rows, name: str, parse):
+    """(codes, parsed distinct values) of a column, a bad value reported at its rows."""
+    codes, uniques = rows.codes(name)
+    out, bad = [], np.zeros(len(codes), bool)
     for k, text in enumerate(uniques):
         try:
-            out.append(parse(str(text)))
+            out.append(parse(text))
         except InputError as e:
             out.append(None)
             bad |= _check(rows, codes == k, name, lambda i, r=e.reason: r)
@@ -227,78 +265,103 @@ def read_sacct(path, cluster: Cluster, *, tz: str = "UTC", skip_bad: bool = Fals
 
 def _drop_steps(rows: _Rows) -> int:
     """Parse JobIDs; drop step rows (returning how many) and malformed ones."""
-    try:
-        base, task, het, step, pending = parse_job_ids(rows.values("JobID"))
-    except InputError as e:
-        if not rows.skip_bad:
-            raise InputError(e.reason, file=rows.fname, line=int(rows.lines[e.line]),
-                             field=rows.col["jobid"]) from None
-        return _drop_steps_slowly(rows)
-    rows.drop(step)
-    rows.ids = tuple(a[~step] for a in (base, task, het, pending))
-    return int(step.sum())
+    col = rows.index["jobid"]
+    table = rows.table
+    width = int((table.ends[:, col] - table.starts[:, col]).max(initial=0)) + 1
+    m, length = table.matrix(col, min(width, 64))
+    base, task, het, step, pending, ok = job_ids_from_bytes(m, length)
+    ok &= length < 64
+    for i in np.flatnonzero(~ok).tolist():
+        rows.bad(rows.lines[i], "JobID", f"{rows.value('JobID', i)[:40]!r} is not a job id "
+                 "(N, N_T, N+K, N.step)", rows.value("JobID", i))
+    drop = step | ~ok
+    rows.drop(drop)
+    rows.ids = tuple(a[~drop] for a in (base, task, het, pending))
+    return int((step & ok).sum())
 
 
-def _drop_steps_slowly(rows: _Rows) -> int:
-    """As :func:`_drop_steps`, row by row, listing malformed JobIDs (skip_bad only)."""
-    values = rows.values("JobID")
-    bad = np.zeros(len(values), bool)
-    for i, text in enumerate(values.tolist()):
-        try:
-            parse_job_ids(np.array([text], dtype=object))
-        except InputError as e:
-            rows.bad(rows.lines[i], "JobID", e.reason, text)
-            bad[i] = True
-    rows.drop(bad)
-    return _drop_steps(rows)
+def _times(rows: _Rows, name: str, tz: str):
+    """(int64 epoch seconds, -1 for no value; bool per row: malformed)."""
+    n = len(rows.table)
+    if not rows.has(name):
+        return np.full(n, -1, np.int64), np.zeros(n, bool)
+    secs, ok = rows.table.iso_times(rows.index[name.lower()])
+    if tz not in ("UTC", "utc", "Z") and ok.any():
+        secs[ok] = localize(secs[ok], tz)
+    bad = np.zeros(n, bool)
+    other = np.flatnonzero(~ok)
+    if len(other):
+        secs[other], bad[other] = parse_times(rows.strings(name, other), tz)
+    return secs, bad
 
 
 def _columns(rows: _Rows, cluster: Cluster, tz: str) -> dict:
     """Every value the log needs, parsed, as arrays over the rows."""
     c = {}
-    bad_time = np.zeros(len(rows.frame), bool)
+    bad = np.zeros(len(rows.table), bool)
     for name in ("Submit", "Eligible", "Start", "End"):
-        values = rows.values(name, "Unknown")
-        c[name], bad = parse_times(values, tz)
-        bad_time |= _check(rows, bad, name,
-                           lambda i, v=values: f"{str(v[i])[:40]!r} is not a time")
+        c[name], wrong = _times(rows, name, tz)
+        bad |= _check(rows, wrong, name, lambda i, name=name:
+                      f"{rows.value(name, i)[:40]!r} is not a time")
     codes, limits, bad_limit = _per_unique(rows, "Timelimit", parse_limit)
-    c["limit"] = np.array([-1 if v is None else v for v in limits], np.int64)[codes] \
-        if len(codes) else np.zeros(0, np.int64)
-    nn = rows.values("NNodes")
-    ok = np.array([str(v).isdigit() and 0 < len(str(v)) < 9 for v in nn], bool)
-    c["nnodes"] = np.where(ok, np.array([int(v) if o else 0 for v, o in zip(nn, ok)],
-                                        np.int64), 0)
-    bad_nn = _check(rows, ~ok, "NNodes", lambda i: f"{str(nn[i])[:30]!r} is not a node count")
-    tres_name = "AllocTRES" if rows.has("AllocTRES") else "ReqTRES"
-    alloc = rows.values(tres_name)
-    if rows.has("AllocTRES") and rows.has("ReqTRES"):
-        req = rows.values("ReqTRES")
-        empty = np.isin(alloc, list(NO_VALUE))
-        alloc = np.where(empty, req, alloc)
-    codes, tres, bad_tres = _per_unique(rows, tres_name, parse_tres, alloc)
-    table = np.array([t if t is not None else (-1, -1, 0, "", -1) for t in tres], dtype=object)
-    c["tres"] = (table, codes)
-    c["state"] = np.array([state_word(s) for s in rows.values("State")], dtype=object)
-    c["bad"] = bad_time | bad_limit | bad_nn | bad_tres
+    c["limit"] = np.array([-1 if v is None else v for v in limits] + [-1], np.int64)[codes]
+    c["nnodes"], ok = rows.digits("NNodes", 8)
+    bad |= bad_limit | _check(rows, ~ok | (c["nnodes"] < 1), "NNodes", lambda i:
+                              f"{rows.value('NNodes', i)[:30]!r} is not a node count")
+    c["tres"], bad_tres = _tres(rows)
+    codes, uniques = rows.codes("State")
+    c["state"] = np.array([state_word(u) for u in uniques] + [""], dtype=object)[codes]
+    c["bad"] = bad | bad_tres
     return c
+
+
+def _tres(rows: _Rows):
+    """Per row (nodes, CPUs, GPUs, GPU type, MB) totals: AllocTRES, else ReqTRES."""
+    n = len(rows.table)
+    out, bad = None, np.zeros(n, bool)
+    for name in ("ReqTRES", "AllocTRES"):
+        if not rows.has(name):
+            continue
+        codes, parsed, wrong = _per_unique(rows, name, parse_tres)
+        table = [p if p is not None else (-1, -1, 0, "", -1) for p in parsed]
+        table.append((-1, -1, 0, "", -1))
+        ints = np.array([t[:3] + t[4:] for t in table], np.int64)[codes]
+        types = np.array([t[3] for t in table], dtype=object)[codes]
+        empty = np.array([u.strip() in NO_VALUE for u in rows.codes(name)[1]] + [True])[codes]
+        if out is None:
+            out = (ints, types)
+        else:
+            out = (np.where(empty[:, None], out[0], ints), np.where(empty, out[1], types))
+        bad |= wrong
+    return out, bad
+
+
+def localize(secs: np.ndarray, tz: str) -> np.ndarray:
+    """Naive local seconds in ``tz`` -> epoch seconds (ambiguous: the first; missing:
+    shifted forward, as :func:`parse_times` does)."""
+    import pandas as pd
+    try:
+        local = pd.to_datetime(secs, unit="s").tz_localize(
+            tz, ambiguous=np.ones(len(secs), bool), nonexistent="shift_forward")
+    except Exception as e:             # an unknown zone name
+        raise InputError(f"unknown time zone {tz!r} ({e})", field="tz") from None
+    return local.tz_convert("UTC").tz_localize(None).to_numpy(dtype="datetime64[s]") \
+        .astype(np.int64)
 
 
 def _runs(rows: _Rows, cols: dict, cluster: Cluster):
     """(bool per row: it ran, SkippedJob list of the rows that did not, with why)."""
     start, end = cols["Start"], cols["End"]
-    nodelist = rows.values("NodeList")
-    no_nodes = np.isin(nodelist, list(NO_VALUE))
+    no_nodes = rows.where("NodeList", lambda t: t.strip() in NO_VALUE)
     never = (start < 0) | no_nodes | rows.ids[3]
     running = ~never & (end < 0)
     backwards = ~never & ~running & (end < start)
     bad = cols["bad"] | _check(rows, backwards, "End",
                                lambda i: f"ends at {end[i]}, before its start {start[i]}")
     skipped = []
-    jid = rows.values("JobID")
     for i in np.flatnonzero((never | running) & ~bad).tolist():
         why = ("still running when the dump was taken (no End)" if running[i] else
                f"never started ({cols['state'][i]})")
-        skipped.append(SkippedJob(_job_number(jid[i]), int(rows.lines[i]), why))
+        skipped.append(SkippedJob(int(rows.ids[0][i]), int(rows.lines[i]), why))
     return ~never & ~running & ~bad, skipped
 

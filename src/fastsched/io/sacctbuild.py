@@ -9,6 +9,7 @@ from ..model.cluster import Cluster
 from ..model.constraints import csr_take
 from ..model.jobs import UNLIMITED, JobTable
 from ..model.schedule import Schedule
+from ..model.errors import InputError
 from ..model.validation import request_capacity
 from .hostlist import expand
 from .sacctvalues import NO_VALUE, PARTITION_LIMIT
@@ -18,33 +19,28 @@ from .workload import DEFAULT_QOS, Workload
 __all__ = ["build_log"]
 
 
-def _factorize(values):
-    import pandas as pd
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    return codes, [str(u) for u in uniques]
-
-
 def _node_lists(rows, ran: np.ndarray, cluster: Cluster):
-    """(CSR offsets, node indices) of the ran rows' NodeLists; rows with an unknown
-    node or a count other than NNodes are reported and cleared from ``ran``."""
+    """Per distinct NodeList: (code per row, bad, node count, CSR offsets and node
+    indices); ran rows with an unknown node are reported and cleared from ``ran``."""
     index = {nm: k for k, nm in enumerate(cluster.node_names)}
-    r = np.flatnonzero(ran)
-    codes, uniques = _factorize(rows.values("NodeList")[r])
+    codes, uniques = rows.codes("NodeList")
+    used = np.zeros(len(uniques) + 1, bool)
+    used[codes[ran]] = True
     arrays, bad_code = [], np.zeros(len(uniques), bool)
     for k, text in enumerate(uniques):
+        arrays.append(np.zeros(0, np.int64))
+        if not used[k] or text.strip() in NO_VALUE:
+            continue
         try:
-            arrays.append(np.array(sorted({index[h] for h in expand(text)}), np.int64))
+            arrays[k] = np.array(sorted({index[h] for h in expand(text)}), np.int64)
+            continue
         except KeyError as e:
-            bad_code[k] = True
-            arrays.append(np.zeros(0, np.int64))
             message = f"node {e.args[0]!r} is not a node of the cluster"
-        except Exception as e:             # a malformed hostlist (InputError)
-            bad_code[k] = True
-            arrays.append(np.zeros(0, np.int64))
-            message = str(getattr(e, "reason", e))
-        if bad_code[k]:
-            for i in r[codes == k].tolist():
-                rows.bad(rows.lines[i], "NodeList", message, rows.values("JobID")[i])
+        except InputError as e:
+            message = e.reason
+        bad_code[k] = True
+        for i in np.flatnonzero(ran & (codes == k)).tolist():
+            rows.bad(rows.lines[i], "NodeList", message, rows.value("JobID", i))
     lens = np.array([len(a) for a in arrays], np.int64)
     u_off = np.concatenate(([0], np.cumsum(lens)))
     u_val = np.concatenate(arrays + [np.zeros(0, np.int64)])
@@ -58,22 +54,22 @@ def _raw_ids(rows, ran: np.ndarray) -> np.ndarray:
         needs = ran & ((task >= 0) | (het > 0))
         for i in np.flatnonzero(needs).tolist():
             rows.bad(rows.lines[i], "JobIDRaw", "array tasks and het-job components need "
-                     "the JobIDRaw field", rows.values("JobID")[i])
+                     "the JobIDRaw field", rows.value("JobID", i))
         ran &= ~needs
         return base.copy()
-    raw = rows.values("JobIDRaw")
-    ok = np.array([str(v).isdigit() and len(str(v)) < 19 for v in raw], bool)
+    raw, ok = rows.digits("JobIDRaw", 18)
     for i in np.flatnonzero(ran & ~ok).tolist():
-        rows.bad(rows.lines[i], "JobIDRaw", f"{str(raw[i])[:30]!r} is not a job id",
-                 rows.values("JobID")[i])
+        rows.bad(rows.lines[i], "JobIDRaw", f"{rows.value('JobIDRaw', i)[:30]!r} is not a "
+                 "job id", rows.value("JobID", i))
     ran &= ok
-    return np.array([int(v) if o else -1 for v, o in zip(raw.tolist(), ok.tolist())], np.int64)
+    return np.where(ok, raw, -1)
 
 
 def _partitions(rows, ran: np.ndarray, cluster: Cluster):
     """Partition index per row (-1: left out, listed as skipped)."""
     names = [p.name for p in cluster.partitions]
-    codes, uniques = _factorize(rows.values("Partition"))
+    codes, uniques = rows.codes("Partition") if rows.has("Partition") else \
+        (np.zeros(len(ran), np.int64), [""])
     lookup = np.full(len(uniques) + 1, -1, np.int64)
     for k, text in enumerate(uniques):
         name = text.split(",")[0].strip()
@@ -83,7 +79,7 @@ def _partitions(rows, ran: np.ndarray, cluster: Cluster):
     part = lookup[codes]
     skipped = []
     for i in np.flatnonzero(ran & (part < 0)).tolist():
-        text = str(rows.values("Partition")[i]) or "(none, and no default partition)"
+        text = rows.value("Partition", i) or "(none, and no default partition)"
         skipped.append(SkippedJob(int(rows.ids[0][i]), int(rows.lines[i]),
                                   f"partition {text!r} is not a partition of the cluster"))
     return part, skipped
@@ -105,11 +101,12 @@ def build_log(rows, cols: dict, ran: np.ndarray, cluster: Cluster):
     ran &= part >= 0
     codes, bad_code, lens, u_off, u_val = _node_lists(rows, ran, cluster)
     r = np.flatnonzero(ran)
+    codes = codes[r]
     nnodes = cols["nnodes"][r]
     count_ok = ~bad_code[codes] & (lens[codes] == nnodes) if len(r) else np.zeros(0, bool)
     for j in np.flatnonzero(~bad_code[codes] & ~count_ok).tolist() if len(r) else []:
         rows.bad(rows.lines[r[j]], "NNodes", f"NNodes is {nnodes[j]} but NodeList names "
-                 f"{lens[codes[j]]} nodes", rows.values("JobID")[r[j]])
+                 f"{lens[codes[j]]} nodes", rows.value("JobID", int(r[j])))
     keep = count_ok
     r, codes = r[keep], codes[keep]
     offsets, idx = csr_take(u_off, codes)
@@ -123,7 +120,7 @@ def build_log(rows, cols: dict, ran: np.ndarray, cluster: Cluster):
         notes.append(f"{int(over.sum()):,} run(s) lasted longer than their time limit "
                      "(OverTimeLimit/KillWait): checked with their elapsed time as limit")
     submit = np.where(cols["Submit"][r] >= 0, cols["Submit"][r], start)
-    users, user_names = _names(rows.values("User")[r], "unknown")
+    users, user_names = _names(rows, "User", r, "unknown")
     check_jobs = JobTable.from_arrays(
         job_id=raw[r], submit_time=submit, time_limit=np.maximum(limit, np.maximum(elapsed, 1)),
         runtime=elapsed, num_nodes=cols["nnodes"][r], cpus_per_node=req["cpus"],
@@ -137,10 +134,10 @@ def build_log(rows, cols: dict, ran: np.ndarray, cluster: Cluster):
                      "jobs (components are not started together)")
     log = SacctLog(
         workload=None, jobs=check_jobs, schedule=schedule,
-        job_text=rows.values("JobID")[r], attempt=attempt,
-        state=cols["state"][r], exit_code=rows.values("ExitCode")[r],
-        gpu_type=req["type"], priority=_numbers(rows.values("Priority")[r]),
-        reservation=rows.values("Reservation")[r], dependency=rows.values("Dependency")[r],
+        job_text=rows.strings("JobID", r), attempt=attempt,
+        state=cols["state"][r], exit_code=rows.values("ExitCode", r),
+        gpu_type=req["type"], priority=_priority(rows)[r],
+        reservation=rows.values("Reservation", r), dependency=rows.values("Dependency", r),
         het_job=np.where(het[r] >= 0, base[r], -1), line=rows.lines[r].copy(), notes=notes)
     log.workload = _workload(rows, cols, r, raw, part, limit, elapsed, attempt, req, cluster,
                              (user_names, users))
@@ -148,17 +145,15 @@ def build_log(rows, cols: dict, ran: np.ndarray, cluster: Cluster):
 
 
 def _requests(cols: dict, r: np.ndarray, notes: list[str]) -> dict:
-    table, codes = cols["tres"]
-    t = table[codes[r]] if len(r) else np.zeros((0, 5), dtype=object)
-    t = np.array(t.tolist(), dtype=object).reshape(len(r), 5)
+    ints, types = cols["tres"]
     nodes = cols["nnodes"][r]
-    cpus, gpus, mem = (t[:, k].astype(np.int64) for k in (1, 2, 4))
+    cpus, gpus, mem = ints[r, 1], ints[r, 2], ints[r, 3]
     uneven = (cpus > 0) & (cpus % np.maximum(nodes, 1) != 0)
     if uneven.any():
         notes.append(f"{int(uneven.sum()):,} multi-node job(s) hold CPUs unevenly across "
                      "their nodes: per-node CPUs rounded up")
     return {"cpus": _per_node(cpus, nodes, 1), "gpus": _per_node(gpus, nodes, 0),
-            "mem": _per_node(mem, nodes, 0), "type": t[:, 3].astype(object)}
+            "mem": _per_node(mem, nodes, 0), "type": types[r]}
 
 
 def _limits(limit: np.ndarray, part: np.ndarray, cluster: Cluster, notes) -> np.ndarray:
@@ -185,19 +180,23 @@ def _attempts(raw: np.ndarray, start: np.ndarray) -> np.ndarray:
     return attempt
 
 
-def _names(values, empty: str):
-    """(int32 codes, sorted names), empty values named ``empty``."""
-    import pandas as pd
-    v = np.asarray(values, dtype=object)
-    v = np.where(np.isin(v, list(NO_VALUE)), empty, v)
-    codes, names = pd.factorize(v, sort=True)
-    return codes.astype(np.int32), [str(n) for n in names]
+def _names(rows, name: str, r: np.ndarray, empty: str):
+    """(int32 codes, sorted names) of ``rows`` of a column, empty values named ``empty``
+    (every distinct text of the column is named, used by these rows or not)."""
+    if not rows.has(name):
+        return np.zeros(len(r), np.int32), [empty]
+    codes, uniques = rows.codes(name)
+    texts = [empty if u.strip() in NO_VALUE else u.strip() for u in uniques]
+    names = sorted(set(texts))
+    rank = {t: k for k, t in enumerate(names)}
+    position = np.array([rank[t] for t in texts] + [0], np.int32)
+    return position[codes[r]], names
 
 
-def _numbers(values) -> np.ndarray:
-    import pandas as pd
-    return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
-        dtype=np.float64)
+def _priority(rows) -> np.ndarray:
+    """Priority per row as float64, NaN where the dump has none."""
+    value, ok = rows.digits("Priority", 15)
+    return np.where(ok, value.astype(np.float64), np.nan)
 
 
 def _workload(rows, cols, r, raw, part, limit, elapsed, attempt, req, cluster, users):
@@ -223,8 +222,8 @@ def _workload(rows, cols, r, raw, part, limit, elapsed, attempt, req, cluster, u
     jobs = jobs.take(np.flatnonzero(fits))
     sort = np.lexsort((jobs.job_id, jobs.submit_time))
     jobs, rows_kept = jobs.take(sort), rows_kept[sort]
-    account, account_names = _names(rows.values("Account")[r][rows_kept], "unknown")
-    qos, qos_names = _names(rows.values("QOS")[r][rows_kept], DEFAULT_QOS)
+    account, account_names = _names(rows, "Account", r[rows_kept], "unknown")
+    qos, qos_names = _names(rows, "QOS", r[rows_kept], DEFAULT_QOS)
     base, task, _, _ = rows.ids
     is_task = task[r][rows_kept] >= 0
     return Workload(jobs, account, users[0], account_names,

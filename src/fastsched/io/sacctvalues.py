@@ -14,7 +14,7 @@ from ..model.errors import InputError
 from ..model.jobs import UNLIMITED
 from .times import parse_time
 
-__all__ = ["NO_VALUE", "parse_job_ids", "parse_times", "parse_limit", "parse_tres",
+__all__ = ["NO_VALUE", "parse_job_ids", "job_ids_from_bytes", "parse_times", "parse_limit", "parse_tres",
            "state_word", "PARTITION_LIMIT"]
 
 #: what sacct prints for a value it does not have
@@ -52,6 +52,48 @@ def parse_job_ids(values: np.ndarray):
         for arr, col in zip((base, task, het, step, pending), zip(*parsed)):
             arr[:] = np.array(col, dtype=arr.dtype)[codes]
     return base, task, het, step, pending
+
+
+def _leading_digits(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(value, count) of the digits each row of a byte matrix starts with (at most 19)."""
+    n = m.shape[0]
+    value = np.zeros(n, np.int64)
+    count = np.zeros(n, np.int64)
+    active = np.ones(n, bool)
+    for j in range(min(m.shape[1], 19)):
+        d = m[:, j] - np.uint8(48)                      # wraps below '0': > 9
+        active &= d <= 9
+        value = np.where(active, value * 10 + d, value)
+        count += active
+    return value, count
+
+
+def job_ids_from_bytes(m: np.ndarray, length: np.ndarray):
+    """As :func:`parse_job_ids`, vectorised over a padded byte matrix of JobIDs (rows x
+    width, 0-padded, width > longest): also returns ``ok`` per row instead of raising."""
+    n, width = m.shape
+    step = (m == ord(".")).any(axis=1)
+    base, nb = _leading_digits(m)
+    rows = np.arange(n)
+    after = m[rows, np.minimum(nb, width - 1)]
+    task, het = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+    pending = np.zeros(n, bool)
+    used = nb.copy()
+    tagged = np.flatnonzero((after == ord("_")) | (after == ord("+")))
+    if len(tagged):
+        # the rest of each tagged row, from just after its '_' or '+'
+        shift = nb[tagged] + 1
+        cols = np.minimum(shift[:, None] + np.arange(width), width - 1)
+        rest = np.where(shift[:, None] + np.arange(width) < width, m[tagged[:, None], cols], 0)
+        tail, nt = _leading_digits(rest.astype(np.uint8))
+        under = after[tagged] == ord("_")
+        pending[tagged] = under & (rest[:, 0] == ord("["))
+        has = nt > 0
+        task[tagged[under & has]] = tail[under & has]
+        het[tagged[~under & has]] = tail[~under & has]
+        used[tagged[has]] = shift[has] + nt[has]
+    ok = (nb > 0) & (nb <= 18) & (step | pending | (used == length))
+    return base, task, het, step, pending, ok
 
 
 def _factorize(values: np.ndarray):
