@@ -129,6 +129,7 @@ import numpy as np
 from ..model.errors import InputError
 from ..model.jobs import UNLIMITED, JobRequest
 from .slurmconf import format_time, parse_time
+from .slurmgres import typed_nodes
 from .textfile import check_digits, read_text
 from ..model.validation import MAX_COUNT, MAX_MEMORY_MB
 
@@ -628,22 +629,6 @@ def _default_partition(cluster, origin) -> str:
         raise _err(e.reason, origin, "partition") from None
 
 
-def _typed_nodes(cluster, cand: np.ndarray, gpu_type: str, notes: list[str]) -> np.ndarray:
-    """The candidate nodes with GPUs of ``gpu_type``; a note when the engine may
-    place the job elsewhere (it selects nodes by partition, not GPU type)."""
-    has = np.array([any(t == gpu_type for t, _ in cluster.gpu_types[i]) for i in cand],
-                   dtype=bool)
-    if not has.any():
-        kinds = sorted({t or "untyped" for i in cand for t, _ in cluster.gpu_types[i]})
-        raise _err(f"no node has GPU type {gpu_type!r} in the partition(s) (their GPUs: "
-                   f"{', '.join(kinds) or 'none'})")
-    if not has.all():
-        notes.append(f"gpu type {gpu_type!r}: {int(has.sum())} of {len(cand)} nodes have it; "
-                     "the engine places jobs by partition, not GPU type, so a simulation "
-                     "may run this job on other nodes")
-    return cand[has]
-
-
 def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
     """Apply Slurm's rules (module docstring) to ``req``; check it against ``cluster``."""
     o = req.origin.get
@@ -709,7 +694,10 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
         if len(cand) == 0:
             raise _err(f"partition(s) {parts} have no nodes", o("partition"), "partition")
         if gpu_type:
-            cand = _typed_nodes(cluster, cand, gpu_type, notes)
+            try:
+                cand = typed_nodes(cluster, cand, gpu_type, notes)
+            except InputError as e:
+                raise _err(e.reason) from None
         node_cpus = int(cluster.cpus[cand].max())
         node_gpus = int(cluster.gpus[cand].max())
         node_mem = int(cluster.mem_mb[cand].max())

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
+from ..model.errors import InputError
 from .conflines import ConfLine
 
-__all__ = ["parse_node_gres", "MAX_NODE_GPUS"]
+__all__ = ["parse_node_gres", "typed_nodes", "MAX_NODE_GPUS"]
 
 #: GPUs per node the cluster model holds (a uint64 bitmask per node)
 MAX_NODE_GPUS = 64
@@ -58,3 +61,19 @@ def parse_node_gres(value: str, conf: ConfLine):
     if total > MAX_NODE_GPUS:
         raise conf.error(f"{total} GPUs per node (at most {MAX_NODE_GPUS})", "Gres")
     return total, tuple((t, c) for t, c in types.items() if c), others
+
+
+def typed_nodes(cluster, cand: np.ndarray, gpu_type: str, notes: list[str]) -> np.ndarray:
+    """The nodes of ``cand`` with GPUs of ``gpu_type`` (InputError if none); a note when
+    only some have them, since the engine places jobs by partition, not GPU type."""
+    has = np.array([any(t == gpu_type for t, _ in cluster.gpu_types[i]) for i in cand],
+                   dtype=bool)
+    if not has.any():
+        kinds = sorted({t or "untyped" for i in cand for t, _ in cluster.gpu_types[i]})
+        raise InputError(f"no node has GPU type {gpu_type!r} in the partition(s) (their "
+                         f"GPUs: {', '.join(kinds) or 'none'})")
+    if not has.all():
+        notes.append(f"gpu type {gpu_type!r}: {int(has.sum())} of {len(cand)} nodes have it; "
+                     "the engine places jobs by partition, not GPU type, so a simulation "
+                     "may run this job on other nodes")
+    return cand[has]
