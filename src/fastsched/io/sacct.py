@@ -136,6 +136,7 @@ class _Rows:
                              file=self.fname, line=1, field=(missing or ["AllocTRES"])[0])
         self.table = ByteTable(raw, len(self.fields))
         self._cache: dict = {}
+        self._reported: set[int] = set()
         for line, count in self.table.wrong:
             self.bad(line, "JobID", f"{count} fields, the header has {len(self.fields)}")
 
@@ -185,6 +186,9 @@ class _Rows:
         field_name = self.col.get(name.lower(), name)
         if not self.skip_bad:
             raise InputError(message, file=self.fname, line=int(line), field=field_name)
+        if int(line) in self._reported:
+            return                                      # one entry per line, its first fault
+        self._reported.add(int(line))
         self.skipped.append(SkippedJob(_job_number(job), int(line),
                                        f"malformed: {field_name}: {message}"))
 
