@@ -163,6 +163,34 @@ def test_time_zones(tmp_path, cluster):
     assert shifted - read_sacct(path, cluster).schedule.start_time[0] == 5 * 3600
 
 
+DIGITS = st.integers(0, 10**6).map(str)
+JOB_IDS = st.builds(
+    lambda base, tag, step: base + tag + step, st.integers(1, 10**15).map(str),
+    st.one_of(st.just(""), DIGITS.map("_{}".format), st.just("_[1-5%2]"),
+              DIGITS.map("+{}".format)),
+    st.sampled_from(["", ".batch", ".extern", ".0", ".12"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(JOB_IDS, min_size=1, max_size=30))
+def test_bytes_job_ids_match_the_plain_parser(ids):
+    """The vectorised JobID parser (on bytes) gives what the per-value regex gives."""
+    from fastsched.io.sacctvalues import job_ids_from_bytes
+    width = max(map(len, ids)) + 1
+    m = np.zeros((len(ids), width), np.uint8)
+    for k, text in enumerate(ids):
+        m[k, :len(text)] = np.frombuffer(text.encode(), np.uint8)
+    *fast, ok = job_ids_from_bytes(m, np.array([len(t) for t in ids]))
+    assert ok.all()
+    for a, b in zip(fast, parse_job_ids(np.array(ids, dtype=object))):
+        assert a.tolist() == b.tolist()
+
+
+def test_unknown_time_zone(tmp_path, cluster):
+    with pytest.raises(InputError, match="unknown time zone"):
+        read_sacct(dump(tmp_path, ROWS), cluster, tz="Mars/Olympus")
+
+
 def test_values():
     assert parse_tres("billing=8,cpu=8,gres/gpu:a100=2,gres/gpu=2,mem=3.5G,node=2") == \
         (2, 8, 2, "a100", 3584)

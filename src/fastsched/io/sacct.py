@@ -48,19 +48,15 @@ and field; with ``skip_bad=True`` it is left out and listed in ``skipped`` inste
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ..model.cluster import Cluster
 from ..model.errors import InputError
-from ..model.jobs import JobTable
-from ..model.schedule import Schedule
 from .bytetable import ByteTable
+from .sacctbuild import SacctLog, build_log
 from .sacctvalues import NO_VALUE, job_ids_from_bytes, parse_limit, parse_times, parse_tres, \
     state_word
 from .swf import SkippedJob
-from .workload import Workload
 
 __all__ = ["SacctLog", "read_sacct", "is_sacct", "REQUIRED_FIELDS"]
 
@@ -68,38 +64,6 @@ REQUIRED_FIELDS = ("JobID", "Submit", "Start", "End", "Timelimit", "NNodes", "No
                    "State")
 _TEXT_FIELDS = ("User", "Account", "Partition", "QOS", "ExitCode", "Reservation",
                 "Dependency", "JobIDRaw", "Eligible", "Priority", "AllocTRES", "ReqTRES")
-
-
-@dataclass
-class SacctLog:
-    """What a sacct dump says: the workload that ran and the schedule Slurm recorded.
-
-    ``workload``: one job per Slurm job id that ran (its last attempt), sorted by
-    submit time, ready for :func:`fastsched.simulate`. ``jobs`` and ``schedule``:
-    every attempt that ran, row for row, for :func:`fastsched.verify`; the per-row
-    arrays ``job_text`` (JobID as printed), ``attempt``, ``state``,
-    ``exit_code``, ``gpu_type`` (of ``gres/gpu:TYPE``), ``priority`` (NaN: none),
-    ``reservation``, ``dependency``, ``het_job`` (-1: none) and ``line`` (of the
-    dump) describe them. ``skipped``: rows left out, with the reason; ``steps``:
-    step rows ignored; ``notes``: counted approximations.
-    """
-
-    workload: Workload
-    jobs: JobTable
-    schedule: Schedule
-    job_text: np.ndarray
-    attempt: np.ndarray
-    state: np.ndarray
-    exit_code: np.ndarray
-    gpu_type: np.ndarray
-    priority: np.ndarray
-    reservation: np.ndarray
-    dependency: np.ndarray
-    het_job: np.ndarray
-    line: np.ndarray
-    skipped: list = field(default_factory=list)
-    steps: int = 0
-    notes: list = field(default_factory=list)
 
 
 def is_sacct(path) -> bool:
@@ -255,16 +219,25 @@ def read_sacct(path, cluster: Cluster, *, tz: str = "UTC", skip_bad: bool = Fals
                ) -> SacctLog:
     """Read a ``sacct --parsable2`` dump (plain, .gz, .xz or .bz2) on ``cluster``; the
     rules are in the module docs."""
+    _check_zone(tz)
     rows = _Rows(path, skip_bad)
     steps = _drop_steps(rows)
     cols = _columns(rows, cluster, tz)
     ran, skipped = _runs(rows, cols, cluster)
     rows.skipped.extend(skipped)
-    from .sacctbuild import build_log
     log = build_log(rows, cols, ran, cluster)
     log.steps = steps
     log.skipped = sorted(rows.skipped, key=lambda s: s.line)
     return log
+
+
+def _check_zone(tz: str) -> None:
+    import zoneinfo
+    try:
+        zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise InputError(f"unknown time zone {tz!r} (an IANA name such as Europe/Berlin)",
+                         field="tz") from None
 
 
 def _drop_steps(rows: _Rows) -> int:

@@ -3,6 +3,8 @@ node lists, job ids and attempts, partitions, per-node requests, the recorded
 schedule and the workload (rules in :mod:`fastsched.io.sacct`)."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from ..model.cluster import Cluster
@@ -16,7 +18,39 @@ from .sacctvalues import NO_VALUE, PARTITION_LIMIT
 from .swf import SkippedJob
 from .workload import DEFAULT_QOS, Workload
 
-__all__ = ["build_log"]
+__all__ = ["SacctLog", "build_log"]
+
+
+@dataclass
+class SacctLog:
+    """What a sacct dump says: the workload that ran and the schedule Slurm recorded.
+
+    ``workload``: one job per Slurm job id that ran (its last attempt), sorted by
+    submit time, ready for :func:`fastsched.simulate`. ``jobs`` and ``schedule``:
+    every attempt that ran, row for row, for :func:`fastsched.verify`; the per-row
+    arrays ``job_text`` (JobID as printed), ``attempt``, ``state``,
+    ``exit_code``, ``gpu_type`` (of ``gres/gpu:TYPE``), ``priority`` (NaN: none),
+    ``reservation``, ``dependency``, ``het_job`` (-1: none) and ``line`` (of the
+    dump) describe them. ``skipped``: rows left out, with the reason; ``steps``:
+    step rows ignored; ``notes``: counted approximations.
+    """
+
+    workload: Workload
+    jobs: JobTable
+    schedule: Schedule
+    job_text: np.ndarray
+    attempt: np.ndarray
+    state: np.ndarray
+    exit_code: np.ndarray
+    gpu_type: np.ndarray
+    priority: np.ndarray
+    reservation: np.ndarray
+    dependency: np.ndarray
+    het_job: np.ndarray
+    line: np.ndarray
+    skipped: list = field(default_factory=list)
+    steps: int = 0
+    notes: list = field(default_factory=list)
 
 
 def _node_lists(rows, ran: np.ndarray, cluster: Cluster):
@@ -93,7 +127,6 @@ def _per_node(total: np.ndarray, nodes: np.ndarray, empty: int) -> np.ndarray:
 def build_log(rows, cols: dict, ran: np.ndarray, cluster: Cluster):
     """The SacctLog of the rows (``ran``: rows that ran, before node and partition
     checks)."""
-    from .sacct import SacctLog
     ran = ran.copy()
     raw = _raw_ids(rows, ran)
     part, part_skipped = _partitions(rows, ran, cluster)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..model.cluster import Cluster
+from ..model.cluster import Cluster, NodeState
 from ..model.errors import InputError
 from .hostlist import compress
 from .times import format_time
@@ -37,7 +37,8 @@ def write_cluster(cluster: Cluster, path, *, name: str | None = None) -> None:
             & (cluster.mem_mb[1:] == cluster.mem_mb[:-1])
             & (cluster.weight[1:] == cluster.weight[:-1])
             & (cluster.gpu_types[1:] == cluster.gpu_types[:-1])
-            & (cluster.features[1:] == cluster.features[:-1]))
+            & (cluster.features[1:] == cluster.features[:-1])
+            & (cluster.node_state[1:] == cluster.node_state[:-1]))
     starts = np.concatenate(([0], np.flatnonzero(~same) + 1, [n]))
     for a, b in zip(starts[:-1], starts[1:]):
         a, b = int(a), int(b)
@@ -50,6 +51,8 @@ def write_cluster(cluster: Cluster, path, *, name: str | None = None) -> None:
             line += f" Weight={int(cluster.weight[a])}"
         if cluster.features[a]:
             line += " Feature=" + ",".join(cluster.features[a])
+        if cluster.node_state[a]:
+            line += " State=" + NodeState(int(cluster.node_state[a])).name
         lines.append(line)
     default = _default_partition(cluster)
     for i, p in enumerate(cluster.partitions):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..model.errors import InputError
-from ..model.topology import BlockTopology, GpuGroups
+from ..model.topology import BlockTopology
 from .conflines import conf_lines
 from .hostlist import expand, node_indices
 from .textfile import read_text
