@@ -330,6 +330,9 @@ def test_cli_check_what_slurm_did(tmp_path, cluster, capsys):
     out = capsys.readouterr().out
     assert "6 runs of 5 jobs (1 after a requeue), 2 step lines ignored" in out
     assert "job 105 (line 8): still running" in out and "\nok: 6 jobs" in out
+    # the policy promises, judged as Slurm plans them (concrete nodes), priority order
+    assert main(["check", str(path), "--cluster", str(conf), "--policy", "easy"]) in (0, 1)
+    assert "easy(reserve_depth=1) (nodes model)" in capsys.readouterr().out
     twice = ROWS[0].replace("100|100", "200|200").replace("gres/gpu=2,mem", "gres/gpu=3,mem")
     bad = dump(tmp_path, ROWS[:1] + [twice], name="b.txt")            # 5 of g1's 4 GPUs
     assert main(["check", str(bad), "--cluster", str(conf)]) == 1      # sniffed as sacct

@@ -92,9 +92,12 @@ def _check_sacct(args) -> int:
                              "on --cluster)", field=f"--{option}")
     cluster, log = load_sacct(args.jobs_csv, args.cluster, tz=args.tz, skip_bad=args.skip_bad)
     priority = log.priority if not np.isnan(log.priority).all() else None
+    # Slurm's backfill reserves concrete nodes: judge a recorded schedule by the nodes
+    # model unless told otherwise
     report = verify(cluster, log.jobs, log.schedule, policy=args.policy,
-                    reserve_depth=args.reserve_depth, reservations=args.reservations,
-                    priority=priority, **_node_check_limit(args))
+                    reserve_depth=args.reserve_depth,
+                    reservations=args.reservations or "nodes", priority=priority,
+                    **_node_check_limit(args))
     print(f"{args.jobs_csv}: {len(log.jobs):,} runs of {len(np.unique(log.jobs.job_id)):,} "
           f"jobs ({int((log.attempt > 0).sum()):,} after a requeue), {log.steps:,} step "
           f"lines ignored, {len(log.skipped):,} records left out")
