@@ -73,7 +73,7 @@ def is_sacct(path) -> bool:
             head = f.read(200)
     except OSError:
         return False
-    return head.lstrip().upper().startswith(b"JOBID|")
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").upper().startswith(b"JOBID|")
 
 
 class _Rows:
@@ -85,6 +85,8 @@ class _Rows:
         self.skip_bad = skip_bad
         self.skipped: list[SkippedJob] = []
         raw = _read_bytes(self.fname)
+        if raw.startswith(b"\xef\xbb\xbf"):             # a UTF-8 byte-order mark
+            raw = raw[3:]
         header = raw[:raw.find(b"\n")] if b"\n" in raw else raw
         header = header.decode("utf-8", "replace").strip()
         if not header:
