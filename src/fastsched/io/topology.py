@@ -4,7 +4,6 @@ raise InputError naming the file, line and key."""
 from __future__ import annotations
 
 import re
-import shlex
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,6 @@ from ..model.errors import InputError
 from ..model.topology import BlockTopology
 from .conflines import conf_lines
 from .hostlist import expand, node_indices
-from .textfile import read_text
 
 __all__ = ["read_block_topology", "read_tree_topology"]
 
@@ -33,10 +31,9 @@ def read_block_topology(path, node_names) -> BlockTopology:
     block_names: list[str] = []
     sizes: tuple[int, ...] = ()
     size_line = None
-    for lineno, raw in enumerate(read_text(path).splitlines(), 1):
-        opts = _key_values(raw, fname, lineno)
-        if not opts:
-            continue
+    for conf in conf_lines(path):
+        lineno = conf.line
+        opts = {k.lower(): (k, v.strip()) for k, v in conf.words}
         head = next(iter(opts))
         if head == "blocksizes":
             if len(opts) != 1:
@@ -80,22 +77,6 @@ def read_block_topology(path, node_names) -> BlockTopology:
     except InputError as e:
         raise InputError(e.reason, file=fname, line=size_line,
                          field="BlockSizes" if size_line else None) from None
-
-
-def _key_values(raw: str, fname: str, lineno: int) -> dict[str, tuple[str, str]]:
-    """``Key=value`` words of a Slurm config line: lower key -> (spelling, value)."""
-    try:
-        words = shlex.split(raw, comments=True)
-    except ValueError as e:
-        raise InputError(f"cannot split line: {e}", file=fname, line=lineno) from None
-    out: dict[str, tuple[str, str]] = {}
-    for w in words:
-        key, sep, value = w.partition("=")
-        if not sep or not key:
-            raise InputError(f"expected Key=value, got {w!r}", file=fname, line=lineno,
-                             field=w)
-        out[key.lower()] = (key, value.strip())
-    return out
 
 
 def read_tree_topology(path, index: dict[str, int]) -> dict[str, np.ndarray]:
