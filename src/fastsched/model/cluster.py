@@ -120,11 +120,11 @@ class Cluster:
         self.node_state = np.zeros(n, np.uint8) if self.node_state is None else \
             np.ascontiguousarray(self.node_state, dtype=np.uint8)
         if self.features is None:
-            self.features = np.empty(n, dtype=object)
-            self.features[:] = [()] * n
+            self.features = _per_node([()], np.zeros(n, np.int64))
         if self.gpu_types is None:
-            self.gpu_types = np.empty(n, dtype=object)
-            self.gpu_types[:] = [((self.gpu_type, int(g)),) if g else () for g in self.gpus]
+            counts, which = np.unique(self.gpus, return_inverse=True)
+            self.gpu_types = _per_node([((self.gpu_type, int(g)),) if g else ()
+                                        for g in counts.tolist()], which.ravel())
         for name in ("weight", "node_state", "features", "gpu_types"):
             if len(getattr(self, name)) != n:
                 raise InputError(f"cluster: {name} has {len(getattr(self, name))} entries "
@@ -179,6 +179,15 @@ class Cluster:
         return ClusterState(free_gpu_mask=full.astype(np.uint64), free_cpus=self.cpus.copy(),
                             free_mem_mb=self.mem_mb.copy(),
                             state=np.zeros(self.num_nodes, dtype=np.uint8))
+
+
+def _per_node(values: list, which: np.ndarray) -> np.ndarray:
+    """An object array holding ``values[which[i]]`` at node i (shared objects, built
+    without a Python loop over nodes)."""
+    table = np.empty(len(values), dtype=object)
+    for k, value in enumerate(values):          # one by one: tuples stay whole
+        table[k] = value
+    return table[which]
 
 
 @dataclass
