@@ -105,17 +105,19 @@ class ByteTable:
             text[i] = bytes(self.buf[s[i]:s[i] + length[i]]).decode("utf-8", "replace")
         return text
 
-    def factorize(self, col: int) -> tuple[np.ndarray, list[str]]:
-        """(int64 code per row, distinct texts): equal codes hold equal bytes."""
+    def factorize(self, col: int, rows: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, list[str]]:
+        """(int64 code per row, or per one of ``rows``; distinct texts): equal codes hold
+        equal bytes."""
         import pandas as pd
-        n = len(self)
-        _, length = self._range(col, None)
+        rows = np.arange(len(self)) if rows is None else rows
+        n = len(rows)
+        _, length = self._range(col, rows)
         short = np.flatnonzero(length <= _LONG)
         codes = np.full(n, -1, np.int64)
         uniques: list[str] = []
         if len(short):
-            m, _ = self.matrix(col, None if len(short) == n else
-                               int(length[short].max(initial=0)), short)
+            m, _ = self.matrix(col, int(length[short].max(initial=0)), rows[short])
             words = m.view(np.uint64)
             h = length[short].astype(np.uint64)
             with np.errstate(over="ignore"):
@@ -127,10 +129,10 @@ class ByteTable:
                 c = _exact_codes(m)
                 first = np.unique(c, return_index=True)[1]
             codes[short] = c
-            uniques = [self.text(col, int(short[i])) for i in first.tolist()]
+            uniques = [self.text(col, int(rows[short[i]])) for i in first.tolist()]
         seen = {u: k for k, u in enumerate(uniques)}
         for i in np.flatnonzero(length > _LONG).tolist():
-            t = self.text(col, i)
+            t = self.text(col, int(rows[i]))
             codes[i] = seen.setdefault(t, len(uniques))
             if codes[i] == len(uniques):
                 uniques.append(t)

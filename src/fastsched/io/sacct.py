@@ -295,24 +295,33 @@ def _columns(rows: _Rows, cluster: Cluster, tz: str) -> dict:
 
 
 def _tres(rows: _Rows):
-    """Per row (nodes, CPUs, GPUs, GPU type, MB) totals: AllocTRES, else ReqTRES."""
+    """Per row (nodes, CPUs, GPUs, MB) totals and GPU type: AllocTRES, else ReqTRES
+    (read only for the rows whose AllocTRES is empty)."""
     n = len(rows.table)
-    out, bad = None, np.zeros(n, bool)
-    for name in ("ReqTRES", "AllocTRES"):
-        if not rows.has(name):
+    ints = np.tile(np.array([-1, -1, 0, -1], np.int64), (n, 1))
+    types = np.full(n, "", dtype=object)
+    bad = np.zeros(n, bool)
+    todo = np.arange(n)
+    for name in ("AllocTRES", "ReqTRES"):
+        if not rows.has(name) or not len(todo):
             continue
-        codes, parsed, wrong = _per_unique(rows, name, parse_tres)
-        table = [p if p is not None else (-1, -1, 0, "", -1) for p in parsed]
-        table.append((-1, -1, 0, "", -1))
-        ints = np.array([t[:3] + t[4:] for t in table], np.int64)[codes]
-        types = np.array([t[3] for t in table], dtype=object)[codes]
-        empty = np.array([u.strip() in NO_VALUE for u in rows.codes(name)[1]] + [True])[codes]
-        if out is None:
-            out = (ints, types)
-        else:
-            out = (np.where(empty[:, None], out[0], ints), np.where(empty, out[1], types))
-        bad |= wrong
-    return out, bad
+        codes, uniques = rows.table.factorize(rows.index[name.lower()], todo)
+        parsed = []
+        for k, text in enumerate(uniques):
+            try:
+                parsed.append(parse_tres(text))
+            except InputError as e:
+                parsed.append((-1, -1, 0, "", -1))
+                where = np.zeros(n, bool)
+                where[todo[codes == k]] = True
+                bad |= _check(rows, where, name, lambda i, r=e.reason: r)
+        empty = np.array([u.strip() in NO_VALUE for u in uniques], bool)[codes]
+        got = todo[~empty]
+        table = np.array([t[:3] + t[4:] for t in parsed], np.int64).reshape(-1, 4)
+        ints[got] = table[codes[~empty]]
+        types[got] = np.array([t[3] for t in parsed] + [""], dtype=object)[codes[~empty]]
+        todo = todo[empty]
+    return (ints, types), bad
 
 
 def localize(secs: np.ndarray, tz: str) -> np.ndarray:
