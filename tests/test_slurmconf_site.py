@@ -302,3 +302,16 @@ def test_gres_conf_malformed(text, field, message):
     with pytest.raises(InputError, match=message) as e:
         parse_gres_conf(text, file="gres.conf")
     assert (e.value.file, e.value.line, e.value.field) == ("gres.conf", 1, field)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='ab=# \\"\n\t.[]1-', max_size=40))
+def test_any_text_gives_words_or_a_one_line_error(text):
+    """Slurm's line rules on any text: words, or an InputError naming line and field."""
+    for n, logical in logical_lines(text):
+        try:
+            words = split_words(logical, "f.conf", n)
+        except InputError as e:
+            assert "\n" not in str(e) and e.line == n and e.field is not None
+            continue
+        assert all(k and "=" not in k for k, _ in words)

@@ -108,8 +108,9 @@ def split_words(text: str, file: str, line: int) -> tuple[tuple[str, str], ...]:
         m = _WORD.match(text, pos)
         if not m:
             rest = text[pos:].strip()
+            key = rest.split("=")[0].split()
             raise InputError(f"expected Key=value, got {rest[:40]!r}", file=file, line=line,
-                             field=rest.split("=")[0].split()[0][:40] if rest else None)
+                             field=key[0][:40] if key else rest[:40])
         if m.group(2):
             raise InputError(f"{m.group(1)}{m.group(2)}= (scontrol's operators) is not valid "
                              "in a configuration file", file=file, line=line, field=m.group(1))
