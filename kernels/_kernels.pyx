@@ -8,7 +8,9 @@ algorithms (Lifka's EASY, Mu'alem and Feitelson's conservative backfilling);
 concrete nodes are only chosen when a job starts (lowest free indices first).
 
 Semantics are defined by ``tests/naive.py``; this file must give identical
-start times. Jobs are passed in queue order: sorted by (submit_time, job_id).
+start times. The queue, dependencies and limit groups follow the node engine's
+rules (``fastsched.engine.loop``), so both reservation models order and hold
+jobs alike.
 """
 import numpy as np
 cimport numpy as cnp
@@ -16,12 +18,25 @@ from libc.stdint cimport int64_t, uint64_t
 
 cnp.import_array()
 
+# dependency kinds (fastsched.model.constraints), limit-group caps (its CAPS, in that
+# order; the last counts submitted jobs) and the control array's slots and requests
+# (fastsched.engine.interrupt); tests check that these numbers match those modules
 cdef enum:
-    POLICY_FCFS = 0
-    POLICY_EASY = 1
-    POLICY_CONSERVATIVE = 2
+    AFTER = 0
+    AFTERANY = 1
+    AFTEROK = 2
+    AFTERNOTOK = 3
+    NCAPS = 5
+    SUBMIT_CAP = 4
+    REQUEST = 0
+    NOW = 1
+    DONE = 2
+    STOP = 1
+    PAUSE = 2
 
-POLICIES = {"fcfs": POLICY_FCFS, "easy": POLICY_EASY, "conservative": POLICY_CONSERVATIVE}
+DEPENDENCY_KINDS = (AFTER, AFTERANY, AFTEROK, AFTERNOTOK)
+CONTROL = {"REQUEST": REQUEST, "NOW": NOW, "DONE": DONE, "STOP": STOP, "PAUSE": PAUSE}
+LIMIT_CAPS = (NCAPS, SUBMIT_CAP)
 
 # --------------------------------------------------------------------------- heaps
 # A binary min-heap of running jobs keyed by actual end time: the event queue.
@@ -209,100 +224,309 @@ cdef inline void _profile_reserve(int64_t[::1] pt, int64_t[::1] pf, int64_t* siz
     for i in range(start_index, end_index):
         pf[i] -= need
 
-# ------------------------------------------------------------------ the passes
-# Each pass walks the queue (job indices in queue order) and writes the jobs to
-# start now into ``starts``; it returns how many. It does not change state.
+# ---------------------------------------------------------------- the event loop
+# The counts model's event loop, with the node engine's queue, dependencies and
+# limits (fastsched.engine.loop): the same rules, written for a pool.
 
-cdef int64_t _pass_fcfs(int64_t[::1] queue, int64_t qlen, int64_t free,
-                        int64_t[::1] procs, int64_t[::1] starts) noexcept nogil:
-    cdef int64_t q, job, nstart = 0
-    for q in range(qlen):
-        job = queue[q]
-        if procs[job] > free:
-            break
-        free -= procs[job]
-        starts[nstart] = job
-        nstart += 1
-    return nstart
+cdef class PoolLoop:
+    """The counts model's event loop and all its state, resumable.
 
+    ``arrays`` (a dict of NumPy arrays, built by :mod:`fastsched.engine.counts`)
+    holds every input, output and piece of state, indexed by job in submit order;
+    the loop works on them in place, so the owner reads results from them and can
+    change the queue order between calls. The scalars (next arrival, queue length,
+    events, passes, jobs ended, release entries, first free word, free nodes) live
+    in ``arrays["sc"]`` between calls, so a pickled loop goes on where it stopped.
 
-cdef int64_t _pass_easy1(int64_t now, int64_t[::1] queue, int64_t qlen, int64_t free,
-                         int64_t[::1] procs, int64_t[::1] limit,
-                         int64_t[::1] rt, int64_t[::1] rn, int64_t m,
-                         int64_t[::1] suffix_min, int64_t[::1] starts) noexcept nogil:
-    """Lifka's EASY backfill behind a blocked head ``queue[0]``.
-
-    The head's shadow time is when enough running jobs will have ended for it;
-    ``extra`` is what is free then beyond its need. A later job starts now if
-    it fits now and either ends by the shadow time or uses only extra nodes.
+    The policy comes as numbers (:meth:`fastsched.model.policies.Policy.kernel_rules`):
+    ``stop_at_head`` (nothing passes the first job that cannot start: FCFS) and
+    ``depth`` (how many blocked jobs get reservations per pass; depth 1 is
+    Lifka's shadow time and extra nodes, deeper ones plan on a profile).
     """
-    cdef int64_t q = 0, job, nstart = 0, i, shadow, extra, avail
-    job = queue[0]                      # the head: blocked (the FCFS part already ran)
-    avail = free
-    shadow = -1
-    for i in range(m):
-        avail += rn[i]
-        if avail >= procs[job]:
-            shadow = rt[i]
-            break
-    extra = avail - procs[job]
-    q += 1
-    while q < qlen and free >= suffix_min[q]:
-        job = queue[q]
-        if procs[job] <= free:
-            if now + limit[job] <= shadow:
-                free -= procs[job]
-                starts[nstart] = job
+    cdef readonly dict arrays
+    cdef readonly int64_t num_nodes, depth
+    cdef readonly bint stop_at_head
+    cdef int64_t n
+    # jobs: submit time, nodes, limit, runtime, where their nodes go, queue rank,
+    # and what starting one charges to its limit groups (jobs, GPUs, CPUs, MB)
+    cdef int64_t[::1] submit, procs, limit, runtime, offsets, rank
+    cdef int64_t[:, ::1] demand
+    # dependencies: each job's dependents (ch_off CSR), unsatisfied count, flags
+    cdef int64_t[::1] ch_off, ch_job, ch_kind, pend
+    cdef cnp.uint8_t[::1] never, arrived
+    # limit groups: each job's groups (jg_off CSR), caps and usage
+    cdef int64_t[::1] jg_off, jg
+    cdef int64_t[:, ::1] caps, usage
+    # outputs
+    cdef int64_t[::1] start, end, alloc, reason, eligible, planned
+    # state: the queue, the completion heap, planned releases, the pass's profile
+    cdef int64_t[::1] queue, ev_key, ev_job, rt, rn, pt, pf, suffix_min, started, sc
+    cdef uint64_t[::1] free_bits
+    cdef int64_t a, qlen, nev, passes, done, m, first_word, free
+
+    def __init__(self, dict arrays, int64_t num_nodes, bint stop_at_head, int64_t depth):
+        self.arrays = arrays
+        self.num_nodes, self.stop_at_head, self.depth = num_nodes, stop_at_head, depth
+        self.n = arrays["submit"].shape[0]
+        self.submit, self.procs, self.limit = arrays["submit"], arrays["procs"], arrays["limit"]
+        self.runtime, self.offsets, self.rank = (arrays["runtime"], arrays["offsets"],
+                                                 arrays["rank"])
+        self.demand = arrays["demand"]
+        self.ch_off, self.ch_job, self.ch_kind = (arrays["ch_off"], arrays["ch_job"],
+                                                  arrays["ch_kind"])
+        self.pend, self.never, self.arrived = arrays["pend"], arrays["never"], arrays["arrived"]
+        self.jg_off, self.jg = arrays["jg_off"], arrays["jg"]
+        self.caps, self.usage = arrays["caps"], arrays["usage"]
+        self.start, self.end, self.alloc = arrays["start"], arrays["end"], arrays["alloc"]
+        self.reason, self.eligible, self.planned = (arrays["reason"], arrays["eligible"],
+                                                    arrays["planned"])
+        self.queue, self.ev_key, self.ev_job = arrays["queue"], arrays["ev_key"], arrays["ev_job"]
+        self.rt, self.rn, self.pt, self.pf = arrays["rt"], arrays["rn"], arrays["pt"], arrays["pf"]
+        self.suffix_min, self.started = arrays["suffix_min"], arrays["started"]
+        self.free_bits, self.sc = arrays["free_bits"], arrays["sc"]
+        self.a, self.qlen, self.nev, self.passes = self.sc[0], self.sc[1], self.sc[2], self.sc[3]
+        self.done, self.m, self.first_word, self.free = (self.sc[4], self.sc[5], self.sc[6],
+                                                         self.sc[7])
+
+    def __reduce__(self):
+        return PoolLoop, (self.arrays, self.num_nodes, self.stop_at_head, self.depth)
+
+    def run(self, int64_t t_stop, int64_t[::1] control):
+        """Every instant up to ``t_stop`` (see :func:`fastsched.engine.loop._run`: the
+        same order of events and the same stop and pause requests in ``control``)."""
+        with nogil:
+            self._run(t_stop, control)
+        sc = self.sc
+        sc[0], sc[1], sc[2], sc[3] = self.a, self.qlen, self.nev, self.passes
+        sc[4], sc[5], sc[6], sc[7] = self.done, self.m, self.first_word, self.free
+
+    cdef void _run(self, int64_t t_stop, int64_t[::1] control) noexcept nogil:
+        cdef int64_t now, j, k
+        cdef bint moved = False, released
+        while self.a < self.n or self.nev > 0:
+            now = self.submit[self.a] if self.a < self.n else self.ev_key[0]
+            if self.nev > 0 and self.ev_key[0] < now:
+                now = self.ev_key[0]
+            if now > t_stop or control[REQUEST] == STOP or (moved and control[REQUEST] == PAUSE):
+                break
+            moved = True
+            control[NOW] = now
+            while True:
+                while self.nev > 0 and self.ev_key[0] == now:
+                    j = self.ev_job[0]
+                    _heap_pop(self.ev_key, self.ev_job, &self.nev)
+                    self._complete(j)
+                    self.done += 1
+                    control[DONE] = self.done
+                    self._release(j, False, self.runtime[j] <= self.limit[j], now)
+                while self.a < self.n and self.submit[self.a] == now:
+                    self._arrive(self.a, now)
+                    self.a += 1
+                if self.qlen == 0:
+                    break
+                k = self._pass(now)
+                if k < 0:
+                    break
+                self.passes += 1
+                released = k > 0 and self._after_pass(now, k)
+                # zero-length jobs end now, or starts released dependents: pass again
+                if not released and (self.nev == 0 or self.ev_key[0] != now):
+                    break
+
+    # ---- the queue, arrivals, completions and dependencies (as the node engine's)
+    cdef void _enqueue(self, int64_t j) noexcept nogil:
+        """Insert job ``j`` into the queue, kept sorted by rank."""
+        cdef int64_t lo = 0, hi = self.qlen, mid, q
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.rank[self.queue[mid]] <= self.rank[j]:
+                lo = mid + 1
+            else:
+                hi = mid
+        for q in range(self.qlen, lo, -1):
+            self.queue[q] = self.queue[q - 1]
+        self.queue[lo] = j
+        self.qlen += 1
+
+    cdef void _arrive(self, int64_t j, int64_t now) noexcept nogil:
+        """Job ``j`` is submitted: rejected over a submit cap, else counted and queued
+        when its dependencies are satisfied."""
+        cdef int64_t e, g, held = -1
+        for e in range(self.jg_off[j], self.jg_off[j + 1]):
+            g = self.jg[e]
+            if self.caps[g, SUBMIT_CAP] >= 0 and \
+                    self.usage[g, SUBMIT_CAP] + 1 > self.caps[g, SUBMIT_CAP]:
+                held = g * NCAPS + SUBMIT_CAP
+        if held >= 0:
+            self.reason[j] = held
+            return
+        for e in range(self.jg_off[j], self.jg_off[j + 1]):
+            self.usage[self.jg[e], SUBMIT_CAP] += 1
+        self.arrived[j] = 1
+        if self.pend[j] == 0 and not self.never[j]:
+            self.eligible[j] = now
+            self._enqueue(j)
+
+    cdef void _release(self, int64_t j, bint started, bint ok, int64_t now) noexcept nogil:
+        """Job ``j`` started (``started``) or ended (``ok``: COMPLETED): count down its
+        dependents' unsatisfied dependencies and queue those now free to run."""
+        cdef int64_t e, c, k
+        for e in range(self.ch_off[j], self.ch_off[j + 1]):
+            c = self.ch_job[e]
+            k = self.ch_kind[e]
+            if started:
+                if k != AFTER:
+                    continue
+            elif k == AFTER:
+                continue
+            elif (k == AFTEROK and not ok) or (k == AFTERNOTOK and ok):
+                self.never[c] = 1
+                continue
+            self.pend[c] -= 1
+            if self.pend[c] == 0 and self.arrived[c] and not self.never[c]:
+                self.eligible[c] = now
+                self._enqueue(c)
+
+    cdef void _complete(self, int64_t j) noexcept nogil:
+        """Job ``j`` ends: its nodes, planned release and limit usage come back."""
+        cdef int64_t e, k
+        self.free += self.procs[j]
+        _release_remove(self.rt, self.rn, &self.m, self.start[j] + self.limit[j], self.procs[j])
+        self.first_word = _give_back(self.free_bits, self.first_word, self.alloc,
+                                     self.offsets[j], self.offsets[j] + self.procs[j])
+        for e in range(self.jg_off[j], self.jg_off[j + 1]):
+            for k in range(NCAPS - 1):
+                self.usage[self.jg[e], k] -= self.demand[j, k]
+            self.usage[self.jg[e], SUBMIT_CAP] -= 1
+
+    cdef bint _after_pass(self, int64_t now, int64_t nstarted) noexcept nogil:
+        """Drop the jobs the pass started from the queue (keeping order) and release
+        their dependents; whether any dependent was queued."""
+        cdef int64_t q, w = 0, k
+        for q in range(self.qlen):
+            if self.start[self.queue[q]] < 0:
+                self.queue[w] = self.queue[q]
+                w += 1
+        self.qlen = w
+        for k in range(nstarted):
+            self._release(self.started[k], True, True, now)
+        return self.qlen > w
+
+    # ---- one pass
+    cdef int64_t _held(self, int64_t j) noexcept nogil:
+        """The first cap of a limit group that starting job ``j`` would exceed
+        (group * NCAPS + cap), or -1."""
+        cdef int64_t e, g, k
+        for e in range(self.jg_off[j], self.jg_off[j + 1]):
+            g = self.jg[e]
+            for k in range(NCAPS - 1):
+                if self.caps[g, k] >= 0 and self.usage[g, k] + self.demand[j, k] > self.caps[g, k]:
+                    return g * NCAPS + k
+        return -1
+
+    cdef bint _passes_limits(self, int64_t j) noexcept nogil:
+        """Whether no limit holds job ``j`` (its reason is recorded either way)."""
+        self.reason[j] = self._held(j)
+        return self.reason[j] < 0
+
+    cdef void _start(self, int64_t j, int64_t now, int64_t nstarted) noexcept nogil:
+        """Start job ``j`` now on the lowest-numbered free nodes."""
+        cdef int64_t e, k
+        self.start[j] = now
+        self.planned[j] = now
+        self.end[j] = now + min(self.runtime[j], self.limit[j])
+        self.free -= self.procs[j]
+        self.first_word = _take_lowest(self.free_bits, self.first_word, self.procs[j], self.alloc,
+                                       self.offsets[j])
+        _release_add(self.rt, self.rn, &self.m, now + self.limit[j], self.procs[j])
+        _heap_push(self.ev_key, self.ev_job, &self.nev, self.end[j], j)
+        for e in range(self.jg_off[j], self.jg_off[j + 1]):
+            for k in range(NCAPS - 1):
+                self.usage[self.jg[e], k] += self.demand[j, k]
+        self.started[nstarted] = j
+
+    cdef int64_t _pass(self, int64_t now) noexcept nogil:
+        """One pass at ``now``: jobs in queue order start while they fit (jobs a limit
+        holds are passed over, blocking nobody); then, unless ``stop_at_head``,
+        backfill behind the first that does not (the head). Returns how many
+        started, or -1 when no queued job could fit now (the pass is skipped)."""
+        cdef int64_t q = 0, j, nstart = 0
+        if self.free < _suffix_min(self.queue, self.qlen, self.procs, self.suffix_min,
+                                   self.num_nodes):
+            return -1
+        while q < self.qlen:
+            j = self.queue[q]
+            if self._passes_limits(j):
+                if self.procs[j] > self.free:
+                    break
+                self._start(j, now, nstart)
                 nstart += 1
-            elif procs[job] <= extra:
-                free -= procs[job]
-                extra -= procs[job]
-                starts[nstart] = job
+            q += 1
+        if self.stop_at_head:
+            return nstart if nstart > 0 else -1     # FCFS: a blocked head blocks the pass
+        if q == self.qlen:
+            return nstart
+        if self.depth == 1:
+            return self._backfill_easy(now, q, nstart)
+        return self._backfill_profile(now, q, nstart)
+
+    cdef int64_t _backfill_easy(self, int64_t now, int64_t h, int64_t nstart) noexcept nogil:
+        """Lifka's EASY behind the head ``queue[h]``: its shadow time is when enough
+        running jobs will have ended for it, ``extra`` what is free then beyond its
+        need. A later job starts now if it fits now and either ends by the shadow
+        time or uses only extra nodes."""
+        cdef int64_t q, j, i, shadow = -1, extra, avail = self.free
+        cdef int64_t need = self.procs[self.queue[h]]
+        for i in range(self.m):
+            avail += self.rn[i]
+            if avail >= need:
+                shadow = self.rt[i]
+                break
+        extra = avail - need
+        q = h + 1
+        while q < self.qlen and self.free >= self.suffix_min[q]:
+            j = self.queue[q]
+            q += 1
+            if not self._passes_limits(j) or self.procs[j] > self.free:
+                continue
+            if now + self.limit[j] <= shadow:
+                self._start(j, now, nstart)
                 nstart += 1
-        q += 1
-    return nstart
+            elif self.procs[j] <= extra:
+                extra -= self.procs[j]
+                self._start(j, now, nstart)
+                nstart += 1
+        return nstart
 
-
-cdef int64_t _pass_profile(int64_t now, int64_t[::1] queue, int64_t qlen, int64_t free,
-                           int64_t[::1] procs, int64_t[::1] limit,
-                           int64_t[::1] rt, int64_t[::1] rn, int64_t m,
-                           int64_t reserve_depth, int64_t[::1] suffix_min,
-                           int64_t[::1] pt, int64_t[::1] pf,
-                           int64_t[::1] starts, int64_t[::1] planned,
-                           bint stop_at_first_reservation) noexcept nogil:
-    """EASY with ``reserve_depth`` reservations, or conservative (depth >= queue).
-
-    Each job in order either fits now (and starts), or gets a reservation at
-    its earliest start while fewer than ``reserve_depth`` were made, or is
-    skipped. ``planned[job]`` receives the planned start (now, or the
-    reservation) of every job that got one.
-    The walk stops once no later job could start now (fewer free nodes now
-    than the smallest later request): reservations after that point cannot
-    change this pass's starts. (A what-if plan passes zeros as suffix_min.)
-    ``stop_at_first_reservation`` gives FCFS: nothing passes a blocked head.
-    """
-    cdef int64_t size = _profile_build(now, free, rt, rn, m, pt, pf)
-    cdef int64_t q, job, i, nstart = 0, reserved = 0
-    for q in range(qlen):
-        if pf[0] < suffix_min[q]:
-            break
-        job = queue[q]
-        if reserved < reserve_depth:
-            i = _profile_earliest(pt, pf, size, procs[job], limit[job])
-            if i > 0:
-                reserved += 1
-        elif _profile_fits_now(pt, pf, size, procs[job], limit[job]):
-            i = 0
-        else:
-            continue
-        planned[job] = pt[i]
-        _profile_reserve(pt, pf, &size, i, procs[job], limit[job])
-        if i == 0:
-            starts[nstart] = job
-            nstart += 1
-        elif stop_at_first_reservation:
-            break
-    return nstart
+    cdef int64_t _backfill_profile(self, int64_t now, int64_t h, int64_t nstart) noexcept nogil:
+        """EASY with ``depth`` reservations, or conservative: from the head on, each job
+        starts if it fits now in the profile (running jobs, this pass's starts and
+        reservations), else gets a reservation at its earliest start while fewer
+        than ``depth`` were made, else is skipped. The walk stops once no later
+        job could start now: reservations after that cannot change the starts."""
+        cdef int64_t size = _profile_build(now, self.free, self.rt, self.rn, self.m, self.pt,
+                                           self.pf)
+        cdef int64_t q, j, i, reserved = 0
+        for q in range(h, self.qlen):
+            if self.pf[0] < self.suffix_min[q]:
+                break
+            j = self.queue[q]
+            if not self._passes_limits(j):
+                continue
+            if reserved < self.depth:
+                i = _profile_earliest(self.pt, self.pf, size, self.procs[j], self.limit[j])
+                if i > 0:
+                    reserved += 1
+            elif _profile_fits_now(self.pt, self.pf, size, self.procs[j], self.limit[j]):
+                i = 0
+            else:
+                continue
+            self.planned[j] = self.pt[i]
+            _profile_reserve(self.pt, self.pf, &size, i, self.procs[j], self.limit[j])
+            if i == 0:
+                self._start(j, now, nstart)
+                nstart += 1
+        return nstart
 
 
 cdef inline int64_t _suffix_min(int64_t[::1] queue, int64_t qlen, int64_t[::1] procs,
@@ -315,183 +539,65 @@ cdef inline int64_t _suffix_min(int64_t[::1] queue, int64_t qlen, int64_t[::1] p
     return suffix_min[0]
 
 
-cdef inline int64_t _drop_started(int64_t[::1] queue, int64_t qlen,
-                                  int64_t[::1] start) noexcept nogil:
-    """Remove started jobs from the queue, keeping order; return the new length."""
-    cdef int64_t q, w = 0
-    for q in range(qlen):
-        if start[queue[q]] < 0:
-            queue[w] = queue[q]
-            w += 1
-    return w
-
-
-cdef int64_t _start_jobs(int64_t now, int64_t[::1] starts, int64_t nstart,
-                         int64_t[::1] procs, int64_t[::1] limit, const int64_t[::1] runtime,
-                         int64_t[::1] offsets, int64_t[::1] start, int64_t[::1] end,
-                         int64_t[::1] alloc, int64_t free,
-                         uint64_t[::1] free_bits, int64_t* first_word,
-                         int64_t[::1] rt, int64_t[::1] rn, int64_t* m,
-                         int64_t[::1] ev_key, int64_t[::1] ev_job, int64_t* nev) noexcept nogil:
-    """Start jobs now on the lowest-numbered free nodes; return the nodes left free."""
-    cdef int64_t k, job
-    for k in range(nstart):
-        job = starts[k]
-        start[job] = now
-        end[job] = now + min(runtime[job], limit[job])
-        free -= procs[job]
-        first_word[0] = _take_lowest(free_bits, first_word[0], procs[job], alloc, offsets[job])
-        _release_add(rt, rn, m, now + limit[job], procs[job])
-        _heap_push(ev_key, ev_job, nev, end[job], job)
-    return free
-
-
-# --------------------------------------------------------------- the simulator
-
-def simulate_pool(const int64_t[::1] submit, const int64_t[::1] procs_in,
-                  const int64_t[::1] limit_in, const int64_t[::1] runtime,
-                  int64_t num_nodes, int policy, int64_t reserve_depth,
-                  int64_t[::1] control, alloc_start_in=None):
-    """Event-driven simulation of jobs on a pool of ``num_nodes`` identical nodes.
-
-    Jobs must be in queue order (sorted by submit time, then job id).
-
-    submit, procs_in, limit_in, runtime : int64[n]  submit time, nodes, time limit (>= 1), runtime (>= 0)
-    num_nodes : int64                      nodes in the pool; every procs_in[i] in 1..num_nodes
-    policy : int                           POLICIES["fcfs" | "easy" | "conservative"]
-    reserve_depth : int64                  reservations per pass for easy (ignored otherwise)
-    alloc_start_in : int64[n] or None      where job i's nodes go in alloc_nodes (default:
-                                           cumsum of procs, i.e. queue order); lets the
-                                           caller get the nodes in its own job order
-    control : int64[4]                     fastsched.interrupt's control array: any request in
-                                           control[0] returns before the next instant (the
-                                           caller then drops the result); the loop writes the
-                                           time and the jobs finished into control[1], [2]
-
-    Returns (start int64[n], end int64[n], alloc_nodes int64[sum(procs)], passes int64):
-    job i ran on alloc_nodes[alloc_start[i]:alloc_start[i] + procs[i]].
-    """
-    cdef int64_t n = submit.shape[0]
-    cdef int64_t[::1] procs = np.ascontiguousarray(procs_in, dtype=np.int64)
-    cdef int64_t[::1] limit = np.ascontiguousarray(limit_in, dtype=np.int64)
-    start_arr = np.full(n, -1, dtype=np.int64)
-    end_arr = np.full(n, -1, dtype=np.int64)
-    if alloc_start_in is None:
-        offsets_arr = np.zeros(n, dtype=np.int64)
-        np.cumsum(procs_in[:n - 1], out=offsets_arr[1:])
-    else:
-        offsets_arr = np.ascontiguousarray(alloc_start_in, dtype=np.int64)
-    alloc_arr = np.empty(int(np.sum(procs_in)), dtype=np.int64)
-    cdef int64_t[::1] start = start_arr, end = end_arr
-    cdef int64_t[::1] offsets = offsets_arr, alloc = alloc_arr
-    # Work arrays, sized once: no allocation inside the loop.
-    cdef int64_t[::1] queue = np.empty(n + 1, dtype=np.int64)
-    cdef int64_t[::1] suffix_min = np.empty(n + 1, dtype=np.int64)
-    cdef int64_t[::1] starts = np.empty(n + 1, dtype=np.int64)
-    cdef int64_t[::1] planned = np.empty(n + 1, dtype=np.int64)
-    cdef int64_t[::1] ev_key = np.empty(num_nodes + 1, dtype=np.int64)
-    cdef int64_t[::1] ev_job = np.empty(num_nodes + 1, dtype=np.int64)
-    bits_arr = np.zeros((num_nodes + 63) // 64, dtype=np.uint64)
-    bits_arr[:num_nodes // 64] = ~np.uint64(0)
-    if num_nodes % 64:
-        bits_arr[num_nodes // 64] = (np.uint64(1) << np.uint64(num_nodes % 64)) - np.uint64(1)
-    cdef uint64_t[::1] free_bits = bits_arr
-    cdef int64_t first_word = 0
-    cdef int64_t[::1] rt = np.empty(num_nodes + 1, dtype=np.int64)
-    cdef int64_t[::1] rn = np.empty(num_nodes + 1, dtype=np.int64)
-    cdef int64_t[::1] pt = np.empty(num_nodes + 2 * n + 2, dtype=np.int64)
-    cdef int64_t[::1] pf = np.empty(num_nodes + 2 * n + 2, dtype=np.int64)
-    cdef int64_t nev = 0, m = 0, qlen = 0, a = 0, done = 0
-    cdef int64_t free = num_nodes, now, job, k, s, q, w, nstart, passes = 0
-    cdef int64_t depth = reserve_depth if policy == POLICY_EASY else n + 1
-    with nogil:
-        while a < n or nev > 0:
-            now = submit[a] if a < n else ev_key[0]
-            if nev > 0 and ev_key[0] < now:
-                now = ev_key[0]
-            if control[0] != 0:
-                break
-            control[1] = now
-            while True:
-                # 1. completions at `now`
-                while nev > 0 and ev_key[0] == now:
-                    job = ev_job[0]
-                    _heap_pop(ev_key, ev_job, &nev)
-                    free += procs[job]
-                    _release_remove(rt, rn, &m, start[job] + limit[job], procs[job])
-                    first_word = _give_back(free_bits, first_word, alloc, offsets[job],
-                                            offsets[job] + procs[job])
-                    done += 1
-                    control[2] = done
-                # 2. arrivals at `now` (only on the first round at this time)
-                while a < n and submit[a] == now:
-                    queue[qlen] = a
-                    qlen += 1
-                    a += 1
-                if qlen == 0:
-                    break
-                # 3. one pass: the FCFS part (jobs in order while they fit) ...
-                if policy == POLICY_FCFS:
-                    if procs[queue[0]] > free:   # FCFS never looks past the head
-                        break
-                elif free < _suffix_min(queue, qlen, procs, suffix_min, num_nodes):
-                    break
-                passes += 1
-                nstart = _pass_fcfs(queue, qlen, free, procs, starts)
-                # 4. apply: FCFS part first, so the backfill plans see those jobs running
-                free = _start_jobs(now, starts, nstart, procs, limit, runtime, offsets, start,
-                                   end, alloc, free, free_bits, &first_word, rt, rn, &m,
-                                   ev_key, ev_job, &nev)
-                qlen = _drop_started(queue, qlen, start) if nstart > 0 else qlen
-                if policy != POLICY_FCFS and qlen > 0 and free >= _suffix_min(queue, qlen, procs, suffix_min, num_nodes):
-                    if policy == POLICY_EASY and depth == 1:
-                        nstart = _pass_easy1(now, queue, qlen, free, procs, limit, rt, rn, m,
-                                             suffix_min, starts)
-                    else:
-                        nstart = _pass_profile(now, queue, qlen, free, procs, limit, rt, rn, m,
-                                               depth, suffix_min, pt, pf, starts, planned,
-                                               False)
-                    free = _start_jobs(now, starts, nstart, procs, limit, runtime, offsets, start,
-                                       end, alloc, free, free_bits, &first_word, rt, rn,
-                                       &m, ev_key, ev_job, &nev)
-                    qlen = _drop_started(queue, qlen, start)
-                # zero-length jobs end at `now`: complete them and pass again
-                if nev == 0 or ev_key[0] != now:
-                    break
-    return start_arr, end_arr, alloc_arr, passes
-
-
 # ------------------------------------------------------------ one pass, as data
+
+cdef int64_t _plan_profile(int64_t now, int64_t[::1] procs, int64_t[::1] limit,
+                           cnp.uint8_t[::1] held, int64_t size, int64_t[::1] pt,
+                           int64_t[::1] pf, bint stop_at_head, int64_t depth,
+                           int64_t[::1] planned) noexcept nogil:
+    """The what-if pass over every pending job (no early stop): each job in order
+    starts now if it fits, else gets a reservation while fewer than ``depth`` were
+    made, else is skipped; ``stop_at_head`` stops after the first reservation.
+    Jobs ``held`` by a limit are passed over."""
+    cdef int64_t q, i, reserved = 0
+    for q in range(procs.shape[0]):
+        if held[q]:
+            continue
+        if reserved < depth:
+            i = _profile_earliest(pt, pf, size, procs[q], limit[q])
+            if i > 0:
+                reserved += 1
+        elif _profile_fits_now(pt, pf, size, procs[q], limit[q]):
+            i = 0
+        else:
+            continue
+        planned[q] = pt[i]
+        _profile_reserve(pt, pf, &size, i, procs[q], limit[q])
+        if i > 0 and stop_at_head:
+            break
+    return size
+
 
 def plan_pool(int64_t now, int64_t free_now, const int64_t[::1] release_time,
               const int64_t[::1] release_nodes, const int64_t[::1] procs_in,
-              const int64_t[::1] limit_in, int policy, int64_t reserve_depth):
+              const int64_t[::1] limit_in, bint stop_at_head, int64_t depth, held_in=None):
     """One scheduling pass over a queue, reported for every pending job (no early stop).
 
     now, free_now : int64                 pass time and nodes free now
     release_time, release_nodes : int64[m] running jobs' planned ends (strictly
                                           increasing, > now) and the nodes freed then
     procs_in, limit_in : int64[q]         pending jobs in queue order: nodes, time limit
-    policy, reserve_depth                 as for simulate_pool; "fcfs" plans only the head
+    stop_at_head, depth                   the policy's numbers (see PoolLoop)
+    held_in : bool[q] or None             jobs a limit holds (passed over)
 
     Returns (outcome int8[q], planned_start int64[q]): outcome 0 = start now,
     1 = reserved to start at planned_start, 2 = blocked (not planned, start -1).
     """
     cdef int64_t q = procs_in.shape[0], m = release_time.shape[0]
-    cdef int64_t depth = reserve_depth if policy == POLICY_EASY else q + 1
     planned_arr = np.full(q, -1, dtype=np.int64)
-    cdef int64_t[::1] planned = planned_arr
-    cdef int64_t[::1] queue = np.arange(q, dtype=np.int64)
-    cdef int64_t[::1] no_stop = np.zeros(q + 1, dtype=np.int64)
-    cdef int64_t[::1] starts = np.empty(q + 1, dtype=np.int64)
+    held_arr = np.zeros(q, dtype=np.uint8) if held_in is None else \
+        np.ascontiguousarray(held_in, dtype=np.uint8)
     cdef int64_t[::1] procs = np.ascontiguousarray(procs_in, dtype=np.int64)
     cdef int64_t[::1] limit = np.ascontiguousarray(limit_in, dtype=np.int64)
     cdef int64_t[::1] rt = np.ascontiguousarray(release_time, dtype=np.int64)
     cdef int64_t[::1] rn = np.ascontiguousarray(release_nodes, dtype=np.int64)
-    cdef int64_t[::1] pt = np.empty(m + q + 2, dtype=np.int64)
-    cdef int64_t[::1] pf = np.empty(m + q + 2, dtype=np.int64)
+    cdef int64_t[::1] pt = np.empty(m + 2 * q + 2, dtype=np.int64)
+    cdef int64_t[::1] pf = np.empty(m + 2 * q + 2, dtype=np.int64)
+    cdef int64_t[::1] planned = planned_arr
+    cdef cnp.uint8_t[::1] held = held_arr
+    cdef int64_t size
     with nogil:
-        _pass_profile(now, queue, q, free_now, procs, limit, rt, rn, m, depth, no_stop,
-                      pt, pf, starts, planned, policy == POLICY_FCFS)
+        size = _profile_build(now, free_now, rt, rn, m, pt, pf)
+        _plan_profile(now, procs, limit, held, size, pt, pf, stop_at_head, depth, planned)
     outcome = np.where(planned_arr == now, 0, np.where(planned_arr > now, 1, 2)).astype(np.int8)
     return outcome, planned_arr

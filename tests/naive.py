@@ -6,7 +6,8 @@ A machine of ``P`` interchangeable processors (an SWF machine; in fastsched term
 * A job's actual end is ``start + min(runtime, limit)`` (runtime > limit: killed
   at its limit). Planning uses ONLY limits: a running job is expected to hold its
   processors over ``[start, start + limit)``. Intervals are half-open.
-* Queue order: ``(submit, job_id)`` ascending.
+* Queue order: ``(submit, job_id)`` ascending (or a rank; with dependencies and
+  limit groups as :func:`simulate` says).
 * Event loop: at each distinct timestamp t (submits and actual ends, increasing):
   first every job whose actual end == t completes, then every job with
   submit == t joins the queue, then ONE scheduling pass at t. If that pass
@@ -43,6 +44,9 @@ class NaiveJob:
     procs: int     # 1 <= procs <= P
     limit: int     # >= 1, what planning uses
     runtime: int   # >= 0, what really happens (capped at limit)
+    gpus: int = 0  # per node: what limit groups count (nodes x per-node amounts)
+    cpus: int = 0
+    mem: int = 0
 
     def duration(self) -> int:
         return min(self.runtime, self.limit)
@@ -51,7 +55,9 @@ class NaiveJob:
 def jobs_from_table(table) -> list[NaiveJob]:
     """NaiveJobs from a :class:`fastsched.model.jobs.JobTable` (procs = num_nodes)."""
     return [NaiveJob(int(table.job_id[i]), int(table.submit_time[i]), int(table.num_nodes[i]),
-                     int(table.time_limit[i]), int(table.runtime[i]))
+                     int(table.time_limit[i]), int(table.runtime[i]),
+                     int(table.gpus_per_node[i]), int(table.cpus_per_node[i]),
+                     int(table.mem_per_node[i]))
             for i in range(len(table))]
 
 
@@ -81,12 +87,42 @@ def _running_intervals(running):
     return [(start, start + job.limit, job.procs) for job, start in running]
 
 
+# ---- limits: a job a limit holds when the pass reaches it is passed over ----
+
+def _not_held(job, started):
+    return False
+
+
+def held_by_limits(groups, caps, running, reasons):
+    """``held(job, started)`` for a pass: does starting ``job`` exceed a cap of one of
+    its limit groups (in the job's order; caps jobs/GPUs/CPUs/MB), counting the
+    ``running`` jobs and those ``started`` earlier in the pass? Records the
+    (group, cap), or None, in ``reasons[job_id]``."""
+    def demand(j):
+        return (1, j.procs * j.gpus, j.procs * j.cpus, j.procs * j.mem)
+
+    def held(job, started):
+        charged = [j for j, _ in running] + list(started)
+        reasons[job.job_id] = None
+        for grp in groups.get(job.job_id, []):
+            members = [demand(j) for j in charged if grp in groups.get(j.job_id, [])]
+            for cap in range(4):
+                used = sum(d[cap] for d in members)
+                if caps[grp][cap] >= 0 and used + demand(job)[cap] > caps[grp][cap]:
+                    reasons[job.job_id] = (grp, cap)
+                    return True
+        return False
+    return held
+
+
 # ---- one scheduling pass per policy: returns the jobs to start at ``now`` ----
 
-def _fcfs_pass(now, queue, running, total):
+def _fcfs_pass(now, queue, running, total, held=_not_held):
     free = total - sum(job.procs for job, _ in running)
     started = []
     for job in queue:
+        if held(job, started):
+            continue
         if job.procs > free:
             break
         started.append(job)
@@ -104,21 +140,26 @@ def _shadow_and_extra(head, expected, total):
     raise AssertionError("unreachable: the head fits on an empty machine")
 
 
-def _easy_pass(now, queue, running, total):
+def _easy_pass(now, queue, running, total, held=_not_held):
     free = total - sum(job.procs for job, _ in running)
     started = []
-    k = 0
-    while k < len(queue) and queue[k].procs <= free:
-        started.append(queue[k])
-        free -= queue[k].procs
-        k += 1
-    if k == len(queue):
+    head = None
+    for k, job in enumerate(queue):
+        if held(job, started):
+            continue
+        if job.procs > free:
+            head = job
+            break
+        started.append(job)
+        free -= job.procs
+    if head is None:
         return started
-    head = queue[k]
     expected = ([(job.procs, start + job.limit) for job, start in running]
                 + [(job.procs, now + job.limit) for job in started])
     shadow, extra = _shadow_and_extra(head, expected, total)
     for job in queue[k + 1:]:
+        if held(job, started):
+            continue
         if job.procs <= free and (now + job.limit <= shadow or job.procs <= extra):
             started.append(job)
             free -= job.procs
@@ -127,10 +168,12 @@ def _easy_pass(now, queue, running, total):
     return started
 
 
-def _profile_pass(now, queue, running, total, max_reservations):
+def _profile_pass(now, queue, running, total, max_reservations, held=_not_held):
     intervals = _running_intervals(running)
     started, reservations = [], 0
     for job in queue:
+        if held(job, started):
+            continue
         if _fits(now, job, intervals, total):
             started.append(job)
             intervals.append((now, now + job.limit, job.procs))
@@ -141,10 +184,12 @@ def _profile_pass(now, queue, running, total, max_reservations):
     return started
 
 
-def _conservative_pass(now, queue, running, total):
+def _conservative_pass(now, queue, running, total, held=_not_held):
     intervals = _running_intervals(running)
     started = []
     for job in queue:
+        if held(job, started):
+            continue
         s = _earliest_start(now, job, intervals, total)
         intervals.append((s, s + job.limit, job.procs))
         if s == now:
@@ -154,13 +199,31 @@ def _conservative_pass(now, queue, running, total):
 
 # ---- the event loop ----
 
-def simulate(jobs: list[NaiveJob], procs: int, policy: str,
-             reserve_depth: int = 1) -> dict[int, tuple[int, int]]:
+AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
+
+
+def simulate(jobs: list[NaiveJob], procs: int, policy: str, reserve_depth: int = 1, *,
+             deps=None, groups=None, caps=None, rank=None, reorder=None, period=None,
+             waiting=None) -> dict[int, tuple[int, int]]:
     """Simulate ``jobs`` on ``procs`` processors; returns job_id -> (start, end).
 
     ``policy``: ``"fcfs"``, ``"easy"`` (reserve_depth reservations; k=1 is
     Lifka's shadow/extra, k>1 the profile), ``"conservative"``, or the test-only
     ``"easy-profile"`` (the profile formulation for any k, including 1).
+
+    Constraints, as tests/naive_nodes.py takes them (keyed by job id): ``deps``
+    (list of (parent id, kind)): a job joins the queue once every dependency is
+    satisfied (after: the parent started; afterany: it ended; afterok /
+    afternotok: it ended COMPLETED (runtime <= limit) / not, else never);
+    ``groups`` (limit groups) with ``caps[group]`` = (max jobs, GPUs, CPUs, MB
+    running, max submitted; -1 = none): a job over a running cap when a pass
+    reaches it is passed over, over the submit cap at arrival it is rejected;
+    ``rank`` (queue key, lower first, ties by submit then id), ``reorder(b,
+    start, end, eligible) -> {job id: key}`` at the start b of every ``period``
+    window that has an instant. After a pass, another runs at the same instant
+    while it started a zero-length job or released a dependent. ``waiting``
+    (a dict) receives, for each job that never started, "never", (group, cap)
+    or "waiting".
     """
     if procs < 1 or reserve_depth < 1:
         raise ValueError("need procs >= 1 and reserve_depth >= 1")
@@ -174,34 +237,80 @@ def simulate(jobs: list[NaiveJob], procs: int, policy: str,
     elif policy == "easy" and reserve_depth == 1:
         run_pass = _easy_pass
     elif policy in ("easy", "easy-profile"):
-        def run_pass(now, queue, running, total):
-            return _profile_pass(now, queue, running, total, reserve_depth)
+        def run_pass(now, queue, running, total, held):
+            return _profile_pass(now, queue, running, total, reserve_depth, held)
     elif policy == "conservative":
         run_pass = _conservative_pass
     else:
         raise ValueError(f"unknown policy {policy!r}")
+    deps, groups, caps, key = deps or {}, groups or {}, caps or [], dict(rank or {})
 
     future = sorted(jobs, key=lambda job: (job.submit, job.job_id))  # not yet submitted
-    queue = []     # submitted, waiting; stays in (submit, job_id) order
+    arrived, eligible, never, rejected, reasons = [], {}, set(), {}, {}
     running = []   # (job, start)
-    result = {}
+    result, ended = {}, {}     # ended: job id -> COMPLETED
+
+    def satisfied(job):
+        ok = True
+        for parent, kind in deps.get(job.job_id, []):
+            if kind == AFTER:
+                ok = ok and parent in result
+            elif parent not in ended:
+                ok = False
+            elif (kind == AFTEROK and not ended[parent]) or (kind == AFTERNOTOK and ended[parent]):
+                never.add(job.job_id)
+                ok = False
+        return ok and job.job_id not in never
+
+    def queue_now(now):
+        for job in arrived:
+            if job.job_id not in eligible and satisfied(job):
+                eligible[job.job_id] = now
+        q = [j for j in arrived if j.job_id in eligible and j.job_id not in result]
+        return sorted(q, key=lambda j: (key.get(j.job_id, 0), j.submit, j.job_id))
+
+    def end_at(now, which):
+        nonlocal running
+        for job, _ in running:
+            if which(job):
+                ended[job.job_id] = job.runtime <= job.limit
+        running = [(job, start) for job, start in running if job.job_id not in ended]
+
+    last_window = None
     while future or running:
         now = min([job.submit for job in future[:1]]
                   + [start + job.duration() for job, start in running])
-        running = [(job, start) for job, start in running if start + job.duration() != now]
+        if reorder is not None and now // period * period != last_window:
+            last_window = now // period * period
+            key = reorder(last_window, {j: r[0] for j, r in result.items()},
+                          {j: r[1] for j, r in result.items()}, dict(eligible))
+        end_at(now, lambda job: result[job.job_id][1] == now)
         while future and future[0].submit == now:
-            queue.append(future.pop(0))
+            job = future.pop(0)
+            in_system = [j for j in arrived if j.job_id not in ended]
+            over = [g for g in groups.get(job.job_id, []) if caps[g][4] >= 0 and
+                    sum(g in groups.get(j.job_id, []) for j in in_system) + 1 > caps[g][4]]
+            if over:
+                rejected[job.job_id] = (over[-1], 4)
+            else:
+                arrived.append(job)
         while True:
-            started = run_pass(now, queue, running, procs)
+            queue = queue_now(now)
+            held = held_by_limits(groups, caps, running, reasons)
+            started = run_pass(now, queue, running, procs, held)
             for job in started:
-                queue.remove(job)
                 running.append((job, now))
                 result[job.job_id] = (now, now + job.duration())
             zero_ids = {job.job_id for job in started if job.duration() == 0}
-            if not zero_ids:
+            end_at(now, lambda job: job.job_id in zero_ids)
+            released = len(queue_now(now)) > len(queue) - len(started)
+            if not zero_ids and not released:
                 break
-            running = [(job, start) for job, start in running if job.job_id not in zero_ids]
-    assert not queue, "unreachable: on an empty machine every pass starts the head"
+    if waiting is not None:
+        for job in jobs:
+            if job.job_id not in result:
+                waiting[job.job_id] = rejected.get(job.job_id) or (
+                    "never" if job.job_id in never else reasons.get(job.job_id) or "waiting")
     return result
 
 

@@ -337,7 +337,8 @@ AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
 
 def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None, *,
              partitions=None, deps=None, groups=None, caps=None, rank=None,
-             reorder=None, period=None, resolution=1, window=None, placement=None):
+             reorder=None, period=None, resolution=1, window=None, placement=None,
+             events=None):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
@@ -351,7 +352,10 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     ``resolution``/``window``: see :func:`_pass`. ``placement``: dict with
     ``levels`` (list of per-node group lists, leaf first), ``unit``,
     ``max_leaves``, ``leaf_wait``, optional ``exclusive`` (--exclusive=topo; dicts
-    by job id) and ``gpu_groups`` (masks).
+    by job id) and ``gpu_groups`` (masks). ``events``: (time, "drain" | "resume",
+    [node indices]): at that instant, before anything else, the nodes leave (drain:
+    no new start or hold on them; running jobs go on) or rejoin the cluster; the
+    loop visits the instant while jobs wait.
 
     Returns (job_id -> (start, end, [node indices ascending], [[GPU indices]
     per node], partition) for started jobs, job_id -> "never" | "waiting" |
@@ -425,10 +429,20 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             ended[r[0].job_id] = r[0].runtime <= r[0].limit
         running = [r for r in running if r not in done]
 
+    events = sorted(events or [], key=lambda e: e[0])
+
+    def waiting_jobs():
+        return [j for j in arrived if j.job_id not in result]
+
     last_window = None
-    while future or running:
+    while future or running or (events and waiting_jobs()):
         now = min([j.submit for j in future[:1]]
-                  + [start + j.duration() for j, start, _, _ in running])
+                  + [start + j.duration() for j, start, _, _ in running]
+                  + [e[0] for e in events[:1]])
+        while events and events[0][0] == now:      # node events come first at an instant
+            _, kind, which = events.pop(0)
+            for x in which:
+                nodes[x].available = kind == "resume"
         if reorder is not None and now // period * period != last_window:
             last_window = now // period * period
             key = reorder(last_window, {j: r[0] for j, r in result.items()},

@@ -20,7 +20,7 @@ from ..model.errors import InputError
 from ..model.policies import POLICIES
 from ..model.topology import levels_array
 from ..policy.config import load_config
-from ..policy.priority import research_order
+from ..policy.priority import WAITING_ORDERS, research_order
 from ..sim.site import site_limits
 from ..tools.generate import load_cluster
 from .argtypes import positive_int, positive_seconds, seconds
@@ -54,9 +54,10 @@ def policy_args(p: argparse.ArgumentParser) -> None:
                    help="number of blocked jobs EASY reserves for (default 1, Lifka's EASY)")
     p.add_argument("--reservations", choices=["counts", "nodes"],
                    help="reservation model: counts (free-node counts, the textbook "
-                   "algorithms: one pool of identical nodes, whole-node jobs, none of the "
-                   "site options yet) or nodes (concrete nodes and GPU counts: any cluster, "
-                   "every option). Default: counts where it can plan the run, else nodes")
+                   "algorithms: one pool of identical nodes, whole-node jobs; takes --order, "
+                   "dependencies and limits, not partitions, topology, --resolution or "
+                   "--window) or nodes (concrete nodes and GPU counts: any cluster, every "
+                   "option). Default: counts where it can plan the run, else nodes")
 
 
 def site_args(p: argparse.ArgumentParser) -> None:
@@ -215,10 +216,12 @@ def _switches(text: str) -> tuple[int, int]:
 
 
 def research_priority(name: str, jobs, cluster):
-    """``priority(now, progress)`` for a named research order (lower score first); sizes in
-    GPUs on GPU clusters, else CPUs."""
+    """The priority of a named research order (lower score first): an array when the
+    order does not change with time (computed once), else ``priority(now, progress)``
+    (recomputed every period); sizes in GPUs on GPU clusters, else CPUs."""
     size = "gpus" if cluster.gpus.any() else "cpus"
-    research_order(name, jobs.take(np.zeros(0, dtype=np.int64)), 0, size=size)  # check name
+    if name.upper() not in WAITING_ORDERS:
+        return -research_order(name, jobs, 0, size=size)
     return lambda now, progress: -research_order(name, jobs, now, size=size)
 
 

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 
+from ..io.events import read_node_events
 from ..model.errors import InputError
 from ..policy.config import load_config
 from ..sim.checkpoint import Checkpoints, load as load_checkpoint
@@ -39,8 +40,12 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON")
     parser.add_argument("--show-skipped", action="store_true", help="list every skipped job")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    parser.add_argument("--events", metavar="FILE.csv",
+                        help="node events during the run: CSV time,event,nodes[,reason] with "
+                        "event drain (no new job; running ones go on) or resume, nodes a "
+                        "hostlist such as gpu[001-004], time in seconds (nodes model)")
     parser.add_argument("--checkpoint", metavar="FILE",
-                        help="save the node engine's state to FILE now and then (written whole: "
+                        help="save the simulation's state to FILE now and then (written whole: "
                         "temporary file, then rename), to go on later with --resume FILE")
     parser.add_argument("--checkpoint-every", type=duration, default=600, metavar="DURATION",
                         help="wall time between checkpoints: 90, 90s, 10m, 2h (default 10m)")
@@ -70,7 +75,9 @@ def run(args) -> int:
     options = dict(reserve_depth=args.reserve_depth,
                    progress=False if args.no_progress else None,
                    placement=placement_from_args(args, cluster, jobs, workload),
-                   reservations=args.reservations, **_planning_grid(args, cluster))
+                   reservations=args.reservations,
+                   events=read_node_events(args.events, cluster) if args.events else None,
+                   **_planning_grid(args, cluster))
     if resume is not None or args.checkpoint:       # (a digest of every job: only then)
         header = {"argv": args.argv, "jobs": _fingerprint(jobs)}
     if resume is not None:
@@ -104,8 +111,6 @@ def run(args) -> int:
     result.summary["trace"] = str(args.trace)
     print(f"{args.trace}: {result.summary['nodes']} nodes, policy {args.policy}"
           + (f" (resumed from {args.resume})" if args.resume else ""))
-    if args.checkpoint and result.summary["engine"] == "pool":
-        print("note: the pool engine writes no checkpoints (its runs take seconds)")
     print(summary_table([("", result.summary)]))
     if "placement" in result.summary:
         p = result.summary["placement"]

@@ -1,4 +1,4 @@
-"""The node-level (GPU-granular) engine: heterogeneous nodes, overlapping
+"""The engine: both reservation models' event loops. The node-level (GPU-granular) one: heterogeneous nodes, overlapping
 partitions, partial-node jobs, unavailable nodes, dependencies, limits and
 topology, behind :func:`run_nodes` (the event loop) and :func:`plan_nodes`
 (one pass on a given state).
@@ -17,6 +17,8 @@ Concepts, one module each:
 * :mod:`.blocks` — --exclusive=topo leaf groups held whole;
 * :mod:`.running` — running jobs and the per-node running lists;
 * :mod:`.passes` — one scheduling pass; :mod:`.loop` — the event loop;
+  :mod:`.counts` — the counts model's event loop (Cython, no Numba);
+  :mod:`.driver` — runs either loop (reorders, checkpoints) and its result;
   :mod:`.plan` — the single pass and its decisions; :mod:`.inputs` — checks
   and layouts of the inputs;
 * support: :mod:`.heap`, :mod:`.leafkernel` (kernels without reference
@@ -38,8 +40,10 @@ import importlib
 #: public name -> the module of this package that defines it, loaded on first use so
 #: that light modules (``.interrupt``) load without compiling or loading any kernel
 _WHERE = {
-    **dict.fromkeys(("POLICY_CODES", "check_node_jobs", "node_availability"), "inputs"),
-    **dict.fromkeys(("NodeRun", "Progress", "run_nodes", "simulate_nodes"), "loop"),
+    **dict.fromkeys(("check_node_jobs", "node_availability"), "inputs"),
+    **dict.fromkeys(("EngineRun", "Progress", "drive"), "driver"),
+    **dict.fromkeys(("run_nodes", "simulate_nodes"), "loop"),
+    "run_counts": "counts",
     **dict.fromkeys(("BLOCKED", "OUTCOME_NAMES", "RESERVED", "START", "NodeDecisions",
                      "limit_reasons", "plan_nodes"), "plan"),
     "RunningJobs": "running",

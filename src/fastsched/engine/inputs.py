@@ -9,12 +9,10 @@ from ..model.cluster import Cluster, NodeState
 from ..model.constraints import PartitionChoices, csr_take
 from ..model.errors import InputError
 from ..model.jobs import JobTable
-from ..model.policies import POLICIES, check_reserve_depth, get_policy
+from ..model.policies import check_reserve_depth, get_policy
 from ..model.validation import check_basic, reject, request_capacity
 from .state import Nodes
 
-#: policy name -> the number the kernels take (the one table: fastsched.model.policies)
-POLICY_CODES = {name: p.kernel_code for name, p in POLICIES.items()}
 _INF = np.int64(1) << np.int64(62)
 
 

@@ -5,30 +5,31 @@ stop/pause requests and checkpoints."""
 from __future__ import annotations
 
 from .. import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
-from dataclasses import dataclass
-
 import numpy as np
 from numba import njit
 
 from ..model.cluster import Cluster
 from ..model.constraints import AFTER, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups, PartitionChoices
-from ..model.errors import InputError
+from ..model.errors import InputError, UnsupportedError
+from ..model.events import MODELLED_KINDS
 from ..model.jobs import JobTable
+from ..model.policies import get_policy
 from .blocks import _exclusive, _release_blocks
 from .heap import _heap_pop, _heap_push
 from .freenow import _tcount_update
-from .inputs import (POLICY_CODES, _check_policy, _grid, _permute_csr, _placement,
-                     _request_types, _unique_rank, check_node_jobs, new_nodes, node_availability)
+from .driver import EngineRun, Progress, drive, loop_deps, set_queue_rank, submit_order
+from .inputs import (_check_policy, _grid, _permute_csr, _placement, _request_types,
+                     check_node_jobs, new_nodes, node_availability)
 from .interrupt import DONE as _DONE, NOW as _NOW, PAUSE as _PAUSE, REQUEST as _REQUEST
 from .interrupt import STOP as _STOP
-from .interrupt import call as _call, interrupted as _interrupted, new_control
+from .interrupt import call as _call, new_control
 from .leafkernel import leaf_kernel
 from .limits import NCAPS, _charge, _count_submitted, _submit_held
 from .passes import _pass
 from .profile import _advance, _give_back, _on_grid, new_profile, profile_of
 from .running import _take_running
 from .state import (Deps, Events, FreeNow, Jobs, Limits, Profile, Rules, Running, Topology,
-                    as_i64, new_outputs, new_request_types, new_scratch)
+                    as_i64, new_outputs, new_request_types, new_scratch, with_capacity)
 
 _INF = np.int64(1) << np.int64(62)
 #: a request type gets a run index after this many plans in one pass of the
@@ -149,7 +150,8 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
-    queue length, events, pass id, passes]; the profile and running lists, which
+    queue length, events, pass id, passes, wake-up time (an instant to visit for
+    an external event; _INF: none)]; the profile and running lists, which
     may get bigger arrays, are returned. At an instant: completions (freeing
     resources, limits and dependents), then arrivals (rejected over a
     max_submit cap; queued when their dependencies are satisfied), then a pass,
@@ -164,16 +166,20 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
     """
     n = ev.submit.shape[0]
     evk, evj = ev.evk, ev.evj
-    a, qlen, nev, pass_id, passes = sc[0], sc[1], sc[2], sc[3], sc[4]
+    a, qlen, nev, pass_id, passes, wake = sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]
     moved = False
-    while a < n or nev > 0:
-        now = ev.submit[a] if a < n else evk[0]
+    while a < n or nev > 0 or wake < _INF:
+        now = wake
+        if a < n and ev.submit[a] < now:
+            now = ev.submit[a]
         if nev > 0 and evk[0] < now:
             now = evk[0]
         if now > t_stop or ctl[_REQUEST] == _STOP or (moved and ctl[_REQUEST] == _PAUSE):
             break
         moved = True
         ctl[_NOW] = now
+        if now == wake:
+            wake = _INF
         while True:
             while nev > 0 and evk[0] == now:
                 j = evj[0]
@@ -199,44 +205,8 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
             # zero-length jobs end now, or starts released dependents: pass again
             if not released and (nev == 0 or evk[0] != now):
                 break
-    sc[0], sc[1], sc[2], sc[3], sc[4] = a, qlen, nev, pass_id, passes
+    sc[0], sc[1], sc[2], sc[3], sc[4], sc[5] = a, qlen, nev, pass_id, passes, wake
     return p, run
-
-
-@dataclass(frozen=True)
-class NodeRun:
-    """What the node engine's event loop produced, in the caller's job order.
-
-    Job i ran on ``alloc_nodes[alloc_offsets[i]:alloc_offsets[i+1]]``
-    (ascending) with GPU bits ``alloc_gpu_mask`` there, in partition
-    ``partition[i]``. A job that never started has start -1 and says why in
-    ``reason[i]``: a limit group's cap (``group * 5 + cap``, see
-    :mod:`fastsched.constraints`; cap 4 = rejected at submit), or -1 with
-    ``never[i]`` (a dependency can no longer be satisfied) or still waiting for
-    a dependency. ``eligible[i]``: when it entered the queue (-1: never).
-    """
-
-    start: np.ndarray
-    end: np.ndarray
-    alloc_offsets: np.ndarray
-    alloc_nodes: np.ndarray
-    alloc_gpu_mask: np.ndarray
-    partition: np.ndarray
-    reason: np.ndarray
-    never: np.ndarray
-    eligible: np.ndarray
-    passes: int
-
-
-@dataclass(frozen=True)
-class Progress:
-    """A simulation so far, in the caller's job order (-1 where not yet)."""
-
-    start: np.ndarray
-    end: np.ndarray
-    eligible: np.ndarray
-
-
 
 
 class _EventLoop:
@@ -250,22 +220,21 @@ class _EventLoop:
         self.n = n
         res, window = _grid(resolution, window)
         avail = node_availability(cluster, available)
+        self.cluster, self.avail = cluster, avail.copy()
         self.nodes = new_nodes(cluster, avail)
-        order = np.lexsort((jobs.job_id, jobs.submit_time))
-        self.order = order
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(n)
-        self.inverse = inverse
+        order, inverse = submit_order(jobs)
+        self.order, self.inverse = order, inverse
         self.submit = as_i64(np.asarray(jobs.submit_time)[order])
-        self.jobs, self.types = _loop_jobs(jobs, partitions, order)
-        self.rules = Rules(POLICY_CODES[policy],
-                           np.int64(reserve_depth if policy == "easy" else n + 1), False, res,
-                           window, np.int64(_INDEX_AFTER), True)
-        self.deps = _loop_deps(dependencies, inverse, n)
+        self.jobs, self.types = _loop_jobs(jobs, partitions, order, self.nodes)
+        stop_at_head, depth = get_policy(policy).kernel_rules(reserve_depth)
+        self.rules = Rules(stop_at_head, np.int64(depth), False, res, window,
+                           np.int64(_INDEX_AFTER), True)
+        self.deps = loop_deps(dependencies, inverse, n)
         jg_off, jg = _permute_csr(limits.offsets, limits.group, order)
         caps = as_i64(limits.caps).reshape(-1, NCAPS)
         self.lim = Limits(jg_off, as_i64(jg), caps, np.zeros((len(caps), NCAPS), dtype=np.int64))
         pl = _placement(placement, cluster, n)
+        self._placement = pl
         self.topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order],
                              pl.leaf_wait[order], pl.gpu_groups, *_exclusive(pl, avail, order))
         self._allocate(cluster.num_nodes)
@@ -290,27 +259,45 @@ class _EventLoop:
         self.ev = Events(self.submit, np.arange(n, dtype=np.int64),
                          *(np.empty(n + 1, dtype=np.int64) for _ in range(4)))
         self.scratch = new_scratch(self.jobs.nn)
-        self.sc = np.zeros(5, dtype=np.int64)
+        self.sc = np.zeros(6, dtype=np.int64)
+        self.sc[5] = _INF
         self.control = new_control()
 
     @property
     def done(self) -> bool:
-        return self.sc[0] >= self.n and self.sc[2] == 0
+        return self.sc[0] >= self.n and self.sc[2] == 0 and self.sc[5] >= _INF
+
+    @property
+    def queued(self) -> int:
+        return int(self.sc[1])
 
     def next_time(self) -> int:
         """The next instant the loop will process (-1: none)."""
         a, nev = self.sc[0], self.sc[2]
         t = [int(self.ev.submit[a])] if a < self.n else []
         t += [int(self.ev.evk[0])] if nev > 0 else []
+        t += [int(self.sc[5])] if self.sc[5] < _INF else []
         return min(t) if t else -1
+
+    def apply_node_event(self, t: int, kind: str, nodes) -> None:
+        """The entry point of external events, applied before the instant ``t`` (which
+        the loop then visits, passing if jobs wait): ``drain`` takes ``nodes`` out of
+        every partition (no new start or reservation there; running jobs go on),
+        ``resume`` puts them back (:mod:`fastsched.model.events`)."""
+        if kind not in MODELLED_KINDS:
+            raise UnsupportedError(f"node event {kind!r} is not modelled yet")
+        if self.topo.excl.any():     # leaf groups held whole are released by their node lists
+            raise UnsupportedError("node events with --exclusive=topo jobs are not "
+                                   "modelled yet")
+        self.avail[np.asarray(nodes, dtype=np.int64)] = kind == "resume"
+        self.nodes = new_nodes(self.cluster, self.avail)
+        self.types = with_capacity(self.types, self.nodes)
+        self.free.tcount[:] = -1                         # recounted when next asked
+        self.sc[5] = min(int(self.sc[5]), int(t))
 
     def set_rank(self, rank) -> None:
         """New queue order (``rank`` in the caller's job order, lower first, unique)."""
-        self.ev.rank[:] = np.asarray(rank)[self.order]
-        qlen = self.sc[1]
-        if qlen:
-            q = self.ev.queue[:qlen]
-            q[:] = q[np.argsort(self.ev.rank[q], kind="stable")]
+        set_queue_rank(self.ev.rank, self.ev.queue, self.sc[1], np.asarray(rank)[self.order])
 
     def progress(self) -> "Progress":
         inv = self.inverse
@@ -332,19 +319,19 @@ class _EventLoop:
         """Node x's kept work profile: (breakpoints, free GPUs, CPUs, MB) views."""
         return profile_of(self.p, x)
 
-    def result(self) -> NodeRun:
+    def result(self) -> EngineRun:
         inv = self.inverse
         # allocations are stored in submit order; the caller's order is a row permutation
         src_off, nodes = _permute_csr(self.jobs.offsets, self.out.alloc_nodes, inv)
         _, mask = _permute_csr(self.jobs.offsets, self.out.alloc_mask, inv)
-        return NodeRun(start=self.out.start[inv], end=self.out.end[inv], alloc_offsets=src_off,
+        return EngineRun(start=self.out.start[inv], end=self.out.end[inv], alloc_offsets=src_off,
                        alloc_nodes=nodes, alloc_gpu_mask=mask,
                        partition=self.out.part_used[inv].astype(np.int32),
                        reason=self.out.reason[inv], never=self.deps.never[inv],
                        eligible=self.jobs.eligible[inv], passes=int(self.sc[4]))
 
 
-def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order):
+def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order, nodes):
     """The event loop's :class:`Jobs` (in submit ``order``) and request types."""
     def q(a):
         return as_i64(np.asarray(a)[order])
@@ -357,19 +344,7 @@ def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order):
     out = Jobs(q(jobs.time_limit), q(jobs.runtime), nn, q(jobs.gpus_per_node),
                q(jobs.cpus_per_node), q(jobs.mem_per_node), pc_off, pc_part, pc_type, offsets,
                np.full(len(nn), -1, dtype=np.int64))
-    return out, new_request_types(types)
-
-
-def _loop_deps(dependencies: Dependencies, inverse, n: int) -> Deps:
-    """Each job's dependents (indices in submit order, ``inverse`` maps there)."""
-    child = inverse[np.repeat(np.arange(n), np.diff(dependencies.offsets))]
-    parent = inverse[dependencies.parent]
-    by_parent = np.argsort(parent, kind="stable")
-    ch_off = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(parent, minlength=n), out=ch_off[1:])
-    return Deps(ch_off, as_i64(child[by_parent]), as_i64(dependencies.kind[by_parent]),
-                np.bincount(child, minlength=n).astype(np.int64),
-                np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_))
+    return out, new_request_types(types, nodes)
 
 
 def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,
@@ -377,7 +352,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
               window: int | None = None, placement=None, tick=None, checkpoints=None,
-              resume=None) -> NodeRun:
+              resume=None, events=None) -> EngineRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -402,6 +377,9 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     boundary whenever one is due and saves ``{"loop", "reorder", "last"}``;
     ``resume`` (such a state) goes on from it instead of from the start, with
     the state's ``reorder`` (the inputs must be those of the saved run).
+    ``events`` (:class:`fastsched.model.events.NodeEvents`): nodes drained and
+    resumed during the run, applied before the instant at their time
+    (:meth:`_EventLoop.apply_node_event`).
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)
@@ -412,41 +390,26 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
                     ("limits", limits)):
         if len(c) != n:
             raise InputError(f"{what} cover {len(c)} jobs, the table has {n}", field=what)
-    partitions = check_node_jobs(cluster, jobs, available, partitions)
-    if resume is not None:
-        reorder = resume["reorder"]
-    if reorder is not None and (period is None or period < 1):
-        raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
-    if resume is not None:
-        loop, last = resume["loop"], resume["last"]
-    else:
+    # a partition choice counts if it fits while the most nodes are up: events may
+    # resume nodes; the pass skips a choice while too few of its nodes are available
+    partitions = check_node_jobs(cluster, jobs, _ever_available(cluster, available, events),
+                                 partitions)
+    loop = None
+    if resume is None:
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
                           dependencies, limits, resolution, window, placement)
-        last = None
-        if rank is not None:
-            loop.set_rank(_unique_rank(rank, jobs))
+    return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
+                 checkpoints=checkpoints, resume=resume, events=events)
 
-    def watch(control):
-        if tick is not None:
-            tick(control)
-        if checkpoints is not None and checkpoints.due():
-            control[_REQUEST] = _PAUSE
-    try:
-        while not loop.done:
-            t_stop = int(_INF)
-            if reorder is not None:
-                b = loop.next_time() // period * period     # the period the next instant is in
-                if b != last:
-                    loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
-                    last = b
-                t_stop = b + period - 1
-            loop.run(t_stop, watch)
-            if loop.control[_REQUEST] == _PAUSE:
-                loop.control[_REQUEST] = 0
-                checkpoints.save({"loop": loop, "reorder": reorder, "last": last})
-    except KeyboardInterrupt as e:       # Ctrl-C between two calls: say where the run was
-        raise _interrupted(loop.control, e) from None
-    return loop.result()
+
+def _ever_available(cluster: Cluster, available, events) -> np.ndarray:
+    """The nodes available at the start or resumed by an event."""
+    ever = node_availability(cluster, available).copy()
+    for e in range(0 if events is None else len(events)):
+        _, kind, nodes = events.at(e)
+        if kind == "resume":
+            ever[nodes] = True
+    return ever
 
 
 def simulate_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int = 1,

@@ -20,7 +20,6 @@ from .runindex import (MAX_SLOTS as _MAX_SLOTS, ix_hold, ix_new_job, ix_packable
                        new_meta, tr_empty, tr_reserve)
 from .state import Ask, Index
 
-FCFS, EASY, CONSERVATIVE = 0, 1, 2
 # what a pass does with a job (_plan_mode)
 _ANY_TIME, _ONLY_NOW, _SKIP, _STOP_WALK = 0, 1, 2, 3
 
@@ -90,6 +89,8 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
         t = -1
         for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
             ty = jobs.pc_type[e]
+            if types.cap[ty] < jobs.nn[j]:      # too few nodes there while some are drained
+                continue
             now_here = _type_count(ty, free, types, nodes) >= jobs.nn[j]
             if only_now and not now_here:
                 continue
@@ -109,7 +110,7 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
                 if t == now:
                     break
         if t < 0:
-            if rules.policy == FCFS:
+            if rules.stop_at_head:
                 break
             continue
         if t - now > rules.window:        # beyond the planning window: no reservation
@@ -144,8 +145,8 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
 def _last_to_walk(queue, qlen, rules, jobs, free, types, nodes):
     """The last queue position the pass looks at: the last job that could start
     now somewhere (running jobs only; later ones cannot change this pass's
-    starts), or the end of the queue (fcfs, or ``full``); -1: skip the pass."""
-    if rules.policy == FCFS or rules.full:
+    starts), or the end of the queue (``stop_at_head``, or ``full``); -1: skip the pass."""
+    if rules.stop_at_head or rules.full:
         return qlen - 1
     for q in range(qlen - 1, -1, -1):
         if _fits_now_somewhere(queue[q], jobs, free, types, nodes):
@@ -155,12 +156,13 @@ def _last_to_walk(queue, qlen, rules, jobs, free, types, nodes):
 
 @leaf_kernel
 def _plan_mode(j, reserved, rules, jobs, free, types, nodes):
-    """How the pass plans job ``j``: at any time, only now, not at all (EASY
-    beyond its depth and cannot fit now) or not and stop (fcfs and cannot fit now)."""
+    """How the pass plans job ``j``: at any time, only now, not at all (beyond the
+    reservation depth and cannot fit now) or not and stop (``stop_at_head`` and
+    cannot fit now)."""
     maybe_now = _fits_now_somewhere(j, jobs, free, types, nodes)
-    if rules.policy == FCFS:
+    if rules.stop_at_head:
         return _ONLY_NOW if maybe_now else _STOP_WALK
-    if rules.policy == EASY and reserved >= rules.depth:
+    if reserved >= rules.depth:
         return _ONLY_NOW if maybe_now else _SKIP
     return _ANY_TIME
 

@@ -10,12 +10,13 @@ from ..model.cluster import Cluster
 from ..model.constraints import LimitGroups, PartitionChoices
 from ..model.errors import InputError
 from ..model.jobs import JobTable
+from ..model.policies import get_policy
 from .blocks import _exclusive, _with_held_blocks
-from .inputs import (POLICY_CODES, _check_policy, _grid, _permute_csr, _placement,
+from .inputs import (_check_policy, _grid, _permute_csr, _placement,
                      _request_types, _unique_rank, check_node_jobs, new_nodes, node_availability)
 from .interrupt import call as _call, new_control
 from .limits import NCAPS
-from .passes import FCFS, _pass
+from .passes import _pass
 from .profile import _build_all, new_profile
 from .running import RunningJobs, _running_state
 from .state import (FreeNow, Jobs, Limits, Rules, Topology, as_i64, new_outputs,
@@ -129,19 +130,19 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     p = new_profile(wcap)
     free = FreeNow(*free_now, np.full(len(types.p), -1, dtype=np.int64))
     _build_all(np.int64(now), p, run, free)
-    code = POLICY_CODES[policy]
-    walked = _walked(code, bool(full), jobs.pc_off, jobs.pc_type, jobs.nn, types, nodes,
+    stop_at_head, depth = get_policy(policy).kernel_rules(reserve_depth)
+    walked = _walked(stop_at_head, bool(full), jobs.pc_off, jobs.pc_type, jobs.nn, types, nodes,
                      free) if n else 0
     if n:
-        rules = Rules(code, np.int64(reserve_depth if policy == "easy" else n + 1), bool(full),
-                      res, win, np.int64(_INDEX_AFTER_PASS), False)
+        rules = Rules(stop_at_head, np.int64(depth), bool(full), res, win,
+                      np.int64(_INDEX_AFTER_PASS), False)
         topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order], pl.leaf_wait[order],
                         pl.gpu_groups, *_exclusive(pl, avail, order))
         control = new_control()
         nst = _call(_pass, np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), rules, jobs,
                     types, nodes, free, p, run, lim, topo, out, new_scratch(jobs.nn), control,
                     control=control)[0]
-        if code == FCFS:       # fcfs starts a prefix of the unheld queue, then stops
+        if stop_at_head:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, out.reason, n)
     planned = out.planned
     outcome = np.full(n, BLOCKED, dtype=np.int8)
@@ -177,7 +178,7 @@ def _pass_jobs(pending: JobTable, partitions: PartitionChoices, order, eligible)
     return Jobs(limit, runtime, nn, q(pending.gpus_per_node), q(pending.cpus_per_node),
                 q(pending.mem_per_node), pc_off, pc_part.astype(np.int64), pc_type, offsets,
                 q(pending.submit_time if eligible is None else eligible)), \
-        new_request_types(types)
+        new_request_types(types, None)
 
 
 def _runtime_in_a_pass(limit):
@@ -211,10 +212,10 @@ def limit_reasons(limits: LimitGroups, code: np.ndarray) -> np.ndarray:
     return table[np.where(code >= 0, code, len(table) - 1)]
 
 
-def _walked(code, full, pc_off, pc_type, nn, types, nodes, free) -> int:
+def _walked(stop_at_head, full, pc_off, pc_type, nn, types, nodes, free) -> int:
     """How many queue positions the pass walks (before it changes any state)."""
     n = len(nn)
-    if code == FCFS or full:
+    if stop_at_head or full:
         return n
     # free-now eligibility count per request type (running jobs only)
     fg, fc, fm = free.fg, free.fc, free.fm

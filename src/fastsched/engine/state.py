@@ -38,8 +38,10 @@ Nodes = namedtuple("Nodes", ["capG", "capC", "capM", "poff", "pflat", "pbits"])
 #: it (``tcount``, -1: not counted yet; :mod:`fastsched.engine.freenow`)
 FreeNow = namedtuple("FreeNow", ["fg", "fc", "fm", "fmask", "tcount"])
 
-#: the distinct (partition, gpus, cpus, mem) requests, one row each
-RequestTypes = namedtuple("RequestTypes", ["p", "g", "c", "m"])
+#: the distinct (partition, gpus, cpus, mem) requests, one row each, and how many
+#: available nodes of the partition can hold each (``cap``: a job of more nodes
+#: cannot run there while nodes are drained)
+RequestTypes = namedtuple("RequestTypes", ["p", "g", "c", "m", "cap"])
 
 #: per job: time limit, runtime, nodes and per-node request; its partition
 #: choices (CSR ``pc_off`` over ``pc_part`` and their request types
@@ -64,12 +66,13 @@ Topology = namedtuple("Topology", ["levels", "unit", "max_leaves", "leaf_wait", 
 Outputs = namedtuple("Outputs", ["start", "end", "planned", "alloc_nodes", "alloc_mask",
                                  "reason", "part_used"])
 
-#: how a pass plans: policy code, EASY's reservation depth, ``full`` (walk
-#: the whole queue), the time grid ``res``, the planning ``window``, after how
+#: how a pass plans: the policy's numbers (:meth:`fastsched.model.policies.Policy.
+#: kernel_rules`: ``stop_at_head``, no job passes the first that cannot start;
+#: ``depth``, reservations per pass), ``full`` (walk the whole queue), the time grid ``res``, the planning ``window``, after how
 #: many plans a request type gets a run index (< 0: never), and ``keep``
 #: (undo the pass's reservations at its end: the caller plans from the profile
 #: again)
-Rules = namedtuple("Rules", ["policy", "depth", "full", "res", "window", "index_after", "keep"])
+Rules = namedtuple("Rules", ["stop_at_head", "depth", "full", "res", "window", "index_after", "keep"])
 
 #: one job's request as the planners take it: per-node (g, c, m), duration
 #: ``d`` and node count ``need``
@@ -111,9 +114,24 @@ def new_scratch(nn: np.ndarray) -> Scratch:
     return Scratch(np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64))
 
 
-def new_request_types(types: np.ndarray) -> RequestTypes:
-    """From the (T, 4) rows of :func:`fastsched.engine.inputs._request_types`."""
-    return RequestTypes(*(as_i64(types[:, k]) for k in range(4)))
+def new_request_types(types: np.ndarray, nodes: Nodes | None) -> RequestTypes:
+    """From the (T, 4) rows of :func:`fastsched.engine.inputs._request_types`, over the
+    available nodes of ``nodes`` (None: every job was checked to fit its partitions,
+    and no node will be drained: capacities are not counted)."""
+    t = RequestTypes(*(as_i64(types[:, k]) for k in range(4)),
+                     np.full(len(types), np.iinfo(np.int64).max, dtype=np.int64))
+    return t if nodes is None else with_capacity(t, nodes)
+
+
+def with_capacity(types: RequestTypes, nodes: Nodes) -> RequestTypes:
+    """``types`` with ``cap`` counted over the available nodes of ``nodes`` (a loop
+    over request types, not nodes)."""
+    cap = np.zeros(len(types.p), dtype=np.int64)
+    for k, (p, g, c, m) in enumerate(zip(types.p, types.g, types.c, types.m)):
+        xs = nodes.pflat[nodes.poff[p]:nodes.poff[p + 1]]
+        cap[k] = np.count_nonzero((nodes.capG[xs] >= g) & (nodes.capC[xs] >= c)
+                                  & (nodes.capM[xs] >= m))
+    return types._replace(cap=cap)
 
 
 #: a pass's run index (:mod:`fastsched.engine.runindex`), built inside the pass

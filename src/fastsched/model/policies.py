@@ -8,23 +8,45 @@ import numpy as np
 from .errors import InputError
 
 
+#: "every blocked job gets a reservation" as a reservation depth
+UNLIMITED = 1 << 62
+
+
 @dataclass(frozen=True)
 class Policy:
+    """A policy as the engines run it: two numbers (:meth:`kernel_rules`), no code.
+
+    ``stop_at_head``: no job passes the first one that cannot start now.
+    ``reserves``: which blocked jobs get a reservation in a pass: "head" (the
+    first, only to say when it will start), "depth" (the first ``reserve_depth``)
+    or "all".
+    """
+
     name: str
-    kernel_code: int       # the policy number the compiled engine understands
-    uses_reservations: bool
+    stop_at_head: bool
+    reserves: str
     description: str
+
+    @property
+    def uses_reservations(self) -> bool:
+        """Whether a job may pass a reserved one (backfilling)."""
+        return not self.stop_at_head
+
+    def kernel_rules(self, reserve_depth: int = 1) -> tuple[bool, int]:
+        """(stop at head?, reservations per pass) as the kernels take them."""
+        depth = {"head": 1, "depth": reserve_depth, "all": UNLIMITED}[self.reserves]
+        return self.stop_at_head, depth
 
 
 POLICIES: dict[str, Policy] = {
-    "fcfs": Policy("fcfs", 0, False,
+    "fcfs": Policy("fcfs", True, "head",
                    "first come, first served: start jobs in queue order while they fit; "
                    "the first job that does not fit blocks every later one"),
-    "easy": Policy("easy", 1, True,
+    "easy": Policy("easy", False, "depth",
                    "EASY backfilling (Lifka): FCFS, then the first reserve_depth blocked jobs "
                    "get reservations; a later job starts now only if it fits now and delays "
                    "no reservation"),
-    "conservative": Policy("conservative", 2, True,
+    "conservative": Policy("conservative", False, "all",
                            "conservative backfilling (Mu'alem and Feitelson): every pending job, "
                            "in queue order, gets the earliest start that delays no earlier job; "
                            "re-planned from scratch every pass"),

@@ -365,6 +365,8 @@ def _f4(r, n, s, w):
 #: s = submit time, w = wait at ``now``; lower score goes first.
 RESEARCH_ORDERS = {"FCFS": _fcfs, "SJF": _sjf, "WFP3": _wfp3, "UNICEP": _unicep,
                    "F1": _f1, "F2": _f2, "F3": _f3, "F4": _f4}
+#: the research orders whose scores change with time (through the wait w)
+WAITING_ORDERS = frozenset({"WFP3", "UNICEP"})
 
 
 def research_order(name: str, jobs: JobTable, now: int, *, size: str = "cpus") -> np.ndarray:

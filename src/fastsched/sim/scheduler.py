@@ -419,7 +419,7 @@ class Scheduler:
         jobs = self._catalog.take(rows)
         held = np.full(len(rows), "", dtype=object)
         if self.engine == "pool":
-            outcome, planned = self._plan_pool(now, get_policy(policy).kernel_code, depth, jobs)
+            outcome, planned = self._plan_pool(now, get_policy(policy), depth, jobs)
             need = np.where(outcome == START, jobs.num_nodes, 0).astype(np.int64)
             offsets = csr_offsets(need)
             idle = np.flatnonzero(np.bincount(self._running.nodes, minlength=self.cluster.num_nodes)
@@ -446,7 +446,7 @@ class Scheduler:
                          partition=partition, engine=self.engine, cluster=self.cluster,
                          held=held, rows=rows)
 
-    def _plan_pool(self, now: int, policy_code: int, depth: int, jobs: JobTable):
+    def _plan_pool(self, now: int, policy, depth: int, jobs: JobTable):
         r = self._running
         if len(r) and r.planned_end.min() <= now:
             late = r.job_id[np.argmin(r.planned_end)]
@@ -458,7 +458,8 @@ class Scheduler:
         idle = self.cluster.num_nodes - len(np.unique(r.nodes))
         return _kernels.plan_pool(int(now), int(idle), release_time, release_nodes,
                                   jobs.num_nodes.astype(np.int64),
-                                  jobs.time_limit.astype(np.int64), policy_code, depth)
+                                  jobs.time_limit.astype(np.int64),
+                                  *policy.kernel_rules(depth))
 
 
 def _widen(d: NodeDecisions, planned: np.ndarray):

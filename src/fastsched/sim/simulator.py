@@ -19,7 +19,6 @@ import time
 
 import numpy as np
 
-from ..engine import _kernels
 from ..model.cluster import Cluster
 from ..model.errors import InputError, UnsupportedError
 from ..model.jobs import JobTable
@@ -27,8 +26,9 @@ from ..model.policies import (RESERVATION_MODELS, check_reservations, check_rese
                               get_policy)
 from .results import BSLD_TAU, SimulationResult, summarize
 from ..model.constraints import Dependencies, LimitGroups, PartitionChoices, check_covers
-from ..engine.interrupt import call, new_control
-from ..engine import check_node_jobs, run_nodes
+from ..model.events import NodeEvents
+from ..engine.counts import CountsLoop, run_counts
+from ..engine.inputs import check_node_jobs
 from .progress import run_bar
 from ..model.schedule import Schedule
 from ..model.validation import check_jobs, counts_model_refuses
@@ -61,7 +61,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
              priority=None, period: int | None = None, resolution: int = 1,
              window: int | None = None, placement=None, checkpoints=None,
-             resume=None, reservations: str | None = None) -> SimulationResult:
+             resume=None, reservations: str | None = None,
+             events: NodeEvents | None = None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -90,58 +91,65 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
 
     ``reservations``: the reservation model. ``"counts"`` plans with counts of free
     nodes, the textbook algorithms (one pool of identical nodes, whole-node jobs:
-    every SWF trace; the counted-pool engine, which takes none of the constraints,
-    priorities, ``resolution`` or ``window`` yet); ``"nodes"`` holds reservations on
+    every SWF trace; the counted-pool engine, which takes priorities, dependencies
+    and limits with the nodes model's rules, but not ``partitions``,
+    ``placement``, ``resolution`` or ``window``); ``"nodes"`` holds reservations on
     concrete nodes with GPU counts (any cluster, every option; the node engine;
     docs/gpu-semantics.md). None: ``"counts"`` where it can plan the run, else
     ``"nodes"``. ``summary["reservations"]`` records the model (and
     ``summary["engine"]`` its engine). Raises InputError naming the first job that
     can never run on this cluster.
 
-    ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the node
-    engine's state now and then; ``resume`` (a state from such a file) goes on
-    from it: the result is identical to an uninterrupted run's. The pool engine
-    runs are not checkpointed (they take seconds).
+    ``events`` (:class:`fastsched.model.events.NodeEvents`, e.g. from
+    :func:`fastsched.io.events.read_node_events`): nodes drained (no new job; running
+    ones go on) and resumed during the run, each applied before the instant at its
+    time (nodes model).
+
+    ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the
+    event loop's state now and then; ``resume`` (a state from such a file) goes on
+    from it: the result is identical to an uninterrupted run's.
     """
     wall = time.perf_counter()
     spec = get_policy(policy)
     reserve_depth = check_reserve_depth(reserve_depth)
     check_covers(len(jobs), partitions=partitions, dependencies=dependencies, limits=limits)
     nodes_only = [name for name, value in (
-        ("partitions", partitions), ("dependencies", dependencies), ("limits", limits),
-        ("priority", priority), ("window", window), ("placement", placement),
-        ("resolution", None if resolution == 1 else resolution)) if value is not None]
+        ("partitions", partitions), ("window", window), ("placement", placement),
+        ("resolution", None if resolution == 1 else resolution), ("events", events))
+        if value is not None]
+    if events is not None:
+        events.check_modelled()
+        if placement is not None and placement.exclusive_topo.any():
+            raise UnsupportedError("node events with --exclusive=topo jobs are not modelled "
+                                   "yet")
     model = reservation_model(cluster, jobs, reservations, nodes_only, partitions)
     engine = RESERVATION_MODELS[model]
-    if resume is not None and engine == "pool":
-        raise InputError("this run takes the pool engine, which writes no checkpoints: "
-                         "the inputs differ from the checkpointed run's", field="resume")
-    extra = {}
+    if resume is not None and isinstance(resume["loop"], CountsLoop) != (model == "counts"):
+        raise InputError(f"the checkpoint was saved by a run of the other reservation model; "
+                         f"this run plans with the {model} model", field="resume")
     # compiled (or loaded from the cache) before the progress bar shows, and timed apart
     compile_seconds = warm_up(announce=progress) if engine == "nodes" else 0.0
     bar = run_bar(len(jobs), progress)
+    constraints = {"dependencies": dependencies, "limits": limits, "tick": bar,
+                   "checkpoints": checkpoints, "resume": resume}
+    if engine == "nodes":
+        constraints.update(partitions=partitions, resolution=resolution, window=window,
+                           placement=placement, events=events)
     try:
-        if engine == "pool":
-            schedule, passes = _simulate_pool(cluster, jobs, spec.kernel_code, reserve_depth,
-                                              bar)
-        else:
-            run, prio, priority = _run_node_engine(
-                cluster, jobs, spec.name, reserve_depth, priority, period,
-                partitions=partitions, dependencies=dependencies, limits=limits,
-                resolution=resolution, window=window, placement=placement, tick=bar,
-                checkpoints=checkpoints, resume=resume)
+        run, prio, priority = _run_engine(model, cluster, jobs, spec.name, reserve_depth,
+                                          priority, period, **constraints)
     finally:
         if bar is not None:
             bar.close()
-    if engine != "pool":
-        schedule = _started_schedule(jobs, run)
-        passes = run.passes
-        extra = {"partition": run.partition, "reason_code": run.reason, "never": run.never,
-                 "eligible": run.eligible, "priority": prio, "limits": limits,
-                 "partitions": partitions, "dependencies": dependencies,
-                 "placement": placement,
-                 "priority_at": _priority_at(priority, run) if callable(priority) else
-                 (None if priority is None else lambda t, key=np.asarray(priority): key)}
+    schedule = _started_schedule(jobs, run, model)
+    passes = run.passes
+    extra = {"partition": run.partition, "reason_code": run.reason, "never": run.never,
+             "eligible": run.eligible, "priority": prio, "limits": limits,
+             "partitions": partitions, "dependencies": dependencies, "placement": placement,
+             "priority_at": _priority_at(priority, run) if callable(priority) else
+             (None if priority is None else lambda t, key=np.asarray(priority): key)}
+    if model == "counts" and dependencies is None and limits is None and priority is None:
+        extra["partition"] = None      # one pool, no reasons: the records need no such columns
     wall = time.perf_counter() - wall - compile_seconds
     summary = summarize(cluster, jobs, schedule, exclusive=engine == "pool")
     skipped = list(skipped or [])
@@ -152,6 +160,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         "skipped": len(skipped),
         "reservations": model,
         "engine": engine,
+        "node_events": 0 if events is None else len(events),
         "passes": int(passes),
         "sim_seconds": wall,
         "compile_seconds": compile_seconds,
@@ -187,18 +196,23 @@ def reservation_model(cluster: Cluster, jobs: JobTable, requested: str | None,
     return "nodes"
 
 
-def _run_node_engine(cluster, jobs, policy, depth, priority, period, **constraints):
-    """Run the node engine; returns the run, each job's priority at its start (or None)
-    and the priority function as the run left it (a resumed run's is the checkpoint's)."""
+def _run_engine(model, cluster, jobs, policy, depth, priority, period, **constraints):
+    """Run the event loop of reservation model ``model``; returns the run, each job's
+    priority at its start (or None) and the priority function as the run left it (a
+    resumed run's is the checkpoint's)."""
+    if model == "counts":
+        run_loop = run_counts
+    else:       # imported here: a counts-model run loads no Numba
+        from ..engine.loop import run_nodes as run_loop
     if priority is None:
-        return run_nodes(cluster, jobs, policy, depth, **constraints), None, None
+        return run_loop(cluster, jobs, policy, depth, **constraints), None, None
     if not callable(priority):
         key = np.asarray(priority, dtype=np.float64)
-        run = run_nodes(cluster, jobs, policy, depth, rank=-key, **constraints)
+        run = run_loop(cluster, jobs, policy, depth, rank=-key, **constraints)
         return run, np.where(run.start >= 0, key, np.nan), priority
     resume = constraints.get("resume")
     reorder = _Reorder(priority, len(jobs)) if resume is None else resume["reorder"]
-    run = run_nodes(cluster, jobs, policy, depth, reorder=reorder, period=period, **constraints)
+    run = run_loop(cluster, jobs, policy, depth, reorder=reorder, period=period, **constraints)
     reorder.stamp(run.start)
     return run, reorder.at_start, reorder.priority
 
@@ -229,7 +243,7 @@ class _Reorder:
 
 def _priority_at(priority, run):
     """``t -> priorities`` the run would have computed at ``t`` (for what-ifs at t)."""
-    from ..engine import Progress
+    from ..engine.driver import Progress
 
     def at(t):
         before = run.start < t
@@ -240,35 +254,17 @@ def _priority_at(priority, run):
     return at
 
 
-def _started_schedule(jobs: JobTable, run) -> Schedule:
-    """A Schedule from a node-engine run: jobs that never started hold no nodes."""
+def _started_schedule(jobs: JobTable, run, model: str) -> Schedule:
+    """A Schedule from an event loop's run: jobs that never started hold no nodes."""
     started = run.start >= 0
     counts = np.diff(run.alloc_offsets)
     offsets = np.zeros(len(jobs) + 1, dtype=np.int64)
     np.cumsum(np.where(started, counts, 0), out=offsets[1:])
     keep = np.repeat(started, counts)
+    masks = None if run.alloc_gpu_mask is None else run.alloc_gpu_mask[keep]
     return Schedule(job_id=jobs.job_id.copy(), start_time=run.start, end_time=run.end,
                     alloc_offsets=offsets, alloc_nodes=run.alloc_nodes[keep],
-                    alloc_gpu_mask=run.alloc_gpu_mask[keep], planning="nodes")
-
-
-def _simulate_pool(cluster: Cluster, jobs: JobTable, policy_code: int, reserve_depth: int,
-                   tick) -> tuple[Schedule, int]:
-    order = np.lexsort((jobs.job_id, jobs.submit_time))      # queue order
-    as_i64 = lambda a: np.ascontiguousarray(a[order], dtype=np.int64)  # noqa: E731
-    offsets = np.zeros(len(jobs) + 1, dtype=np.int64)     # nodes in the caller's job order
-    np.cumsum(jobs.num_nodes, out=offsets[1:])
-    control = new_control()
-    start, end, alloc, passes = call(
-        _kernels.simulate_pool, as_i64(jobs.submit_time), as_i64(jobs.num_nodes),
-        as_i64(jobs.time_limit), as_i64(jobs.runtime), cluster.num_nodes, policy_code,
-        reserve_depth, control, offsets[:-1][order], control=control,
-        tick=None if tick is None else (lambda: tick(control)))
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(len(order))
-    return Schedule(job_id=jobs.job_id.copy(), start_time=start[inverse],
-                    end_time=end[inverse], alloc_offsets=offsets, alloc_nodes=alloc,
-                    planning="counts"), passes
+                    alloc_gpu_mask=masks, planning=model)
 
 
 def simulate_swf(path, policy: str = "easy", *, procs: int | None = None, strict: bool = False,

@@ -77,6 +77,7 @@ import numpy as np
 from ..model.cluster import Cluster
 from ..model.errors import InputError, UnsupportedError
 from ..model.jobs import JobTable
+from ..model.policies import get_policy
 from ..model.schedule import Schedule
 from . import constraints as vc
 from . import counts_policy, nodes_policy
@@ -196,14 +197,12 @@ def _policy(cluster, jobs, schedule, start, end, policy, reserve_depth, model, p
     if priority is not None and np.isnan(np.asarray(priority, np.float64)).all():
         priority = None
     qorder = counts_policy.queue_order(jobs, priority)
-    if policy == "fcfs" and priority is None:
+    policy = get_policy(policy)          # the numbers it is defined by, not its name
+    if policy.stop_at_head and (priority is None or model == "counts"):
         counts_policy.check_fcfs(jobs, start, eligible, check, qorder, out)
         if model == "counts":
             return ""
     elif model == "counts":
-        if priority is not None:
-            return (": a queue order by priority is checked in the nodes model only "
-                    "(reservations='nodes')")
         counts_policy.check_reservations(cluster, jobs, start, end, policy, reserve_depth,
                                          eligible, check, qorder, out)
         return ""

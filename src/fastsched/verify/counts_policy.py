@@ -113,10 +113,10 @@ def check_reservations(cluster, jobs, start, end, policy, reserve_depth, eligibl
     """``reservation_delayed`` / ``could_start``: the sweep the module docstring of
     :mod:`fastsched.verify` describes, instant by instant in start order."""
     if not cluster.is_homogeneous():
-        raise UnsupportedError(f"policy check {policy!r} needs a homogeneous cluster "
+        raise UnsupportedError(f"policy check {policy.name!r} needs a homogeneous cluster "
                                "(identical nodes, one partition)")
     n, P = len(jobs), cluster.num_nodes
-    depth = n + 1 if policy == "conservative" else int(reserve_depth)
+    _, depth = policy.kernel_rules(int(reserve_depth))
     submit, limit = jobs.submit_time, jobs.time_limit
     need = jobs.num_nodes.astype(np.int64)
     qpos = np.empty(n, np.int64)
@@ -155,7 +155,7 @@ def check_reservations(cluster, jobs, start, end, policy, reserve_depth, eligibl
         out.append(Violation(
             "could_start", int(jid[w]), t,
             f"job {jid[w]} ({need[w]} nodes, limit {limit[w]}) fitted at {t} (when job "
-            f"{jid[j]} started) under {policy} but waited until {start[w]}"))
+            f"{jid[j]} started) under {policy.name} but waited until {start[w]}"))
 
 
 def _judge(j, t, ahead, running, start, limit, need, P, policy, jobs, could, out):
@@ -186,4 +186,5 @@ def _judge(j, t, ahead, running, start, limit, need, P, policy, jobs, could, out
            else "does not fit in the plan of running jobs and reservations")
     out.append(Violation(
         "reservation_delayed", int(jid[j]), t,
-        f"job {jid[j]} ({need[j]} nodes, limit {limit[j]}) started at {t} under {policy}: {who}"))
+        f"job {jid[j]} ({need[j]} nodes, limit {limit[j]}) started at {t} under {policy.name}: "
+        f"{who}"))

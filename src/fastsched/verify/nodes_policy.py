@@ -183,7 +183,7 @@ class _Judge:
                 if self.end[x] > t:
                     plan.hold(self.nodes_of(x), t, t + self.limit[x], self.request[:, x])
                 continue
-            if self.policy == "easy" and len(reserved) >= self.depth:
+            if len(reserved) >= self.depth:
                 if self._fits_now(plan, x):
                     self._could_start(x, t)
                 continue
@@ -193,7 +193,7 @@ class _Judge:
                 continue
             if s == t:
                 self._could_start(x, t)
-            if self.policy == "fcfs":
+            if self.policy.stop_at_head:
                 head = x
                 continue
             reserved.append((x, s, chosen))
@@ -204,7 +204,7 @@ class _Judge:
                         self.request[:, x], self.limit[x])
 
     def _judge_start(self, plan, x, t, reserved):
-        if self.policy == "fcfs":
+        if self.policy.stop_at_head:
             return                       # no reservations: overcommit covers its nodes
         nodes, req, lim = self.nodes_of(x), self.request[:, x], self.limit[x]
         if free_over(plan, nodes, req, lim) or not (plan.now[:, nodes] >= req[:, None]).all():
@@ -215,7 +215,7 @@ class _Judge:
         self.out.append(Violation(
             "reservation_delayed", int(jid[x]), int(t),
             f"job {jid[x]} ({len(nodes)} nodes, limit {self.jobs.time_limit[x]}) started at {t} "
-            f"under {self.policy} (nodes model) on nodes reserved for earlier-queued job(s) "
+            f"under {self.policy.name} (nodes model) on nodes reserved for earlier-queued job(s) "
             f"{blockers[:_BLOCKERS_SHOWN]}"))
 
     def _out_of_order(self, x, head, t):
@@ -237,7 +237,7 @@ class _Judge:
             f"until {self.start[x]}"))
 
 
-def instants(jobs, start, end, policy, eligible, check, qorder):
+def instants(jobs, start, end, stop_at_head, eligible, check, qorder):
     """Yield (t, running jobs at t, queue of judged jobs to walk at t), in time order."""
     n = len(jobs)
     qpos = np.empty(n, np.int64)
@@ -264,9 +264,9 @@ def instants(jobs, start, end, policy, eligible, check, qorder):
             k = bisect_left(waiting, qpos[j])
             if k < len(waiting) and waiting[k] == qpos[j]:
                 del waiting[k]
-        if len(judged) and (policy == "fcfs" or t not in zero_t):
+        if len(judged) and (stop_at_head or t not in zero_t):
             cut = bisect_left(waiting, qpos[judged[-1]])
-            if policy == "fcfs":
+            if stop_at_head:
                 cut = max(cut, 1)                 # the head, wherever it is
             walked = np.sort(np.r_[qpos[judged], np.asarray(waiting[:cut], np.int64)])
             yield t, list(running), qorder[walked]
@@ -278,7 +278,8 @@ def work_estimate(cluster, jobs, start, end, policy, eligible, check, qorder) ->
     a fixed cost (:data:`QUERY_CELLS`) plus nodes x breakpoints (every running or
     walked job's hold adds at most two)."""
     total = 0
-    for _, running, walked in instants(jobs, start, end, policy, eligible, check, qorder):
+    for _, running, walked in instants(jobs, start, end, policy.stop_at_head, eligible, check,
+                                       qorder):
         breakpoints = 2 * (len(running) + len(walked)) + 1
         total += len(walked) * (QUERY_CELLS + cluster.num_nodes * breakpoints)
     return total
@@ -288,7 +289,8 @@ def check(cluster, jobs, schedule, start, end, policy, reserve_depth, eligible, 
           qorder, out, *, report_order=False) -> None:
     """The nodes-model checks; ``report_order``: also ``fcfs_order`` (for a queue
     order other than submit order, where start times need not follow it)."""
-    depth = len(jobs) + 1 if policy == "conservative" else int(reserve_depth)
+    _, depth = policy.kernel_rules(int(reserve_depth))
     judge = _Judge(cluster, jobs, schedule, start, end, policy, depth, report_order, out)
-    for t, running, walked in instants(jobs, start, end, policy, eligible, check_mask, qorder):
+    for t, running, walked in instants(jobs, start, end, policy.stop_at_head, eligible,
+                                       check_mask, qorder):
         judge.walk(t, running, walked)

@@ -5,13 +5,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..model.errors import FastschedError
+from ..model.policies import POLICIES as MODEL_POLICIES
 
 __all__ = ["Violation", "VerifyReport", "ScheduleError", "VIOLATION_KINDS", "POLICIES"]
 
 VIOLATION_KINDS = ("not_started", "early_start", "wrong_end", "bad_allocation", "overcommit",
                    "fcfs_order", "reservation_delayed", "could_start", "dependency",
                    "limit_exceeded", "exclusive_topo")
-POLICIES = ("fcfs", "easy", "conservative")
+#: the policies a check can judge: those of the one table
+POLICIES = tuple(MODEL_POLICIES)
 
 
 class ScheduleError(FastschedError):

@@ -1,0 +1,146 @@
+"""Driving a resumable event loop of either reservation model: the queue order
+recomputed every period, checkpoints, Ctrl-C; and what a run produces.
+
+An event loop (:class:`fastsched.engine.loop.NodeLoop` for the nodes model,
+:class:`fastsched.engine.counts.CountsLoop` for the counts model) runs the
+instants up to a time and returns; between two calls its queue order may change
+(:meth:`set_rank`) and its state may be saved. Both take the same inputs and
+events in the same order, so priorities, dependencies and limits mean the same
+under both models.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.constraints import Dependencies
+from ..model.errors import InputError
+from ..model.jobs import JobTable
+from .inputs import _unique_rank
+from .interrupt import PAUSE, REQUEST, interrupted
+from .state import Deps, as_i64
+
+_INF = np.int64(1) << np.int64(62)
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """What an event loop produced, in the caller's job order.
+
+    Job i ran on ``alloc_nodes[alloc_offsets[i]:alloc_offsets[i+1]]``
+    (ascending) with GPU bits ``alloc_gpu_mask`` there (None under the counts
+    model: whole nodes), in partition ``partition[i]``. A job that never
+    started has start -1 and says why in ``reason[i]``: a limit group's cap
+    (``group * 5 + cap``, see :mod:`fastsched.model.constraints`; cap 4 =
+    rejected at submit), or -1 with ``never[i]`` (a dependency can no longer be
+    satisfied) or still waiting for a dependency. ``eligible[i]``: when it
+    entered the queue (-1: never).
+    """
+
+    start: np.ndarray
+    end: np.ndarray
+    alloc_offsets: np.ndarray
+    alloc_nodes: np.ndarray
+    alloc_gpu_mask: np.ndarray | None
+    partition: np.ndarray
+    reason: np.ndarray
+    never: np.ndarray
+    eligible: np.ndarray
+    passes: int
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A simulation so far, in the caller's job order (-1 where not yet)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    eligible: np.ndarray
+
+
+def submit_order(jobs: JobTable) -> tuple[np.ndarray, np.ndarray]:
+    """(order, inverse): the loops index jobs by submit time, then job id."""
+    order = np.lexsort((jobs.job_id, jobs.submit_time))
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    return order, inverse
+
+
+def loop_deps(dependencies: Dependencies, inverse, n: int) -> Deps:
+    """Each job's dependents (indices in submit order, ``inverse`` maps there)."""
+    child = inverse[np.repeat(np.arange(n), np.diff(dependencies.offsets))]
+    parent = inverse[dependencies.parent]
+    by_parent = np.argsort(parent, kind="stable")
+    ch_off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(parent, minlength=n), out=ch_off[1:])
+    return Deps(ch_off, as_i64(child[by_parent]), as_i64(dependencies.kind[by_parent]),
+                np.bincount(child, minlength=n).astype(np.int64),
+                np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_))
+
+
+def set_queue_rank(rank_out, queue, qlen: int, rank) -> None:
+    """Write a new queue order ``rank`` (submit order) and re-sort ``queue[:qlen]``."""
+    rank_out[:] = rank
+    if qlen:
+        q = queue[:qlen]
+        q[:] = q[np.argsort(rank_out[q], kind="stable")]
+
+
+def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None = None,
+          tick=None, checkpoints=None, resume=None, events=None):
+    """Run ``loop`` to the end; returns its result.
+
+    Queue order: ``rank`` (per job, lower first; ties by submit time, then job
+    id), or ``reorder(b, progress) -> rank`` at the start ``b`` of every
+    ``period``-second window of simulated time that has an instant.
+    ``events`` (:class:`fastsched.model.events.NodeEvents`): each is given to
+    the loop's one entry point (``apply_node_event``) before the instant at its
+    time, which the loop then visits; events after the last job has started or
+    with nothing queued still apply while jobs wait.
+    ``tick(control)`` now and then; ``checkpoints`` pauses the loop at an
+    instant boundary whenever one is due and saves ``{"loop", "reorder",
+    "last", "event"}``; ``resume`` (such a state) goes on from it, ``loop`` unused.
+    """
+    last, e = None, 0
+    if resume is not None:
+        loop, reorder, last = resume["loop"], resume["reorder"], resume["last"]
+        e = resume.get("event", 0)
+    if reorder is not None and (period is None or period < 1):
+        raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
+    if resume is None and rank is not None:
+        loop.set_rank(_unique_rank(rank, jobs))
+    n_events = 0 if events is None else len(events)
+
+    def watch(control):
+        if tick is not None:
+            tick(control)
+        if checkpoints is not None and checkpoints.due():
+            control[REQUEST] = PAUSE
+    try:
+        while True:
+            t_next = loop.next_time()
+            if e < n_events and (t_next < 0 or events.time[e] <= t_next):
+                if t_next < 0 and loop.queued == 0:
+                    break                   # nothing left that an event could change
+                t_event = int(events.time[e])
+                while e < n_events and events.time[e] == t_event:
+                    loop.apply_node_event(*events.at(e))
+                    e += 1
+                continue
+            if t_next < 0:
+                break
+            t_stop = int(_INF) if e >= n_events else int(events.time[e]) - 1
+            if reorder is not None:
+                b = t_next // period * period     # the period the next instant is in
+                if b != last:
+                    loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
+                    last = b
+                t_stop = min(t_stop, b + period - 1)
+            loop.run(t_stop, watch)
+            if loop.control[REQUEST] == PAUSE:
+                loop.control[REQUEST] = 0
+                checkpoints.save({"loop": loop, "reorder": reorder, "last": last, "event": e})
+    except KeyboardInterrupt as exc:       # Ctrl-C between two calls: say where the run was
+        raise interrupted(loop.control, exc) from None
+    return loop.result()
