@@ -65,7 +65,7 @@ def assert_profile_kept(loop, now):
         assert kept == expect, (x, now, kept, expect)
         assert set(times[1:]) <= ends, "a breakpoint that is no running job's held end"
         assert (int(loop.free.fg[x]), int(loop.free.fc[x]), int(loop.free.fm[x])) == expect[0][1]
-    tp, tg, tc, tm = loop.types
+    tp, tg, tc, tm, _ = loop.types
     for ty in np.flatnonzero(loop.free.tcount >= 0):
         nodes = loop.nodes.pflat[loop.nodes.poff[tp[ty]]:loop.nodes.poff[tp[ty] + 1]]
         cnt = np.count_nonzero((loop.free.fg[nodes] >= tg[ty]) & (loop.free.fc[nodes] >= tc[ty])

@@ -26,10 +26,12 @@ def test_an_swf_machine_plans_with_counts_unless_told_otherwise():
 
 def test_options_only_the_nodes_model_takes_choose_it_by_default_and_are_refused_by_counts():
     key = np.arange(len(JOBS), dtype=float)
-    by_default = fs.simulate(POOL, JOBS, "easy", priority=key)
+    assert fs.simulate(POOL, JOBS, "easy", priority=key).summary["reservations"] == "counts"
+    by_default = fs.simulate(POOL, JOBS, "easy", priority=key, window=3600)
     assert by_default.summary["reservations"] == "nodes"
-    with pytest.raises(fs.UnsupportedError, match="does not take priority, resolution yet"):
-        fs.simulate(POOL, JOBS, "easy", priority=key, resolution=60, reservations="counts")
+    with pytest.raises(fs.UnsupportedError, match="does not take window, resolution yet"):
+        fs.simulate(POOL, JOBS, "easy", priority=key, resolution=60, window=3600,
+                    reservations="counts")
 
 
 def test_a_gpu_cluster_cannot_plan_with_counts():

@@ -151,6 +151,20 @@ def gpu_workload():
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cw=cluster_and_workload(max_jobs=20), data=st.data())
+def test_api_loop_equals_simulator_with_priorities_in_the_counts_model(policy, cw, data):
+    cluster, jobs = cw
+    key = np.array(data.draw(st.lists(st.integers(0, 3), min_size=len(jobs),
+                                      max_size=len(jobs))), dtype=float)
+    result = simulate(cluster, jobs, policy, priority=key)
+    s = Scheduler(cluster, policy, jobs=jobs, priority=key)
+    assert s.engine == "pool" and result.summary["reservations"] == "counts"
+    got = np.array([g[0] for g in drive_all(s, jobs, one_by_one=True)])
+    np.testing.assert_array_equal(got, result.schedule.start_time)
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
 def test_api_loop_equals_simulator_on_gpu_nodes(policy):
     cluster, jobs = gpu_workload()
     result = simulate(cluster, jobs, policy)

@@ -88,8 +88,10 @@ class Scheduler:
         if given and jobs is None:
             raise InputError(f"{given[0]} describes the jobs of a table: pass it as jobs=",
                              field=given[0])
-        self.engine = self._first_engine(engine, constrained=bool(given) or resolution != 1
-                                         or window is not None)
+        # the counts model takes a queue order, not node-level options nor (in a single
+        # pass) limits and dependencies
+        self.engine = self._first_engine(engine, constrained=bool(set(given) - {"priority"})
+                                         or resolution != 1 or window is not None)
         self._auto = engine == "auto"
         self._catalog = Catalog(JobTable.from_requests([]) if jobs is None else jobs,
                                  fixed=jobs is not None)
@@ -302,7 +304,8 @@ class Scheduler:
             and not constrained
         if engine == "pool" and not pool_ok:
             if constrained:
-                raise UnsupportedError("constraints and priorities need the node engine")
+                raise UnsupportedError("partitions, dependencies, limits, placement, "
+                                       "resolution and window need the node engine")
             if not self.available.all():
                 raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                        "node engine")
