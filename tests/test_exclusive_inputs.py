@@ -22,7 +22,8 @@ ROWS = ["1,0,30,30,2,4,1,0,batch,u,a,topo", "2,0,50,50,4,4,1,0,batch,u,a,",
 @pytest.fixture
 def cluster():
     return fs.Cluster([f"n{i}" for i in range(8)], [8] * 8, [4] * 8, [0] * 8,
-                      partitions=[fs.Partition("batch", np.arange(8))])
+                      partitions=[fs.Partition("batch", np.arange(8))],
+                      default_partition="batch")
 
 
 def _write(tmp_path, rows, name="jobs.csv"):

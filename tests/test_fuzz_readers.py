@@ -18,7 +18,8 @@ from fastsched.model.errors import FastschedError, InputError
 from fastsched.io.sbatch import normalise, parse_script
 from fastsched.io.slurmconf import read_cluster
 from fastsched.io.swf import read_swf
-from fastsched.io.topology import read_block_topology, read_gres_conf
+from fastsched.io.gresconf import read_gres_conf
+from fastsched.io.topology import read_block_topology
 from fastsched.model.validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS
 from fastsched.io.workload import read_workload, requests_to_workload
 

@@ -6,7 +6,7 @@ import gzip
 import numpy as np
 import pytest
 
-from fastsched.model.errors import InputError
+from fastsched.model.errors import ConfigWarning, InputError
 from fastsched.cli import build_parser
 from fastsched.tools.generate import ai_cluster, ai_mix
 from fastsched.model.jobs import JOB_FIELDS
@@ -234,7 +234,7 @@ def test_read_handwritten_conf(tmp_path):
         "# a comment\n"
         "SlurmctldHost=ctl  # unknown keys are ignored\n"
         "NodeName=DEFAULT CPUs=16 RealMemory=1000\n"
-        "nodename=a[1-2] Gres=gpu:4 Sockets=2\n"
+        "nodename=a[1-2] Gres=gpu:4 Sockets=2 CoresPerSocket=8\n"
         "NodeName=b01 CPUs=8 State=UNKNOWN\n"
         "PartitionName=all Nodes=ALL Default=YES MaxTime=UNLIMITED\n"
         "PartitionName=short Nodes=a1,b01 PriorityTier=3 MaxTime=30\n")
@@ -404,7 +404,7 @@ def test_cli_writes_the_example_gres_conf_and_site_config(tmp_path, capsys):
     """gres.conf comes with a generated cluster and fits its nodes; generate config
     writes the example site, whose accounts are ai-mix's."""
     from fastsched.policy.config import load_config
-    from fastsched.io.topology import read_gres_conf
+    from fastsched.io.gresconf import read_gres_conf
     conf = tmp_path / "slurm.conf"
     assert _run(["generate", "cluster", "ai-8k", "-o", str(conf)]) == 0
     gres = read_gres_conf(tmp_path / "gres.conf")
@@ -427,7 +427,7 @@ def test_standard_clusters_keep_their_ai_mix():
 @pytest.mark.parametrize("line, field, message", [
     ("NodeName=n[1-2] CPUs=999999999999999999999999", "CPUs", "out of range"),
     ("NodeName=n[1-2] RealMemory=99999999999999999999", "RealMemory", "out of range"),
-    ("NodeName=n[1-2] CPUs=4 State=DOWN", "State", "not supported"),
+    ("NodeName=n[1-2] CPUs=4 State=SLEEPY", "State", "unknown node state"),
 ])
 def test_conf_values_out_of_range_or_unsupported(tmp_path, line, field, message):
     conf = tmp_path / "slurm.conf"
@@ -437,14 +437,13 @@ def test_conf_values_out_of_range_or_unsupported(tmp_path, line, field, message)
     assert e.value.line == 1 and e.value.field == field
 
 
-def test_down_nodes_are_refused_not_ignored(tmp_path):
+def test_down_nodes_are_left_out_of_partitions_with_a_warning(tmp_path):
     conf = tmp_path / "slurm.conf"
     conf.write_text("NodeName=n[1-4] CPUs=4\nDownNodes=n[1-2] State=DOWN Reason=psu\n"
                     "PartitionName=p Nodes=ALL\n")
-    with pytest.raises(InputError, match="DownNodes is not supported") as e:
-        read_cluster(conf)
-    assert e.value.line == 2
-
+    with pytest.warns(ConfigWarning, match="slurm.conf:2: State=DOWN"):
+        c = read_cluster(conf)
+    assert list(c.partitions[0].nodes) == [2, 3] and list(c.node_state) == [1, 1, 0, 0]
 
 def test_parse_time_refuses_absurd_times():
     with pytest.raises(InputError, match="out of range"):

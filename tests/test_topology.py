@@ -15,7 +15,8 @@ from fastsched import InputError
 from fastsched.tools.generate import ai_cluster
 from fastsched.engine.placement import (choose_gpus, choose_gpus_kernel, place_block, place_tree,
                                         topo_place)
-from fastsched.io.topology import parse_gres_conf, read_block_topology, read_gres_conf
+from fastsched.io.gresconf import parse_gres_conf, read_gres_conf
+from fastsched.io.topology import read_block_topology
 from fastsched.model.topology import BlockTopology, levels_array
 from fastsched.sim.placement import placement_quality, placement_summary
 

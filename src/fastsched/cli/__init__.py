@@ -13,9 +13,10 @@ import importlib
 import os
 import signal
 import sys
+import warnings
 
 from ..engine.interrupt import Interrupted, kernel_running, signals_interrupt
-from ..model.errors import FastschedError
+from ..model.errors import ConfigWarning, FastschedError
 
 
 #: command -> (module of this package, one-line help)
@@ -23,7 +24,8 @@ COMMANDS = {
     "simulate": ("simulate", "replay a trace under a policy and print the summary"),
     "demo": ("demo", "replay the bundled KTH-SP2 trace under fcfs, easy and conservative, "
              "side by side"),
-    "check": ("check", "verify a schedule (jobs CSV) against its trace"),
+    "check": ("check", "verify a schedule (jobs CSV) against its trace, or what Slurm did "
+              "(a sacct dump)"),
     "bench": ("bench", "run a standard benchmark scenario"),
     "generate": ("generate", "write a standard cluster (slurm.conf), workload (CSV) or the "
                  "example site configuration"),
@@ -42,6 +44,7 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     signals_interrupt()
+    warnings.showwarning = _show_warning
     try:
         parser = build_parser(argv)      # imports the command's module: may take a second
         args = parser.parse_args(argv)
@@ -73,6 +76,16 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{e.filename}: " if e.filename else ""
         print(f"fastsched: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A ConfigWarning as one line (it names its file and line); others as Python shows
+    them."""
+    if issubclass(category, ConfigWarning):
+        print(f"fastsched: warning: {message}", file=sys.stderr)
+        return
+    print(warnings.formatwarning(message, category, filename, lineno, line), end="",
+          file=sys.stderr if file is None else file)
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:

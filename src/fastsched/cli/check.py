@@ -4,13 +4,16 @@ from __future__ import annotations
 import argparse
 import zlib
 
+import numpy as np
 import pandas as pd
 
 from ..model.errors import InputError
 from ..model.policies import POLICIES
 from ..verify import check_frame
 from .argtypes import machine_size, non_negative_int, positive_int
-from .common import add_topology_args, load_trace, placement_from_args, workload_constraints, config_limits
+from ..verify import verify
+from .common import (add_topology_args, config_limits, format_args, load_sacct, load_trace,
+                     placement_from_args, print_skipped, trace_format, workload_constraints)
 
 
 def configure(parser: argparse.ArgumentParser, command: str) -> None:
@@ -21,9 +24,12 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
         "model the schedule was planned with: its planning column, else counts). Exit "
         "status 1 if it finds violations; 3 if it found none but could not check the "
         "policy asked for (the nodes-model check over its size limit).")
-    parser.add_argument("jobs_csv", metavar="JOBS.csv", help="records written by simulate --jobs-out")
-    parser.add_argument("--trace", required=True,
-                        help="the SWF trace or workload CSV the schedule replays")
+    parser.add_argument("jobs_csv", metavar="JOBS.csv",
+                        help="records written by simulate --jobs-out, or a sacct --parsable2 "
+                        "dump (what Slurm did: its own workload and schedule, on --cluster)")
+    parser.add_argument("--trace",
+                        help="the SWF trace or workload CSV the schedule replays (needed for a "
+                        "jobs CSV; a sacct dump is its own trace)")
     parser.add_argument("--cluster", help="for a workload CSV: slurm.conf, or ai-8k / ai-100k / ai-1m")
     parser.add_argument("--policy", choices=sorted(POLICIES),
                         help="also check this policy's promises")
@@ -44,12 +50,20 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "check that no job shared an --exclusive=topo job's leaf groups while it "
                         "ran; tree = the cluster's topology.conf switches, block = "
                         "--block-topology FILE")
+    format_args(parser)
     parser.set_defaults(run=run, switches=None, segment=None, gres_conf=None)
 
 
 def run(args) -> int:
+    if trace_format(args.jobs_csv, args.format if args.format == "sacct" else "auto") \
+            == "sacct":
+        return _check_sacct(args)
+    if not args.trace:
+        raise InputError("a jobs CSV needs --trace (the trace or workload it schedules)",
+                         field="--trace")
     cluster, workload, jobs, _ = load_trace(args.trace, procs=args.procs,
-                                             cluster_spec=args.cluster)
+                                             cluster_spec=args.cluster, fmt=args.format,
+                                             tz=args.tz, skip_bad=args.skip_bad)
     constraints = workload_constraints(workload)
     if args.config:
         constraints["limits"] = config_limits(args.config, cluster, workload)
@@ -67,6 +81,33 @@ def run(args) -> int:
                          source=args.jobs_csv, policy=args.policy,
                          reserve_depth=args.reserve_depth, reservations=args.reservations,
                          **_node_check_limit(args), **constraints)
+    return _print_report(report)
+
+
+def _check_sacct(args) -> int:
+    """Check what Slurm did: a sacct dump's recorded schedule on --cluster."""
+    for option in ("trace", "config", "topology", "procs"):
+        if getattr(args, option):
+            raise InputError(f"--{option} does not apply to a sacct dump (its own workload, "
+                             "on --cluster)", field=f"--{option}")
+    cluster, log = load_sacct(args.jobs_csv, args.cluster, tz=args.tz, skip_bad=args.skip_bad)
+    priority = log.priority if not np.isnan(log.priority).all() else None
+    # Slurm's backfill reserves concrete nodes: judge a recorded schedule by the nodes
+    # model unless told otherwise
+    report = verify(cluster, log.jobs, log.schedule, policy=args.policy,
+                    reserve_depth=args.reserve_depth,
+                    reservations=args.reservations or "nodes", priority=priority,
+                    **_node_check_limit(args))
+    print(f"{args.jobs_csv}: {len(log.jobs):,} runs of {len(np.unique(log.jobs.job_id)):,} "
+          f"jobs ({int((log.attempt > 0).sum()):,} after a requeue), {log.steps:,} step "
+          f"lines ignored, {len(log.skipped):,} records left out")
+    for note in log.notes:
+        print(f"note: {note}")
+    print_skipped(log.skipped, show_all=False, what="record(s) left out of the check")
+    return _print_report(report)
+
+
+def _print_report(report) -> int:
     print(report)
     for v in report.violations[:20]:
         print(f"  {v.kind}: {v.message}")

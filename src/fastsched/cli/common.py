@@ -11,7 +11,8 @@ import numpy as np
 
 from ..io.slurmconf import parse_time
 from ..io.swf import read_swf
-from ..io.topology import read_block_topology, read_gres_conf
+from ..io.gresconf import read_gres_conf
+from ..io.topology import read_block_topology
 from ..io.workload import read_workload
 from ..model.cluster import Cluster
 from ..model.constraints import Placement
@@ -72,10 +73,12 @@ def site_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--order-period", type=positive_seconds, default=60, metavar="S",
                    help="with --order: recompute the scores every S seconds of simulated "
                    "time (default 60)")
-    g.add_argument("--resolution", type=positive_seconds, default=1, metavar="S",
-                   help="plan on a grid of S seconds (Slurm's bf_resolution; default 1: exact)")
+    g.add_argument("--resolution", type=positive_seconds, metavar="S",
+                   help="plan on a grid of S seconds (Slurm's bf_resolution; default: the "
+                   "cluster's SchedulerParameters, else 1: exact)")
     g.add_argument("--window", type=seconds, metavar="S",
-                   help="reserve only starts within S seconds (bf_window; default: no limit)")
+                   help="reserve only starts within S seconds (bf_window; default: the "
+                   "cluster's SchedulerParameters, else no limit)")
     add_topology_args(g, "topology-aware starts: tree = the cluster's topology.conf "
                        "switches, block = --block-topology FILE")
     g.add_argument("--switches", metavar="K[@TIME]",
@@ -102,10 +105,57 @@ def add_topology_args(parser, topology_help: str) -> None:
                         "jobs)")
 
 
-def load_trace(path: str, *, procs=None, strict=False, cluster_spec=None):
-    """(cluster, workload or None, jobs, skipped) from an SWF trace, or a workload CSV on
-    ``cluster_spec``."""
+#: --format choices of simulate and check
+TRACE_FORMATS = ("auto", "swf", "workload", "sacct")
+
+
+def format_args(p) -> None:
+    """--format, --tz and --skip-bad (simulate and check)."""
+    p.add_argument("--format", choices=TRACE_FORMATS, default="auto",
+                   help="input format: swf, workload (CSV), sacct (a sacct --parsable2 dump, "
+                   "with --cluster); auto (default): by name (.csv, .csv.gz: workload) or a "
+                   "'JobID|' header (sacct), else swf")
+    p.add_argument("--tz", default="UTC", metavar="ZONE",
+                   help="with sacct: the time zone of its times (sacct prints local time; "
+                   "default UTC), e.g. Europe/Berlin")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="with sacct: leave malformed lines out (counted and listed) instead "
+                   "of stopping at the first")
+
+
+def trace_format(path: str, fmt: str = "auto") -> str:
+    """The format of ``path``: ``fmt`` unless "auto", else guessed from name and header."""
+    from ..io.sacct import is_sacct
+    if fmt != "auto":
+        return fmt
     if str(path).lower().endswith((".csv", ".csv.gz")):
+        return "workload"
+    return "sacct" if is_sacct(path) else "swf"
+
+
+def load_sacct(path: str, cluster_spec, *, tz: str = "UTC", skip_bad: bool = False):
+    """(cluster, SacctLog) of a sacct dump on ``cluster_spec``."""
+    from ..io.sacct import read_sacct
+    if not cluster_spec:
+        raise InputError("a sacct dump needs --cluster (the site's slurm.conf)", file=path)
+    cluster = load_cluster(cluster_spec)
+    return cluster, read_sacct(path, cluster, tz=tz, skip_bad=skip_bad)
+
+
+def load_trace(path: str, *, procs=None, strict=False, cluster_spec=None, fmt="auto",
+               tz="UTC", skip_bad=False):
+    """(cluster, workload or None, jobs, skipped) from an SWF trace, or a workload CSV or
+    a sacct dump on ``cluster_spec``."""
+    fmt = trace_format(path, fmt)
+    if fmt == "sacct":
+        if procs is not None:
+            raise InputError("--procs is the machine size of an SWF trace; a sacct dump runs "
+                             "on --cluster", field="--procs")
+        cluster, log = load_sacct(path, cluster_spec, tz=tz, skip_bad=skip_bad)
+        for note in log.notes:
+            print(f"note: {path}: {note}")
+        return cluster, log.workload, log.workload.jobs, log.skipped
+    if fmt == "workload":
         if not cluster_spec:
             raise InputError("a workload CSV needs --cluster (slurm.conf or a standard name)",
                              file=path)
@@ -230,11 +280,12 @@ def summary_table(columns: list[tuple[str, dict]], extra=()) -> str:
     return "\n".join(lines)
 
 
-def print_skipped(skipped: list, show_all: bool) -> None:
+def print_skipped(skipped: list, show_all: bool,
+                  what: str = "job(s) that cannot run on this machine") -> None:
     if not skipped:
         return
     shown = skipped if show_all else skipped[:5]
-    print(f"skipped {len(skipped)} job(s) that cannot run on this machine:")
+    print(f"skipped {len(skipped)} {what}:")
     for s in shown:
         print(f"  job {s.job_id} (line {s.line}): {s.reason}")
     if len(shown) < len(skipped):

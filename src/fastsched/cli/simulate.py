@@ -16,21 +16,24 @@ from ..sim.site import simulate_site
 from ..sim.snapshot import format_start_times, start_times_at
 from . import build_parser
 from .argtypes import duration, machine_size, seconds
-from .common import (load_trace, placement_from_args, policy_args, print_skipped,
-                     research_priority, site_args, summary_table, workload_constraints,
+from .common import (format_args, load_trace, placement_from_args, policy_args, print_skipped,
+                     research_priority, site_args, summary_table, trace_format,
+                     workload_constraints,
                      write_atomic)
 
 
 def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.description = ("Replay an SWF trace (plain, .gz or .xz) on its machine "
                         "(P single-processor nodes), or a workload CSV (as written by "
-                        "'fastsched generate workload') on --cluster, and print the summary.")
+                        "'fastsched generate workload') or a sacct --parsable2 dump on "
+                        "--cluster, and print the summary.")
     parser.add_argument("trace", nargs="?",
                         help="SWF trace, or workload CSV (.csv, .csv.gz); not with --resume")
     policy_args(parser)
     parser.add_argument("--procs", type=machine_size,
                         help="SWF machine size (default: the MaxProcs/MaxNodes header)")
     parser.add_argument("--cluster", help="for a workload CSV: slurm.conf, or ai-8k / ai-100k / ai-1m")
+    format_args(parser)
     parser.add_argument("--strict", action="store_true",
                         help="a job that cannot run is an error instead of being skipped")
     parser.add_argument("--jobs-out", metavar="FILE.csv", help="write one record per job as CSV")
@@ -66,14 +69,15 @@ def run(args) -> int:
         raise InputError("give a trace (or --resume FILE)", field="trace")
     if args.csv and args.start_times is None:
         raise InputError("--csv goes with --start-times T", field="--csv")
-    cluster, workload, jobs, skipped = load_trace(args.trace, procs=args.procs,
-                                                   strict=args.strict, cluster_spec=args.cluster)
+    cluster, workload, jobs, skipped = load_trace(
+        args.trace, procs=args.procs, strict=args.strict, cluster_spec=args.cluster,
+        fmt=args.format, tz=args.tz, skip_bad=args.skip_bad)
     options = dict(reserve_depth=args.reserve_depth,
                    progress=False if args.no_progress else None,
                    placement=placement_from_args(args, cluster, jobs, workload),
-                   window=args.window, resolution=args.resolution,
                    reservations=args.reservations,
-                   events=read_node_events(args.events, cluster) if args.events else None)
+                   events=read_node_events(args.events, cluster) if args.events else None,
+                   **_planning_grid(args, cluster))
     if resume is not None or args.checkpoint:       # (a digest of every job: only then)
         header = {"argv": args.argv, "jobs": _fingerprint(jobs)}
     if resume is not None:
@@ -122,7 +126,10 @@ def run(args) -> int:
     if args.topology is None and workload is not None and workload.exclusive_topo.any():
         print(f"note: {int(workload.exclusive_topo.sum()):,} job(s) ask for --exclusive=topo, "
               "which needs --topology: ignored")
-    print_skipped(result.skipped, show_all=args.show_skipped)
+    if trace_format(args.trace, args.format) == "sacct":
+        print_skipped(result.skipped, show_all=args.show_skipped, what="record(s) left out")
+    else:
+        print_skipped(result.skipped, show_all=args.show_skipped)
     if args.jobs_out:
         write_atomic(result.to_csv, args.jobs_out)
         print(f"wrote {len(result.workload):,} job records to {args.jobs_out}")
@@ -133,6 +140,20 @@ def run(args) -> int:
         _print_start_times(result, args.start_times, args.csv,
                            getattr(workload, "user_names", None))
     return 0
+
+
+def _planning_grid(args, cluster) -> dict:
+    """resolution and window: the options, else slurm.conf's SchedulerParameters
+    bf_resolution / bf_window (said on a line), else exact and unlimited."""
+    resolution, window = args.resolution, args.window
+    settings = cluster.settings
+    if resolution is None and settings.bf_resolution():
+        resolution = settings.bf_resolution()
+        print(f"note: bf_resolution={resolution} s from the cluster's SchedulerParameters")
+    if window is None and settings.bf_window():
+        window = settings.bf_window()
+        print(f"note: bf_window={window // 60} min from the cluster's SchedulerParameters")
+    return {"resolution": resolution or 1, "window": window}
 
 
 #: options a --resume command line may give anew (the rest are the checkpointed run's)

@@ -375,3 +375,32 @@ def join_rows(tokens: np.ndarray, row: np.ndarray, rows: int) -> np.ndarray:
     keep[marks] = False
     pieces[keep] = tokens
     return np.array("".join(pieces.tolist()).split(sep)[:-1], dtype=object)
+
+
+def split_items(hostlist: str) -> list[str]:
+    """The top-level comma-separated items of a hostlist (brackets kept whole)."""
+    return _split_top(hostlist)
+
+
+def node_indices(text: str, index: dict[str, int], sets: dict | None = None) -> np.ndarray:
+    """Sorted unique int64 indices (in ``index``: name -> node) of a node list: a
+    hostlist, ``ALL``, or names of ``sets`` (name -> int64 indices, Slurm's
+    NodeSets). InputError (without location: callers add it) for an unknown node."""
+    text = text.strip()
+    if not text:
+        return np.zeros(0, dtype=np.int64)
+    if text.upper() == "ALL":
+        return np.arange(len(index), dtype=np.int64)
+    parts, names = [], []
+    for item in _split_top(text):
+        if sets and item in sets:
+            parts.append(sets[item])
+        elif item.upper() == "ALL":
+            parts.append(np.arange(len(index), dtype=np.int64))
+        else:
+            names.extend(expand(item))
+    try:
+        parts.append(np.fromiter((index[h] for h in names), dtype=np.int64, count=len(names)))
+    except KeyError as e:
+        raise InputError(f"unknown node {e.args[0]!r} (no NodeName line defines it)") from None
+    return np.unique(np.concatenate(parts))

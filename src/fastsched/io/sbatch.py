@@ -67,7 +67,11 @@ Values:
   "--array=0,4,8,12". A maximum number of simultaneously running tasks from the job
   array may be specified using a "%" separator".
 * ``--partition``: "a comma separated list"; without one, the cluster's default
-  partition (Default=YES as fastsched writes it: lowest tier, then largest).
+  partition (``Default=YES``); a cluster without one refuses the job, as Slurm does.
+* No ``--time``: the partition's DefaultTime, else its MaxTime.
+* A typed GPU request (``--gres=gpu:a100:2``) is checked against the nodes with GPUs
+  of that type; the engine places jobs by partition, not GPU type (a note says so
+  when the partition mixes types).
 
 Shape, in this order:
 
@@ -125,6 +129,7 @@ import numpy as np
 from ..model.errors import InputError
 from ..model.jobs import UNLIMITED, JobRequest
 from .slurmconf import format_time, parse_time
+from .slurmgres import typed_nodes
 from .textfile import check_digits, read_text
 from ..model.validation import MAX_COUNT, MAX_MEMORY_MB
 
@@ -616,9 +621,12 @@ def _wrap(req: SlurmRequest, name: str, fn):
 
 # --------------------------------------------------------------------------- normalise
 
-def _default_partition(cluster) -> str:
-    keys = [(p.priority_tier, -len(p.nodes), i) for i, p in enumerate(cluster.partitions)]
-    return cluster.partitions[min(keys)[2]].name
+def _default_partition(cluster, origin) -> str:
+    """The cluster's Default=YES partition; as in Slurm, none is an error."""
+    try:
+        return cluster.partitions[cluster.default_partition_index()].name
+    except InputError as e:
+        raise _err(e.reason, origin, "partition") from None
 
 
 def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
@@ -675,7 +683,7 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
     cand = None
     if cluster is not None:
         if not parts:
-            parts = [_default_partition(cluster)]
+            parts = [_default_partition(cluster, o("partition"))]
         idx = []
         for name in parts:
             try:
@@ -685,15 +693,17 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
         cand = np.unique(np.concatenate([p.nodes for p in idx])).astype(np.int64)
         if len(cand) == 0:
             raise _err(f"partition(s) {parts} have no nodes", o("partition"), "partition")
+        if gpu_type:
+            try:
+                cand = typed_nodes(cluster, cand, gpu_type, notes)
+            except InputError as e:
+                raise _err(e.reason) from None
         node_cpus = int(cluster.cpus[cand].max())
         node_gpus = int(cluster.gpus[cand].max())
         node_mem = int(cluster.mem_mb[cand].max())
         alike = bool((cluster.cpus[cand] == cluster.cpus[cand[0]]).all()
                      and (cluster.gpus[cand] == cluster.gpus[cand[0]]).all()
                      and (cluster.mem_mb[cand] == cluster.mem_mb[cand[0]]).all())
-        if gpu_type and cluster.gpu_type != gpu_type:
-            raise _err(f"no node has GPU type {gpu_type!r} (the cluster's GPUs are "
-                       f"{cluster.gpu_type or 'untyped'!r})")
 
     # ---- nodes
     if nodes is None:
@@ -836,7 +846,12 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
     if cluster is not None:
         max_times = [p.max_time for p in cluster.partitions if p.name in parts]
         part_max = None if any(t is None for t in max_times) else max(max_times)
-        if not has_time:
+        defaults = [p.default_time for p in cluster.partitions if p.name == parts[0]]
+        if not has_time and defaults and defaults[0] is not None:
+            limit = defaults[0]
+            notes.append(f"no --time: the partition's DefaultTime ({format_time(limit)}) "
+                         "is the time limit")
+        elif not has_time:
             limit = part_max
             notes.append("no --time: the partition's MaxTime ("
                          f"{format_time(limit)}) is the time limit")

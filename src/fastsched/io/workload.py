@@ -22,7 +22,9 @@ order after the required ones; any other extra column is ignored):
 * ``qos``: the QOS name (default, and when empty, ``normal``).
 * ``name``: the job name (``--job-name``; default empty), used by ``singleton``.
 * ``partition`` may be a list, ``"gpu,debug"`` (``--partition``): the job runs in
-  whichever lets it start first.
+  whichever lets it start first.  An empty ``partition`` is the cluster's default partition
+  (``Default=YES``), an error when it has none (as a job naming no partition is in
+  Slurm).
 * ``dependency``: Slurm's ``--dependency`` syntax, e.g. ``afterok:12:13,afterany:5``
   or ``singleton``; ids refer to the ``job_id`` column (``J_T`` = task T of array J).
   See :mod:`fastsched.io.submission` for what is supported and why.
@@ -335,7 +337,8 @@ def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
         cols[col] = _int_column(frame[col], fname, col)
     names = {}
     for col in _NAME_COLUMNS + ([ORG_COLUMN] if ORG_COLUMN in frame.columns else []):
-        names[col] = _name_column(frame[col], fname, col)
+        names[col] = _name_column(frame[col], fname, col, default=cluster.default_partition
+                                  if col == "partition" else None)
     _check_values(cols, fname)
 
     partitions = _partition_choices(*names["partition"], cluster, fname)

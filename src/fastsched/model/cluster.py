@@ -11,6 +11,7 @@ from enum import IntEnum
 import numpy as np
 
 from .errors import InputError
+from .settings import SlurmSettings
 
 
 class NodeState(IntEnum):
@@ -23,12 +24,28 @@ class NodeState(IntEnum):
 
 @dataclass(frozen=True)
 class Partition:
-    """A named set of nodes; partitions may overlap."""
+    """A named set of nodes; partitions may overlap.
+
+    Beyond nodes, tier and MaxTime, the fields keep what slurm.conf's
+    PartitionName line says (``fastsched.io.slurmconf`` warns about the ones the
+    engine does not enforce): ``default_time`` (DefaultTime, seconds; None:
+    MaxTime), ``max_nodes`` (MaxNodes; None: unlimited), ``oversubscribe``
+    (OverSubscribe: ``NO``, ``YES[:n]``, ``FORCE[:n]``, ``EXCLUSIVE``), ``qos``
+    (the partition QOS, "" for none), ``allow_accounts`` / ``allow_qos`` (None:
+    ALL) and ``state`` (``UP``, ``DOWN``, ``DRAIN``, ``INACTIVE``).
+    """
 
     name: str
     nodes: np.ndarray            # int64 node indices, sorted
     priority_tier: int = 1
     max_time: int | None = None  # seconds; None = unlimited
+    default_time: int | None = None
+    max_nodes: int | None = None
+    oversubscribe: str = "NO"
+    qos: str = ""
+    allow_accounts: tuple[str, ...] | None = None
+    allow_qos: tuple[str, ...] | None = None
+    state: str = "UP"
 
 
 @dataclass
@@ -37,6 +54,18 @@ class Cluster:
 
     ``gpus`` is the number of GPUs per node (at most 64, kept as a bitmask in
     :class:`ClusterState`); ``cpus`` and ``mem_mb`` are totals per node.
+
+    What a slurm.conf adds (all optional): ``default_partition`` (the name of
+    the ``Default=YES`` partition, where a job naming none goes; None: no
+    default, so such a job is an error, as in Slurm); ``weight`` (int64 per
+    node, Slurm's node Weight, default 1); ``features`` (a tuple of feature
+    names per node, an object array); ``gpu_types`` (per node, a tuple of
+    ``(type, count)`` pairs summing to ``gpus``, "" for untyped; ``gpu_type``
+    is the one type when every GPU has it, else ""); ``node_state`` (uint8
+    :class:`NodeState` per node: nodes not UP belong to no partition);
+    ``settings`` (the scheduler's global keys, a
+    :class:`fastsched.model.settings.SlurmSettings`) and ``warnings`` (what the
+    reader could not model, one ``file:line: ...`` string each).
     """
 
     node_names: list[str]
@@ -48,6 +77,13 @@ class Cluster:
     #: topology levels, leaf first: level name -> int32 block/switch id per node
     #: (e.g. {"leaf": ..., "spine": ...}); empty = flat
     topology: dict[str, np.ndarray] = field(default_factory=dict)
+    default_partition: str | None = None
+    weight: np.ndarray | None = None
+    features: np.ndarray | None = None
+    gpu_types: np.ndarray | None = None
+    node_state: np.ndarray | None = None
+    settings: SlurmSettings = field(default_factory=SlurmSettings)
+    warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         n = len(self.node_names)
@@ -72,6 +108,27 @@ class Cluster:
             self.topology[level] = ids
         if not self.partitions:
             self.partitions = [Partition("all", np.arange(n, dtype=np.int64))]
+            self.default_partition = "all"
+        if self.default_partition is not None:
+            self.partition_index(self.default_partition)
+        self._node_columns(n)
+
+    def _node_columns(self, n: int) -> None:
+        """Defaults and checks of the per-node slurm.conf columns."""
+        self.weight = np.ones(n, np.int64) if self.weight is None else \
+            np.ascontiguousarray(self.weight, dtype=np.int64)
+        self.node_state = np.zeros(n, np.uint8) if self.node_state is None else \
+            np.ascontiguousarray(self.node_state, dtype=np.uint8)
+        if self.features is None:
+            self.features = _per_node([()], np.zeros(n, np.int64))
+        if self.gpu_types is None:
+            counts, which = np.unique(self.gpus, return_inverse=True)
+            self.gpu_types = _per_node([((self.gpu_type, int(g)),) if g else ()
+                                        for g in counts.tolist()], which.ravel())
+        for name in ("weight", "node_state", "features", "gpu_types"):
+            if len(getattr(self, name)) != n:
+                raise InputError(f"cluster: {name} has {len(getattr(self, name))} entries "
+                                 f"for {n} nodes")
 
     @classmethod
     def homogeneous(cls, num_nodes: int, *, cpus: int = 1, gpus: int = 0, mem_mb: int = 0,
@@ -91,6 +148,14 @@ class Cluster:
     @property
     def num_nodes(self) -> int:
         return len(self.node_names)
+
+    def default_partition_index(self) -> int:
+        """Index of :attr:`default_partition`; InputError when the cluster has none
+        (Slurm refuses a job that names no partition then)."""
+        if self.default_partition is None:
+            raise InputError("the cluster has no default partition (no Default=YES in "
+                             "slurm.conf): name a partition")
+        return self.partition_index(self.default_partition)
 
     def partition_index(self, name: str) -> int:
         for i, p in enumerate(self.partitions):
@@ -114,6 +179,15 @@ class Cluster:
         return ClusterState(free_gpu_mask=full.astype(np.uint64), free_cpus=self.cpus.copy(),
                             free_mem_mb=self.mem_mb.copy(),
                             state=np.zeros(self.num_nodes, dtype=np.uint8))
+
+
+def _per_node(values: list, which: np.ndarray) -> np.ndarray:
+    """An object array holding ``values[which[i]]`` at node i (shared objects, built
+    without a Python loop over nodes)."""
+    table = np.empty(len(values), dtype=object)
+    for k, value in enumerate(values):          # one by one: tuples stay whole
+        table[k] = value
+    return table[which]
 
 
 @dataclass

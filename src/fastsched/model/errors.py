@@ -35,3 +35,9 @@ class InputError(FastschedError, ValueError):
 
 class UnsupportedError(FastschedError):
     """A valid request that this version of the engine cannot schedule yet."""
+
+
+class ConfigWarning(UserWarning):
+    """A configuration key that changes scheduling in Slurm but that fastsched does not
+    model (or models only in part). The message names the file and line; readers also
+    collect these messages on their result (``Cluster.warnings``)."""

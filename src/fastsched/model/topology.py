@@ -2,7 +2,7 @@
 
 Plain data with its own consistency checks; the placement kernels that use it are in
 :mod:`fastsched.engine.placement`, the readers of topology.conf and gres.conf in
-:mod:`fastsched.io.topology`.
+:mod:`fastsched.io.topology` and :mod:`fastsched.io.gresconf`.
 """
 from __future__ import annotations
 

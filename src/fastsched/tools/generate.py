@@ -76,7 +76,8 @@ def ai_cluster(name: str = "ai-100k") -> Cluster:
 
     8 h100 GPUs, 112 CPUs and 2,000,000 MB per node; leaf blocks of 32 nodes,
     16 leaves per spine; partitions ``batch`` (all nodes, tier 1, 14 days) and
-    ``interactive`` (the first 1,024 nodes per 12,500, tier 2, 4 hours).
+    ``interactive`` (the first 1,024 nodes per 12,500, tier 2, 4 hours); ``batch`` is
+    the default partition.
     """
     if name not in CLUSTERS:
         raise InputError(f"unknown cluster {name!r}; choose one of {sorted(CLUSTERS)}")
@@ -91,7 +92,8 @@ def ai_cluster(name: str = "ai-100k") -> Cluster:
     topology = {"leaf": (idx // LEAF_NODES).astype(np.int32),
                 "spine": (idx // (LEAF_NODES * LEAVES_PER_SPINE)).astype(np.int32)}
     return Cluster(names, np.full(n, NODE_CPUS), np.full(n, NODE_GPUS), np.full(n, NODE_MEM_MB),
-                   partitions=partitions, gpu_type=GPU_TYPE, topology=topology)
+                   partitions=partitions, gpu_type=GPU_TYPE, topology=topology,
+                   default_partition="batch")
 
 
 def _zipf_probabilities(n: int, exponent: float) -> np.ndarray:
