@@ -202,6 +202,23 @@ def _conservative_pass(now, queue, running, total, held=_not_held):
 AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
 
 
+def dependencies_satisfied(job_id, deps, started, ended, never) -> bool:
+    """Are all of ``job_id``'s ``deps`` (lists of (parent id, kind) by job id)
+    satisfied, given the parents ``started`` and ``ended`` (id -> COMPLETED)? after:
+    the parent started; afterany: it ended; afterok / afternotok: it ended COMPLETED
+    / not, else the job can never run (added to ``never``)."""
+    ok = True
+    for parent, kind in deps.get(job_id, []):
+        if kind == AFTER:
+            ok = ok and parent in started
+        elif parent not in ended:
+            ok = False
+        elif (kind == AFTEROK and not ended[parent]) or (kind == AFTERNOTOK and ended[parent]):
+            never.add(job_id)
+            ok = False
+    return ok and job_id not in never
+
+
 def simulate(jobs: list[NaiveJob], procs: int, policy: str, reserve_depth: int = 1, *,
              deps=None, groups=None, caps=None, rank=None, reorder=None, period=None,
              waiting=None) -> dict[int, tuple[int, int]]:
@@ -250,21 +267,10 @@ def simulate(jobs: list[NaiveJob], procs: int, policy: str, reserve_depth: int =
     running = []   # (job, start)
     result, ended = {}, {}     # ended: job id -> COMPLETED
 
-    def satisfied(job):
-        ok = True
-        for parent, kind in deps.get(job.job_id, []):
-            if kind == AFTER:
-                ok = ok and parent in result
-            elif parent not in ended:
-                ok = False
-            elif (kind == AFTEROK and not ended[parent]) or (kind == AFTERNOTOK and ended[parent]):
-                never.add(job.job_id)
-                ok = False
-        return ok and job.job_id not in never
-
     def queue_now(now):
         for job in arrived:
-            if job.job_id not in eligible and satisfied(job):
+            if job.job_id not in eligible and dependencies_satisfied(job.job_id, deps, result,
+                                                                    ended, never):
                 eligible[job.job_id] = now
         q = [j for j in arrived if j.job_id in eligible and j.job_id not in result]
         return sorted(q, key=lambda j: (key.get(j.job_id, 0), j.submit, j.job_id))

@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import naive_topology
+from naive import dependencies_satisfied
 
 
 @dataclass(frozen=True)
@@ -332,7 +333,6 @@ def _lowest_free_gpus(node_index, node, running, count, gpu_groups=None):
 
 # ---- the event loop ----
 
-AFTER, AFTERANY, AFTEROK, AFTERNOTOK = 0, 1, 2, 3
 
 
 def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None, *,
@@ -398,25 +398,14 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     running = []     # (job, start, [nodes], [[gpu indices] per node])
     result, held, ended = {}, {}, {}     # ended: job id -> ok (COMPLETED)
 
-    def satisfied(job):
-        ok = True
-        for parent, kind in deps.get(job.job_id, []):
-            if kind == AFTER:
-                ok = ok and parent in result
-            elif parent not in ended:
-                ok = False
-            elif (kind == AFTEROK and not ended[parent]) or (kind == AFTERNOTOK and ended[parent]):
-                never.add(job.job_id)
-                ok = False
-        return ok and job.job_id not in never
-
     def in_system(grp):
         return sum(1 for j in arrived if grp in groups.get(j.job_id, [])
                    and j.job_id not in ended)
 
     def queue_now(now):
         for job in arrived:
-            if job.job_id not in eligible and job.job_id not in result and satisfied(job):
+            if job.job_id not in eligible and job.job_id not in result and \
+                    dependencies_satisfied(job.job_id, deps, result, ended, never):
                 eligible[job.job_id] = now
         q = [j for j in arrived if j.job_id in eligible and j.job_id not in result]
         return sorted(q, key=lambda j: (key.get(j.job_id, 0), j.submit, j.job_id))

@@ -15,6 +15,7 @@ from fastsched.engine.counts import CountsLoop, run_counts
 from fastsched.model.constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, CAPS,
                                          Dependencies, LimitGroups)
 from fastsched.model.errors import InputError, UnsupportedError
+from test_constraints import engine_inputs
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -52,18 +53,8 @@ def pool_cases(draw, max_jobs=14):
 
 
 def constraints(jobs, deps, groups, caps):
-    ids = [int(j) for j in jobs.job_id]
-    row = {j: i for i, j in enumerate(ids)}
-
-    def csr(lists):
-        off = np.zeros(len(ids) + 1, dtype=np.int64)
-        off[1:] = np.cumsum([len(x) for x in lists])
-        return off, [v for x in lists for v in x]
-    off, flat = csr([deps.get(j, []) for j in ids])
-    dp = Dependencies(off, [row[p] for p, _ in flat], [k for _, k in flat])
-    off, flat = csr([groups.get(j, []) for j in ids])
-    names = [tuple(f"g{g}:{c}" for c in CAPS) for g in range(len(caps))]
-    lg = LimitGroups(off, flat, np.array(caps, dtype=np.int64).reshape(-1, len(CAPS)), names)
+    """(dependencies, limit groups) of the case (one pool: no partition choices)."""
+    _, dp, lg = engine_inputs(jobs, {int(j): [0] for j in jobs.job_id}, deps, groups, caps)
     return dp, lg
 
 

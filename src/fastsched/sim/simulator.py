@@ -122,8 +122,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         if placement is not None and placement.exclusive_topo.any():
             raise UnsupportedError("node events with --exclusive=topo jobs are not modelled "
                                    "yet")
-    model, partitions = reservation_model(cluster, jobs, reservations, nodes_only, partitions,
-                                          events)
+    model, choices = reservation_model(cluster, jobs, reservations, nodes_only, partitions,
+                                       events)
     engine = RESERVATION_MODELS[model]
     if resume is not None and isinstance(resume["loop"], CountsLoop) != (model == "counts"):
         raise InputError(f"the checkpoint was saved by a run of the other reservation model; "
@@ -134,7 +134,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     constraints = {"dependencies": dependencies, "limits": limits, "tick": bar,
                    "checkpoints": checkpoints, "resume": resume}
     if engine == "nodes":
-        constraints.update(partitions=partitions, resolution=resolution, window=window,
+        constraints.update(partitions=choices, resolution=resolution, window=window,
                            placement=placement, events=events, checked=True)
     try:
         run, prio, priority = _run_engine(model, cluster, jobs, spec.name, reserve_depth,
