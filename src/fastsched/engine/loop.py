@@ -234,7 +234,6 @@ class _EventLoop:
         caps = as_i64(limits.caps).reshape(-1, NCAPS)
         self.lim = Limits(jg_off, as_i64(jg), caps, np.zeros((len(caps), NCAPS), dtype=np.int64))
         pl = _placement(placement, cluster, n)
-        self._placement = pl
         self.topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order],
                              pl.leaf_wait[order], pl.gpu_groups, *_exclusive(pl, avail, order))
         self._allocate(cluster.num_nodes)

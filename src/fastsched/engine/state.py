@@ -66,13 +66,15 @@ Topology = namedtuple("Topology", ["levels", "unit", "max_leaves", "leaf_wait", 
 Outputs = namedtuple("Outputs", ["start", "end", "planned", "alloc_nodes", "alloc_mask",
                                  "reason", "part_used"])
 
-#: how a pass plans: the policy's numbers (:meth:`fastsched.model.policies.Policy.
-#: kernel_rules`: ``stop_at_head``, no job passes the first that cannot start;
-#: ``depth``, reservations per pass), ``full`` (walk the whole queue), the time grid ``res``, the planning ``window``, after how
+#: how a pass plans: the policy's numbers (``Policy.kernel_rules`` of
+#: :mod:`fastsched.model.policies`: ``stop_at_head``, no job passes the first that
+#: cannot start; ``depth``, reservations per pass), ``full`` (walk the whole
+#: queue), the time grid ``res``, the planning ``window``, after how
 #: many plans a request type gets a run index (< 0: never), and ``keep``
 #: (undo the pass's reservations at its end: the caller plans from the profile
 #: again)
-Rules = namedtuple("Rules", ["stop_at_head", "depth", "full", "res", "window", "index_after", "keep"])
+Rules = namedtuple("Rules", ["stop_at_head", "depth", "full", "res", "window", "index_after",
+                             "keep"])
 
 #: one job's request as the planners take it: per-node (g, c, m), duration
 #: ``d`` and node count ``need``
