@@ -47,7 +47,9 @@ class Scheduler:
     "counts" (one pool of identical nodes, whole-node jobs: the textbook
     algorithms, the pool engine), "nodes" (GPU-granular, any cluster, the node
     engine) or None (counts while every submitted job fits it and nothing below
-    asks for more, then nodes for good; :attr:`engine` says which runs). ``available``: node availability (see
+    but a priority asks for more, then nodes for good; :attr:`engine` says which
+    runs; unlike :func:`fastsched.simulate`, dependencies and limits start it on
+    nodes: its counts pass applies no limits). ``available``: node availability (see
     :func:`fastsched.engine.node_availability`); :meth:`fail_nodes` and
     :meth:`resume_nodes` change it later.
 
