@@ -268,3 +268,16 @@ def test_plan_needs_its_inputs(capsys):
     assert main(["plan", "--cluster", str(files("n64-p1000")[0]), "--running",
                  "x.csv", "--now", "1"]) == 2
     assert "give --running and --pending, or --squeue-json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model", ["nodes", "counts"])
+def test_the_other_models_plan_the_same_state(model):
+    cluster, state, now, _ = _state("n64-p1000")
+    cons = plan_state(cluster, state, now, reservations=model)
+    easy = plan_state(cluster, state, now, reservations=model, policy="easy")
+    assert ((easy.start >= 0) & ~easy.started).sum() == 1     # only the head is reserved
+    assert ((cons.start >= 0) & ~cons.started).sum() > 300
+    assert (cons.start <= now + 7 * 86400).all()               # bf_window from slurm.conf
+    assert (len(cons.nodes) == 0) == (model == "counts")
+    with pytest.raises(UnsupportedError, match="conservative"):
+        plan_state(cluster, state, now, policy="easy")

@@ -9,7 +9,7 @@ import sys
 from ..io.planstate import nodelists, read_plan_state, read_planned, write_planned
 from ..io.squeuejson import read_squeue_json
 from ..model.errors import InputError
-from ..sim.plan import RESERVATION_MODELS, plan
+from ..sim.plan import PLAN_POLICIES, RESERVATION_MODELS, plan
 from ..tools.compareplan import compare_plans
 from ..tools.generate import load_cluster
 from . import COMMANDS
@@ -22,7 +22,8 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
     p.description = (
         "Plan every pending job's start and nodes at --now. --reservations slurm (the "
         "default) plans what Slurm 22.05's backfill plans on this state, job for job "
-        "(docs/slurm-model.md); nodes is fastsched's GPU-granular conservative plan. "
+        "(docs/slurm-model.md); nodes is fastsched's GPU-granular plan, counts the "
+        "partition's GPUs as one pool (starts only, no nodes). "
         "SchedulerParameters bf_resolution, bf_window and bf_max_job_test come from "
         "--cluster's slurm.conf. Running jobs that started at or after --now were started "
         "by the cycle at --now and are planned in their queue place.")
@@ -40,9 +41,9 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
                    "names a zone)")
     p.add_argument("--reservations", choices=RESERVATION_MODELS, default="slurm",
                    help="planning model (default slurm)")
-    p.add_argument("--policy", choices=("conservative",), default="conservative",
-                   help="backfill policy: conservative (every job tested is planned, as "
-                   "Slurm's backfill does)")
+    p.add_argument("--policy", choices=PLAN_POLICIES, default="conservative",
+                   help="conservative (every job planned; Slurm's backfill, the only one "
+                   "--reservations slurm takes) or easy (only the first blocked job)")
     p.add_argument("--resolution", type=int, help="bf_resolution in seconds (default: "
                    "slurm.conf's, else 60)")
     p.add_argument("--window", type=int, help="bf_window in seconds (default: slurm.conf's, "
@@ -90,7 +91,7 @@ def _cmd_plan(args) -> int:
     state = read_squeue_json(args.squeue_json, cluster) if args.squeue_json else \
         read_plan_state(args.running, args.pending, cluster)
     planned = plan(cluster, state, args.now, reservations=args.reservations,
-                   resolution=args.resolution, window=args.window,
+                   policy=args.policy, resolution=args.resolution, window=args.window,
                    max_job_test=args.max_job_test)
     lists = nodelists(cluster, planned.node_offsets, planned.nodes)
     write_planned(args.output or sys.stdout, planned.job_id, planned.start, lists,

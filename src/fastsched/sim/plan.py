@@ -9,6 +9,8 @@ Two reservation models (docs/slurm-model.md):
   every job tested gets a reservation.
 * ``"nodes"``: fastsched's GPU-granular planning (:func:`fastsched.plan_nodes` with the
   whole queue walked): GPU counts reserved, better packing than Slurm.
+* ``"counts"``: the partition's GPUs as one pool (the counts model of SWF traces): a
+  job needs nodes x GPUs per node of it; starts only, no node sets.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from ..model.errors import InputError, UnsupportedError
 from ..model.jobs import JobTable
 from ..model.planstate import PlanState
 
-RESERVATION_MODELS = ("slurm", "nodes")
+RESERVATION_MODELS = ("slurm", "nodes", "counts")
+PLAN_POLICIES = ("conservative", "easy")
 #: Slurm 22.05's defaults (slurm.conf(5), SchedulerParameters)
 DEFAULT_RESOLUTION = 60
 DEFAULT_WINDOW = 86400
@@ -64,9 +67,13 @@ class Planned:
 
 
 def plan(cluster: Cluster, state: PlanState, now: int, *, reservations: str = "slurm",
-         resolution: int | None = None, window: int | None = None,
-         max_job_test: int | None = None) -> Planned:
+         policy: str = "conservative", resolution: int | None = None,
+         window: int | None = None, max_job_test: int | None = None) -> Planned:
     """Plan ``state``'s queue at ``now`` under a reservation model; changes nothing.
+
+    ``policy``: conservative (every job planned) or easy (only the first blocked job
+    is; the others get -1 unless they start now); Slurm's backfill is conservative, so
+    ``reservations="slurm"`` takes only that (bound its depth with ``max_job_test``).
 
     ``resolution``/``window``/``max_job_test`` default to the cluster's
     SchedulerParameters (bf_resolution, bf_window, bf_max_job_test), else Slurm's
@@ -78,14 +85,21 @@ def plan(cluster: Cluster, state: PlanState, now: int, *, reservations: str = "s
     if reservations not in RESERVATION_MODELS:
         raise InputError(f"reservations must be one of {', '.join(RESERVATION_MODELS)}",
                          field="reservations")
+    if policy not in PLAN_POLICIES:
+        raise InputError(f"policy must be one of {', '.join(PLAN_POLICIES)}", field="policy")
+    if reservations == "slurm" and policy != "conservative":
+        raise UnsupportedError("Slurm's backfill plans every job it tests (conservative); "
+                               "bound its depth with max_job_test (bf_max_job_test)")
     now = int(now)
     res, win, depth = _parameters(cluster, resolution, window, max_job_test)
     masks, tiers, job_part, default = _partitions(cluster, state)
     running, queue = _split(state, now, tiers[job_part])
     up = node_availability(cluster, cluster.node_state)
     q_part = np.array([default if is_run else job_part[i] for is_run, i in queue], np.int64)
-    if reservations == "nodes":
-        return _plan_nodes(cluster, state, running, queue, now, masks, q_part, up, res, win)
+    if reservations != "slurm":
+        plan_other = _plan_nodes if reservations == "nodes" else _plan_counts
+        return plan_other(cluster, state, running, queue, now, masks[_one(q_part)] & up,
+                          policy, res, win)
     start, started, ptr, nodes = slurmplan.plan_cycle(
         cluster.gpus, np.asarray(cluster.cpus), _weights(cluster), masks,
         _running_arrays(state, running), _queue_arrays(state, queue) + (q_part,), now,
@@ -178,10 +192,34 @@ def _ids(state: PlanState, queue) -> np.ndarray:
                     dtype=np.int64)
 
 
-def _plan_nodes(cluster, state, running, queue, now, masks, q_part, up, res, win):
+def _one(q_part) -> int:
     if len(set(q_part.tolist())) > 1:
-        raise UnsupportedError("reservations='nodes' in fastsched plan takes one partition")
-    part = (masks[q_part[0]] if len(q_part) else masks[0]) & up
+        raise UnsupportedError("the nodes and counts models of fastsched plan take one "
+                               "partition")
+    return int(q_part[0]) if len(q_part) else 0
+
+
+def _plan_counts(cluster, state, running, queue, now, part, policy, res, win):
+    """The partition's GPUs as one pool (``plan_pool``, the counts model's pass)."""
+    from ..engine import _kernels
+    from ..model.policies import get_policy
+    end, ptr, nodes, gpus, _ = _running_arrays(state, running)
+    held = gpus * np.diff(ptr)
+    inside = np.array([part[nodes[ptr[r]:ptr[r + 1]]].any() for r in range(len(end))], bool)
+    release_time, inverse = np.unique(np.maximum(end[inside], now + 1), return_inverse=True)
+    release = np.bincount(inverse, weights=held[inside], minlength=len(release_time))
+    free_now = int(cluster.gpus[part].sum() - held[inside].sum())
+    k, g, _, limit = _queue_arrays(state, queue)
+    outcome, start = _kernels.plan_pool(now, max(free_now, 0), release_time,
+                                        release.astype(np.int64), k * g, limit,
+                                        *get_policy(policy).kernel_rules(1))
+    start = np.asarray(start, np.int64)
+    start[start > now + win] = -1                     # beyond the window, as the others
+    return Planned(_ids(state, queue), start, np.asarray(outcome) == 0,
+                   np.zeros(len(k) + 1, np.int64), np.zeros(0, np.int64))
+
+
+def _plan_nodes(cluster, state, running, queue, now, part, policy, res, win):
     end, ptr, nodes, gpus, cores = _running_arrays(state, running)
     per_node = np.diff(ptr)
     run = RunningJobs.from_arrays(
@@ -192,7 +230,7 @@ def _plan_nodes(cluster, state, running, queue, now, masks, q_part, up, res, win
     jobs = JobTable.from_arrays(job_id=_ids(state, queue), submit_time=np.full(len(k), now),
                                 time_limit=limit, runtime=limit, num_nodes=k,
                                 cpus_per_node=c, gpus_per_node=g)
-    d = plan_nodes(cluster, run, jobs, now, "conservative", available=part, full=True,
+    d = plan_nodes(cluster, run, jobs, now, policy, available=part, full=True,
                    rank=np.arange(len(k)), resolution=res, window=win)
     starts = np.asarray(d.planned_start, np.int64)
     offsets = np.concatenate(([0], np.cumsum([len(d.nodes_of(i)) for i in range(len(k))])))
