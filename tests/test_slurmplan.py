@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import fastsched
 import naive_slurm
 from slurm_states import NAMES, files, load
 from fastsched import InputError, UnsupportedError, plan_state
@@ -281,3 +282,14 @@ def test_the_other_models_plan_the_same_state(model):
     assert (len(cons.nodes) == 0) == (model == "counts")
     with pytest.raises(UnsupportedError, match="conservative"):
         plan_state(cluster, state, now, policy="easy")
+
+
+def test_slurm_settings_the_model_does_not_take_are_said():
+    cluster, state, now, _ = _state("n64-p1000")
+    cluster.settings.select_type = "select/linear"
+    with pytest.raises(UnsupportedError, match="SelectType=select/linear"):
+        plan_state(cluster, state, now)
+    cluster.settings.select_type = "select/cons_tres"
+    cluster.settings.priority_type = "priority/multifactor"
+    with pytest.warns(fastsched.ConfigWarning, match="job-id order"):
+        plan_state(cluster, state, now)

@@ -14,6 +14,7 @@ Two reservation models (docs/slurm-model.md):
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,7 @@ from ..engine.inputs import node_availability
 from ..engine.plan import plan_nodes
 from ..engine.running import RunningJobs
 from ..model.cluster import Cluster
-from ..model.errors import InputError, UnsupportedError
+from ..model.errors import ConfigWarning, InputError, UnsupportedError
 from ..model.jobs import JobTable
 from ..model.planstate import PlanState
 
@@ -91,6 +92,8 @@ def plan(cluster: Cluster, state: PlanState, now: int, *, reservations: str = "s
         raise UnsupportedError("Slurm's backfill plans every job it tests (conservative); "
                                "bound its depth with max_job_test (bf_max_job_test)")
     now = int(now)
+    if reservations == "slurm":
+        _check_slurm_settings(cluster, state)
     res, win, depth = _parameters(cluster, resolution, window, max_job_test)
     masks, tiers, job_part, default = _partitions(cluster, state)
     running, queue = _split(state, now, tiers[job_part])
@@ -105,6 +108,19 @@ def plan(cluster: Cluster, state: PlanState, now: int, *, reservations: str = "s
         _running_arrays(state, running), _queue_arrays(state, queue) + (q_part,), now,
         resolution=res, window=win, max_job_test=depth, available=up)
     return Planned(_ids(state, queue), start, started, ptr, nodes)
+
+
+def _check_slurm_settings(cluster: Cluster, state: PlanState) -> None:
+    """The Slurm model is select/cons_tres (cons_res chooses nodes the same way for
+    these jobs) ordered by priority; say so where the cluster's slurm.conf differs."""
+    s = cluster.settings
+    if s.select_type and s.select_type.lower() not in ("select/cons_tres", "select/cons_res"):
+        raise UnsupportedError(f"SelectType={s.select_type}: the slurm planning model is "
+                               "select/cons_tres's")
+    if "multifactor" in (s.priority_type or "").lower() and state.pend_priority is None:
+        warnings.warn(ConfigWarning(f"PriorityType={s.priority_type} but the pending jobs "
+                                    "carry no priority column: the queue is planned in "
+                                    "job-id order"), stacklevel=3)
 
 
 def _parameters(cluster, resolution, window, max_job_test):
