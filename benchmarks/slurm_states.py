@@ -39,7 +39,7 @@ def twin_time(cluster, state, now):
     from fastsched.sim.plan import _queue_arrays, _running_arrays, _split
     running, queue = _split(state, now, np.zeros(len(state.pend_id), np.int64))
     end, ptr, nodes, gpus, cores = _running_arrays(state, running)
-    run = [ns.Running(int(end[r]), nodes[ptr[r]:ptr[r + 1]].tolist(), int(gpus[r]))
+    run = [ns.Running(int(end[r]), nodes[ptr[r]:ptr[r + 1]].tolist(), int(gpus[ptr[r]]))
            for r in range(len(end))]
     k, g, c, limit = _queue_arrays(state, queue)
     jobs = [ns.Pending(0, int(k[q]), int(g[q]), int(limit[q])) for q in range(len(k))]

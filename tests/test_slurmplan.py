@@ -96,7 +96,8 @@ def _fast(cluster, running, queue, now, part, resolution, window, depth=None):
     masks = np.array([[p is None or i in p for i in range(n)] for p in parts], bool)
     ptr = np.cumsum([0] + [len(r.nodes) for r in running])
     run = ([r.end for r in running], ptr, [i for r in running for i in r.nodes],
-           [r.gpus for r in running], [r.cores for r in running])
+           [r.gpus for r in running for _ in r.nodes],
+           [r.cores for r in running for _ in r.nodes])
     q = ([j.nodes for j in queue], [j.gpus for j in queue], [j.cores for j in queue],
          [j.limit for j in queue], [parts.index(j.partition) for j in queue])
     start, started, optr, onodes = plan_cycle(cluster.gpus, cluster.cores, cluster.weight,
@@ -293,3 +294,60 @@ def test_slurm_settings_the_model_does_not_take_are_said():
     cluster.settings.priority_type = "priority/multifactor"
     with pytest.warns(fastsched.ConfigWarning, match="job-id order"):
         plan_state(cluster, state, now)
+
+
+def _scheduler(name):
+    """A Scheduler holding a recorded state, planning with reservations="slurm"."""
+    from fastsched import JobTable, RunningJobs, Scheduler
+    cluster, state, now, planned = _state(name)
+    per = np.diff(state.run_offsets)
+    running = RunningJobs.from_arrays(
+        job_id=state.run_id, planned_end=state.run_end, node_offsets=state.run_offsets,
+        nodes=state.run_nodes, gpus=np.repeat(state.run_gpus, per),
+        cpus=np.repeat(state.run_cores, per), mem=np.zeros(len(state.run_nodes), np.int64))
+    order = np.argsort(state.pend_id)
+    pending = JobTable.from_arrays(
+        job_id=state.pend_id[order], submit_time=np.full(len(order), now - 60),
+        time_limit=state.pend_limit[order], runtime=state.pend_limit[order],
+        num_nodes=state.pend_nodes[order], gpus_per_node=state.pend_gpus[order])
+    s = Scheduler.from_state(cluster, running, pending, "conservative", reservations="slurm")
+    return s, cluster, now, planned
+
+
+def test_the_scheduler_plans_with_slurms_backfill():
+    s, cluster, now, planned = _scheduler("n64-p1000")
+    d = s.schedule(now)
+    want = read_planned(planned)
+    hosts = d.to_pandas().set_index("job_id")
+    got = {int(j): (None if t < 0 else int(t), n) for j, t, n in
+           zip(hosts.index, hosts["start_time"], hosts["nodes"])}
+    result = compare_plans(got, want)
+    assert (result.jobs, result.exact, result.same_nodes) == (986, 986, 986), result.format()
+    table = s.expected_start_times(now)
+    assert (table["expected_start"].to_numpy() == d.start_time).all()
+
+
+def test_the_scheduler_starts_what_slurm_starts():
+    """After the 16 running jobs ending first complete, a cycle starts jobs on their GPUs
+    (lowest free GPU indices), and applying it changes the next cycle's plan."""
+    s, cluster, now, _ = _scheduler("n64-p1000")
+    r = s.running_jobs
+    first = np.sort(r.planned_end)[15]
+    done = r.job_id[r.planned_end <= first]
+    s.complete(done, int(first))
+    d = s.schedule(int(first))
+    assert len(d.starts) > 0
+    s.apply(d)
+    assert set(d.starts.tolist()) <= set(s.running)
+    again = s.schedule(int(first))
+    assert len(again.starts) == 0
+
+
+def test_the_scheduler_refuses_what_the_slurm_model_does_not_take():
+    from fastsched import Scheduler
+    cluster, *_ = _state("n64-p1000")
+    with pytest.raises(UnsupportedError, match="conservative"):
+        Scheduler(cluster, "easy", reservations="slurm")
+    with pytest.raises(UnsupportedError, match="simulate does not replay it"):
+        fastsched.simulate(cluster, fastsched.JobTable.from_requests([]), "conservative",
+                           reservations="slurm")

@@ -140,8 +140,8 @@ def _will_run(k, g, c, avail, now, free_g, free_c, weight, order, n_run, r_end, 
                 anchor = r_end[r] + (window - r_end[r] % window)
             last = r
             for p in range(r_ptr[r], r_ptr[r + 1]):
-                fut_g[r_nodes[p]] += r_gpus[r]
-                fut_c[r_nodes[p]] += r_cores[r]
+                fut_g[r_nodes[p]] += r_gpus[p]
+                fut_c[r_nodes[p]] += r_cores[p]
             if pos == n_run or r_end[order[pos]] > anchor + window:
                 break
             removed += 1
@@ -257,8 +257,8 @@ def _cycle(up, parts, q_part, node_g, node_c, weight, r_end, r_ptr, r_nodes, r_g
     free_c = node_c.copy()
     for r in range(n_run):
         for p in range(r_ptr[r], r_ptr[r + 1]):
-            free_g[r_nodes[p]] -= r_gpus[r]
-            free_c[r_nodes[p]] -= r_cores[r]
+            free_g[r_nodes[p]] -= r_gpus[p]
+            free_c[r_nodes[p]] -= r_cores[p]
     order = np.argsort(r_end[:n_run], kind="mergesort")
     order = np.concatenate((order, np.empty(n_q, np.int64)))
     m_size = 2 * n_q + 3
@@ -309,10 +309,10 @@ def _start(q, k, chosen, now, free_g, free_c, order, n_run, r_end, r_ptr, r_node
     """Run job q from now on ``chosen``: a running job the next will-run tests see."""
     r = n_run
     r_end[r] = now + q_limit[q]
-    r_gpus[r] = q_gpus[q]
-    r_cores[r] = q_cores[q]
     r_ptr[r + 1] = r_ptr[r] + k
     r_nodes[r_ptr[r]:r_ptr[r] + k] = chosen[:k]
+    r_gpus[r_ptr[r]:r_ptr[r] + k] = q_gpus[q]
+    r_cores[r_ptr[r]:r_ptr[r] + k] = q_cores[q]
     for p in range(k):
         free_g[chosen[p]] -= q_gpus[q]
         free_c[chosen[p]] -= q_cores[q]
@@ -397,8 +397,9 @@ def plan_cycle(node_gpus, node_cores, node_weight, partitions, running, queue, n
                resolution=60, window=7 * 86400, max_job_test=None, available=None):
     """One Slurm backfill cycle at ``now`` (arrays in, arrays out).
 
-    ``running``: (end, ptr, nodes, gpus, cores): job r holds ``gpus[r]`` GPUs and
-    ``cores[r]`` cores on each of ``nodes[ptr[r]:ptr[r+1]]`` until ``end[r]``.
+    ``running``: (end, ptr, nodes, gpus, cores): job r holds, on each node
+    ``nodes[p]`` for p in ``ptr[r]:ptr[r+1]``, ``gpus[p]`` GPUs and ``cores[p]`` cores
+    until ``end[r]``.
     ``queue``: (nodes, gpus, cores, limit, partition) per job in priority order, limits
     in seconds, ``partition`` a row of ``partitions`` (bool [P, nodes]: the nodes each
     partition may use). ``available``: the nodes in service (default all).
@@ -413,8 +414,8 @@ def plan_cycle(node_gpus, node_cores, node_weight, partitions, running, queue, n
     n_run, n_q = r_end.shape[0], q_nodes.shape[0]
     room = int(q_nodes.sum())
     grow = lambda a, extra: np.concatenate((a, np.zeros(extra, np.int64)))  # noqa: E731
-    r_end, r_gpus, r_cores = grow(r_end, n_q), grow(r_gpus, n_q), grow(r_cores, n_q)
-    r_ptr, r_nodes = grow(r_ptr, n_q), grow(r_nodes, room)
+    r_end, r_ptr = grow(r_end, n_q), grow(r_ptr, n_q)
+    r_nodes, r_gpus, r_cores = grow(r_nodes, room), grow(r_gpus, room), grow(r_cores, room)
     out_start = np.empty(n_q, np.int64)
     out_started = np.zeros(n_q, np.uint8)
     out_ptr = np.empty(n_q + 1, np.int64)

@@ -54,8 +54,10 @@ POLICIES: dict[str, Policy] = {
 
 
 #: reservation model -> the engine that plans with it: "counts" (free-node counts, the
-#: textbook algorithms; the pool engine) or "nodes" (concrete nodes and GPU counts)
-RESERVATION_MODELS = {"counts": "pool", "nodes": "nodes"}
+#: textbook algorithms; the pool engine), "nodes" (concrete nodes and GPU counts) or
+#: "slurm" (Slurm 22.05's backfill cycle: whole nodes reserved; fastsched plan and the
+#: Scheduler, not simulate)
+RESERVATION_MODELS = {"counts": "pool", "nodes": "nodes", "slurm": "slurm"}
 
 
 def check_reservations(reservations) -> str | None:

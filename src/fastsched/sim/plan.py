@@ -190,7 +190,9 @@ def _running_arrays(state: PlanState, rows):
     ptr = np.concatenate(([0], np.cumsum(counts)))
     nodes = np.concatenate([state.run_nodes[state.run_offsets[r]:state.run_offsets[r + 1]]
                             for r in rows]) if len(rows) else np.zeros(0, np.int64)
-    return state.run_end[rows], ptr, nodes, state.run_gpus[rows], state.run_cores[rows]
+    per_node = np.diff(ptr)
+    return (state.run_end[rows], ptr, nodes, np.repeat(state.run_gpus[rows], per_node),
+            np.repeat(state.run_cores[rows], per_node))
 
 
 def _queue_arrays(state: PlanState, queue):
@@ -220,7 +222,7 @@ def _plan_counts(cluster, state, running, queue, now, part, policy, res, win):
     from ..engine import _kernels
     from ..model.policies import get_policy
     end, ptr, nodes, gpus, _ = _running_arrays(state, running)
-    held = gpus * np.diff(ptr)
+    held = np.add.reduceat(gpus, ptr[:-1]) if len(gpus) else np.zeros(len(end), np.int64)
     inside = np.array([part[nodes[ptr[r]:ptr[r + 1]]].any() for r in range(len(end))], bool)
     release_time, inverse = np.unique(np.maximum(end[inside], now + 1), return_inverse=True)
     release = np.bincount(inverse, weights=held[inside], minlength=len(release_time))
@@ -237,11 +239,9 @@ def _plan_counts(cluster, state, running, queue, now, part, policy, res, win):
 
 def _plan_nodes(cluster, state, running, queue, now, part, policy, res, win):
     end, ptr, nodes, gpus, cores = _running_arrays(state, running)
-    per_node = np.diff(ptr)
     run = RunningJobs.from_arrays(
         job_id=state.run_id[running], planned_end=np.maximum(end, now + 1), node_offsets=ptr,
-        nodes=nodes, gpus=np.repeat(gpus, per_node), cpus=np.repeat(cores, per_node),
-        mem=np.zeros(len(nodes), np.int64))
+        nodes=nodes, gpus=gpus, cpus=cores, mem=np.zeros(len(nodes), np.int64))
     k, g, c, limit = _queue_arrays(state, queue)
     jobs = JobTable.from_arrays(job_id=_ids(state, queue), submit_time=np.full(len(k), now),
                                 time_limit=limit, runtime=limit, num_nodes=k,
@@ -254,3 +254,26 @@ def _plan_nodes(cluster, state, running, queue, now, part, policy, res, win):
         np.zeros(0, np.int64)
     starts = np.where(starts >= 0, starts, -1)
     return Planned(jobs.job_id, starts, starts == now, offsets, chosen.astype(np.int64))
+
+
+def slurm_pass(cluster: Cluster, running: RunningJobs, jobs: JobTable, now: int, available,
+               *, resolution: int | None = None, window: int | None = None,
+               max_job_test: int | None = None):
+    """One Slurm backfill cycle over a :class:`~fastsched.sim.scheduler.Scheduler`'s state:
+    ``running`` holds its nodes until ``planned_end``, ``jobs`` queue in this order, in
+    partition ``jobs.partition``. Returns :func:`fastsched.engine.slurmplan.plan_cycle`'s
+    (start, started, node offsets, nodes)."""
+    res, win, depth = _parameters(cluster, resolution, window, max_job_test)
+    n = len(cluster.node_names)
+    masks = np.ones((1, n), bool)
+    if cluster.partitions:
+        masks = np.zeros((len(cluster.partitions), n), bool)
+        for i, p in enumerate(cluster.partitions):
+            masks[i, p.nodes] = True
+    end = np.maximum(running.planned_end, now + 1)
+    queue = (jobs.num_nodes, jobs.gpus_per_node, jobs.cpus_per_node, jobs.time_limit,
+             jobs.partition if cluster.partitions else np.zeros(len(jobs), np.int64))
+    return slurmplan.plan_cycle(
+        cluster.gpus, np.asarray(cluster.cpus), _weights(cluster), masks,
+        (end, running.node_offsets, running.nodes, running.gpus, running.cpus), queue, now,
+        resolution=res, window=win, max_job_test=depth, available=available)

@@ -30,7 +30,7 @@ from ..model.policies import (RESERVATION_MODELS, check_reservations, check_rese
 from ..model.validation import check_jobs, reject
 from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, ConstraintState,
                           QueuePriority, csr_offsets, first_duplicate)
-from .decisions import BLOCKED, START, Decisions, StaleDecisionsError
+from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
 
 
 
@@ -46,10 +46,13 @@ class Scheduler:
     ``reservations``: the reservation model, as :func:`fastsched.simulate`'s:
     "counts" (one pool of identical nodes, whole-node jobs: the textbook
     algorithms, the pool engine), "nodes" (GPU-granular, any cluster, the node
-    engine) or None (counts while every submitted job fits it and nothing below
-    but a priority asks for more, then nodes for good; :attr:`engine` says which
-    runs; unlike :func:`fastsched.simulate`, dependencies and limits start it on
-    nodes: its counts pass applies no limits). ``available``: node availability (see
+    engine), "slurm" (Slurm 22.05's backfill cycle, docs/slurm-model.md: policy
+    "conservative", a queue order from ``priority`` at most; ``resolution`` /
+    ``window`` default to the cluster's bf_resolution / bf_window, else Slurm's 60 s /
+    1 day; started jobs take each node's lowest free GPUs) or None (counts while every
+    submitted job fits it and nothing below but a priority asks for more, then nodes
+    for good; :attr:`engine` says which runs; unlike :func:`fastsched.simulate`,
+    dependencies and limits start it on nodes: its counts pass applies no limits). ``available``: node availability (see
     :func:`fastsched.engine.node_availability`); :meth:`fail_nodes` and
     :meth:`resume_nodes` change it later.
 
@@ -87,6 +90,8 @@ class Scheduler:
         per_job = {"partitions": partitions, "dependencies": dependencies, "limits": limits,
                    "priority": priority, "placement": placement}
         given = [name for name, value in per_job.items() if value is not None]
+        if engine == "slurm":
+            _check_slurm_options(self.policy.name, given)
         if given and jobs is None:
             raise InputError(f"{given[0]} describes the jobs of a table: pass it as jobs=",
                              field=given[0])
@@ -302,6 +307,8 @@ class Scheduler:
     def _first_engine(self, engine: str, *, constrained: bool) -> str:
         """The engine to start with: the pool when asked for or (auto) when the cluster
         and options allow it (as simulate picks it), else the node engine."""
+        if engine == "slurm":
+            return engine
         pool_ok = self.cluster.is_homogeneous() and bool(self.available.all()) \
             and not constrained
         if engine == "pool" and not pool_ok:
@@ -316,9 +323,9 @@ class Scheduler:
 
     def _engine_for(self, table: JobTable) -> str:
         """Validate ``table`` for the current engine; "nodes" if auto must switch."""
-        if self.engine == "nodes":
+        if self.engine in ("nodes", "slurm"):
             check_node_jobs(self.cluster, table, self._configured)
-            return "nodes"
+            return self.engine
         try:
             check_jobs(self.cluster, table)
             reject(table, table.partition != 0, "partition",
@@ -432,6 +439,9 @@ class Scheduler:
             nodes = idle[:offsets[-1]].astype(np.int64)
             masks = self._full_mask[nodes]
             partition = jobs.partition.astype(np.int64)
+        elif self.engine == "slurm":
+            outcome, planned, offsets, nodes, masks = self._plan_slurm(now, jobs)
+            partition = jobs.partition.astype(np.int64)
         else:
             runnable = self._constraints.runnable(self.cluster, rows, jobs, self.available)
             d = plan_nodes(self.cluster, self._running, jobs.take(runnable), now, policy, depth,
@@ -450,6 +460,22 @@ class Scheduler:
                          gpu_mask=masks, num_nodes=jobs.num_nodes.astype(np.int64),
                          partition=partition, engine=self.engine, cluster=self.cluster,
                          held=held, rows=rows)
+
+    def _plan_slurm(self, now: int, jobs: JobTable):
+        """Slurm's backfill cycle (:func:`fastsched.sim.plan.slurm_pass`): its starts take
+        each node's lowest free GPUs, in queue order."""
+        from .plan import slurm_pass
+        start, started, offsets, nodes = slurm_pass(
+            self.cluster, self._running, jobs, now, self.available,
+            resolution=None if self.resolution == 1 else self.resolution, window=self.window)
+        outcome = np.where(started, START, np.where(start >= 0, RESERVED, BLOCKED))
+        masks = np.zeros(len(nodes), dtype=np.uint64)
+        free = self.state.free_gpu_mask.copy()
+        for q in np.flatnonzero(started):
+            for e in range(offsets[q], offsets[q + 1]):
+                masks[e] = _lowest_bits(free[nodes[e]], int(jobs.gpus_per_node[q]))
+                free[nodes[e]] &= ~masks[e]
+        return outcome.astype(np.int8), start, offsets, nodes, masks
 
     def _plan_pool(self, now: int, policy, depth: int, jobs: JobTable):
         r = self._running
@@ -508,6 +534,28 @@ def _take_csr(a, rows):
 
 
 # ------------------------------------------------------------------ helpers
+
+def _check_slurm_options(policy: str, given) -> None:
+    """The Slurm model is Slurm's backfill: conservative, one partition per job, queue
+    order from ``priority`` at most."""
+    if policy != "conservative":
+        raise UnsupportedError("reservations='slurm' is Slurm's backfill, which plans every "
+                               "job it tests: use policy='conservative'")
+    others = [name for name in given if name != "priority"]
+    if others:
+        raise UnsupportedError(f"reservations='slurm' takes no {', '.join(others)} yet")
+
+
+def _lowest_bits(mask, count: int):
+    """The ``count`` lowest set bits of ``mask`` (a uint64)."""
+    out = np.uint64(0)
+    m = int(mask)
+    for _ in range(count):
+        low = m & -m
+        out |= np.uint64(low)
+        m ^= low
+    return out
+
 
 def _check_now(now) -> int:
     if isinstance(now, bool) or not isinstance(now, (int, np.integer)):

@@ -188,6 +188,11 @@ def reservation_model(cluster: Cluster, jobs: JobTable, requested: str | None,
     can plan the run. ``nodes_only``: the names of the options given that only the
     nodes model takes."""
     check_reservations(requested)
+    if requested == "slurm":
+        raise UnsupportedError("reservations='slurm' plans one Slurm backfill cycle on a "
+                               "state (fastsched plan, fastsched.plan_state, "
+                               "Scheduler(reservations='slurm')); simulate does not replay "
+                               "it yet")
     if requested == "counts" and nodes_only:
         raise UnsupportedError(f"the counts model does not take {', '.join(nodes_only)} "
                                "yet; use reservations='nodes'")
