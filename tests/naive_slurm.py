@@ -28,6 +28,7 @@ class Pending:
     limit: int         # seconds
     cores: int = 1     # per node
     partition: frozenset | None = None   # the nodes it may use; None: all
+    user: int | None = None              # None: a user of its own
 
 
 @dataclass
@@ -186,27 +187,38 @@ class _Map:
 
 
 def plan(cluster, running, queue, now, *, resolution=60, window=7 * 86400,
-         max_job_test=None, available=None):
+         max_job_test=None, available=None, caps=(0, 0, 0)):
     """One backfill cycle at ``now``: a Plan per queued job, in queue order.
-    ``available``: the nodes in service (default all)."""
+    ``available``: the nodes in service (default all). ``max_job_test``: how many jobs
+    may reach the will-run test; ``caps``: how many per partition, per user, per user
+    and partition (0: no cap)."""
     running = list(running)
     up = set(range(len(cluster.gpus))) if available is None else set(available)
     begin = now // resolution * resolution
     window_end = (now + window) // resolution * resolution
     bf_map = _Map(begin, window_end, up)
-    plans = []
-    for depth, job in enumerate(queue):
-        if max_job_test is not None and depth >= max_job_test:
+    plans, tested, counts = [], 0, [{}, {}, {}]
+    for q, job in enumerate(queue):
+        user = ("own", q) if job.user is None else job.user
+        keys = (job.partition, user, (user, job.partition))
+        over = any(cap and counts[i].get(keys[i], 0) >= cap for i, cap in enumerate(caps))
+        if (max_job_test is not None and tested >= max_job_test) or over:
             plans.append(Plan(None, []))
             continue
+        for i, cap in enumerate(caps):
+            if cap:
+                counts[i][keys[i]] = counts[i].get(keys[i], 0) + 1
         part = up if job.partition is None else up & job.partition
-        plans.append(_plan_job(cluster, job, part, running, bf_map, now, resolution,
-                               window))
+        plan_, tried = _plan_job(cluster, job, part, running, bf_map, now, resolution,
+                                 window)
+        tested += tried
+        plans.append(plan_)
     return plans
 
 
 def _plan_job(cluster, job, part, running, bf_map, now, resolution, window):
-    later = now
+    """(the job's Plan, whether it reached the will-run test)."""
+    later, tried = now, False
     while True:
         start_res, later = later, 0
         end = (start_res if start_res > now else now) + job.limit
@@ -226,28 +238,29 @@ def _plan_job(cluster, job, part, running, bf_map, now, resolution, window):
         if len(avail) < job.nodes:
             if later:
                 continue
-            return Plan(None, [])
+            return Plan(None, []), tried
+        tried = True
         got = _will_run(cluster, job, avail, running, now)
         if got is None:
             if later:
                 continue
-            return Plan(None, [])
+            return Plan(None, []), tried
         start, nodes = got
         start = max(start, start_res)
         if start <= now:
             running.append(Running(now + job.limit, nodes, job.gpus, job.cores))
-            return Plan(now, nodes, started=True)
+            return Plan(now, nodes, started=True), tried
         if later and start > later:
             continue
         res_start = start // resolution * resolution
         res_end = (start + job.limit) // resolution * resolution
         if start > now + window:
-            return Plan(None, [])
+            return Plan(None, []), tried
         if _overlaps(bf_map, nodes, res_start, res_end):
             later = start
             continue
         bf_map.add(res_start, res_end, nodes, resolution)
-        return Plan(start, nodes)
+        return Plan(start, nodes), tried
 
 
 def _overlaps(bf_map, nodes, start, end):

@@ -80,7 +80,8 @@ def _states(draw):
     parts = [frozenset(i for i in range(n) if draw(st.booleans())) for _ in range(2)]
     queue = [naive_slurm.Pending(j, draw(st.integers(1, 4)), draw(st.integers(0, 8)),
                                  draw(st.integers(1, 30_000)),
-                                 partition=parts[draw(st.integers(0, 1))])
+                                 partition=parts[draw(st.integers(0, 1))],
+                                 user=draw(st.integers(0, 3)))
              for j in range(draw(st.integers(1, 40)))]
     cluster = naive_slurm.Cluster(gpus, cores, weight)
     up = draw(st.lists(st.booleans(), min_size=n, max_size=n))
@@ -89,7 +90,8 @@ def _states(draw):
     return cluster, running, queue, now, (parts, up), resolution, window
 
 
-def _fast(cluster, running, queue, now, part, resolution, window, depth=None):
+def _fast(cluster, running, queue, now, part, resolution, window, depth=None,
+          caps=(0, 0, 0)):
     """The kernel on a twin's inputs; ``part``: (the two partitions, nodes up)."""
     parts, up = part
     n = len(cluster.gpus)
@@ -103,19 +105,22 @@ def _fast(cluster, running, queue, now, part, resolution, window, depth=None):
     start, started, optr, onodes = plan_cycle(cluster.gpus, cluster.cores, cluster.weight,
                                               masks, run, q, now, resolution=resolution,
                                               window=window, max_job_test=depth,
-                                              available=np.array(up, bool))
+                                              available=np.array(up, bool), caps=caps,
+                                              users=[j.user or 0 for j in queue])
     return [(None if start[i] < 0 else int(start[i]), onodes[optr[i]:optr[i + 1]].tolist(),
              bool(started[i])) for i in range(len(queue))]
 
 
 @settings(max_examples=150, deadline=None)
-@given(_states(), st.one_of(st.none(), st.integers(1, 40)))
-def test_fast_path_gives_the_twins_decisions(case, depth):
+@given(_states(), st.one_of(st.none(), st.integers(1, 40)),
+       st.tuples(*[st.sampled_from([0, 0, 1, 3]) for _ in range(3)]))
+def test_fast_path_gives_the_twins_decisions(case, depth, caps):
     cluster, running, queue, now, part, resolution, window = case
     available = [i for i, u in enumerate(part[1]) if u]
     want = naive_slurm.plan(cluster, running, queue, now, resolution=resolution,
-                            window=window, max_job_test=depth, available=available)
-    got = _fast(cluster, running, queue, now, part, resolution, window, depth)
+                            window=window, max_job_test=depth, available=available,
+                            caps=caps)
+    got = _fast(cluster, running, queue, now, part, resolution, window, depth, caps)
     assert got == [(p.start, p.nodes, p.started) for p in want]
 
 
@@ -351,3 +356,16 @@ def test_the_scheduler_refuses_what_the_slurm_model_does_not_take():
     with pytest.raises(UnsupportedError, match="simulate does not replay it"):
         fastsched.simulate(cluster, fastsched.JobTable.from_requests([]), "conservative",
                            reservations="slurm")
+
+
+def test_per_user_and_partition_caps_from_slurm_conf():
+    """bf_max_job_user=2: a user's third and later jobs get no plan in the cycle."""
+    cluster, state, now, _ = _state("n64-p1000")
+    state.pend_user = ["alice" if i % 2 else "bob" for i in range(len(state.pend_id))]
+    cluster.settings.scheduler_parameters["bf_max_job_user"] = 2
+    got = plan_state(cluster, state, now)
+    assert ((got.start >= 0).sum()) == 4
+    cluster.settings.scheduler_parameters.update(bf_max_job_user=0, bf_max_job_part=3)
+    assert ((plan_state(cluster, state, now).start >= 0).sum()) == 3
+    cluster.settings.scheduler_parameters.update(bf_max_job_part=0, bf_max_job_test=5)
+    assert ((plan_state(cluster, state, now).start >= 0).sum()) <= 5

@@ -246,10 +246,13 @@ def _subset(a, b):
 
 @njit(cache=True)
 def _cycle(up, parts, q_part, node_g, node_c, weight, r_end, r_ptr, r_nodes, r_gpus, r_cores, n_run,
-           q_nodes, q_gpus, q_cores, q_limit, now, resolution, window, max_test,
-           out_start, out_started, out_ptr, out_nodes):
+           q_nodes, q_gpus, q_cores, q_limit, now, resolution, window, max_test, q_keys,
+           caps, out_start, out_started, out_ptr, out_nodes):
     """One backfill cycle; running jobs' arrays have room for the jobs it starts. ``up``:
-    the nodes in service (the map's first record); job q may use ``parts[q_part[q]]``."""
+    the nodes in service (the map's first record); job q may use ``parts[q_part[q]]``.
+    ``max_test``: jobs that reach the will-run test (bf_max_job_test); ``caps``: jobs
+    tested per partition, per user and per user and partition (0: no cap), job q
+    counting against ``q_keys[q]``'s three entries."""
     n_nodes = node_g.shape[0]
     words = up.shape[0]
     n_q = q_nodes.shape[0]
@@ -277,17 +280,20 @@ def _cycle(up, parts, q_part, node_g, node_c, weight, r_end, r_ptr, r_nodes, r_g
     chosen = np.empty(n_nodes, np.int64)
     avail = np.empty(words, np.uint64)
     nxt = np.empty(words, np.uint64)
+    counts = np.zeros((3, q_keys.max() + 1 if n_q else 1), np.int64)
+    tested = 0
     out_ptr[0] = 0
     for q in range(n_q):
         out_start[q] = -1
         out_ptr[q + 1] = out_ptr[q]
-        if q >= max_test:
+        if tested >= max_test or _over_caps(q_keys[q], caps, counts):
             continue
         k = q_nodes[q]
-        start = _plan_job(q, k, parts[q_part[q]], free_g, free_c, weight, order, n_run, r_end, r_ptr,
-                          r_nodes, r_gpus, r_cores, q_gpus, q_cores, q_limit, now,
-                          resolution, window, m_begin, m_end, m_next, m_free, fut_g,
-                          fut_c, scratch, chosen, avail, nxt)
+        start, tried = _plan_job(q, k, parts[q_part[q]], free_g, free_c, weight, order, n_run,
+                                 r_end, r_ptr, r_nodes, r_gpus, r_cores, q_gpus, q_cores,
+                                 q_limit, now, resolution, window, m_begin, m_end, m_next,
+                                 m_free, fut_g, fut_c, scratch, chosen, avail, nxt)
+        tested += tried
         if start < 0:
             continue
         out_start[q] = start
@@ -301,6 +307,19 @@ def _cycle(up, parts, q_part, node_g, node_c, weight, r_end, r_ptr, r_nodes, r_g
             n_rec = _map_add(start // resolution * resolution,
                              (start + q_limit[q]) // resolution * resolution, chosen[:k],
                              resolution, m_begin, m_end, m_next, m_free, n_rec)
+
+
+@njit(cache=True)
+def _over_caps(keys, caps, counts):
+    """``_job_exceeds_max_bf_param``: a job past a cap is skipped; one within every cap
+    counts against each."""
+    for kind in range(3):
+        if caps[kind] > 0 and counts[kind, keys[kind]] >= caps[kind]:
+            return True
+    for kind in range(3):
+        if caps[kind] > 0:
+            counts[kind, keys[kind]] += 1
+    return False
 
 
 @njit(cache=True)
@@ -328,7 +347,9 @@ def _start(q, k, chosen, now, free_g, free_c, order, n_run, r_end, r_ptr, r_node
 def _plan_job(q, k, part, free_g, free_c, weight, order, n_run, r_end, r_ptr, r_nodes,
               r_gpus, r_cores, q_gpus, q_cores, q_limit, now, resolution, window, m_begin,
               m_end, m_next, m_free, fut_g, fut_c, scratch, chosen, avail, nxt):
-    """The TRY_LATER loop of ``_attempt_backfill`` for one job: its start, -1 if none."""
+    """The TRY_LATER loop of ``_attempt_backfill`` for one job: (its start, -1 if none;
+    whether it reached the will-run test)."""
+    tried = False
     g = q_gpus[q]
     c = q_cores[q]
     limit = q_limit[q]
@@ -363,26 +384,27 @@ def _plan_job(q, k, part, free_g, free_c, weight, order, n_run, r_end, r_ptr, r_
         if _popcount(avail) < k:
             if later:
                 continue
-            return -1
+            return -1, tried
+        tried = True
         start = _will_run(k, g, c, avail, now, free_g, free_c, weight, order, n_run, r_end,
                           r_ptr, r_nodes, r_gpus, r_cores, fut_g, fut_c, scratch, chosen)
         if start < 0:
             if later:
                 continue
-            return -1
+            return -1, tried
         start = max(start, start_res)
         if start <= now:
-            return start
+            return start, tried
         if later and start > later:
             continue
         if start > now + window:
-            return -1
+            return -1, tried
         if _map_overlaps(chosen[:k], start // resolution * resolution,
                          (start + limit) // resolution * resolution, m_begin, m_end,
                          m_next, m_free):
             later = start
             continue
-        return start
+        return start, tried
 
 
 def node_bits(mask: np.ndarray) -> np.ndarray:
@@ -394,7 +416,8 @@ def node_bits(mask: np.ndarray) -> np.ndarray:
 
 
 def plan_cycle(node_gpus, node_cores, node_weight, partitions, running, queue, now, *,
-               resolution=60, window=7 * 86400, max_job_test=None, available=None):
+               resolution=60, window=7 * 86400, max_job_test=None, available=None,
+               users=None, caps=(0, 0, 0)):
     """One Slurm backfill cycle at ``now`` (arrays in, arrays out).
 
     ``running``: (end, ptr, nodes, gpus, cores): job r holds, on each node
@@ -403,6 +426,10 @@ def plan_cycle(node_gpus, node_cores, node_weight, partitions, running, queue, n
     ``queue``: (nodes, gpus, cores, limit, partition) per job in priority order, limits
     in seconds, ``partition`` a row of ``partitions`` (bool [P, nodes]: the nodes each
     partition may use). ``available``: the nodes in service (default all).
+    ``max_job_test``: how many jobs may reach the will-run test (bf_max_job_test; the
+    rest get -1); ``caps``: how many per partition, per user and per user and partition
+    (bf_max_job_part, bf_max_job_user, bf_max_job_user_part; 0: none), ``users`` giving
+    each queued job's user as an integer (default: every job its own user).
     Returns (start, started, ptr, nodes): the planned (or actual, when ``started``)
     start per queued job, -1 where Slurm plans none (beyond ``window``, or past
     ``max_job_test``), and the planned nodes of job q at ``nodes[ptr[q]:ptr[q+1]]``."""
@@ -425,5 +452,17 @@ def plan_cycle(node_gpus, node_cores, node_weight, partitions, running, queue, n
            r_ptr, r_nodes, r_gpus, r_cores, n_run, q_nodes, q_gpus, q_cores, q_limit,
            int(now), int(resolution), int(window),
            n_q if max_job_test is None else int(max_job_test),
+           _keys(q_part, users), np.asarray(caps, np.int64),
            out_start, out_started, out_ptr, out_nodes)
     return out_start, out_started.astype(bool), out_ptr, out_nodes[:out_ptr[-1]]
+
+
+def _keys(q_part, users) -> np.ndarray:
+    """Per queued job, the entries it counts against: (partition, user, user and
+    partition), each numbered from 0."""
+    if not len(q_part):
+        return np.zeros((0, 3), np.int64)
+    user = np.arange(len(q_part)) if users is None else np.asarray(users, np.int64)
+    pair = np.unique(np.stack([user, q_part], axis=1), axis=0, return_inverse=True)[1]
+    _, user = np.unique(user, return_inverse=True)
+    return np.stack([q_part, user.ravel(), np.asarray(pair).ravel()], axis=1).astype(np.int64)

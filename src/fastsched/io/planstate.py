@@ -2,8 +2,8 @@
 
 Running: ``job_id,start,end,nodes,nodelist,tres_per_node`` (epoch seconds; ``end``
 = start + time limit, as Slurm plans it). Pending, in queue order:
-``job_id,nodes,time_limit,tres_per_node`` with optional ``priority`` and
-``partition`` (time limits as Slurm writes them, ``D-HH:MM:SS``). Other columns
+``job_id,nodes,time_limit,tres_per_node`` with optional ``priority``, ``partition``
+and ``user`` (time limits as Slurm writes them, ``D-HH:MM:SS``). Other columns
 are ignored, so ``squeue --start`` dumps (the files of ../shared/slurm-states) read
 as they are. ``tres_per_node`` is ``gres:gpu:8``, ``gres/gpu:8``, ``gpu:a100:2`` or
 empty (no GPU). Errors name file, line and field.
@@ -98,7 +98,7 @@ def read_plan_state(running, pending, cluster: Cluster) -> PlanState:
         run["start"].append(_int(row, "start", running, line))
         run["end"].append(_int(row, "end", running, line))
         run["gpus"].append(_gpus(row, running, line))
-    pend = {k: [] for k in ("id", "nodes", "gpus", "limit", "priority", "partition")}
+    pend = {k: [] for k in ("id", "nodes", "gpus", "limit", "priority", "partition", "user")}
     for line, row in _rows(pending, PENDING_COLUMNS):
         pend["id"].append(_int(row, "job_id", pending, line))
         pend["nodes"].append(_int(row, "nodes", pending, line, 1))
@@ -106,6 +106,7 @@ def read_plan_state(running, pending, cluster: Cluster) -> PlanState:
         pend["limit"].append(_limit(row, pending, line))
         pend["priority"].append((row.get("priority") or "").strip())
         pend["partition"].append((row.get("partition") or "").strip())
+        pend["user"].append((row.get("user") or "").strip())
     i64 = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
     return PlanState(
         run_id=i64(run["id"]), run_start=i64(run["start"]), run_end=i64(run["end"]),
@@ -114,7 +115,8 @@ def read_plan_state(running, pending, cluster: Cluster) -> PlanState:
         pend_nodes=i64(pend["nodes"]), pend_gpus=i64(pend["gpus"]),
         pend_cores=np.ones(len(pend["id"]), np.int64), pend_limit=i64(pend["limit"]),
         pend_priority=_priorities(pend["priority"], pending),
-        pend_partition=pend["partition"] if any(pend["partition"]) else None)
+        pend_partition=pend["partition"] if any(pend["partition"]) else None,
+        pend_user=pend["user"] if any(pend["user"]) else None)
 
 
 def _limit(row, path, line):

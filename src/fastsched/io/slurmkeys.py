@@ -24,7 +24,8 @@ _PRIORITY_NOTE = ("kept on Cluster.settings; simulate applies priority weights o
 #: --resolution / --window when those are not given)
 SCHEDULER_PARAMETERS_MODELLED = ("bf_resolution", "bf_window")
 #: SchedulerParameters options the Slurm planning model applies too (fastsched plan)
-_SCHEDULER_PARAMETERS_PLAN = ("bf_max_job_test",)
+_SCHEDULER_PARAMETERS_PLAN = ("bf_max_job_test", "bf_max_job_part", "bf_max_job_user",
+                              "bf_max_job_user_part")
 #: SchedulerParameters options that change no scheduling decision: when a cycle runs,
 #: how it yields its locks and resumes (bf_continue), when batch jobs launch
 _SCHEDULER_PARAMETERS_HARMLESS = {"bf_interval", "sched_interval", "bf_yield_interval",

@@ -2,7 +2,8 @@
 
 Slurm 22.05 (openapi v0.0.38, ``dump_job``) writes ``{"jobs": [...]}`` with
 ``job_id``, ``job_state`` (``"RUNNING"``), ``nodes`` (a hostlist), ``node_count``,
-``partition``, ``priority``, ``start_time``, ``end_time`` (epoch s), ``time_limit``
+``partition``, ``priority``, ``user_name``, ``start_time``, ``end_time`` (epoch s),
+``time_limit``
 (minutes; null: none) and ``tres_per_node`` (``gres:gpu:8``). Later versions wrap
 numbers as ``{"set": true, "infinite": false, "number": 60}`` and give ``job_state`` as
 a list (``["RUNNING"]``); both are read. Running (and completing) jobs hold their
@@ -105,14 +106,16 @@ def _pending(job, k, path):
                          **_where(path, k, "time_limit"))
     nodes = _number(job.get("node_count"), _where(path, k, "node_count")) or 1
     priority = _number(job.get("priority"), _where(path, k, "priority")) or 0
+    user = job.get("user_name") or job.get("user_id")
     return (_get(job, "job_id", path, k), nodes, _gpus(job, path, k), limit * 60, priority,
-            str(job.get("partition") or ""))
+            str(job.get("partition") or ""), "" if user is None else str(user))
 
 
 def _plan_state(run, pend) -> PlanState:
     i64 = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
     offsets = np.cumsum([0] + [len(r[3]) for r in run])
     partitions = [p[5] for p in pend]
+    users = [p[6] for p in pend]
     return PlanState(
         run_id=i64([r[0] for r in run]), run_start=i64([r[1] for r in run]),
         run_end=i64([r[2] for r in run]), run_offsets=i64(offsets),
@@ -121,4 +124,5 @@ def _plan_state(run, pend) -> PlanState:
         pend_nodes=i64([p[1] for p in pend]), pend_gpus=i64([p[2] for p in pend]),
         pend_cores=np.ones(len(pend), np.int64), pend_limit=i64([p[3] for p in pend]),
         pend_priority=i64([p[4] for p in pend]),
-        pend_partition=partitions if any(partitions) else None)
+        pend_partition=partitions if any(partitions) else None,
+        pend_user=users if any(users) else None)

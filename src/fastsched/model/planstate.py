@@ -21,7 +21,8 @@ class PlanState:
     and pending jobs (``pend_*``, in queue order). Times in epoch seconds, limits in
     seconds, GPUs and cores per node. ``pend_priority``: Slurm's priority when known
     (higher first), else None: the queue is in job-id order (priority/basic).
-    ``pend_partition``: partition name per job, "" for the default one."""
+    ``pend_partition``: partition name per job, "" for the default one. ``pend_user``:
+    user name per job when known (bf_max_job_user counts per user), else None."""
 
     run_id: np.ndarray
     run_start: np.ndarray
@@ -37,6 +38,7 @@ class PlanState:
     pend_limit: np.ndarray
     pend_priority: np.ndarray | None = None
     pend_partition: list[str] | None = None
+    pend_user: list[str] | None = None
 
     def __post_init__(self):
         for name in ("pend_nodes", "pend_limit"):

@@ -95,6 +95,7 @@ def plan(cluster: Cluster, state: PlanState, now: int, *, reservations: str = "s
     if reservations == "slurm":
         _check_slurm_settings(cluster, state)
     res, win, depth = _parameters(cluster, resolution, window, max_job_test)
+    caps = _caps(cluster, state)
     masks, tiers, job_part, default = _partitions(cluster, state)
     running, queue = _split(state, now, tiers[job_part])
     up = node_availability(cluster, cluster.node_state)
@@ -106,7 +107,8 @@ def plan(cluster: Cluster, state: PlanState, now: int, *, reservations: str = "s
     start, started, ptr, nodes = slurmplan.plan_cycle(
         cluster.gpus, np.asarray(cluster.cpus), _weights(cluster), masks,
         _running_arrays(state, running), _queue_arrays(state, queue) + (q_part,), now,
-        resolution=res, window=win, max_job_test=depth, available=up)
+        resolution=res, window=win, max_job_test=depth, available=up,
+        users=_users(state, queue), caps=caps)
     return Planned(_ids(state, queue), start, started, ptr, nodes)
 
 
@@ -132,6 +134,31 @@ def _parameters(cluster, resolution, window, max_job_test):
         if int(v) < 1:
             raise InputError(f"{name} must be >= 1", field=name)
     return int(res), int(win), int(depth)
+
+
+#: SchedulerParameters capping the jobs a cycle tests per partition, user, user and
+#: partition (``_job_exceeds_max_bf_param``)
+CAP_PARAMETERS = ("bf_max_job_part", "bf_max_job_user", "bf_max_job_user_part")
+
+
+def _caps(cluster: Cluster, state: PlanState) -> tuple[int, int, int]:
+    params = cluster.settings.scheduler_parameters
+    caps = tuple(int(params.get(name, 0) or 0) for name in CAP_PARAMETERS)
+    if (caps[1] or caps[2]) and state.pend_user is None:
+        warnings.warn(ConfigWarning("bf_max_job_user/bf_max_job_user_part are set but the "
+                                    "pending jobs carry no user column: not applied"),
+                      stacklevel=3)
+    return caps
+
+
+def _users(state: PlanState, queue) -> np.ndarray:
+    """An integer per queued job for its user; jobs of unknown users are their own."""
+    names = state.pend_user
+    labels = [f"running job {state.run_id[i]}" if is_run else
+              (names[i] if names is not None and names[i] else f"job {state.pend_id[i]}")
+              for is_run, i in queue]
+    return np.unique(np.array(labels, dtype=object), return_inverse=True)[1].ravel() \
+        if labels else np.zeros(0, np.int64)
 
 
 def _partitions(cluster: Cluster, state: PlanState):
