@@ -36,6 +36,10 @@ COMMANDS = {
               "at a time of a simulation (like sprio -l)"),
     "sshare": ("views", "shares, usage and fair-share factors of every association at a "
                "time of a simulation (like sshare -l -a)"),
+    "sweep": ("sweep", "run a grid of simulations (policies x parameters x traces x seeds) "
+              "from a TOML sweep file on a process pool, Dask or Ray into one table"),
+    "plot": ("plot", "plot a schedule (Gantt, utilisation, queue length), wait-time CDFs "
+             "or sweep results (needs fastsched[plot])"),
     "research": ("research", "research modes: reproduce published simulators' results "
                  "(rlscheduler: RLScheduler's SC'20 tables)"),
 }

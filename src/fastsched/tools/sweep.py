@@ -59,7 +59,7 @@ def run_sweep(grid: SweepGrid, output=None, *, executor: str = "process",
     """Run every cell of ``grid`` (a :class:`~fastsched.tools.sweepfile.SweepGrid`, e.g.
     from :func:`load_sweep`) not yet in ``output`` and return the whole table (a pandas
     DataFrame, one row per cell in grid order, then any rows of ``output`` that are not
-    cells of this grid).
+    cells of this grid); ``frame.attrs["cells_run"]`` counts the cells this call ran.
 
     ``output``: a ``.csv`` (``.csv.gz``) or ``.parquet`` file (Parquet needs the extra
     ``fastsched[parquet]``); None keeps nothing (no resuming). ``executor``: "process"
@@ -98,6 +98,7 @@ def run_sweep(grid: SweepGrid, output=None, *, executor: str = "process",
     in_grid = set(keys)
     rows = [done[k] for k in keys] + [r for k, r in done.items() if k not in in_grid]
     frame = results_frame(rows)
+    frame.attrs["cells_run"] = len(todo)
     if output is not None:
         _write_table(frame, output, fmt)
         _journal_path(output).unlink(missing_ok=True)
@@ -268,17 +269,15 @@ def _process_rows(cells, workers=None):
     if not cells:
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
     # spawn: workers start clean (no threads or Numba state copied from this process)
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(workers or os.cpu_count() or 1, len(cells)),
-                               mp_context=context)
+    pool = multiprocessing.get_context("spawn").Pool(
+        min(workers or os.cpu_count() or 1, len(cells)))
     try:
-        futures = [pool.submit(run_cell, c) for c in cells]
-        for future in as_completed(futures):
-            yield future.result()
+        yield from pool.imap_unordered(run_cell, cells)
+        pool.close()
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.terminate()            # an interrupted sweep does not wait for running cells
+        pool.join()
 
 
 def _dask_rows(cells, workers=None, address=None):
