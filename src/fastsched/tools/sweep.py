@@ -35,14 +35,20 @@ from ..sim.simulator import simulate
 from .generate import ai_mix, load_cluster
 from .sweepfile import CONFIG_COLUMNS, SUBMIT_ORDER, Cell, SweepGrid, cell_key, load_sweep
 
-__all__ = ["run_sweep", "run_cell", "read_results", "EXECUTORS", "TIMING_COLUMNS",
-           "CONFIG_COLUMNS", "load_sweep"]
+__all__ = ["run_sweep", "run_cell", "read_results", "results_frame", "EXECUTORS",
+           "TIMING_COLUMNS", "CONFIG_COLUMNS", "METRIC_COLUMNS", "load_sweep"]
 
 EXECUTORS = ("process", "dask", "ray", "serial")
 #: columns that measure wall time: they differ from run to run
 TIMING_COLUMNS = ("sim_seconds", "compile_seconds")
 #: summary entries that are configuration columns already (or not scalars)
 _NOT_METRICS = {"policy", "reserve_depth", "trace", "semantics", "placement"}
+#: the summary's metrics (simulate's), columns of every table even if no cell ran
+METRIC_COLUMNS = ["jobs", "never_started", "timeouts", "avg_wait", "median_wait", "max_wait",
+                  "avg_jct", "median_jct", "p95_jct", "p99_jct", "avg_bounded_slowdown",
+                  "utilisation", "cpu_utilisation", "gpu_utilisation", "gpu_fragmentation",
+                  "makespan", "first_submit", "last_end", "nodes", "skipped", "model",
+                  "engine", "node_events", "passes", "sim_seconds", "compile_seconds"]
 #: metric column types; other metrics are floats
 _INT_METRICS = ("jobs", "skipped", "never_started", "timeouts", "max_wait", "makespan",
                 "first_submit", "last_end", "nodes", "node_events", "passes")
@@ -133,7 +139,7 @@ def run_cell(cell: Cell) -> dict:
 def results_frame(rows: list[dict]):
     """The rows as a DataFrame with fixed column types (nullable integers, floats and
     strings), so that a table read back from CSV or Parquet equals the one written."""
-    columns = list(CONFIG_COLUMNS)
+    columns = CONFIG_COLUMNS + METRIC_COLUMNS
     for row in rows:
         columns += [k for k in row if k not in columns and k != "error"]
     columns.append("error")
@@ -148,8 +154,8 @@ def read_results(path):
         frame = pd.read_parquet(path)
     else:
         header = pd.read_csv(path, nrows=0).columns
-        frame = pd.read_csv(path, float_precision="round_trip", keep_default_na=False,
-                            na_values=[""], dtype=_column_types(header))
+        frame = pd.read_csv(path, keep_default_na=False, na_values=[""],
+                            dtype=_column_types(header))
     missing = [c for c in CONFIG_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(f"not a sweep table: no column {missing[0]!r}", file=str(path))
