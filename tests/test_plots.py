@@ -49,7 +49,7 @@ def sweep_table():
 
 
 @pytest.mark.parametrize("kind", ["gantt", "gantt-partition", "util", "util-share", "queue",
-                                  "cdf-wait", "cdf-bsld", "sweep"])
+                                  "cdf-wait", "cdf-bsld", "sweep", "sweep-one-trace"])
 def test_each_plot_renders_the_same_image_twice(tmp_path, kind):
     jobs = jobs_frame()
     make = {
@@ -61,6 +61,8 @@ def test_each_plot_renders_the_same_image_twice(tmp_path, kind):
         "cdf-wait": lambda: plots.cdf({"a": jobs, "b": jobs.assign(start_time=jobs.end_time)}),
         "cdf-bsld": lambda: plots.cdf({"a": jobs}, metric="bsld"),
         "sweep": lambda: plots.sweep_plot(sweep_table()),
+        "sweep-one-trace": lambda: plots.sweep_plot(sweep_table().query("trace == 't1'"),
+                                                    x="seed"),
     }[kind]
     first = render(make(), tmp_path / "a.png")
     second = render(make(), tmp_path / "b.png")

@@ -314,3 +314,15 @@ def test_the_command_names_a_bad_sweep_file(capsys, tmp_path):
     assert main(["sweep", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:2: field reserve_depths: must be in 1" in err
+
+
+def test_the_docs_example_runs(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import re
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "docs" / "sweeps.md").read_text()
+    (code,) = re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/sweeps.md", "exec"), {})
+    assert len(read_results(tmp_path / "kth-sweep.csv")) == 3
+    assert (tmp_path / "kth-sweep.png").stat().st_size > 0

@@ -187,16 +187,17 @@ def sweep_plot(results: pd.DataFrame, *, metric: str = "avg_bounded_slowdown",
 
 # --------------------------------------------------------------------------- helpers
 
-def _figure(panels: int = 1):
-    """A Figure of the fixed size with ``panels`` axes side by side (one: the axes)."""
+def _figure(panels: int | None = None):
+    """A Figure of the fixed size and its axes: one, or a list of ``panels`` side by
+    side."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
         raise UnsupportedError("plots need the optional extra: pip install "
                                "'fastsched[plot]' (matplotlib is not installed)") from None
     fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
-    axes = fig.subplots(1, panels, squeeze=False)[0]
-    return fig, (axes[0] if panels == 1 else list(axes))
+    axes = fig.subplots(1, panels or 1, squeeze=False)[0]
+    return fig, (axes[0] if panels is None else list(axes))
 
 
 def _cmap():
