@@ -3,7 +3,6 @@ grid a sweep file gives, each cell's row against a direct simulate, identical ta
 whatever the executor, resuming, Parquet, and errors."""
 import importlib.util
 import json
-import math
 
 import numpy as np
 import pandas as pd
@@ -209,6 +208,8 @@ def test_bad_executor_options(sweep_file):
         run_sweep(grid, executor="process", address="tcp://x:1")
     with pytest.raises(InputError, match=r"\.csv"):
         run_sweep(grid, "out.xlsx", executor="serial")
+    with pytest.raises(InputError, match="no such folder"):
+        run_sweep(grid, "nowhere/out.csv", executor="serial")
 
 
 # --------------------------------------------------------------------------- resuming

@@ -85,6 +85,8 @@ def run_sweep(grid: SweepGrid, output=None, *, executor: str = "process",
     if address is not None and executor not in ("dask", "ray"):
         raise InputError("an address is for the dask and ray executors", field="address")
     fmt = None if output is None else _table_format(output)
+    if output is not None and not Path(output).resolve().parent.is_dir():
+        raise InputError("no such folder for the results table", file=str(output))
     pool = _executor(executor, workers, address)           # extras checked before any run
     done = {} if output is None else _finished(output, fmt)
     keys = [cell_key(c.config()) for c in grid.cells]
@@ -277,13 +279,20 @@ def _process_rows(cells, workers=None):
     import multiprocessing
     # spawn: workers start clean (no threads or Numba state copied from this process)
     pool = multiprocessing.get_context("spawn").Pool(
-        min(workers or os.cpu_count() or 1, len(cells)))
+        min(workers or os.cpu_count() or 1, len(cells)), initializer=_ignore_sigint)
     try:
         yield from pool.imap_unordered(run_cell, cells)
         pool.close()
     finally:
         pool.terminate()            # an interrupted sweep does not wait for running cells
         pool.join()
+
+
+def _ignore_sigint() -> None:
+    """In a pool worker: Ctrl-C at the terminal reaches every process of the group; the
+    parent alone handles it (and ends the workers)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _dask_rows(cells, workers=None, address=None):
@@ -374,7 +383,7 @@ class _Journal:
     @staticmethod
     def read(path: Path) -> list[dict]:
         rows = []
-        for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for line in path.read_text(encoding="utf-8").splitlines():
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError:        # a line cut short when the run was killed

@@ -103,7 +103,7 @@ class SweepGrid:
 
 
 def load_sweep(path) -> SweepGrid:
-    """Read a sweep file (see the module docstring); relative paths are from its folder."""
+    """Read a sweep file (its keys: docs/sweeps.md); relative paths are from its folder."""
     return parse_sweep(read_text(path), source=str(path), base=Path(path).resolve().parent)
 
 
