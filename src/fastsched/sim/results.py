@@ -182,6 +182,11 @@ class SimulationResult:
     def to_csv(self, path) -> None:
         self.jobs.to_csv(path, index=False)
 
+    def summary_json(self, path) -> None:
+        with open(path, "w") as f:
+            json.dump(self.summary, f, indent=2)
+            f.write("\n")
+
     def __getstate__(self) -> dict:
         """What pickle saves: ``priority_at`` is a closure made inside the simulator (or
         the caller's own priority function), which pickle cannot save by name, so it is
@@ -209,11 +214,6 @@ class _ByValue:
     def load(self):
         import pickle
         return pickle.loads(self.data)
-
-    def summary_json(self, path) -> None:
-        with open(path, "w") as f:
-            json.dump(self.summary, f, indent=2)
-            f.write("\n")
 
 
 def _kept_offsets(offsets: np.ndarray, keep: np.ndarray) -> np.ndarray:
