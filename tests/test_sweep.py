@@ -137,12 +137,24 @@ def test_a_cell_is_the_simulation_it_names(sweep_file, index):
 
 
 def test_a_cell_the_simulator_refuses_has_its_message(tmp_path):
-    """The counts model cannot plan GPU jobs: the cell's row says so, the sweep goes on."""
+    """The counts model cannot plan GPU jobs: the cell's row says so, the sweep goes on;
+    a rerun tries it again."""
     text = ('policies = ["easy"]\nreservations = "counts"\nseeds = [1, 2]\n[[trace]]\n'
             'generate = "ai-mix"\ncluster = "ai-8k"\njobs = 50\n')
-    frame = run_sweep(parse_sweep(text), executor="serial", progress=False)
+    out = tmp_path / "out.csv"
+    frame = run_sweep(parse_sweep(text), out, executor="serial", progress=False)
     assert len(frame) == 2 and list(frame["seed"]) == [1, 2]
     assert frame["error"].notna().all() and frame["avg_wait"].isna().all()
+    assert "counts" in frame["error"][0]
+    again = run_sweep(parse_sweep(text), out, executor="serial", progress=False)
+    assert again.attrs["cells_run"] == 2
+    pd.testing.assert_frame_equal(untimed(again), untimed(frame))
+
+
+def test_a_missing_trace_file_is_each_cells_error(tmp_path):
+    text = 'policies = ["fcfs", "easy"]\n[[trace]]\npath = "nope.swf"\n'
+    frame = run_sweep(parse_sweep(text, base=tmp_path), executor="serial", progress=False)
+    assert all("nope.swf" in e for e in frame["error"])
 
 
 # --------------------------------------------------------------------------- executors

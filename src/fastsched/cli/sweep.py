@@ -70,7 +70,8 @@ def run(args) -> int:
     print(_table(rows))
     failed = rows["error"].notna().sum()
     if failed:
-        print(f"{failed} cell(s) could not run (the error column says why)")
+        print(f"{failed} cell(s) could not run (the error column says why; a rerun tries "
+              "them again)")
     print(f"ran {frame.attrs['cells_run']:,} cell(s); {len(grid) - frame.attrs['cells_run']:,} "
           "were done already")
     print(f"wrote {len(frame):,} rows to {output} (timing columns: "

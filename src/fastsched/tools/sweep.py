@@ -74,21 +74,13 @@ def run_sweep(grid: SweepGrid, output=None, *, executor: str = "process",
     scheduler at ``address``), "ray" (``fastsched[ray]``: a local Ray instance, or the
     cluster at ``address``) or "serial" (this process). ``progress``: a bar on stderr
     (None: only at a terminal). A cell whose inputs the simulator refuses gets its
-    message in the ``error`` column; any other exception stops the sweep, keeping the
-    finished rows for the rerun.
+    message in the ``error`` column (and runs again in a rerun); any other exception
+    stops the sweep, keeping the finished rows for the rerun.
     """
-    if executor not in EXECUTORS:
-        raise InputError(f"unknown executor {executor!r} (choose from {', '.join(EXECUTORS)})",
-                         field="executor")
-    if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
-        raise InputError(f"workers must be >= 1, got {workers!r}", field="workers")
-    if address is not None and executor not in ("dask", "ray"):
-        raise InputError("an address is for the dask and ray executors", field="address")
+    _check_options(executor, workers, address)
     fmt = None if output is None else _table_format(output)
-    if output is not None and not Path(output).resolve().parent.is_dir():
-        raise InputError("no such folder for the results table", file=str(output))
     pool = _executor(executor, workers, address)           # extras checked before any run
-    done = {} if output is None else _finished(output, fmt)
+    done = {} if output is None else _finished(output)
     keys = [cell_key(c.config()) for c in grid.cells]
     todo = [c for c, k in zip(grid.cells, keys) if k not in done]
     journal = None if output is None else _Journal(_journal_path(output))
@@ -111,6 +103,16 @@ def run_sweep(grid: SweepGrid, output=None, *, executor: str = "process",
         _write_table(frame, output, fmt)
         _journal_path(output).unlink(missing_ok=True)
     return frame
+
+
+def _check_options(executor, workers, address) -> None:
+    if executor not in EXECUTORS:
+        raise InputError(f"unknown executor {executor!r} (choose from {', '.join(EXECUTORS)})",
+                         field="executor")
+    if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
+        raise InputError(f"workers must be >= 1, got {workers!r}", field="workers")
+    if address is not None and executor not in ("dask", "ray"):
+        raise InputError("an address is for the dask and ray executors", field="address")
 
 
 def run_cell(cell: Cell) -> dict:
@@ -336,6 +338,9 @@ def _ray_rows(cells, workers=None, address=None):
 # --------------------------------------------------------------------------- files
 
 def _table_format(path) -> str:
+    """"csv" or "parquet" by the name; the folder must exist (checked before any run)."""
+    if not Path(path).resolve().parent.is_dir():
+        raise InputError("no such folder for the results table", file=str(path))
     name = str(path).lower()
     if name.endswith((".parquet", ".pq")):
         _need("pyarrow", "parquet", "a Parquet table")
@@ -349,18 +354,17 @@ def _journal_path(output) -> Path:
     return Path(f"{output}.partial")
 
 
-def _finished(output, fmt) -> dict:
-    """key -> row of the cells already done: the table's rows, then the journal's."""
-    done = {}
+def _finished(output) -> dict:
+    """key -> row of the cells already done: the table's rows, then the journal's. A
+    row with an error is not done: its cell runs again (its input may be fixed now)."""
+    rows = []
     if os.path.exists(output):
-        for row in read_results(output).to_dict("records"):
-            row = {k: _plain(v) for k, v in row.items()}
-            done[cell_key(row)] = row
+        rows += [{k: _plain(v) for k, v in row.items()}
+                 for row in read_results(output).to_dict("records")]
     journal = _journal_path(output)
     if journal.exists():
-        for row in _Journal.read(journal):
-            done[cell_key(row)] = row
-    return done
+        rows += _Journal.read(journal)
+    return {cell_key(row): row for row in rows if row.get("error") is None}
 
 
 class _Journal:
