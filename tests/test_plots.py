@@ -147,3 +147,10 @@ def test_the_command_cdf_of_several_files(capsys, tmp_path, jobs_csv):
     assert main(["plot", "--kind", "gantt", str(jobs_csv), str(jobs_csv)]) == 2
     assert main(["plot", "--kind", "gantt", str(tmp_path / "none.csv")]) == 2
     assert "none.csv" in capsys.readouterr().err
+
+
+def test_without_matplotlib_the_extra_is_named(capsys, monkeypatch, jobs_csv):
+    import sys
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)     # import fails
+    assert main(["plot", "--kind", "queue", str(jobs_csv)]) == 2
+    assert "pip install 'fastsched[plot]'" in capsys.readouterr().err
