@@ -36,6 +36,10 @@ COMMANDS = {
               "at a time of a simulation (like sprio -l)"),
     "sshare": ("views", "shares, usage and fair-share factors of every association at a "
                "time of a simulation (like sshare -l -a)"),
+    "plan": ("plan", "plan every pending job's start and nodes on a cluster's state (running "
+             "and pending jobs) as Slurm's backfill would"),
+    "compare-plan": ("plan", "compare two plans of one state job by job (fastsched plan vs "
+                     "Slurm's squeue --start)"),
     "sweep": ("sweep", "run a grid of simulations (policies x parameters x traces x seeds) "
               "from a TOML sweep file on a process pool, Dask or Ray into one table"),
     "plot": ("plot", "plot a schedule (Gantt, utilisation, queue length), wait-time CDFs "

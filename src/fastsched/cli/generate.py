@@ -1,4 +1,5 @@
-"""``fastsched generate cluster|workload|config``: the standard inputs and examples."""
+"""``fastsched generate cluster|workload|config|slurm-state``: the standard inputs and
+examples."""
 from __future__ import annotations
 
 import argparse
@@ -53,6 +54,20 @@ def configure(g: argparse.ArgumentParser, command: str) -> None:
     site.add_argument("-o", "--output", required=True, metavar="site.toml", help="file to write")
     site.set_defaults(run=_cmd_generate_config)
 
+    state = gsub.add_parser("slurm-state", help="write a recorded state of a real Slurm "
+                            "cluster and Slurm's own plan of it (for fastsched plan)",
+                            description="Write a moment of a real Slurm 22.05.8 cluster (64 "
+                            "nodes x 8 GPUs, select/cons_tres, full-depth backfill): "
+                            "slurm.conf, running.csv (the running jobs), squeue_start.csv "
+                            "(the 986 pending jobs with squeue --start's planned start and "
+                            "nodes: the pending list of fastsched plan and the plan to "
+                            "compare with) and sdiag.txt (the cycle's time: Last cycle when "
+                            "1796230571). Recorded with ../shared/slurm-states' recipe; "
+                            "docs/slurm-model.md.")
+    state.add_argument("-o", "--output", required=True, metavar="DIR",
+                       help="directory to write (created)")
+    state.set_defaults(run=_cmd_generate_state)
+
 
 def _example(name: str) -> bytes:
     """A file shipped in fastsched/data."""
@@ -69,6 +84,25 @@ def _cmd_generate_cluster(args) -> int:
           f"({cluster.gpu_type}), partitions "
           + ", ".join(f"{p.name} ({len(p.nodes):,} nodes)" for p in cluster.partitions)
           + f" -> {args.output}{extra}")
+    return 0
+
+
+#: bundled file -> name written by ``generate slurm-state``
+SLURM_STATE_FILES = {"slurm-state-n64.conf": "slurm.conf",
+                     "slurm-state-n64-running.csv": "running.csv",
+                     "slurm-state-n64-squeue-start.csv.gz": "squeue_start.csv",
+                     "slurm-state-n64-sdiag.txt": "sdiag.txt"}
+
+
+def _cmd_generate_state(args) -> int:
+    import gzip
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    for bundled, name in SLURM_STATE_FILES.items():
+        data = _example(bundled)
+        (out / name).write_bytes(gzip.decompress(data) if bundled.endswith(".gz") else data)
+    print(f"Slurm 22.05.8 state, 64 nodes x 8 GPUs, 39 running and 986 pending jobs, cycle "
+          f"at 1796230571 -> {out}/ ({', '.join(SLURM_STATE_FILES.values())})")
     return 0
 
 

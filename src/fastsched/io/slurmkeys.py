@@ -23,9 +23,13 @@ _PRIORITY_NOTE = ("kept on Cluster.settings; simulate applies priority weights o
 #: SchedulerParameters options the simulator applies (simulate takes them as
 #: --resolution / --window when those are not given)
 SCHEDULER_PARAMETERS_MODELLED = ("bf_resolution", "bf_window")
-#: SchedulerParameters options that change no scheduling decision
+#: SchedulerParameters options the Slurm planning model applies too (fastsched plan)
+_SCHEDULER_PARAMETERS_PLAN = ("bf_max_job_test",)
+#: SchedulerParameters options that change no scheduling decision: when a cycle runs,
+#: how it yields its locks and resumes (bf_continue), when batch jobs launch
 _SCHEDULER_PARAMETERS_HARMLESS = {"bf_interval", "sched_interval", "bf_yield_interval",
-                                  "bf_yield_sleep", "max_rpc_cnt", "bf_running_job_reserve"}
+                                  "bf_yield_sleep", "max_rpc_cnt", "bf_running_job_reserve",
+                                  "bf_continue", "sched_min_interval", "batch_sched_delay"}
 
 
 def _scheduler_type(value: str) -> str:
@@ -56,11 +60,13 @@ def _preempt(value: str) -> str:
 def _scheduler_parameters(value: str) -> str:
     unmodelled = [k for k in parse_scheduler_parameters(value)
                   if k not in SCHEDULER_PARAMETERS_MODELLED
+                  and k not in _SCHEDULER_PARAMETERS_PLAN
                   and k not in _SCHEDULER_PARAMETERS_HARMLESS]
     if not unmodelled:
         return ""
     return (f"{', '.join(unmodelled)} not modelled (only "
-            f"{' and '.join(SCHEDULER_PARAMETERS_MODELLED)} are; the rest are kept on "
+            f"{' and '.join(SCHEDULER_PARAMETERS_MODELLED)} are, and fastsched plan "
+            f"applies {', '.join(_SCHEDULER_PARAMETERS_PLAN)}; the rest are kept on "
             "Cluster.settings.scheduler_parameters)")
 
 
