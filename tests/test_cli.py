@@ -240,7 +240,8 @@ def test_unknown_policy_is_usage_error(capsys, trace):
     assert "invalid choice" in err and "sjf" in err
 
 
-@pytest.mark.parametrize("argv", [[], ["simulate"], ["demo"], ["check"], ["bench"]])
+@pytest.mark.parametrize("argv", [[], ["simulate"], ["demo"], ["check"], ["bench"], ["sweep"],
+                                  ["plot"]])
 def test_help(capsys, argv):
     with pytest.raises(SystemExit) as ei:
         main(argv + ["--help"])

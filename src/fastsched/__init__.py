@@ -62,6 +62,11 @@ _PUBLIC_BY_MODULE = {
     "tools.generate": ('ai_cluster', 'ai_mix',),
     "tools.rlscheduler": ('RLTable', 'read_rl_trace', ('reproduce_rlscheduler', 'reproduce'),),
     "tools.rlsim": ('RLJobs', 'RLWindow',),
+    "tools.sweepfile": ('SweepGrid', 'load_sweep', 'parse_sweep',),
+    "tools.sweep": ('run_sweep', ('read_sweep_results', 'read_results'),),
+    "tools.plots": (('plot_gantt', 'gantt'), ('plot_utilisation', 'utilisation'),
+                    ('plot_queue_length', 'queue_length'), ('plot_cdf', 'cdf'),
+                    ('plot_sweep', 'sweep_plot'), ('read_jobs_csv', 'read_jobs'),),
     "tools.launch": ('Allocation', 'allocate_local', 'task_environments', ('launch_run', 'run'),),
     "verify": ('ScheduleError', 'VerifyReport', 'Violation', 'schedule_from_frame',),
 }

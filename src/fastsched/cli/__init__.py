@@ -40,6 +40,10 @@ COMMANDS = {
              "and pending jobs) as Slurm's backfill would"),
     "compare-plan": ("plan", "compare two plans of one state job by job (fastsched plan vs "
                      "Slurm's squeue --start)"),
+    "sweep": ("sweep", "run a grid of simulations (policies x parameters x traces x seeds) "
+              "from a TOML sweep file on a process pool, Dask or Ray into one table"),
+    "plot": ("plot", "plot a schedule (Gantt, utilisation, queue length), wait-time CDFs "
+             "or sweep results (needs fastsched[plot])"),
     "research": ("research", "research modes: reproduce published simulators' results "
                  "(rlscheduler: RLScheduler's SC'20 tables)"),
 }

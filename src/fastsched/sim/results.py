@@ -187,6 +187,34 @@ class SimulationResult:
             json.dump(self.summary, f, indent=2)
             f.write("\n")
 
+    def __getstate__(self) -> dict:
+        """What pickle saves: ``priority_at`` is a closure made inside the simulator (or
+        the caller's own priority function), which pickle cannot save by name, so it is
+        saved by value with cloudpickle; the cached records are left out (rebuilt on
+        demand)."""
+        state = dict(self.__dict__)
+        state.pop("jobs", None)
+        if state.get("priority_at") is not None:
+            import cloudpickle
+            state["priority_at"] = _ByValue(cloudpickle.dumps(state["priority_at"]))
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        if isinstance(state.get("priority_at"), _ByValue):
+            state = dict(state, priority_at=state["priority_at"].load())
+        self.__dict__.update(state)
+
+
+class _ByValue:
+    """A function pickled by value (cloudpickle bytes), loaded back on unpickling."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def load(self):
+        import pickle
+        return pickle.loads(self.data)
+
 
 def _kept_offsets(offsets: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """CSR offsets of the kept rows, when the dropped rows hold no entries."""
