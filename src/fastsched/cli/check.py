@@ -13,7 +13,7 @@ from ..verify import check_frame
 from .argtypes import machine_size, non_negative_int, positive_int
 from ..verify import verify
 from .common import (add_topology_args, config_limits, format_args, load_sacct, load_trace,
-                     placement_from_args, print_skipped, trace_format, workload_constraints)
+                     placement_from_args, print_skipped, trace_format)
 
 
 def configure(parser: argparse.ArgumentParser, command: str) -> None:
@@ -64,7 +64,7 @@ def run(args) -> int:
     cluster, workload, jobs, _ = load_trace(args.trace, procs=args.procs,
                                              cluster_spec=args.cluster, fmt=args.format,
                                              tz=args.tz, skip_bad=args.skip_bad)
-    constraints = workload_constraints(workload)
+    constraints = (workload.constraints() if workload is not None else {})
     if args.config:
         constraints["limits"] = config_limits(args.config, cluster, workload)
     placement = placement_from_args(args, cluster, jobs, workload)

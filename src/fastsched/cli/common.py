@@ -20,7 +20,6 @@ from ..model.errors import InputError
 from ..model.policies import POLICIES
 from ..model.topology import levels_array
 from ..policy.config import load_config
-from ..policy.priority import WAITING_ORDERS, research_order
 from ..sim.site import site_limits
 from ..tools.generate import load_cluster
 from .argtypes import positive_int, positive_seconds, seconds
@@ -213,33 +212,6 @@ def _switches(text: str) -> tuple[int, int]:
                          field="--switches")
     seconds = parse_time(wait) if wait else None
     return int(count), -1 if seconds is None else int(seconds)
-
-
-def research_priority(name: str, jobs, cluster):
-    """The priority of a named research order (lower score first): an array when the
-    order does not change with time (computed once), else ``priority(now, progress)``
-    (recomputed every period); sizes in GPUs on GPU clusters, else CPUs."""
-    size = "gpus" if cluster.gpus.any() else "cpus"
-    if name.upper() not in WAITING_ORDERS:
-        return -research_order(name, jobs, 0, size=size)
-    return lambda now, progress: -research_order(name, jobs, now, size=size)
-
-
-def workload_constraints(workload) -> dict:
-    """The workload's dependencies, partition lists and array throttles, where it has any."""
-    if workload is None:
-        return {}
-    out = {}
-    deps = getattr(workload, "dependencies", None)
-    if deps is not None and len(deps.parent):
-        out["dependencies"] = deps
-    parts = getattr(workload, "partitions", None)
-    if parts is not None and len(parts.partition) > len(workload):
-        out["partitions"] = parts
-    limits = getattr(workload, "limits", None)
-    if limits is not None and len(limits.caps):
-        out["limits"] = limits
-    return out
 
 
 def config_limits(path, cluster, workload):

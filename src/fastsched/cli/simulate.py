@@ -10,6 +10,7 @@ import numpy as np
 from ..io.events import read_node_events
 from ..model.errors import InputError
 from ..policy.config import load_config
+from ..policy.research import research_priority
 from ..sim.checkpoint import Checkpoints, load as load_checkpoint
 from ..sim.simulator import simulate
 from ..sim.site import simulate_site
@@ -17,9 +18,7 @@ from ..sim.snapshot import format_start_times, start_times_at
 from . import build_parser
 from .argtypes import duration, machine_size, seconds
 from .common import (format_args, load_trace, placement_from_args, policy_args, print_skipped,
-                     research_priority, site_args, summary_table, trace_format,
-                     workload_constraints,
-                     write_atomic)
+                     site_args, summary_table, trace_format, write_atomic)
 
 
 def configure(parser: argparse.ArgumentParser, command: str) -> None:
@@ -102,7 +101,7 @@ def run(args) -> int:
                                    skipped=skipped, **options)
         else:
             result = simulate(cluster, jobs, args.policy, skipped=skipped,
-                              **workload_constraints(workload), **options)
+                              **(workload.constraints() if workload is not None else {}), **options)
     except KeyboardInterrupt:
         if args.checkpoint and options["checkpoints"].saved:
             print(f"fastsched: go on from the last checkpoint with: fastsched simulate "

@@ -108,6 +108,18 @@ class Workload:
     #: (:class:`fastsched.io.swf.SkippedJob`, by file line), as SWF traces list theirs
     skipped: list = field(default_factory=list)
 
+    def constraints(self) -> dict:
+        """Its dependencies, partition lists and array throttles where it has any, as
+        keyword arguments of :func:`fastsched.simulate`."""
+        out = {}
+        if self.dependencies is not None and len(self.dependencies.parent):
+            out["dependencies"] = self.dependencies
+        if self.partitions is not None and len(self.partitions.partition) > len(self):
+            out["partitions"] = self.partitions
+        if self.limits is not None and len(self.limits.caps):
+            out["limits"] = self.limits
+        return out
+
     def __post_init__(self):
         self.account = np.ascontiguousarray(self.account, dtype=np.int32)
         self.org_of_account = np.ascontiguousarray(self.org_of_account, dtype=np.int32)

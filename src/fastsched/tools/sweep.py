@@ -30,7 +30,7 @@ from ..io.swf import read_swf
 from ..io.workload import read_workload
 from ..model.cluster import Cluster
 from ..model.errors import FastschedError, InputError, UnsupportedError
-from ..policy.priority import WAITING_ORDERS, research_order
+from ..policy.research import research_priority
 from ..sim.simulator import simulate
 from .generate import ai_mix, load_cluster
 from .sweepfile import CONFIG_COLUMNS, SUBMIT_ORDER, Cell, SweepGrid, cell_key, load_sweep
@@ -123,12 +123,12 @@ def run_cell(cell: Cell) -> dict:
         cluster, workload, jobs, skipped = _inputs(cell.trace, cell.seed)
         options = {}
         if cell.order != SUBMIT_ORDER:
-            options.update(priority=_order_priority(cell.order, jobs, cluster),
+            options.update(priority=research_priority(cell.order, jobs, cluster),
                            period=cell.order_period)
         if cell.reservations != "auto":
             options["reservations"] = cell.reservations
         result = simulate(cluster, jobs, cell.policy, reserve_depth=cell.reserve_depth or 1,
-                          skipped=skipped, progress=False, **_constraints(workload),
+                          skipped=skipped, progress=False, **(workload.constraints() if workload is not None else {}),
                           **options)
     except FastschedError as e:
         row["error"] = str(e)
@@ -217,40 +217,6 @@ def _inputs(spec, seed):
     if spec.jobs is not None and spec.jobs < len(jobs):
         jobs = jobs.take(np.arange(len(jobs)) < spec.jobs)
     return Cluster.homogeneous(trace.procs), None, jobs, trace.skipped
-
-
-def _constraints(workload) -> dict:
-    """A workload's dependencies, partition lists and array throttles, where it has any
-    (as ``fastsched simulate`` passes them)."""
-    if workload is None:
-        return {}
-    out = {}
-    if workload.dependencies is not None and len(workload.dependencies.parent):
-        out["dependencies"] = workload.dependencies
-    if workload.partitions is not None and len(workload.partitions.partition) > len(workload):
-        out["partitions"] = workload.partitions
-    if workload.limits is not None and len(workload.limits.caps):
-        out["limits"] = workload.limits
-    return out
-
-
-def _order_priority(name: str, jobs, cluster):
-    """A research order as simulate's ``priority`` (higher first): an array when it does
-    not change with time, else a function of time."""
-    size = "gpus" if cluster.gpus.any() else "cpus"
-    if name in WAITING_ORDERS:
-        return _WaitingOrder(name, jobs, size)
-    return -research_order(name, jobs, 0, size=size)
-
-
-class _WaitingOrder:
-    """``priority(now, progress)`` of a research order whose scores grow with the wait."""
-
-    def __init__(self, name, jobs, size):
-        self.name, self.jobs, self.size = name, jobs, size
-
-    def __call__(self, now, progress):
-        return -research_order(self.name, self.jobs, now, size=self.size)
 
 
 # --------------------------------------------------------------------------- executors
