@@ -266,3 +266,47 @@ def _plan_job(cluster, job, part, running, bf_map, now, resolution, window):
 def _overlaps(bf_map, nodes, start, end):
     return any(e > start and b < end and not set(nodes) <= free
                for b, e, free in bf_map.recs)
+
+
+@dataclass
+class Submitted:
+    """A job of a workload to replay: submitted at ``submit``, runs ``runtime`` seconds
+    (at most its limit) once started."""
+    submit: int
+    job: Pending
+    runtime: int
+
+
+def simulate(cluster, workload, *, resolution=60, window=86400, max_job_test=None,
+             available=None):
+    """A cycle (:func:`plan`) at every instant a job is submitted or ends; the queue in
+    submission order. Returns (start, nodes) per job, (None, []) if it never starts."""
+    n = len(workload)
+    arrival = sorted(range(n), key=lambda j: (workload[j].submit, workload[j].job.job_id))
+    out = [(None, [])] * n
+    active, queue, nxt = [], [], 0          # active: (job, start, nodes) in start order
+    while nxt < n or active:
+        ends = [s + min(workload[j].runtime, workload[j].job.limit) for j, s, _ in active]
+        times = ([workload[arrival[nxt]].submit] if nxt < n else []) + ends
+        now = min(times)
+        active = [a for a, e in zip(active, ends) if e > now]
+        while nxt < n and workload[arrival[nxt]].submit <= now:
+            queue.append(arrival[nxt])
+            nxt += 1
+        if not queue:
+            continue
+        running = [Running(max(s + workload[j].job.limit, now + 1), nodes,
+                           workload[j].job.gpus, workload[j].job.cores)
+                   for j, s, nodes in active]
+        plans = plan(cluster, running, [workload[j].job for j in queue], now,
+                     resolution=resolution, window=window, max_job_test=max_job_test,
+                     available=available)
+        started = [j for j, p in zip(queue, plans) if p.started]
+        for j, p in zip(queue, plans):
+            if p.started:
+                out[j] = (now, p.nodes)
+                active.append((j, now, p.nodes))
+        queue = [j for j in queue if j not in started]
+        if not started and not active and nxt == n:
+            break
+    return out

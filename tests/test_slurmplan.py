@@ -369,3 +369,50 @@ def test_per_user_and_partition_caps_from_slurm_conf():
     assert ((plan_state(cluster, state, now).start >= 0).sum()) == 3
     cluster.settings.scheduler_parameters.update(bf_max_job_part=0, bf_max_job_test=5)
     assert ((plan_state(cluster, state, now).start >= 0).sum()) <= 5
+
+
+# --- replays under Slurm's backfill ----------------------------------------------------
+
+@st.composite
+def _workloads(draw):
+    n_nodes = draw(st.integers(1, 12))
+    gpus = draw(st.lists(st.integers(1, 8), min_size=n_nodes, max_size=n_nodes))
+    cluster = naive_slurm.Cluster(gpus, [4] * n_nodes)
+    jobs = []
+    for j in range(draw(st.integers(1, 30))):
+        limit = draw(st.integers(1, 20)) * 300
+        job = naive_slurm.Pending(j, draw(st.integers(1, min(3, n_nodes))),
+                                  draw(st.integers(0, min(gpus))), limit)
+        jobs.append(naive_slurm.Submitted(draw(st.integers(0, 5000)), job,
+                                          draw(st.integers(0, limit + 600))))
+    return cluster, jobs
+
+
+def _replay(cluster, workload, **kw):
+    from fastsched import Cluster, JobTable
+    from fastsched.sim.slurmsim import run_slurm
+    n = len(cluster.gpus)
+    fs_cluster = Cluster(node_names=[f"n{i}" for i in range(n)],
+                         cpus=np.array(cluster.cores), gpus=np.array(cluster.gpus),
+                         mem_mb=np.zeros(n, np.int64))
+    jobs = JobTable.from_arrays(
+        job_id=[w.job.job_id for w in workload], submit_time=[w.submit for w in workload],
+        time_limit=[w.job.limit for w in workload], runtime=[w.runtime for w in workload],
+        num_nodes=[w.job.nodes for w in workload],
+        gpus_per_node=[w.job.gpus for w in workload])
+    return run_slurm(fs_cluster, jobs, **kw)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_workloads(), st.sampled_from([1, 60]))
+def test_replay_gives_the_twins_starts(case, resolution):
+    cluster, workload = case
+    want = naive_slurm.simulate(cluster, workload, resolution=resolution, window=86400)
+    run = _replay(cluster, workload, resolution=resolution, window=86400, max_job_test=500)
+    got = [(None if run.start[j] < 0 else int(run.start[j]),
+            run.alloc_nodes[run.alloc_offsets[j]:run.alloc_offsets[j + 1]].tolist())
+           for j in range(len(workload))]
+    assert got == want
+    for j in range(len(workload)):          # GPU bits: as many as asked, on every node
+        masks = run.alloc_gpu_mask[run.alloc_offsets[j]:run.alloc_offsets[j + 1]]
+        assert all(bin(int(m)).count("1") == workload[j].job.gpus for m in masks)

@@ -465,6 +465,7 @@ class Scheduler:
         """Slurm's backfill cycle (:func:`fastsched.sim.plan.slurm_pass`): its starts take
         each node's lowest free GPUs, in queue order."""
         from .plan import slurm_pass
+        from .slurmsim import lowest_bits
         start, started, offsets, nodes = slurm_pass(
             self.cluster, self._running, jobs, now, self.available,
             resolution=None if self.resolution == 1 else self.resolution, window=self.window)
@@ -473,7 +474,7 @@ class Scheduler:
         free = self.state.free_gpu_mask.copy()
         for q in np.flatnonzero(started):
             for e in range(offsets[q], offsets[q + 1]):
-                masks[e] = _lowest_bits(free[nodes[e]], int(jobs.gpus_per_node[q]))
+                masks[e] = lowest_bits(int(free[nodes[e]]), int(jobs.gpus_per_node[q]))
                 free[nodes[e]] &= ~masks[e]
         return outcome.astype(np.int8), start, offsets, nodes, masks
 
@@ -544,17 +545,6 @@ def _check_slurm_options(policy: str, given) -> None:
     others = [name for name in given if name != "priority"]
     if others:
         raise UnsupportedError(f"reservations='slurm' takes no {', '.join(others)} yet")
-
-
-def _lowest_bits(mask, count: int):
-    """The ``count`` lowest set bits of ``mask`` (a uint64)."""
-    out = np.uint64(0)
-    m = int(mask)
-    for _ in range(count):
-        low = m & -m
-        out |= np.uint64(low)
-        m ^= low
-    return out
 
 
 def _check_now(now) -> int:
