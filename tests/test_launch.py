@@ -655,3 +655,102 @@ def test_cli_print_env_with_every_new_option():
                  "3: LOCAL_WORLD_SIZE=2", "3: ROLE_RANK=3", "3: TORCHELASTIC_RUN_ID=37",
                  "3: MASTER_PORT=10037"):
         assert line in lines, line
+
+
+# --------------------------------------------------------------------------- PyTorch Lightning
+# Lightning's cluster environments, lightning_fabric/plugins/environments/slurm.py and
+# torchelastic.py (the same files as lightning/fabric/plugins/environments/ in the
+# `lightning` package): SLURMEnvironment.detect() needs SLURM_NTASKS and a SLURM_JOB_NAME
+# other than bash/interactive; it reads SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID,
+# SLURM_NODEID, SLURM_NNODES, SLURM_NTASKS_PER_NODE, SLURM_JOB_ID, MASTER_ADDR (else
+# SLURM_NODELIST) and MASTER_PORT (else from SLURM_JOB_ID), and refuses SLURM_NTASKS > 1
+# without SLURM_NTASKS_PER_NODE. TorchElasticEnvironment (tried first by Fabric's
+# connector) detects TORCHELASTIC_RUN_ID and reads WORLD_SIZE, RANK, LOCAL_RANK, GROUP_RANK.
+
+def _as_task(monkeypatch, env):
+    for key in [k for k in os.environ if k.startswith(("SLURM_", "TORCHELASTIC_"))]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+
+
+def test_lightning_slurm_environment_reads_what_srun_would_set(monkeypatch):
+    environments = pytest.importorskip("lightning_fabric.plugins.environments")
+    alloc = allocate_local(3, ntasks_per_node=2, job_id=4321)
+    for rank, env in enumerate(task_environments(alloc, master_addr="127.0.0.1")):
+        _as_task(monkeypatch, env)
+        assert environments.SLURMEnvironment.detect()
+        assert not environments.TorchElasticEnvironment.detect()
+        slurm = environments.SLURMEnvironment()
+        assert (slurm.world_size(), slurm.global_rank(), slurm.local_rank(),
+                slurm.node_rank()) == (6, rank, rank % 2, rank // 2)
+        assert slurm.main_address == "127.0.0.1" and slurm.main_port == 14321
+        assert slurm.job_id() == 4321
+        slurm.validate_settings(num_devices=2, num_nodes=3)        # raises on a mismatch
+        with pytest.raises(ValueError, match="ntasks-per-node=2"):
+            slurm.validate_settings(num_devices=4, num_nodes=3)
+
+
+def test_lightning_refuses_ntasks_without_ntasks_per_node_as_under_srun(monkeypatch):
+    environments = pytest.importorskip("lightning_fabric.plugins.environments")
+    _as_task(monkeypatch, task_environments(allocate_local(2, 4, job_id=1))[0])
+    with pytest.raises(RuntimeError, match="--ntasks-per-node"):
+        environments.SLURMEnvironment()
+
+
+def test_lightning_sees_torchrun_with_torchrun_env(monkeypatch):
+    environments = pytest.importorskip("lightning_fabric.plugins.environments")
+    alloc = allocate_local(2, ntasks_per_node=2, job_id=77)
+    for rank, env in enumerate(task_environments(alloc, torchrun=True)):
+        _as_task(monkeypatch, env)
+        assert environments.TorchElasticEnvironment.detect()
+        elastic = environments.TorchElasticEnvironment()
+        assert (elastic.world_size(), elastic.global_rank(), elastic.local_rank(),
+                elastic.node_rank()) == (4, rank, rank % 2, rank // 2)
+        elastic.validate_settings(num_devices=2, num_nodes=2)
+
+
+# Every rank builds a Fabric (DDP on CPU, gloo), launches it (Lightning joins the process
+# group through the cluster environment it detected) and all-reduces rank + 1.
+_FABRIC = ("import json, os, sys\n"
+           "os.environ.setdefault('GLOO_SOCKET_IFNAME', 'lo')\n"
+           "import torch\n"
+           "from lightning_fabric import Fabric\n"
+           "fabric = Fabric(accelerator='cpu', devices=2, num_nodes=2, strategy='ddp')\n"
+           "env = type(fabric._connector.cluster_environment).__name__\n"
+           "fabric.launch()\n"
+           "total = fabric.all_reduce(torch.tensor([fabric.global_rank + 1.0]), "
+           "reduce_op='sum').item()\n"
+           "rec = dict(env=env, rank=fabric.global_rank, local=fabric.local_rank, "
+           "node=fabric.node_rank, world=fabric.world_size, sum=total)\n"
+           "open(os.path.join(sys.argv[1], str(fabric.global_rank)), 'w').write(json.dumps(rec))\n"
+           "fabric.barrier()\n")
+
+
+@pytest.mark.parametrize("torchrun", [False, True])
+def test_lightning_fabric_ddp_through_cli(tmp_path, torchrun):
+    pytest.importorskip("lightning_fabric")
+    args = ["run", "-N", "2", "--ntasks-per-node", "2", "--job-id", str(_free_job_id()),
+            "--timeout", str(HANG_S)] + (["--torchrun-env"] if torchrun else [])
+    r = cli(*args, "--", sys.executable, "-c", _FABRIC, str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = [json.loads((tmp_path / str(rank)).read_text()) for rank in range(4)]
+    expected_env = "TorchElasticEnvironment" if torchrun else "SLURMEnvironment"
+    assert [(x["env"], x["rank"], x["local"], x["node"], x["world"], x["sum"]) for x in recs] == [
+        (expected_env, rank, rank % 2, rank // 2, 4, 10.0) for rank in range(4)]
+
+
+def test_torch_rank_crash_ends_the_ranks_blocked_in_a_collective(tmp_path):
+    # Rank 1 dies once the group is formed; ranks 0, 2, 3 wait in all_reduce (gloo's
+    # timeout is 600 s): the launcher ends them and exits with rank 1's status. No output
+    # file: rank 0 never gets past the all-reduce.
+    pytest.importorskip("torch")
+    out = tmp_path / "sum.json"
+    r = cli("run", "-N", "2", "-n", "4", "--job-id", str(_free_job_id()), "--timeout",
+            str(HANG_S), "--", sys.executable, str(TESTS / "ddp_allreduce.py"), str(out),
+            "--crash-rank", "1")
+    assert r.returncode == 3, r.stdout + r.stderr
+    # (gloo may also fail the waiting ranks by themselves, once they see rank 1 gone: the
+    # status is still the highest, rank 1's)
+    assert "task 1 (rank 1) exited with status 3" in r.stderr
+    assert not out.exists()
