@@ -445,6 +445,17 @@ def test_array_errors(kwargs, match):
         allocate_local(1, job_id=5, **kwargs)
 
 
+def test_array_task_checks_itself():
+    from fastsched.tools.launch import ArrayTask
+    with pytest.raises(InputError, match="outside 1..3"):
+        ArrayTask(array_job_id=1, task_id=5, job_id=1, count=3, min=1, max=3)
+    with pytest.raises(InputError, match="array step"):
+        ArrayTask(array_job_id=1, task_id=1, job_id=1, count=1, min=1, max=1, step=0)
+    task = ArrayTask(array_job_id=1, task_id=2, job_id=3, count=3, min=1, max=3)
+    with pytest.raises(InputError, match="has job id 3"):
+        Allocation(job_id=1, nodes=["a"], tasks_per_node=[1], array=task)
+
+
 # --------------------------------------------------------------------------- torchrun
 
 def test_torchrun_env_only_when_asked():

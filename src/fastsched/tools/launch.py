@@ -138,6 +138,14 @@ class ArrayTask:
     max: int
     step: int = 1
 
+    def __post_init__(self):
+        for name in ("array_job_id", "task_id", "job_id", "min", "max"):
+            _check_int(getattr(self, name), f"array {name.replace('_', ' ')}", minimum=0)
+        _check_int(self.count, "array task count", minimum=1)
+        _check_int(self.step, "array step", minimum=1)
+        if not self.min <= self.task_id <= self.max:
+            raise InputError(f"array task {self.task_id} is outside {self.min}..{self.max}")
+
     def environment(self) -> dict[str, str]:
         return {"SLURM_ARRAY_JOB_ID": str(self.array_job_id),
                 "SLURM_ARRAY_TASK_ID": str(self.task_id),
