@@ -98,8 +98,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..model.validation import MAX_LOCAL_TASKS
-from ..model.errors import InputError
-from ..model.errors import UnsupportedError
+from ..model.errors import InputError, UnsupportedError
 from ..io.hostlist import compress
 from ..io.sbatch import parse_array
 
