@@ -4,7 +4,8 @@ Usage: ``fastsched run -N 2 -n 4 -- python tests/ddp_allreduce.py OUT``. Every
 rank joins through the ``env://`` variables the launcher sets (RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT), all-reduces ``tensor([rank + 1])`` and
 checks the sum is ``1 + 2 + ... + WORLD_SIZE``; rank 0 writes a JSON record to
-OUT.
+OUT. ``--crash-rank R``: rank R exits with status 3 once the group is formed,
+leaving the others blocked in the all-reduce (the launcher must end them).
 """
 import datetime
 import json
@@ -15,7 +16,10 @@ import torch
 import torch.distributed as dist
 
 
-def main(out_path: str) -> int:
+CRASH_STATUS = 3
+
+
+def main(out_path: str, crash_rank: int | None = None) -> int:
     # Node names stand for this machine: talk over loopback.
     if sys.platform.startswith("linux"):
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
@@ -26,6 +30,8 @@ def main(out_path: str) -> int:
                             timeout=datetime.timedelta(seconds=600))
     try:
         assert dist.get_rank() == rank and dist.get_world_size() == world
+        if rank == crash_rank:
+            os._exit(CRASH_STATUS)
         t = torch.tensor([float(rank + 1)])
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
         total = t.item()
@@ -46,4 +52,5 @@ def main(out_path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    crash = int(sys.argv[3]) if sys.argv[2:3] == ["--crash-rank"] else None
+    sys.exit(main(sys.argv[1], crash))

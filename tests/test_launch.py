@@ -2,6 +2,7 @@
 import json
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -11,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from fastsched.tools import launch
-from fastsched.model.errors import InputError
+from fastsched.model.errors import InputError, UnsupportedError
 from fastsched.tools.launch import (Allocation, allocate_local, block_distribution, compress_counts,
-                              expand_counts, master_port, run, task_environments)
+                              expand_counts, master_port, parse_signal, run,
+                              task_environments)
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -375,3 +377,391 @@ def test_cli_names_the_rank_that_failed():
     assert r.returncode == 5
     assert "task 1 (rank 1) exited with status 5" in r.stderr
     assert "task 0" not in r.stderr and "task 2 (" not in r.stderr
+
+
+# --------------------------------------------------------------------------- requested options
+
+def test_ntasks_per_node_and_cpus_per_task_set_only_when_given():
+    plain = task_environments(allocate_local(2, 4, job_id=8))[0]
+    assert "SLURM_NTASKS_PER_NODE" not in plain and "SLURM_CPUS_PER_TASK" not in plain
+    envs = task_environments(allocate_local(2, ntasks_per_node=3, cpus_per_task=4, job_id=8))
+    assert len(envs) == 6
+    assert set(col(envs, "SLURM_NTASKS_PER_NODE")) == {"3"}
+    assert set(col(envs, "SLURM_CPUS_PER_TASK")) == {"4"}
+    assert set(col(envs, "SLURM_JOB_NUM_NODES")) == {"2"}
+    # with -n too, K is the per-node maximum; the variable still says K
+    envs = task_environments(allocate_local(3, 5, ntasks_per_node=2, job_id=8))
+    assert set(col(envs, "SLURM_NTASKS_PER_NODE")) == {"2"}
+    assert envs[0]["SLURM_TASKS_PER_NODE"] == "2(x2),1"
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(nodes=["a"], tasks_per_node=[3], ntasks_per_node=2), "more than --ntasks-per-node"),
+    (dict(nodes=["a"], tasks_per_node=[1], cpus_per_task=0), "cpus per task"),
+    (dict(nodes=["a"], tasks_per_node=[1], array="3"), "ArrayTask"),
+])
+def test_requested_option_errors(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        Allocation(job_id=1, **kwargs)
+
+
+def test_array_numbering_as_slurms_job_array_page():
+    # job_array.shtml: `sbatch --array=1-3` answered "Submitted batch job 36": task 3 is job
+    # 36 (the placeholder runs last), task 1 job 37, task 2 job 38
+    jobs = {}
+    for task in (1, 2, 3):
+        env = task_environments(allocate_local(1, job_id=36, array_task_id=task,
+                                               array_indexes="1-3"))[0]
+        jobs[task] = env["SLURM_JOB_ID"]
+        assert env["SLURM_ARRAY_JOB_ID"] == "36" and env["SLURM_ARRAY_TASK_ID"] == str(task)
+        assert (env["SLURM_ARRAY_TASK_COUNT"], env["SLURM_ARRAY_TASK_MIN"],
+                env["SLURM_ARRAY_TASK_MAX"], env["SLURM_ARRAY_TASK_STEP"]) == ("3", "1", "3", "1")
+        assert env["MASTER_PORT"] == str(master_port(int(env["SLURM_JOB_ID"])))
+    assert jobs == {1: "37", 2: "38", 3: "36"}
+
+
+@pytest.mark.parametrize("indexes,task,expected", [
+    ("0-15:4", 8, ("4", "0", "12", "4")),          # sbatch(1): 0-15:4 is 0,4,8,12
+    ("0-15:4%2", 0, ("4", "0", "12", "4")),        # the throttle changes nothing here
+    ("1,3,5-6", 5, ("4", "1", "6", "1")),
+    ("7", 7, ("1", "7", "7", "1")),
+    (None, 9, ("1", "9", "9", "1")),               # --array-task alone: a one-element array
+])
+def test_array_counts(indexes, task, expected):
+    env = task_environments(allocate_local(1, job_id=100, array_task_id=task,
+                                           array_indexes=indexes))[0]
+    assert (env["SLURM_ARRAY_TASK_COUNT"], env["SLURM_ARRAY_TASK_MIN"],
+            env["SLURM_ARRAY_TASK_MAX"], env["SLURM_ARRAY_TASK_STEP"]) == expected
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(array_task_id=4, array_indexes="0-15:3"), "not in the array"),
+    (dict(array_task_id=1, array_indexes="1-x"), "bad entry"),
+    (dict(array_indexes="1-3"), "needs the element"),
+    (dict(array_task_id=-1), "array task id"),
+])
+def test_array_errors(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        allocate_local(1, job_id=5, **kwargs)
+
+
+def test_array_task_checks_itself():
+    from fastsched.tools.launch import ArrayTask
+    with pytest.raises(InputError, match="outside 1..3"):
+        ArrayTask(array_job_id=1, task_id=5, job_id=1, count=3, min=1, max=3)
+    with pytest.raises(InputError, match="array step"):
+        ArrayTask(array_job_id=1, task_id=1, job_id=1, count=1, min=1, max=1, step=0)
+    task = ArrayTask(array_job_id=1, task_id=2, job_id=3, count=3, min=1, max=3)
+    with pytest.raises(InputError, match="has job id 3"):
+        Allocation(job_id=1, nodes=["a"], tasks_per_node=[1], array=task)
+
+
+# --------------------------------------------------------------------------- torchrun
+
+def test_torchrun_env_only_when_asked():
+    alloc = allocate_local(3, 5, job_id=64)                 # counts 2, 2, 1
+    plain = task_environments(alloc)
+    assert not [k for e in plain for k in e
+                if k.startswith(("TORCHELASTIC_", "GROUP_", "ROLE_"))]
+    envs = task_environments(alloc, torchrun=True)
+    assert col(envs, "GROUP_RANK") == col(envs, "SLURM_NODEID") == ["0", "0", "1", "1", "2"]
+    assert col(envs, "ROLE_RANK") == col(envs, "RANK")
+    assert col(envs, "LOCAL_WORLD_SIZE") == ["2", "2", "2", "2", "1"]
+    for e in envs:
+        assert e["GROUP_WORLD_SIZE"] == "3" and e["ROLE_WORLD_SIZE"] == e["WORLD_SIZE"] == "5"
+        assert e["ROLE_NAME"] == "default"
+        assert e["TORCHELASTIC_RUN_ID"] == "64"
+        assert (e["TORCHELASTIC_RESTART_COUNT"], e["TORCHELASTIC_MAX_RESTARTS"]) == ("0", "0")
+        # torch.distributed.rendezvous: "True" would make rank 0 wait for an agent's store
+        assert e["TORCHELASTIC_USE_AGENT_STORE"] == "False"
+    # the torchrun variables never change the Slurm ones
+    assert [{k: v for k, v in e.items() if k in p} for e, p in zip(envs, plain)] == plain
+
+
+# --------------------------------------------------------------------------- --signal
+
+@pytest.mark.parametrize("text,expected", [
+    ("USR1", (signal.SIGUSR1, 60, False)),            # no @: 60 s
+    ("usr2@90", (signal.SIGUSR2, 90, False)),
+    ("SIGTERM@0", (signal.SIGTERM, 0, False)),
+    ("B:USR1@30", (signal.SIGUSR1, 30, True)),
+    ("b:10@65535", (10, 65535, True)),
+    ("B12", (12, 60, True)),                          # get_signal_opts: the ':' is optional
+    ("XCPU", (signal.SIGXCPU, 60, False)),
+])
+def test_parse_signal(text, expected):
+    w = parse_signal(text)
+    assert (w.signum, w.seconds, w.batch_only) == expected
+
+
+@pytest.mark.parametrize("text,error,match", [
+    ("", InputError, "unknown signal"),
+    ("FOO", InputError, "unknown signal"),
+    ("SEGV", InputError, "unknown signal"),           # not in Slurm's names (a number is)
+    ("USR1@", InputError, "@SECS"),
+    ("USR1@-1", InputError, "@SECS"),
+    ("USR1@65536", InputError, "@SECS"),
+    ("USR1@1.5", InputError, "@SECS"),
+    ("0", InputError, "no signal number 0"),
+    ("999", InputError, "no signal number"),
+    ("BB:USR1", InputError, "expected"),
+    ("R:USR1", UnsupportedError, "reservations"),
+])
+def test_parse_signal_errors(text, error, match):
+    with pytest.raises(error, match=match):
+        parse_signal(text)
+
+
+def test_signal_needs_a_time_limit_and_kill_wait_is_checked():
+    alloc = allocate_local(1, 1, job_id=1)
+    with pytest.raises(InputError, match="needs a time limit"):
+        run(["true"], alloc, warn=parse_signal("USR1"))
+    with pytest.raises(InputError, match="kill wait"):
+        run(["true"], alloc, kill_wait=-1)
+
+
+class _PhasedClock:
+    """``time`` for the launcher whose clock stands at 0 until every task is ready, then at
+    ``middle`` (past the signal, before the limit) until every task logged the signal, then
+    far past the limit: the order of events is fixed however busy the machine is."""
+
+    def __init__(self, logs, middle):
+        self.logs, self.middle, self.sleep = logs, middle, time.sleep
+
+    def _all(self, word):
+        return all(p.exists() and word in p.read_text().split() for p in self.logs)
+
+    def monotonic(self) -> float:
+        if not self._all("ready"):
+            return 0.0
+        return self.middle if not self._all("USR1") else 1e9
+
+
+# each task logs 'ready' once its handlers are in, then the signals it gets, then sleeps;
+# on SIGTERM it logs TERM and exits 0 (a job that checkpoints and stops)
+_TRAP = ("import os, signal, sys, time\n"
+         "log = os.path.join(sys.argv[1], os.environ['RANK'])\n"
+         "def note(word):\n"
+         "    with open(log, 'a') as f: f.write(word + '\\n')\n"
+         "signal.signal(signal.SIGUSR1, lambda s, f: note('USR1'))\n"
+         "def term(s, f):\n"
+         "    note('TERM'); sys.exit(0)\n"
+         "signal.signal(signal.SIGTERM, term)\n"
+         "note('ready')\n"
+         "for _ in range(600): time.sleep(0.1)\n")
+
+
+def test_signal_before_the_limit_then_sigterm(tmp_path, monkeypatch, capsys):
+    alloc = allocate_local(2, 3, job_id=5)
+    logs = [tmp_path / str(r) for r in range(3)]
+    # limit 100 s, USR1 at 100 - 30 = 70: the clock stands at 80 until every task has it
+    monkeypatch.setattr(launch, "time", _PhasedClock(logs, middle=80.0))
+    status = run([sys.executable, "-c", _TRAP, str(tmp_path)], alloc, timeout=100,
+                 warn=parse_signal("USR1@30"), kill_wait=HANG_S)
+    assert status == 124
+    for log in logs:
+        assert log.read_text().split() == ["ready", "USR1", "TERM"]
+    err = capsys.readouterr().err
+    assert "sent SIGUSR1 to 3 task(s), 30 s before the time limit" in err
+    assert "time limit of 100 s reached; terminated 3 task(s)" in err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+def test_batch_flag_signals_only_the_task_process(tmp_path, monkeypatch):
+    # The task starts a child that would log USR1 too; with B: only the task gets it.
+    child = _TRAP.replace("os.environ['RANK']", "'child'")
+    code = ("import subprocess, sys\n"
+            "subprocess.Popen([sys.executable, '-c', sys.argv[2], sys.argv[1]])\n" + _TRAP)
+    logs = [tmp_path / "0", tmp_path / "child"]
+    clock = _PhasedClock(logs, middle=80.0)
+    clock._all = lambda word, logs=logs: (all(p.exists() for p in logs) and
+                                          word in logs[0].read_text().split()
+                                          if word == "USR1" else
+                                          all(p.exists() and word in p.read_text().split()
+                                              for p in logs))
+    monkeypatch.setattr(launch, "time", clock)
+    status = run([sys.executable, "-c", code, str(tmp_path), child], allocate_local(1, 1, job_id=5),
+                 timeout=100, warn=parse_signal("B:USR1@30"), kill_wait=HANG_S)
+    assert status == 124
+    assert logs[0].read_text().split() == ["ready", "USR1", "TERM"]
+    assert logs[1].read_text().split() == ["ready", "TERM"]       # SIGTERM goes to the group
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+def test_sigkill_after_kill_wait_when_sigterm_is_ignored(tmp_path, monkeypatch):
+    code = ("import os, signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "p = os.path.join(sys.argv[1], os.environ['RANK'])\n"
+            "open(p + '.tmp', 'w').write(str(os.getpid()))\n"
+            "os.replace(p + '.tmp', p)\n"
+            "time.sleep(600)\n")
+    monkeypatch.setattr(launch, "time", _ClockStoppedUntil(lambda: os.path.exists(tmp_path / "0")))
+    assert run([sys.executable, "-c", code, str(tmp_path)], allocate_local(1, 1, job_id=5),
+               timeout=5, kill_wait=0.2) == 124
+    pid = int((tmp_path / "0").read_text())
+    hang = time.monotonic() + HANG_S
+    while _pid_alive(pid) and time.monotonic() < hang:
+        time.sleep(0.05)
+    assert not _pid_alive(pid)
+
+
+def test_cli_checkpoint_before_time_limit(tmp_path):
+    # Real time, generous margins: USR1 is due 8 s after the start (limit 40 s, @32); each
+    # task installs its handler first thing, checkpoints on USR1 and ends by itself with 0.
+    code = ("import os, signal, sys, time\n"
+            "def ckpt(s, f):\n"
+            "    open(os.path.join(sys.argv[1], 'ckpt' + os.environ['RANK']), 'w').close()\n"
+            "    sys.exit(0)\n"
+            "signal.signal(signal.SIGUSR1, ckpt)\n"
+            "time.sleep(600)\n")
+    r = cli("run", "-n", "2", "--time", "0:40", "--signal", "USR1@32", "--",
+            sys.executable, "-c", code, str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt0", "ckpt1"]
+    assert "sent SIGUSR1 to 2 task(s), 32 s before the time limit" in r.stderr
+
+
+def test_cli_time_limit_ends_tasks_with_124():
+    r = cli("run", "-n", "2", "-t", "0:02", "--kill-wait", "1", "--", sys.executable, "-c",
+            "import time; time.sleep(600)")
+    assert r.returncode == 124
+    assert "time limit of 2 s reached; terminated 2 task(s)" in r.stderr
+
+
+@pytest.mark.parametrize("args,match", [
+    (["run", "--signal", "USR1", "--", "true"], "needs a time limit"),
+    (["run", "--signal", "R:USR1", "-t", "1", "--", "true"], "reservations"),
+    (["run", "--signal", "NOPE", "-t", "1", "--", "true"], "unknown signal"),
+    (["run", "-t", "0:00", "--", "true"], "longer than 0"),
+    (["run", "-t", "1", "--timeout", "3", "--", "true"], "not allowed with"),
+    (["run", "--array", "1-3", "--", "true"], "needs the element"),
+    (["run", "--array", "1-3", "--array-task", "5", "--", "true"], "not in the array"),
+    (["run", "-K", "2", "--", "true"], "must be <= 1"),
+])
+def test_cli_new_option_errors(args, match):
+    r = cli(*args)
+    assert r.returncode == 2, r.stderr
+    assert match in r.stderr
+
+
+def test_cli_kill_on_bad_exit_spellings(tmp_path):
+    code = ("import os, sys, time\n"
+            "r = int(os.environ['RANK'])\n"
+            "if r == 0: sys.exit(4)\n"
+            "time.sleep(0.3)\n"
+            "open(os.path.join(sys.argv[1], 'done%d' % r), 'w').close()\n")
+    r = cli("run", "-n", "2", "--kill-on-bad-exit=0", "--", sys.executable, "-c", code,
+            str(tmp_path))
+    assert r.returncode == 4 and [p.name for p in tmp_path.iterdir()] == ["done1"]
+
+
+def test_cli_print_env_with_every_new_option():
+    r = cli("run", "-N", "2", "--ntasks-per-node", "2", "-c", "4", "--job-id", "36",
+            "--array", "1-3", "--array-task", "1", "--torchrun-env", "--print-env")
+    assert r.returncode == 0, r.stderr
+    lines = set(r.stdout.splitlines())
+    for line in ("3: SLURM_NTASKS_PER_NODE=2", "3: SLURM_CPUS_PER_TASK=4",
+                 "3: SLURM_JOB_ID=37", "3: SLURM_ARRAY_JOB_ID=36", "3: SLURM_ARRAY_TASK_ID=1",
+                 "3: SLURM_ARRAY_TASK_COUNT=3", "3: SLURM_JOB_NUM_NODES=2", "3: GROUP_RANK=1",
+                 "3: LOCAL_WORLD_SIZE=2", "3: ROLE_RANK=3", "3: TORCHELASTIC_RUN_ID=37",
+                 "3: MASTER_PORT=10037"):
+        assert line in lines, line
+
+
+# --------------------------------------------------------------------------- PyTorch Lightning
+# Lightning's cluster environments, lightning_fabric/plugins/environments/slurm.py and
+# torchelastic.py (the same files as lightning/fabric/plugins/environments/ in the
+# `lightning` package): SLURMEnvironment.detect() needs SLURM_NTASKS and a SLURM_JOB_NAME
+# other than bash/interactive; it reads SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID,
+# SLURM_NODEID, SLURM_NNODES, SLURM_NTASKS_PER_NODE, SLURM_JOB_ID, MASTER_ADDR (else
+# SLURM_NODELIST) and MASTER_PORT (else from SLURM_JOB_ID), and refuses SLURM_NTASKS > 1
+# without SLURM_NTASKS_PER_NODE. TorchElasticEnvironment (tried first by Fabric's
+# connector) detects TORCHELASTIC_RUN_ID and reads WORLD_SIZE, RANK, LOCAL_RANK, GROUP_RANK.
+
+def _as_task(monkeypatch, env):
+    for key in [k for k in os.environ if k.startswith(("SLURM_", "TORCHELASTIC_"))]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+
+
+def test_lightning_slurm_environment_reads_what_srun_would_set(monkeypatch):
+    environments = pytest.importorskip("lightning_fabric.plugins.environments")
+    alloc = allocate_local(3, ntasks_per_node=2, job_id=4321)
+    for rank, env in enumerate(task_environments(alloc, master_addr="127.0.0.1")):
+        _as_task(monkeypatch, env)
+        assert environments.SLURMEnvironment.detect()
+        assert not environments.TorchElasticEnvironment.detect()
+        slurm = environments.SLURMEnvironment()
+        assert (slurm.world_size(), slurm.global_rank(), slurm.local_rank(),
+                slurm.node_rank()) == (6, rank, rank % 2, rank // 2)
+        assert slurm.main_address == "127.0.0.1" and slurm.main_port == 14321
+        assert slurm.job_id() == 4321
+        slurm.validate_settings(num_devices=2, num_nodes=3)        # raises on a mismatch
+        with pytest.raises(ValueError, match="ntasks-per-node=2"):
+            slurm.validate_settings(num_devices=4, num_nodes=3)
+
+
+def test_lightning_refuses_ntasks_without_ntasks_per_node_as_under_srun(monkeypatch):
+    environments = pytest.importorskip("lightning_fabric.plugins.environments")
+    _as_task(monkeypatch, task_environments(allocate_local(2, 4, job_id=1))[0])
+    with pytest.raises(RuntimeError, match="--ntasks-per-node"):
+        environments.SLURMEnvironment()
+
+
+def test_lightning_sees_torchrun_with_torchrun_env(monkeypatch):
+    environments = pytest.importorskip("lightning_fabric.plugins.environments")
+    alloc = allocate_local(2, ntasks_per_node=2, job_id=77)
+    for rank, env in enumerate(task_environments(alloc, torchrun=True)):
+        _as_task(monkeypatch, env)
+        assert environments.TorchElasticEnvironment.detect()
+        elastic = environments.TorchElasticEnvironment()
+        assert (elastic.world_size(), elastic.global_rank(), elastic.local_rank(),
+                elastic.node_rank()) == (4, rank, rank % 2, rank // 2)
+        elastic.validate_settings(num_devices=2, num_nodes=2)
+
+
+# Every rank builds a Fabric (DDP on CPU, gloo), launches it (Lightning joins the process
+# group through the cluster environment it detected) and all-reduces rank + 1.
+_FABRIC = ("import json, os, sys\n"
+           "os.environ.setdefault('GLOO_SOCKET_IFNAME', 'lo')\n"
+           "import torch\n"
+           "from lightning_fabric import Fabric\n"
+           "fabric = Fabric(accelerator='cpu', devices=2, num_nodes=2, strategy='ddp')\n"
+           "env = type(fabric._connector.cluster_environment).__name__\n"
+           "fabric.launch()\n"
+           "total = fabric.all_reduce(torch.tensor([fabric.global_rank + 1.0]), "
+           "reduce_op='sum').item()\n"
+           "rec = dict(env=env, rank=fabric.global_rank, local=fabric.local_rank, "
+           "node=fabric.node_rank, world=fabric.world_size, sum=total)\n"
+           "open(os.path.join(sys.argv[1], str(fabric.global_rank)), 'w').write(json.dumps(rec))\n"
+           "fabric.barrier()\n")
+
+
+@pytest.mark.parametrize("torchrun", [False, True])
+def test_lightning_fabric_ddp_through_cli(tmp_path, torchrun):
+    pytest.importorskip("lightning_fabric")
+    args = ["run", "-N", "2", "--ntasks-per-node", "2", "--job-id", str(_free_job_id()),
+            "--timeout", str(HANG_S)] + (["--torchrun-env"] if torchrun else [])
+    r = cli(*args, "--", sys.executable, "-c", _FABRIC, str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = [json.loads((tmp_path / str(rank)).read_text()) for rank in range(4)]
+    expected_env = "TorchElasticEnvironment" if torchrun else "SLURMEnvironment"
+    assert [(x["env"], x["rank"], x["local"], x["node"], x["world"], x["sum"]) for x in recs] == [
+        (expected_env, rank, rank % 2, rank // 2, 4, 10.0) for rank in range(4)]
+
+
+def test_torch_rank_crash_ends_the_ranks_blocked_in_a_collective(tmp_path):
+    # Rank 1 dies once the group is formed; ranks 0, 2, 3 wait in all_reduce (gloo's
+    # timeout is 600 s): the launcher ends them and exits with rank 1's status. No output
+    # file: rank 0 never gets past the all-reduce.
+    pytest.importorskip("torch")
+    out = tmp_path / "sum.json"
+    r = cli("run", "-N", "2", "-n", "4", "--job-id", str(_free_job_id()), "--timeout",
+            str(HANG_S), "--", sys.executable, str(TESTS / "ddp_allreduce.py"), str(out),
+            "--crash-rank", "1")
+    assert r.returncode == 3, r.stdout + r.stderr
+    # (gloo may also fail the waiting ranks by themselves, once they see rank 1 gone: the
+    # status is still the highest, rank 1's)
+    assert "task 1 (rank 1) exited with status 3" in r.stderr
+    assert not out.exists()

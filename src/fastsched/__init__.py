@@ -67,7 +67,7 @@ _PUBLIC_BY_MODULE = {
     "tools.plots": (('plot_gantt', 'gantt'), ('plot_utilisation', 'utilisation'),
                     ('plot_queue_length', 'queue_length'), ('plot_cdf', 'cdf'),
                     ('plot_sweep', 'sweep_plot'), ('read_jobs_csv', 'read_jobs'),),
-    "tools.launch": ('Allocation', 'allocate_local', 'task_environments', ('launch_run', 'run'),),
+    "tools.launch": ('Allocation', 'ArrayTask', 'WarnSignal', 'allocate_local', 'array_task', 'parse_signal', 'task_environments', ('launch_run', 'run'),),
     "verify": ('ScheduleError', 'VerifyReport', 'Violation', 'schedule_from_frame',),
 }
 _WHERE = {(n if isinstance(n, str) else n[0]): (module, n if isinstance(n, str) else n[1])
