@@ -353,8 +353,8 @@ def test_the_scheduler_refuses_what_the_slurm_model_does_not_take():
     cluster, *_ = _state("n64-p1000")
     with pytest.raises(UnsupportedError, match="conservative"):
         Scheduler(cluster, "easy", reservations="slurm")
-    with pytest.raises(UnsupportedError, match="simulate does not replay it"):
-        fastsched.simulate(cluster, fastsched.JobTable.from_requests([]), "conservative",
+    with pytest.raises(UnsupportedError, match="policy 'conservative'"):
+        fastsched.simulate(cluster, fastsched.JobTable.from_requests([]), "easy",
                            reservations="slurm")
 
 
@@ -416,3 +416,27 @@ def test_replay_gives_the_twins_starts(case, resolution):
     for j in range(len(workload)):          # GPU bits: as many as asked, on every node
         masks = run.alloc_gpu_mask[run.alloc_offsets[j]:run.alloc_offsets[j + 1]]
         assert all(bin(int(m)).count("1") == workload[j].job.gpus for m in masks)
+
+
+def test_simulate_replays_a_workload_under_slurms_backfill(tmp_path, capsys):
+    """A generated ai-mix workload replayed with reservations="slurm" from the API and the
+    command line: every job runs, no resource is overcommitted, and the summary says which
+    model ran."""
+    conf = tmp_path / "slurm.conf"
+    assert main(["generate", "cluster", "ai-8k", "-o", str(conf)]) == 0
+    work = tmp_path / "jobs.csv"
+    assert main(["generate", "workload", "ai-mix", "--cluster", str(conf), "--jobs", "300",
+                 "--seed", "3", "-o", str(work)]) == 0
+    cluster = fastsched.read_cluster(conf)
+    workload = fastsched.read_workload(work, cluster)
+    result = fastsched.simulate(cluster, workload.jobs, "conservative", reservations="slurm")
+    assert result.summary["reservations"] == result.summary["engine"] == "slurm"
+    assert (result.schedule.start_time >= 0).all()
+    assert result.verify().ok
+    with pytest.raises(UnsupportedError, match="no policy check"):
+        result.verify("conservative")
+    out = tmp_path / "out.csv"
+    assert main(["simulate", str(work), "--cluster", str(conf), "--policy", "conservative",
+                 "--reservations", "slurm", "--jobs-out", str(out)]) == 0
+    assert "slurm" in capsys.readouterr().out
+    assert main(["check", str(out), "--cluster", str(conf), "--trace", str(work)]) == 0

@@ -51,12 +51,15 @@ def policy_args(p: argparse.ArgumentParser) -> None:
                    help="scheduling policy (default: easy)")
     p.add_argument("--reserve-depth", type=positive_int, default=1,
                    help="number of blocked jobs EASY reserves for (default 1, Lifka's EASY)")
-    p.add_argument("--reservations", choices=["counts", "nodes"],
+    p.add_argument("--reservations", choices=["counts", "nodes", "slurm"],
                    help="reservation model: counts (free-node counts, the textbook "
                    "algorithms: one pool of identical nodes, whole-node jobs; takes --order, "
                    "dependencies and limits, not partitions, topology, --resolution or "
-                   "--window) or nodes (concrete nodes and GPU counts: any cluster, every "
-                   "option). Default: counts where it can plan the run, else nodes")
+                   "--window), nodes (concrete nodes and GPU counts: any cluster, every "
+                   "option) or slurm (Slurm 22.05's backfill cycle at every event, "
+                   "docs/slurm-model.md; --policy conservative, --resolution/--window "
+                   "default to slurm.conf's). Default: counts where it can plan the run, "
+                   "else nodes")
 
 
 def site_args(p: argparse.ArgumentParser) -> None:

@@ -55,8 +55,7 @@ POLICIES: dict[str, Policy] = {
 
 #: reservation model -> the engine that plans with it: "counts" (free-node counts, the
 #: textbook algorithms; the pool engine), "nodes" (concrete nodes and GPU counts) or
-#: "slurm" (Slurm 22.05's backfill cycle: whole nodes reserved; fastsched plan and the
-#: Scheduler, not simulate)
+#: "slurm" (Slurm 22.05's backfill cycle: whole nodes reserved; a cycle per event)
 RESERVATION_MODELS = {"counts": "pool", "nodes": "nodes", "slurm": "slurm"}
 
 

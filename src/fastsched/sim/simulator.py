@@ -52,6 +52,9 @@ ALLOCATION = {
     "nodes": "GPUs, CPUs and memory per node; a starting job takes best-fit nodes and their "
              "lowest free GPU indices; reservations hold concrete nodes, preferring nodes "
              "that free up closest before the reserved start",
+    "slurm": "Slurm 22.05's backfill cycle at every event: whole nodes reserved for "
+             "future jobs, cons_tres's best fit over consecutive nodes; a starting job "
+             "takes its nodes' lowest free GPU indices",
 }
 
 
@@ -96,7 +99,11 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     ``placement``, ``resolution`` or ``window``); ``"nodes"`` holds reservations on
     concrete nodes with GPU counts (any cluster, every option; the node engine;
     docs/gpu-semantics.md). None: ``"counts"`` where it can plan the run, else
-    ``"nodes"``. ``summary["reservations"]`` records the model (and
+    ``"nodes"``; ``"slurm"`` runs one Slurm 22.05 backfill cycle at every event
+    (:mod:`fastsched.sim.slurmsim`, docs/slurm-model.md: whole nodes reserved for
+    future jobs; policy "conservative"; a priority array at most; ``resolution`` /
+    ``window`` default to slurm.conf's bf_resolution / bf_window, else 60 s / 1 day;
+    no other option). ``summary["reservations"]`` records the model (and
     ``summary["engine"]`` its engine). Raises InputError naming the first job that
     can never run on this cluster.
 
@@ -125,6 +132,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     model, choices = reservation_model(cluster, jobs, reservations, nodes_only, partitions,
                                        events)
     engine = RESERVATION_MODELS[model]
+    if model == "slurm":
+        _check_slurm_run(spec.name, priority, dependencies, limits, checkpoints, resume)
     if resume is not None and isinstance(resume["loop"], CountsLoop) != (model == "counts"):
         raise InputError(f"the checkpoint was saved by a run of the other reservation model; "
                          f"this run plans with the {model} model", field="resume")
@@ -133,6 +142,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     bar = run_bar(len(jobs), progress)
     constraints = {"dependencies": dependencies, "limits": limits, "tick": bar,
                    "checkpoints": checkpoints, "resume": resume}
+    if engine == "slurm":
+        constraints = {"tick": bar, "resolution": None if resolution == 1 else resolution,
+                       "window": window}
     if engine == "nodes":
         constraints.update(partitions=choices, resolution=resolution, window=window,
                            placement=placement, events=events, checked=True)
@@ -189,10 +201,11 @@ def reservation_model(cluster: Cluster, jobs: JobTable, requested: str | None,
     nodes model takes."""
     check_reservations(requested)
     if requested == "slurm":
-        raise UnsupportedError("reservations='slurm' plans one Slurm backfill cycle on a "
-                               "state (fastsched plan, fastsched.plan_state, "
-                               "Scheduler(reservations='slurm')); simulate does not replay "
-                               "it yet")
+        other = [name for name in nodes_only if name not in ("resolution", "window")]
+        if other:
+            raise UnsupportedError(f"reservations='slurm' takes no {', '.join(other)} yet")
+        return "slurm", check_node_jobs(cluster, jobs, ever_available(cluster, None, None),
+                                        None)
     if requested == "counts" and nodes_only:
         raise UnsupportedError(f"the counts model does not take {', '.join(nodes_only)} "
                                "yet; use reservations='nodes'")
@@ -210,6 +223,8 @@ def _run_engine(model, cluster, jobs, policy, depth, priority, period, **constra
     resumed run's is the checkpoint's)."""
     if model == "counts":
         run_loop = run_counts
+    elif model == "slurm":
+        from .slurmsim import run_slurm_model as run_loop
     else:       # imported here: a counts-model run loads no Numba
         from ..engine.loop import run_nodes as run_loop
     if priority is None:
@@ -260,6 +275,20 @@ def _priority_at(priority, run):
                                                np.where(run.eligible <= t, run.eligible, -1))),
                           dtype=np.float64)
     return at
+
+
+def _check_slurm_run(policy, priority, dependencies, limits, checkpoints, resume) -> None:
+    """What a replay under Slurm's backfill takes (:mod:`fastsched.sim.slurmsim`)."""
+    if policy != "conservative":
+        raise UnsupportedError("reservations='slurm' is Slurm's backfill, which plans every "
+                               "job it tests: use policy 'conservative'")
+    given = [name for name, value in (("dependencies", dependencies), ("limits", limits),
+                                      ("checkpoints", checkpoints), ("resume", resume))
+             if value is not None]
+    if callable(priority):
+        given.append("a priority function (give an array)")
+    if given:
+        raise UnsupportedError(f"reservations='slurm' takes no {', '.join(given)} yet")
 
 
 def _started_schedule(jobs: JobTable, run, model: str) -> Schedule:

@@ -18,9 +18,24 @@ import heapq
 import numpy as np
 
 from ..engine.driver import EngineRun
+from ..model.errors import InputError
 from ..engine.slurmplan import plan_cycle
 from ..model.cluster import Cluster
 from ..model.jobs import JobTable
+
+
+def run_slurm_model(cluster: Cluster, jobs: JobTable, policy: str, depth: int, *,
+                    rank=None, tick=None, resolution=None, window=None) -> EngineRun:
+    """:func:`run_slurm` as :func:`fastsched.simulate`'s engines are called (``rank``:
+    lower first, from a priority array); parameters from the cluster's slurm.conf."""
+    from .plan import _parameters
+    res, win, max_test = _parameters(cluster, resolution, window, None)
+    priority = None if rank is None else -np.asarray(rank, dtype=float)
+    if priority is not None and len(priority) != len(jobs):
+        raise InputError(f"priority covers {len(priority)} jobs, the table has {len(jobs)}",
+                         field="priority")
+    return run_slurm(cluster, jobs, resolution=res, window=win, max_job_test=max_test,
+                     priority=priority, tick=tick)
 
 
 def run_slurm(cluster: Cluster, jobs: JobTable, *, resolution: int, window: int,

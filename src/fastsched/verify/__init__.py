@@ -174,7 +174,12 @@ def _check_arguments(schedule, policy, reserve_depth, dependencies, limits, rese
     if reservations is not None and reservations not in RESERVATION_MODELS:
         raise InputError(f"unknown reservation model {reservations!r}; expected one of "
                          f"{list(RESERVATION_MODELS)}", field="reservations")
-    return reservations or schedule.planning or "counts"
+    model = reservations or schedule.planning or "counts"
+    if policy is not None and model == "slurm":
+        raise UnsupportedError("no policy check for Slurm's backfill (reservations='slurm'): "
+                               "verify resources with policy=None, or compare plans with "
+                               "fastsched compare-plan")
+    return model
 
 
 def _constraint_checks(jobs, start, end, dependencies, limits, out, checks):

@@ -14,7 +14,7 @@ def schedule_from_frame(cluster: Cluster, df) -> Schedule:
     """A :class:`Schedule` from a DataFrame with columns job_id, start_time, end_time
     and nodes (a Slurm hostlist of names in ``cluster.node_names``; "" or missing
     for none). Missing start/end times (NaN, NA or "") become -1. An optional ``planning``
-    column (one value: "counts" or "nodes") is :attr:`Schedule.planning`."""
+    column (one value: "counts", "nodes" or "slurm") is :attr:`Schedule.planning`."""
     from ..io.hostlist import expand
 
     for col in ("job_id", "start_time", "end_time", "nodes"):
@@ -62,8 +62,9 @@ def _planning(df) -> str | None:
     values = set(df["planning"].astype(str)) - {"", "nan"}
     if not values:
         return None
-    if len(values) != 1 or not values <= {"counts", "nodes"}:
-        raise InputError(f"column 'planning' must hold one value, 'counts' or 'nodes'; got "
+    if len(values) != 1 or not values <= {"counts", "nodes", "slurm"}:
+        raise InputError(f"column 'planning' must hold one value, 'counts', 'nodes' or "
+                         f"'slurm'; got "
                          f"{sorted(values)[:3]}", field="planning")
     return values.pop()
 
