@@ -29,6 +29,7 @@ _PUBLIC_BY_MODULE = {
     "io.swfout": ('write_swf',),
     "io.batsimout": ('write_batsim',),
     "io.jobsout": ('write_jobs',),
+    "io.gputrace": ('GpuTrace', 'read_gpu_trace', 'read_pai_nodes',),
     "io.hostlist": (('compress_hostlist', 'compress'), ('expand_hostlist', 'expand'),),
     "io.sbatch": ('NormalisedRequest', 'SlurmRequest', 'normalise', 'parse_args', 'parse_script', 'to_job_request',),
     "io.slurmconf": ('read_cluster', 'write_cluster',),

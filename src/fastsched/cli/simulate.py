@@ -17,7 +17,7 @@ from ..sim.snapshot import format_start_times, start_times_at
 from . import build_parser
 from .argtypes import duration, machine_size, seconds
 from .outputs import check_outputs, output_args, write_outputs
-from .common import (format_args, load_trace, placement_from_args, policy_args, print_skipped,
+from .common import (format_args, gpu_options, load_trace, placement_from_args, policy_args, print_skipped,
                      research_priority, site_args, summary_table, trace_format,
                      workload_constraints,
                      write_atomic)
@@ -27,7 +27,9 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.description = ("Replay an SWF trace (plain, .gz or .xz) on its machine "
                         "(P single-processor nodes), or a workload CSV (as written by "
                         "'fastsched generate workload') or a sacct --parsable2 dump on "
-                        "--cluster, and print the summary.")
+                        "--cluster, or a GPU cluster trace (Philly, Alibaba PAI, Helios) on "
+                        "--cluster or a cluster derived from the trace, and print the "
+                        "summary.")
     parser.add_argument("trace", nargs="?",
                         help="SWF trace, or workload CSV (.csv, .csv.gz); not with --resume")
     policy_args(parser)
@@ -73,7 +75,7 @@ def run(args) -> int:
     check_outputs(args)
     cluster, workload, jobs, skipped = load_trace(
         args.trace, procs=args.procs, strict=args.strict, cluster_spec=args.cluster,
-        fmt=args.format, tz=args.tz, skip_bad=args.skip_bad)
+        fmt=args.format, tz=args.tz, skip_bad=args.skip_bad, gpu=gpu_options(args))
     options = dict(reserve_depth=args.reserve_depth,
                    progress=False if args.no_progress else None,
                    placement=placement_from_args(args, cluster, jobs, workload),
