@@ -47,8 +47,9 @@ def write_outputs(args, result, workload) -> None:
     """Write every output file the options ask for, and say so."""
     n = len(result.workload)
     if args.jobs_out:
-        write_atomic(lambda path: write_jobs(result.jobs, path, jobs_format(args.jobs_out)),
-                     args.jobs_out)
+        fmt = jobs_format(args.jobs_out)
+        write_atomic(result.to_csv if fmt == "csv" else
+                     lambda path: write_jobs(result.jobs, path, fmt), args.jobs_out)
         print(f"wrote {n:,} job records to {args.jobs_out}")
     if args.sacct_out:
         write_atomic(lambda path: write_sacct(result, path, args.sacct_format,
