@@ -53,6 +53,7 @@ _PUBLIC_BY_MODULE = {
     "sim.checkpoint": ('Checkpoints', ('load_checkpoint', 'load'),),
     "sim.placement": ('placement_quality', 'placement_summary',),
     "sim.results": ('SimulationResult',),
+    "sim.replay": ('ReplayReport', 'replay_report',),
     "sim.decisions": ('Decisions', 'StaleDecisionsError',),
     "sim.scheduler": ('Scheduler',),
     "sim.simulator": ('simulate', 'simulate_swf',),
