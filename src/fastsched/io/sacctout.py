@@ -34,7 +34,7 @@ from .hostlist import compress_rows
 from .times import format_time
 
 __all__ = ["SACCT_FIELDS", "DEFAULT_SACCT_FIELDS", "write_sacct", "sacct_lines",
-           "parse_sacct_fields"]
+           "sacct_columns", "parse_sacct_fields"]
 
 #: what sacct prints for a job's NodeList before it has nodes
 NO_NODES = "None assigned"
@@ -52,13 +52,13 @@ class _Jobs:
         self.cluster, self.w, self.s = result.cluster, result.workload, result.schedule
         self.state = np.asarray(result.states(), dtype=object)
         self.state[self.state == "REJECTED"] = "CANCELLED"
-        self.partition_index = (getattr(result, "partition", None)
-                                if getattr(result, "partition", None) is not None
-                                else self.w.partition)
+        ran_in = getattr(result, "partition", None)       # node engine: where each ran
+        self.partition_index = self.w.partition if ran_in is None else ran_in
         self.meta = workload
         self.tz, self.origin = tz, int(origin)
         self.started = self.s.start_time >= 0
         self.n = len(self.w)
+        self.tres = None                # the TRES texts, shared by ReqTRES and AllocTRES
 
     def times(self, seconds: np.ndarray, known: np.ndarray) -> np.ndarray:
         return format_epoch(np.where(known, seconds + self.origin, 0), known, self.tz)
@@ -132,19 +132,35 @@ def _durations(seconds: np.ndarray) -> np.ndarray:
 
 
 def _tres(j: _Jobs, allocated: bool) -> np.ndarray:
-    """TRES totals per job (``billing`` = CPUs, Slurm's default billing weight)."""
-    w = j.w
-    nodes = w.num_nodes.astype(np.int64)
-    cpus = nodes * w.cpus_per_node
-    gpus = nodes * w.gpus_per_node
-    mem = nodes * w.mem_per_node
-    keys, inverse = np.unique(np.stack([nodes, cpus, gpus, mem], axis=1), axis=0,
-                              return_inverse=True)
-    texts = np.array([tres_text(*k) for k in keys.tolist()], dtype=object)
-    out = texts[inverse.reshape(-1)]
-    if allocated:
-        out[~j.started] = ""
+    """TRES totals per job (``billing`` = CPUs, Slurm's default billing weight), one
+    text per distinct request; AllocTRES is empty for a job that never started."""
+    if j.tres is None:
+        w = j.w
+        nodes = w.num_nodes.astype(np.int64)
+        totals = [nodes, nodes * w.cpus_per_node, nodes * w.gpus_per_node,
+                  nodes * w.mem_per_node]
+        kind, first = _distinct(totals)
+        texts = np.array([tres_text(*(int(t[k]) for t in totals)) for k in first.tolist()]
+                         or [""], dtype=object)
+        j.tres = texts[kind]
+    if not allocated:
+        return j.tres
+    out = j.tres.copy()
+    out[~j.started] = ""
     return out
+
+
+def _distinct(columns) -> tuple[np.ndarray, np.ndarray]:
+    """(kind per entry, first entry of each kind): entries equal in every column share
+    a kind (hashing, linear in the entries)."""
+    import pandas as pd
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for col in columns:
+        codes, uniques = pd.factorize(col)
+        key = pd.factorize(key * len(uniques) + codes)[0]
+    first = np.zeros(int(key.max()) + 1 if len(key) else 0, dtype=np.int64)
+    first[key[::-1]] = np.arange(len(key) - 1, -1, -1)
+    return key, first
 
 
 def tres_text(nodes: int, cpus: int, gpus: int, mem_mb: int) -> str:
@@ -229,18 +245,24 @@ def parse_sacct_fields(text) -> list[str]:
     return out
 
 
-def sacct_lines(result, fields=DEFAULT_SACCT_FIELDS, *, workload=None, tz: str = "UTC",
-                origin: int = 0) -> list[str]:
-    """The header and one ``|``-separated line per job (no newlines)."""
+def sacct_columns(result, fields=DEFAULT_SACCT_FIELDS, *, workload=None, tz: str = "UTC",
+                  origin: int = 0) -> dict[str, list[str]]:
+    """Field name -> its text per job, in the order of ``fields``."""
     names = parse_sacct_fields(fields)
     jobs = _Jobs(result, workload, tz, origin)
-    columns = [SACCT_FIELDS[name](jobs) for name in names]
-    if not columns[0].size:
-        return ["|".join(names)]
-    lines = columns[0].astype(str).astype(object)
-    for col in columns[1:]:
-        lines = lines + "|" + col.astype(str).astype(object)
-    return ["|".join(names)] + lines.tolist()
+    done: dict = {}
+    for name in names:                 # Submit and Eligible are the same texts
+        key = "Submit" if name == "Eligible" else name
+        if key not in done:
+            done[key] = SACCT_FIELDS[key](jobs).astype(str).tolist()
+    return {name: done["Submit" if name == "Eligible" else name] for name in names}
+
+
+def sacct_lines(result, fields=DEFAULT_SACCT_FIELDS, **options) -> list[str]:
+    """The header and one ``|``-separated line per job (no newlines); values as they
+    are (sacct prints a ``|`` inside a job name bare, too)."""
+    columns = sacct_columns(result, fields, **options)
+    return ["|".join(columns)] + list(map("|".join, zip(*columns.values())))
 
 
 def write_sacct(result, path, fields=DEFAULT_SACCT_FIELDS, *, workload=None,
@@ -251,18 +273,22 @@ def write_sacct(result, path, fields=DEFAULT_SACCT_FIELDS, *, workload=None,
     seconds added to every time (e.g. an SWF trace's UnixStartTime)."""
     lines = sacct_lines(result, fields, workload=workload, tz=tz, origin=origin)
     with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join(lines))
+        f.write("\n")
 
 
 def format_epoch(seconds: np.ndarray, known: np.ndarray, tz: str = "UTC") -> np.ndarray:
     """Epoch seconds -> ``YYYY-MM-DDTHH:MM:SS`` in zone ``tz`` (``Unknown`` where not
-    ``known``), per distinct value."""
-    import pandas as pd
-    values, inverse = np.unique(np.asarray(seconds, dtype=np.int64), return_inverse=True)
-    try:
-        stamps = pd.to_datetime(values, unit="s", utc=True).tz_convert(tz)
-    except Exception as e:                    # an unknown zone name
-        raise InputError(f"unknown time zone {tz!r} ({e})", field="tz") from None
-    texts = np.asarray(stamps.strftime("%Y-%m-%dT%H:%M:%S"), dtype=object)[inverse.reshape(-1)]
-    texts[~known] = "Unknown"
+    ``known``)."""
+    seconds = np.asarray(seconds, dtype=np.int64)
+    if tz not in ("UTC", "utc", "Z") and len(seconds):
+        import pandas as pd
+        values, inverse = np.unique(seconds, return_inverse=True)
+        try:
+            local = pd.to_datetime(values, unit="s", utc=True).tz_convert(tz).tz_localize(None)
+        except Exception as e:                # an unknown zone name
+            raise InputError(f"unknown time zone {tz!r} ({e})", field="tz") from None
+        seconds = local.to_numpy(dtype="datetime64[s]").astype(np.int64)[inverse.reshape(-1)]
+    texts = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").astype(object)
+    texts[~np.asarray(known, bool)] = "Unknown"
     return texts
