@@ -266,3 +266,61 @@ def test_cli_simulate_gpu_trace_and_generate_cluster(tmp_path, capsys):
     log = fs.read_sacct(out, cluster)
     assert sorted(log.workload.jobs.job_id.tolist()) == [1425511, 1425512, 1425513, 1425514,
                                                          1425515]
+
+
+PAI_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+              "creation_time,deletion_time,scheduled_time")
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 128_000), st.integers(0, 8), st.integers(0, 1000),
+                          st.integers(0, 10**7), st.one_of(st.none(), st.integers(0, 10**5)),
+                          st.integers(0, 10**5), st.sampled_from(["", "x", "-1"])),
+                min_size=1, max_size=15),
+       st.sampled_from(["round-up", "drop", "error"]))
+def test_fuzz_pai(tmp_path, rows, fractional):
+    lines = [PAI_HEADER]
+    for k, (cpu, gpus, milli, created, wait, run, junk) in enumerate(rows):
+        scheduled = "" if wait is None else created + wait
+        deleted = created + (wait or 0) + run
+        lines.append(f"openb-pod-{k:04d},{junk or cpu},1024,{gpus},{milli if gpus else 0},,"
+                     f"LS,Running,{created},{deleted},{scheduled}")
+    path = tmp_path / "pods.csv"
+    path.write_text("\n".join(lines) + "\n")
+    try:
+        trace, _ = read(path, "pai", fractional=fractional)
+    except InputError as e:
+        assert e.file == str(path) and e.line >= 2 and e.field in ("cpu_milli", "gpus")
+        return
+    jobs = trace.jobs
+    assert len(jobs) + len(trace.skipped) == len(rows)
+    assert trace.fractional == sum(1 for r in rows if r[1] == 1 and 0 < r[2] < 1000)
+    assert (jobs.cpus_per_node >= 1).all() and (jobs.num_nodes >= 1).all()
+    assert (jobs.runtime >= 0).all() and (jobs.time_limit >= jobs.runtime).all()
+
+
+times = st.one_of(st.none(), st.integers(0, 10**6).map(
+    lambda t: dt.datetime.fromtimestamp(1_500_000_000 + t, dt.timezone.utc)
+    .strftime("%Y-%m-%d %H:%M:%S")), st.just("soon"))
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.fixed_dictionaries({
+    "submitted_time": times, "status": st.sampled_from(["Pass", "Killed", "Failed"]),
+    "attempts": st.lists(st.fixed_dictionaries({
+        "start_time": times, "end_time": times,
+        "detail": st.lists(st.fixed_dictionaries({"ip": st.just("m1"), "gpus": st.lists(
+            st.just("gpu0"), max_size=8)}), max_size=3)}), max_size=3)}), max_size=10))
+def test_fuzz_philly(tmp_path, jobs):
+    import json
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(jobs))
+    try:
+        trace, _ = read(path, "philly", cluster=fs.Cluster.homogeneous(4, cpus=8, gpus=8))
+    except InputError as e:
+        assert e.file == str(path) and e.field.startswith("entry ")
+        return
+    assert len(trace.jobs) + len(trace.skipped) == len(jobs)
+    assert (trace.jobs.runtime >= 0).all() and (trace.jobs.num_nodes >= 1).all()
