@@ -217,8 +217,9 @@ def _derived_cluster(cols: TraceColumns, gpus: np.ndarray, keep: np.ndarray,
     mem_mb = int(mem.max(initial=0))
     warnings.warn(ConfigWarning(
         f"{path}: the trace gives no cluster: derived {n:,} nodes x {g} GPUs, {cpn} CPUs"
-        + (f", {mem_mb:,} MB" if mem_mb else "") + f" (peak {peak_gpus:,} GPUs, "
-        f"{peak_cpus:,} CPUs held at once; give --cluster to choose)"), stacklevel=3)
+        + (f", {mem_mb:,} MB" if mem_mb else "") + f" (peak {peak_gpus:,} GPUs"
+        + (f", {peak_cpus:,} CPUs" if peak_cpus else "") + " held at once; give --cluster "
+        "to choose)"), stacklevel=3)
     return Cluster.homogeneous(n, cpus=cpn, gpus=g, mem_mb=mem_mb, prefix="gpu")
 
 
