@@ -324,3 +324,9 @@ def test_fuzz_philly(tmp_path, jobs):
         return
     assert len(trace.jobs) + len(trace.skipped) == len(jobs)
     assert (trace.jobs.runtime >= 0).all() and (trace.jobs.num_nodes >= 1).all()
+
+
+def test_cli_strict_refuses_a_left_out_job(capsys):
+    path = DATA / "helios_cluster_log.csv"
+    assert main(["simulate", str(path), "--strict", "--no-progress"]) == 2
+    assert f"{path}:7: job 1425516 cannot run: never ran" in capsys.readouterr().err

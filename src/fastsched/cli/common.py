@@ -159,12 +159,16 @@ def load_sacct(path: str, cluster_spec, *, tz: str = "UTC", skip_bad: bool = Fal
     return cluster, read_sacct(path, cluster, tz=tz, skip_bad=skip_bad)
 
 
-def load_gpu_trace(path: str, fmt: str, cluster_spec, gpu_options: dict):
+def load_gpu_trace(path: str, fmt: str, cluster_spec, gpu_options: dict, strict=False):
     """(cluster, workload, jobs, skipped) of a Philly, PAI or Helios trace, its notes
-    printed."""
+    printed; ``strict``: a job left out is an error."""
     from ..io.gputrace import read_gpu_trace
     cluster = load_cluster(cluster_spec) if cluster_spec else None
     trace = read_gpu_trace(path, fmt, cluster, **gpu_options)
+    if strict and trace.skipped:
+        first = trace.skipped[0]
+        raise InputError(f"job {first.job_id} cannot run: {first.reason}", file=path,
+                         line=first.line)
     for note in trace.notes:
         print(f"note: {path}: {note}")
     return trace.cluster, trace.workload, trace.jobs, trace.skipped
@@ -184,7 +188,7 @@ def load_trace(path: str, *, procs=None, strict=False, cluster_spec=None, fmt="a
     if fmt in ("philly", "pai", "helios"):
         if procs is not None:
             raise InputError("--procs is the machine size of an SWF trace", field="--procs")
-        return load_gpu_trace(path, fmt, cluster_spec, gpu or {})
+        return load_gpu_trace(path, fmt, cluster_spec, gpu or {}, strict=strict)
     if fmt == "sacct":
         if procs is not None:
             raise InputError("--procs is the machine size of an SWF trace; a sacct dump runs "

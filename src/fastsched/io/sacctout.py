@@ -53,7 +53,8 @@ class _Jobs:
         self.state = np.asarray(result.states(), dtype=object)
         self.state[self.state == "REJECTED"] = "CANCELLED"
         ran_in = getattr(result, "partition", None)       # node engine: where each ran
-        self.partition_index = self.w.partition if ran_in is None else ran_in
+        self.partition_index = self.w.partition if ran_in is None else \
+            np.where(ran_in >= 0, ran_in, self.w.partition)   # pending: the one asked for
         self.meta = workload
         self.tz, self.origin = tz, int(origin)
         self.started = self.s.start_time >= 0
