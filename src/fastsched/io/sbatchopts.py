@@ -3,9 +3,10 @@ and sbatch/srun argument lists into a :class:`SlurmRequest` (options as spelled;
 :func:`fastsched.io.sbatch.normalise` turns one into per-node numbers).
 
 * ``--opt=value``, ``--opt value``, ``-Xvalue`` and ``-X value`` for the short forms
-  Slurm has (``-N -n -c -G -C -t -p -q -A -d -a -J -o -e -D ...``). Options stop at the first non-option argument (the
-  script or command) or at ``--``, as sbatch/srun stop (getopt ``+`` mode); a leading
-  ``sbatch``/``srun``/``salloc`` word is skipped. A later option overrides an earlier one.
+  Slurm has (``-N -n -c -G -C -t -p -q -A -d -a -J -o -e -D ...``). Options stop at
+  the first non-option argument (the script or command) or at ``--``, as sbatch/srun
+  stop (getopt ``+`` mode); a leading ``sbatch``/``srun``/``salloc`` word is skipped.
+  A later option overrides an earlier one.
 * Long options must be spelled in full (getopt's unique-prefix abbreviations are not
   accepted).
 * Options Slurm has but fastsched does not model (``--output``, ``--mail-type``,
@@ -214,7 +215,7 @@ def _short(tok: str, argv, i: int, where, strict: bool):
     letter = tok[1]
     spelled = "-" + letter
     rest = tok[2:]
-    given = (rest[1:] if rest.startswith("=") else rest) or None
+    given = rest[1:] if rest.startswith("=") else (rest or None)
     if letter not in SHORT:
         return _unknown_value(spelled, given, argv, i, where, strict)
     name = SHORT[letter]
