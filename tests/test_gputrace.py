@@ -330,3 +330,17 @@ def test_cli_strict_refuses_a_left_out_job(capsys):
     path = DATA / "helios_cluster_log.csv"
     assert main(["simulate", str(path), "--strict", "--no-progress"]) == 2
     assert f"{path}:7: job 1425516 cannot run: never ran" in capsys.readouterr().err
+
+
+def test_pai_task_instances_share_gpus_each(tmp_path):
+    """Two instances of half a GPU each: two shared GPUs, planned as two whole ones
+    (one per instance, on their own nodes), not packed into one."""
+    path = tmp_path / "pai_task_table.csv"
+    path.write_text("job_name,task_name,inst_num,status,start_time,end_time,plan_cpu,"
+                    "plan_mem,plan_gpu,gpu_type\nj1,worker,2,Terminated,0,100,100,1.0,50,T4\n")
+    trace, _ = read(path)
+    assert trace.fractional == 1
+    assert (trace.jobs.num_nodes[0], trace.jobs.gpus_per_node[0]) == (2, 1)
+    with pytest.raises(InputError) as e:
+        read(path, fractional="error")
+    assert (e.value.line, e.value.field) == (2, "gpus")

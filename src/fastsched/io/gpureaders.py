@@ -42,7 +42,9 @@ GPU_FORMATS = ("philly", "pai", "helios")
 class TraceColumns:
     """One entry per job of the file. Times in seconds (-1: not recorded); ``gpus``
     may be fractional; ``cpus`` totals (0: not recorded); ``nodes`` (0: not
-    recorded); ``line``: the file line (CSV) or entry number (JSON)."""
+    recorded); ``line``: the file line (CSV) or entry number (JSON). ``shared``
+    (bool: the job uses part of a GPU) and ``whole_gpus`` (its GPUs when each part
+    is planned as a whole GPU) default to what ``gpus`` says."""
 
     job_text: np.ndarray
     submit: np.ndarray
@@ -59,6 +61,14 @@ class TraceColumns:
     line: np.ndarray
     gpu_spec: np.ndarray | None = None
     notes: list = field(default_factory=list)
+    shared: np.ndarray | None = None
+    whole_gpus: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.shared is None:
+            self.shared = (self.gpus > 0) & (self.gpus != np.floor(self.gpus))
+        if self.whole_gpus is None:
+            self.whole_gpus = np.ceil(self.gpus).astype(np.int64)
 
 
 def sniff_gpu_format(path) -> str | None:
@@ -299,7 +309,7 @@ def _pai_2020(csv: _Csv) -> TraceColumns:
     start = csv.numbers("start_time", empty=-1, minimum=-1).astype(np.int64)
     end = csv.numbers("end_time", empty=-1, minimum=-1).astype(np.int64)
     ran = (start >= 0) & (end >= start)
-    per = csv.numbers("plan_gpu", empty=0) / 100
+    per = csv.numbers("plan_gpu", empty=0) / 100          # GPUs of one instance
     cpus = np.ceil(inst * csv.numbers("plan_cpu", empty=0) / 100).astype(np.int64)
     names = csv.text("job_name").astype(str).astype(object) + "/" + csv.text("task_name")
     return _columns(
@@ -308,7 +318,8 @@ def _pai_2020(csv: _Csv) -> TraceColumns:
         mem_mb=np.ceil(inst * csv.numbers("plan_mem", empty=0) * 1024).astype(np.int64),
         nodes=np.where(per > 0, inst, 0).astype(np.int64),
         state=np.char.upper(csv.text("status").astype(str)).astype(object),
-        gpu_spec=csv.text("gpu_type"),
+        gpu_spec=csv.text("gpu_type"), shared=(per > 0) & (per != np.floor(per)),
+        whole_gpus=(inst * np.ceil(per)).astype(np.int64),
         notes=["pai_task_table has no submit times: each task is submitted at its start"])
 
 

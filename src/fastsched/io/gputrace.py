@@ -129,7 +129,7 @@ def read_gpu_trace(path, fmt: str = "auto", cluster: Cluster | None = None, *,
     cols = parse_gpu_trace(path, fmt)
     notes = list(cols.notes)
     keep, skipped, count = _usable(cols, path, fractional)
-    gpus = np.ceil(cols.gpus).astype(np.int64)
+    gpus = cols.whole_gpus
     derived = False
     if cluster is None and fmt == "pai":
         cluster = _pai_node_list(path, notes)
@@ -147,12 +147,12 @@ def read_gpu_trace(path, fmt: str = "auto", cluster: Cluster | None = None, *,
 
 def _usable(cols: TraceColumns, path: str, fractional: str):
     """(bool per entry: it can be replayed, SkippedJob list, fractional count)."""
-    frac = (cols.gpus > 0) & (cols.gpus != np.floor(cols.gpus))
+    frac = cols.shared
     if frac.any() and fractional == "error":
         i = int(np.flatnonzero(frac)[0])
-        raise InputError(f"job {cols.job_text[i]} uses {cols.gpus[i]:g} of a GPU (fractional "
-                         "GPUs: round-up or drop)", file=path, line=int(cols.line[i]),
-                         field="gpus")
+        raise InputError(f"job {cols.job_text[i]} uses part of a GPU ({cols.gpus[i]:g} GPUs "
+                         "in all; --fractional round-up or drop)", file=path,
+                         line=int(cols.line[i]), field="gpus")
     why = np.full(len(cols.gpus), "", dtype=object)
     why[cols.runtime < 0] = "never ran or was still running (no start or end)"
     why[cols.submit < 0] = "no submit time"
