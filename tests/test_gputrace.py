@@ -344,3 +344,14 @@ def test_pai_task_instances_share_gpus_each(tmp_path):
     with pytest.raises(InputError) as e:
         read(path, fractional="error")
     assert (e.value.line, e.value.field) == (2, "gpus")
+
+
+def test_helios_declared_gpus(tmp_path):
+    """cluster_gpu_number.csv next to the log sizes the derived cluster."""
+    (tmp_path / "cluster_log.csv").write_text((DATA / "helios_cluster_log.csv").read_text())
+    (tmp_path / "cluster_gpu_number.csv").write_text(
+        "date,vchbv,vcJkd,total\n2020-09-01,64,32,96\n2020-09-02,64,48,112\n")
+    trace, said = read(tmp_path / "cluster_log.csv")
+    assert trace.cluster.num_nodes == 14 and int(trace.cluster.gpus.sum()) == 112
+    assert "112 GPUs, the most cluster_gpu_number.csv declares" in trace.notes[0]
+    assert any("112 GPUs declared" in s for s in said)

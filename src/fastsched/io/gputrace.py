@@ -11,7 +11,8 @@ Rules, for what these traces leave out:
   ``gpus_per_node`` GPUs (default 8), as many CPUs as the largest per-node request
   (at least one per GPU), as much memory as the largest per-node request, and as many nodes as the trace's peak needs: the most GPUs (and
   CPUs) its jobs held at once (from the recorded starts, or from the submit times
-  when a trace records none), and at least the largest job.
+  when a trace records none), or the GPUs Helios' ``cluster_gpu_number.csv`` next to
+  the log declares (its largest daily ``total``), and at least the largest job.
 * **Job shape.** G GPUs on nodes of g GPUs: the recorded node count when it divides
   G into at most g per node, else ceil(G / g) nodes of ceil(G / nodes) GPUs. CPUs and
   memory per node: the job's totals divided by its nodes, rounded up (at least 1
@@ -134,7 +135,8 @@ def read_gpu_trace(path, fmt: str = "auto", cluster: Cluster | None = None, *,
     if cluster is None and fmt == "pai":
         cluster = _pai_node_list(path, notes)
     if cluster is None:
-        cluster = _derived_cluster(cols, gpus, keep, gpus_per_node, path)
+        declared = _helios_gpus(path, notes) if fmt == "helios" else 0
+        cluster = _derived_cluster(cols, gpus, keep, gpus_per_node, path, declared)
         derived = True
     workload, start, state, more = _workload(cols, gpus, keep, cluster, limits, path)
     skipped.extend(more)
@@ -204,8 +206,22 @@ def _peak(begin: np.ndarray, end: np.ndarray, amount: np.ndarray) -> int:
     return int(np.cumsum(delta[order]).max(initial=0))
 
 
+def _helios_gpus(path: str, notes: list) -> int:
+    """The most GPUs Helios' ``cluster_gpu_number.csv`` next to the log declares (its
+    daily ``total``), else 0."""
+    from .gpureaders import _Csv
+    table = os.path.join(os.path.dirname(os.path.abspath(path)), "cluster_gpu_number.csv")
+    if not os.path.isfile(table):
+        return 0
+    csv = _Csv(table)
+    csv.need("total")
+    total = int(csv.numbers("total").max(initial=0))
+    notes.append(f"cluster size: {total:,} GPUs, the most cluster_gpu_number.csv declares")
+    return total
+
+
 def _derived_cluster(cols: TraceColumns, gpus: np.ndarray, keep: np.ndarray,
-                     gpus_per_node: int, path: str) -> Cluster:
+                     gpus_per_node: int, path: str, declared: int = 0) -> Cluster:
     nodes, per, cpus, mem = (a[keep] for a in _shape(cols, gpus, gpus_per_node))
     begin = np.where(cols.start >= 0, cols.start, cols.submit)[keep]
     end = begin + cols.runtime[keep]
@@ -213,13 +229,15 @@ def _derived_cluster(cols: TraceColumns, gpus: np.ndarray, keep: np.ndarray,
     g = max(int(gpus_per_node), 1)
     cpn = max(int(cpus.max(initial=1)), g)        # a CPU per GPU at least: 8 1-GPU jobs fit
     peak_cpus = _peak(begin, end, nodes * np.where(cols.cpus[keep] > 0, cpus, 0))
-    n = max(-(-peak_gpus // g), -(-peak_cpus // cpn), int(nodes.max(initial=1)), 1)
+    need = declared or peak_gpus
+    n = max(-(-need // g), -(-peak_cpus // cpn), int(nodes.max(initial=1)), 1)
     mem_mb = int(mem.max(initial=0))
     warnings.warn(ConfigWarning(
         f"{path}: the trace gives no cluster: derived {n:,} nodes x {g} GPUs, {cpn} CPUs"
         + (f", {mem_mb:,} MB" if mem_mb else "") + f" (peak {peak_gpus:,} GPUs"
-        + (f", {peak_cpus:,} CPUs" if peak_cpus else "") + " held at once; give --cluster "
-        "to choose)"), stacklevel=3)
+        + (f", {peak_cpus:,} CPUs" if peak_cpus else "") + " held at once"
+        + (f"; {declared:,} GPUs declared" if declared else "") + "; give --cluster to "
+        "choose)"), stacklevel=3)
     return Cluster.homogeneous(n, cpus=cpn, gpus=g, mem_mb=mem_mb, prefix="gpu")
 
 
