@@ -73,11 +73,7 @@ class TraceColumns:
 
 def sniff_gpu_format(path) -> str | None:
     """``philly``, ``pai``, ``helios`` by the file's first bytes, else None."""
-    from .sacct import _read_bytes
-    try:
-        head = _read_bytes(str(path))[:4096].decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
-    except InputError:
-        return None
+    head = _head(str(path)).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     if head.startswith(("[", "{")):
         return "philly" if "attempts" in head or "submitted_time" in head else None
     header = {h.strip() for h in head.splitlines()[0].split(",")} if head else set()
@@ -92,6 +88,24 @@ def sniff_gpu_format(path) -> str | None:
     if len(first) == 10 and first[2].strip().isdigit() and "pai" in str(path).lower():
         return "pai"                       # a headerless pai_task_table
     return None
+
+
+def _head(path: str, size: int = 4096) -> bytes:
+    """The first ``size`` bytes of a file, decompressed (.gz, .xz, .bz2): a sniff never
+    reads a whole trace; b"" when unreadable."""
+    import bz2
+    import gzip
+    import lzma
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+        opener = (gzip.open if magic[:2] == b"\x1f\x8b" else
+                  lzma.open if magic == b"\xfd7zXZ\x00" else
+                  bz2.open if magic[:3] == b"BZh" else open)
+        with opener(path, "rb") as f:
+            return f.read(size)
+    except (OSError, EOFError, lzma.LZMAError, ValueError):
+        return b""
 
 
 def parse_gpu_trace(path, fmt: str) -> TraceColumns:
@@ -276,8 +290,7 @@ _PAI_2020 = ["job_name", "task_name", "inst_num", "status", "start_time", "end_t
 
 
 def _pai(path: str) -> TraceColumns:
-    from .sacct import _read_bytes
-    head = _read_bytes(path)[:2048].decode("utf-8", "replace").lstrip("\ufeff")
+    head = _head(path, 2048).decode("utf-8", "replace").lstrip("\ufeff")
     first = head.split("\n", 1)[0]
     if "gpu_milli" in first:
         return _pai_2023(_Csv(path))
