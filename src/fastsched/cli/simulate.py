@@ -130,7 +130,7 @@ def run(args) -> int:
     if args.topology is None and workload is not None and workload.exclusive_topo.any():
         print(f"note: {int(workload.exclusive_topo.sum()):,} job(s) ask for --exclusive=topo, "
               "which needs --topology: ignored")
-    if trace_format(args.trace, args.format) == "sacct":
+    if trace_format(args.trace, args.format) in ("sacct", "philly", "pai", "helios"):
         print_skipped(result.skipped, show_all=args.show_skipped, what="record(s) left out")
     else:
         print_skipped(result.skipped, show_all=args.show_skipped)

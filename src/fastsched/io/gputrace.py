@@ -161,9 +161,15 @@ def _usable(cols: TraceColumns, path: str, fractional: str):
     if fractional == "drop":
         why[frac & (why == "")] = f"uses a fraction of a GPU (fractional={fractional})"
     keep = why == ""
-    skipped = [SkippedJob(_number(cols.job_text[i]), int(cols.line[i]), why[i])
+    skipped = [SkippedJob(_number(cols.job_text[i]), int(cols.line[i]),
+                          _named(cols.job_text[i], why[i]))
                for i in np.flatnonzero(~keep).tolist()]
     return keep, skipped, int(frac.sum())
+
+
+def _named(text, reason: str) -> str:
+    """``reason``, after the job's name when that is not its number."""
+    return reason if _number(text) >= 0 else f"{text}: {reason}"
 
 
 def _number(text) -> int:
@@ -252,9 +258,9 @@ def _workload(cols: TraceColumns, gpus: np.ndarray, keep: np.ndarray, cluster: C
     nodes, per, cpus, mem = _shape(cols, gpus, per_node)
     fits = request_capacity(part_nodes, np.full(len(gpus), part), per, cpus, mem,
                             cluster) >= nodes
-    more = [SkippedJob(_number(cols.job_text[i]), int(cols.line[i]),
-                       f"cannot run on this cluster ({nodes[i]} node(s) x {per[i]} GPUs, "
-                       f"{cpus[i]} CPUs)") for i in np.flatnonzero(keep & ~fits).tolist()]
+    more = [SkippedJob(_number(cols.job_text[i]), int(cols.line[i]), _named(
+        cols.job_text[i], f"cannot run on this cluster ({nodes[i]} node(s) x {per[i]} GPUs, "
+                          f"{cpus[i]} CPUs)")) for i in np.flatnonzero(keep & ~fits).tolist()]
     rows = np.flatnonzero(keep & fits)
     rows = rows[np.argsort(cols.submit[rows], kind="stable")]
     texts = cols.job_text[rows]
