@@ -2,12 +2,14 @@
 
 import pytest
 
+import fastsched as fs
+
 from fastsched.model.cluster import Cluster
 from fastsched.model.errors import InputError
 from fastsched.model.jobs import UNLIMITED
 from fastsched.tools.generate import ai_cluster
 from fastsched.cli import build_parser
-from fastsched.io.sbatch import (normalise, parse_args, parse_array,
+from fastsched.io.sbatch import (format_request, normalise, parse_args, parse_array,
                               parse_dependency, parse_memory, parse_script, to_job_request)
 from fastsched.io.slurmconf import write_cluster
 
@@ -196,8 +198,57 @@ def test_malformed_script_line_names_its_line(tmp_path):
     p = tmp_path / "bad.sh"
     p.write_text("#!/bin/sh\n#SBATCH -N 1\n\n#SBATCH --nodez=2\nhostname\n")
     with pytest.raises(InputError) as e:
-        parse_script(p)
+        parse_script(p, strict=True)
     assert e.value.line == 4 and e.value.field == "--nodez" and str(p) in str(e.value)
+    with pytest.warns(fs.ConfigWarning, match=f"{p}:4: --nodez: unknown sbatch option"):
+        req = parse_script(p)                       # not strict: a warning, kept
+    assert req.unknown == {"--nodez": "2"} and normalise(req).ignored == ["--nodez"]
+
+
+PYXIS = """#!/bin/bash
+#SBATCH -N 2 --gpus-per-node=8 -t 4:00:00
+#SBATCH --container-image="nvcr.io#nvidia/pytorch:24.05-py3"  # quoted: '#' starts a comment
+#SBATCH --container-mounts=/data:/data,/scratch:/scratch:ro --container-workdir /workspace
+#SBATCH --container-name=train --no-container-mount-home --container-remap-root
+#SBATCH --my-site-plugin fast -Y --another=1
+srun python train.py
+"""
+
+
+def test_pyxis_options_kept_and_unknown_options_warned(tmp_path):
+    import warnings
+    p = tmp_path / "pyxis.sh"
+    p.write_text(PYXIS)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        req = parse_script(p)
+    messages = [str(w.message) for w in caught]
+    assert messages == [f"{p}:6: --my-site-plugin: unknown sbatch option, kept but not "
+                        "modelled (strict mode makes it an error)",
+                        f"{p}:6: -Y: unknown sbatch option, kept but not modelled (strict "
+                        "mode makes it an error)",
+                        f"{p}:6: --another: unknown sbatch option, kept but not modelled "
+                        "(strict mode makes it an error)"]
+    assert all(issubclass(w.category, fs.ConfigWarning) for w in caught)
+    n = normalise(req)
+    assert (n.num_nodes, n.gpus_per_node, n.time_limit) == (2, 8, 4 * 3600)
+    assert n.container == {"container-image": "nvcr.io#nvidia/pytorch:24.05-py3",
+                           "container-mounts": "/data:/data,/scratch:/scratch:ro",
+                           "container-workdir": "/workspace", "container-name": "train",
+                           "no-container-mount-home": None, "container-remap-root": None}
+    assert req.unknown == {"--my-site-plugin": "fast", "-Y": None, "--another": "1"}
+    assert n.ignored == ["--another", "--my-site-plugin", "-Y"]
+    assert any(line.startswith("Container(pyxis)=--container-image=nvcr.io#nvidia/pytorch")
+               for line in format_request(n))
+    with pytest.raises(InputError) as e:                       # strict: the first one
+        parse_script(p, strict=True)
+    assert (e.value.line, e.value.field) == (6, "--my-site-plugin")
+    # the command line stays strict, as sbatch is; container flags take no value
+    with pytest.raises(InputError, match="unknown option --my-site-plugin"):
+        parse_args(["--my-site-plugin", "x"])
+    with pytest.raises(InputError, match="--container-remap-root takes no value"):
+        parse_args(["--container-remap-root=yes"])
+    assert parse_args(["--container-image", "ubuntu", "job.sh"]).script == "job.sh"
 
 
 def test_bad_value_in_script_names_line_at_normalise(tmp_path):
@@ -351,3 +402,17 @@ def test_huge_sbatch_values_are_out_of_range(tmp_path, option, field):
 def test_dependency_on_a_job_id_beyond_64_bits_is_an_input_error():
     with pytest.raises(InputError, match="job id out of range"):
         parse_dependency("afterok:" + "9" * 30)
+
+
+def test_cli_sbatch_container_and_strict(tmp_path, capsys):
+    from fastsched.cli import main
+    p = tmp_path / "job.sh"
+    p.write_text("#!/bin/bash\n#SBATCH -N 1 --container-image=ubuntu:24.04\n"
+                 "#SBATCH --frobnicate=3\nhostname\n")
+    assert main(["sbatch", "--test-only", str(p)]) == 0
+    captured = capsys.readouterr()
+    assert "Container(pyxis)=--container-image=ubuntu:24.04" in captured.out
+    assert "Ignored(not modelled)=--frobnicate" in captured.out
+    assert f"fastsched: warning: {p}:3: --frobnicate: unknown sbatch option" in captured.err
+    assert main(["sbatch", "--test-only", "--strict", str(p)]) == 2
+    assert f"{p}:3: field --frobnicate: unknown option --frobnicate" in capsys.readouterr().err

@@ -26,6 +26,8 @@ COMMANDS = {
              "side by side"),
     "check": ("check", "verify a schedule (jobs CSV) against its trace, or what Slurm did "
               "(a sacct dump)"),
+    "replay-report": ("replay", "what Slurm did (a sacct dump) vs a policy replayed on the "
+                      "same jobs, side by side"),
     "bench": ("bench", "run a standard benchmark scenario"),
     "generate": ("generate", "write a standard cluster (slurm.conf), workload (CSV) or the "
                  "example site configuration"),

@@ -12,8 +12,8 @@ from ..model.policies import POLICIES
 from ..verify import check_frame
 from .argtypes import machine_size, non_negative_int, positive_int
 from ..verify import verify
-from .common import (add_topology_args, config_limits, format_args, load_sacct, load_trace,
-                     placement_from_args, print_skipped, trace_format)
+from .common import (add_topology_args, config_limits, format_args, gpu_options, load_sacct,
+                     load_trace, placement_from_args, print_skipped, trace_format)
 
 
 def configure(parser: argparse.ArgumentParser, command: str) -> None:
@@ -63,7 +63,8 @@ def run(args) -> int:
                          field="--trace")
     cluster, workload, jobs, _ = load_trace(args.trace, procs=args.procs,
                                              cluster_spec=args.cluster, fmt=args.format,
-                                             tz=args.tz, skip_bad=args.skip_bad)
+                                             tz=args.tz, skip_bad=args.skip_bad,
+                                             gpu=gpu_options(args))
     constraints = (workload.constraints() if workload is not None else {})
     if args.config:
         constraints["limits"] = config_limits(args.config, cluster, workload)

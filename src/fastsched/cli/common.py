@@ -108,31 +108,48 @@ def add_topology_args(parser, topology_help: str) -> None:
 
 
 #: --format choices of simulate and check
-TRACE_FORMATS = ("auto", "swf", "workload", "sacct")
+TRACE_FORMATS = ("auto", "swf", "workload", "sacct", "philly", "pai", "helios")
 
 
 def format_args(p) -> None:
     """--format, --tz and --skip-bad (simulate and check)."""
     p.add_argument("--format", choices=TRACE_FORMATS, default="auto",
                    help="input format: swf, workload (CSV), sacct (a sacct --parsable2 dump, "
-                   "with --cluster); auto (default): by name (.csv, .csv.gz: workload) or a "
-                   "'JobID|' header (sacct), else swf")
+                   "with --cluster), philly (cluster_job_log JSON, or Pollux's CSV), pai "
+                   "(Alibaba PAI openb pod list or pai_task_table), helios (cluster_log.csv); "
+                   "auto (default): by content (a 'JobID|' header: sacct; a GPU trace's "
+                   "header or JSON), else by name (.csv, .csv.gz: workload), else swf")
     p.add_argument("--tz", default="UTC", metavar="ZONE",
                    help="with sacct: the time zone of its times (sacct prints local time; "
                    "default UTC), e.g. Europe/Berlin")
     p.add_argument("--skip-bad", action="store_true",
                    help="with sacct: leave malformed lines out (counted and listed) instead "
                    "of stopping at the first")
+    g = p.add_argument_group("GPU traces (philly, pai, helios)")
+    g.add_argument("--fractional", choices=("round-up", "drop", "error"), default="round-up",
+                   help="a job using part of a GPU (PAI's GPU sharing): plan it as one whole "
+                   "GPU and count it (round-up, default), leave it out (drop), or stop (error)")
+    g.add_argument("--gpus-per-node", type=positive_int, default=8, metavar="G",
+                   help="without --cluster (and for PAI without its node list next to the "
+                   "trace): the derived cluster's GPUs per node (default 8)")
+    g.add_argument("--time-limits", choices=("round", "exact"), default="round",
+                   help="the traces record no limits: each job's is its run time rounded up "
+                   "to 1, 2, 4, 8, 12 h, 1, 2, 3, 7, 14 or 30 days (round, default) or the run "
+                   "time itself (exact)")
 
 
 def trace_format(path: str, fmt: str = "auto") -> str:
     """The format of ``path``: ``fmt`` unless "auto", else guessed from name and header."""
+    from ..io.gpureaders import sniff_gpu_format
     from ..io.sacct import is_sacct
     if fmt != "auto":
         return fmt
-    if str(path).lower().endswith((".csv", ".csv.gz")):
-        return "workload"
-    return "sacct" if is_sacct(path) else "swf"
+    if is_sacct(path):
+        return "sacct"
+    gpu = sniff_gpu_format(path)
+    if gpu is not None:
+        return gpu
+    return "workload" if str(path).lower().endswith((".csv", ".csv.gz")) else "swf"
 
 
 def load_sacct(path: str, cluster_spec, *, tz: str = "UTC", skip_bad: bool = False):
@@ -144,11 +161,36 @@ def load_sacct(path: str, cluster_spec, *, tz: str = "UTC", skip_bad: bool = Fal
     return cluster, read_sacct(path, cluster, tz=tz, skip_bad=skip_bad)
 
 
+def load_gpu_trace(path: str, fmt: str, cluster_spec, gpu_options: dict, strict=False):
+    """(cluster, workload, jobs, skipped) of a Philly, PAI or Helios trace, its notes
+    printed; ``strict``: a job left out is an error."""
+    from ..io.gputrace import read_gpu_trace
+    cluster = load_cluster(cluster_spec) if cluster_spec else None
+    trace = read_gpu_trace(path, fmt, cluster, **gpu_options)
+    if strict and trace.skipped:
+        first = trace.skipped[0]
+        raise InputError(f"job {first.job_id} cannot run: {first.reason}", file=path,
+                         line=first.line)
+    for note in trace.notes:
+        print(f"note: {path}: {note}")
+    return trace.cluster, trace.workload, trace.jobs, trace.skipped
+
+
+def gpu_options(args) -> dict:
+    """read_gpu_trace's options from --fractional, --gpus-per-node, --time-limits."""
+    return {"fractional": args.fractional, "gpus_per_node": args.gpus_per_node,
+            "limits": args.time_limits}
+
+
 def load_trace(path: str, *, procs=None, strict=False, cluster_spec=None, fmt="auto",
-               tz="UTC", skip_bad=False):
+               tz="UTC", skip_bad=False, gpu=None):
     """(cluster, workload or None, jobs, skipped) from an SWF trace, or a workload CSV or
-    a sacct dump on ``cluster_spec``."""
+    a sacct dump on ``cluster_spec``, or a GPU trace (``gpu``: its options)."""
     fmt = trace_format(path, fmt)
+    if fmt in ("philly", "pai", "helios"):
+        if procs is not None:
+            raise InputError("--procs is the machine size of an SWF trace", field="--procs")
+        return load_gpu_trace(path, fmt, cluster_spec, gpu or {}, strict=strict)
     if fmt == "sacct":
         if procs is not None:
             raise InputError("--procs is the machine size of an SWF trace; a sacct dump runs "

@@ -9,7 +9,9 @@ from pathlib import Path
 from ..io.slurmconf import topology_path, write_cluster
 from ..io.workload import write_workload
 from ..tools.generate import CLUSTERS, DAY, WORKLOADS, ai_cluster, ai_mix, load_cluster
-from .argtypes import non_negative_int, positive_float, seed
+from ..model.cluster import Cluster
+from ..model.errors import InputError
+from .argtypes import non_negative_int, positive_float, positive_int, seed
 
 
 def configure(g: argparse.ArgumentParser, command: str) -> None:
@@ -19,12 +21,24 @@ def configure(g: argparse.ArgumentParser, command: str) -> None:
     gsub = g.add_subparsers(title="what", metavar="WHAT")
     g.set_defaults(run=lambda args: (g.print_help(), 2)[1])
 
-    c = gsub.add_parser("cluster", help="write a standard cluster as slurm.conf (+ topology.conf, "
-                        "gres.conf)",
+    c = gsub.add_parser("cluster", help="write a standard cluster, or N identical nodes, as "
+                        "slurm.conf (+ topology.conf, gres.conf)",
                         description="Write a standard cluster as a slurm.conf subset (NodeName, "
                         "PartitionName), its tree topology as topology.conf and its GPUs' "
-                        "socket groups as gres.conf in the same directory (both overwritten).")
-    c.add_argument("name", choices=sorted(CLUSTERS), help="cluster (ai-8k, ai-100k, ai-1m)")
+                        "socket groups as gres.conf in the same directory (both overwritten); "
+                        "or, with --nodes, a cluster of N identical nodes of any size (one "
+                        "partition 'all', Default=YES; slurm.conf only).")
+    c.add_argument("name", nargs="?", choices=sorted(CLUSTERS),
+                   help="standard cluster (ai-8k, ai-100k, ai-1m); or give --nodes")
+    c.add_argument("--nodes", type=positive_int, metavar="N", help="N identical nodes")
+    c.add_argument("--gpus-per-node", type=non_negative_int, default=8, metavar="G",
+                   help="with --nodes: GPUs per node (default 8; 0: CPU nodes)")
+    c.add_argument("--cpus", type=positive_int, metavar="C",
+                   help="with --nodes: CPUs per node (default 8 per GPU, 64 without GPUs)")
+    c.add_argument("--mem", type=non_negative_int, default=0, metavar="MB",
+                   help="with --nodes: RealMemory per node in MB (default 0: not counted)")
+    c.add_argument("--gpu-type", default="", metavar="T",
+                   help="with --nodes: the GPUs' type, e.g. a100 (Gres=gpu:a100:G)")
     c.add_argument("-o", "--output", required=True, metavar="slurm.conf",
                    help="slurm.conf to write; topology.conf goes next to it")
     c.set_defaults(run=_cmd_generate_cluster)
@@ -75,6 +89,11 @@ def _example(name: str) -> bytes:
 
 
 def _cmd_generate_cluster(args) -> int:
+    if args.nodes is not None:
+        return _write_sized_cluster(args)
+    if args.name is None:
+        raise InputError("name a standard cluster (ai-8k, ai-100k, ai-1m) or give --nodes N",
+                         field="name")
     cluster = ai_cluster(args.name)
     write_cluster(cluster, args.output, name=args.name)
     gres = Path(args.output).with_name("gres.conf")
@@ -103,6 +122,24 @@ def _cmd_generate_state(args) -> int:
         (out / name).write_bytes(gzip.decompress(data) if bundled.endswith(".gz") else data)
     print(f"Slurm 22.05.8 state, 64 nodes x 8 GPUs, 39 running and 986 pending jobs, cycle "
           f"at 1796230571 -> {out}/ ({', '.join(SLURM_STATE_FILES.values())})")
+    return 0
+
+
+def _write_sized_cluster(args) -> int:
+    """``--nodes N --gpus-per-node G [--cpus C] [--mem MB] [--gpu-type T]``."""
+    if args.name is not None:
+        raise InputError("give a standard cluster name or --nodes, not both", field="--nodes")
+    if args.gpus_per_node > 64:
+        raise InputError(f"at most 64 GPUs per node, got {args.gpus_per_node}",
+                         field="--gpus-per-node")
+    gpus = args.gpus_per_node
+    cpus = args.cpus or (8 * gpus if gpus else 64)
+    prefix = "gpu" if gpus else "node"
+    cluster = Cluster.homogeneous(args.nodes, cpus=cpus, gpus=gpus, mem_mb=args.mem,
+                                  prefix=prefix, gpu_type=args.gpu_type if gpus else "")
+    write_cluster(cluster, args.output)
+    print(f"{args.nodes:,} nodes x {gpus} GPUs{f' ({args.gpu_type})' if args.gpu_type else ''}"
+          f", {cpus} CPUs, {args.mem:,} MB; partition all -> {args.output}")
     return 0
 
 

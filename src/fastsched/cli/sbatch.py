@@ -13,7 +13,7 @@ from ..tools.generate import load_cluster
 
 
 _USAGE = ("usage: fastsched sbatch --test-only [--cluster slurm.conf|ai-8k|ai-100k|ai-1m] "
-          "SCRIPT [sbatch options...]")
+          "[--strict] SCRIPT [sbatch options...]")
 _HELP = _USAGE + """
 
 Parse a batch script's #SBATCH lines and sbatch options (options on the command line
@@ -24,7 +24,13 @@ jobs: only --test-only is supported.
   --test-only            print the normalised request and its expected start
   --cluster C            slurm.conf path, or ai-8k / ai-100k / ai-1m (default: none,
                          so no cluster checks and no expected start)
+  --strict               an unknown #SBATCH option is an error (default: a warning
+                         naming file:line; the option is listed as ignored)
   -h, --help             this help
+
+pyxis/enroot options (--container-image, --container-mounts, --container-workdir,
+--container-name, --no-container-mount-home, ...) are accepted and shown, not
+modelled. Unknown options on the command line are errors, as sbatch's are.
 """
 
 
@@ -41,8 +47,8 @@ def configure(s: argparse.ArgumentParser, command: str) -> None:
 
 
 def _split_cli(tokens: list[str]):
-    """(test_only, cluster, help, sbatch tokens) from the raw tokens."""
-    test_only = help_ = False
+    """(test_only, cluster, help, strict, sbatch tokens) from the raw tokens."""
+    test_only = help_ = strict = False
     cluster = None
     rest: list[str] = []
     i = 0
@@ -56,6 +62,8 @@ def _split_cli(tokens: list[str]):
             test_only = True
         elif t in ("-h", "--help"):
             help_ = True
+        elif t == "--strict":
+            strict = True
         elif t == "--cluster":
             if i >= len(tokens):
                 raise InputError("--cluster needs a value (slurm.conf, ai-8k, ai-100k, ai-1m)")
@@ -65,11 +73,11 @@ def _split_cli(tokens: list[str]):
             cluster = t.partition("=")[2]
         else:
             rest.append(t)
-    return test_only, cluster, help_, rest
+    return test_only, cluster, help_, strict, rest
 
 
 def _cmd_sbatch(args) -> int:
-    test_only, cluster_spec, help_, rest = _split_cli(list(args.tokens))
+    test_only, cluster_spec, help_, strict, rest = _split_cli(list(args.tokens))
     if help_:
         print(_HELP, end="")
         return 0
@@ -85,7 +93,7 @@ def _cmd_sbatch(args) -> int:
     test_only = test_only or "test-only" in cli
     if not test_only:
         raise InputError("only --test-only is supported (fastsched does not run jobs)")
-    req = parse_script(Path(script)).merged(cli)
+    req = parse_script(Path(script), strict=strict).merged(cli)
     cluster = None
     if cluster_spec:
         cluster = load_cluster(cluster_spec)

@@ -17,15 +17,18 @@ from ..sim.site import simulate_site
 from ..sim.snapshot import format_start_times, start_times_at
 from . import build_parser
 from .argtypes import duration, machine_size, seconds
-from .common import (format_args, load_trace, placement_from_args, policy_args, print_skipped,
-                     site_args, summary_table, trace_format, write_atomic)
+from .outputs import check_outputs, output_args, write_outputs
+from .common import (format_args, gpu_options, load_trace, placement_from_args, policy_args,
+                     print_skipped, site_args, summary_table, trace_format, write_atomic)
 
 
 def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.description = ("Replay an SWF trace (plain, .gz or .xz) on its machine "
                         "(P single-processor nodes), or a workload CSV (as written by "
                         "'fastsched generate workload') or a sacct --parsable2 dump on "
-                        "--cluster, and print the summary.")
+                        "--cluster, or a GPU cluster trace (Philly, Alibaba PAI, Helios) on "
+                        "--cluster or a cluster derived from the trace, and print the "
+                        "summary.")
     parser.add_argument("trace", nargs="?",
                         help="SWF trace, or workload CSV (.csv, .csv.gz); not with --resume")
     policy_args(parser)
@@ -35,7 +38,6 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     format_args(parser)
     parser.add_argument("--strict", action="store_true",
                         help="a job that cannot run is an error instead of being skipped")
-    parser.add_argument("--jobs-out", metavar="FILE.csv", help="write one record per job as CSV")
     parser.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON")
     parser.add_argument("--show-skipped", action="store_true", help="list every skipped job")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
@@ -58,6 +60,7 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "before the pass at T) and print every pending job's expected start, like "
                         "squeue --start (a full conservative plan; times in seconds)")
     parser.add_argument("--csv", metavar="FILE", help="with --start-times: write that table as CSV")
+    output_args(parser)
     site_args(parser)
     parser.set_defaults(run=run)
 
@@ -68,9 +71,10 @@ def run(args) -> int:
         raise InputError("give a trace (or --resume FILE)", field="trace")
     if args.csv and args.start_times is None:
         raise InputError("--csv goes with --start-times T", field="--csv")
+    check_outputs(args)
     cluster, workload, jobs, skipped = load_trace(
         args.trace, procs=args.procs, strict=args.strict, cluster_spec=args.cluster,
-        fmt=args.format, tz=args.tz, skip_bad=args.skip_bad)
+        fmt=args.format, tz=args.tz, skip_bad=args.skip_bad, gpu=gpu_options(args))
     options = dict(reserve_depth=args.reserve_depth,
                    progress=False if args.no_progress else None,
                    placement=placement_from_args(args, cluster, jobs, workload),
@@ -125,13 +129,11 @@ def run(args) -> int:
     if args.topology is None and workload is not None and workload.exclusive_topo.any():
         print(f"note: {int(workload.exclusive_topo.sum()):,} job(s) ask for --exclusive=topo, "
               "which needs --topology: ignored")
-    if trace_format(args.trace, args.format) == "sacct":
+    if trace_format(args.trace, args.format) in ("sacct", "philly", "pai", "helios"):
         print_skipped(result.skipped, show_all=args.show_skipped, what="record(s) left out")
     else:
         print_skipped(result.skipped, show_all=args.show_skipped)
-    if args.jobs_out:
-        write_atomic(result.to_csv, args.jobs_out)
-        print(f"wrote {len(result.workload):,} job records to {args.jobs_out}")
+    write_outputs(args, result, workload)
     if args.summary_json:
         write_atomic(result.summary_json, args.summary_json)
         print(f"wrote summary to {args.summary_json}")
@@ -156,7 +158,8 @@ def _planning_grid(args, cluster) -> dict:
 
 
 #: options a --resume command line may give anew (the rest are the checkpointed run's)
-RESUME_OPTIONS = ("jobs_out", "summary_json", "no_progress", "checkpoint", "checkpoint_every",
+RESUME_OPTIONS = ("jobs_out", "sacct_out", "sacct_format", "swf_out", "batsim_out",
+                  "summary_json", "no_progress", "checkpoint", "checkpoint_every",
                   "show_skipped")
 
 

@@ -1,34 +1,14 @@
 """Slurm job requests as users spell them: ``#SBATCH`` lines and sbatch/srun arguments.
 
-Three steps, each usable alone::
+Parsing options (``parse_args``, ``parse_script``: the option table, pyxis container
+options, unknown options) is :mod:`fastsched.io.sbatchopts`. Three steps, each usable
+alone::
 
     req = parse_script("job.sh").merged(parse_args(["-N", "2", "--gpus-per-node=8"]))
     norm = normalise(req, cluster)          # per-node numbers, seconds, MB, lists
     job = to_job_request(norm, job_id=1, submit_time=0)   # a fastsched.JobRequest
 
 and the command ``fastsched sbatch --test-only [--cluster C] SCRIPT [options]``.
-
-Parsing (``parse_args``, ``parse_script``)
-------------------------------------------
-* ``--opt=value``, ``--opt value``, ``-Xvalue`` and ``-X value`` for the short forms
-  Slurm has (``-N -n -c -G -C -t -p -q -A -d -a -J -o -e -D ...``). An unknown option
-  is an InputError naming it. Options stop at the first non-option argument (the
-  script or command) or at ``--``, as sbatch/srun stop (getopt ``+`` mode); a leading
-  ``sbatch``/``srun``/``salloc`` word is skipped. A later option overrides an earlier one.
-* Long options must be spelled in full (getopt's unique-prefix abbreviations are not
-  accepted).
-* Options Slurm has but fastsched does not model (``--output``, ``--mail-type``,
-  ``--nodelist`` ...) are accepted and listed in ``NormalisedRequest.ignored``.
-* Script (sbatch(1): "The batch script may contain options preceded with "#SBATCH"
-  before any executable commands in the script. sbatch will stop processing further
-  #SBATCH directives once the first non-comment non-whitespace line has been
-  reached"): a line starting with ``#SBATCH`` (at column 0, case-sensitive) holds
-  options; other lines whose first non-blank character is ``#``, and blank lines, are
-  skipped; the first other line ends the scan. On a ``#SBATCH`` line, quotes group
-  words, a backslash escapes, and an unquoted ``#`` starts a comment (as sbatch's
-  ``_get_argument``). Command-line options override script lines
-  (``SlurmRequest.merged``). A bad option on a line is an InputError with the file,
-  the line number and the option as field.
 
 Normalisation rules (``normalise``), with the man-page wording they follow
 ----------------------------------------------------------------------------
@@ -122,96 +102,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from ..model.errors import InputError
 from ..model.jobs import UNLIMITED, JobRequest
 from .slurmconf import format_time, parse_time
+from .sbatchopts import CONTAINER, IGNORED, SlurmRequest, parse_args, parse_script
 from .slurmgres import typed_nodes
-from .textfile import check_digits, read_text
 from ..model.validation import MAX_COUNT, MAX_MEMORY_MB
 
 __all__ = ["SlurmRequest", "NormalisedRequest", "parse_args", "parse_script", "normalise",
            "to_job_request", "format_request", "DEPENDENCY_TYPES"]
 
-REQ, NONE, OPT = "required", "none", "optional"
-
-#: options fastsched models: long name -> (short letter or None, argument)
-MODELLED = {
-    "nodes": ("N", REQ), "ntasks": ("n", REQ), "ntasks-per-node": (None, REQ),
-    "cpus-per-task": ("c", REQ), "gres": (None, REQ), "gpus": ("G", REQ),
-    "gpus-per-node": (None, REQ), "gpus-per-task": (None, REQ), "cpus-per-gpu": (None, REQ),
-    "mem": (None, REQ), "mem-per-cpu": (None, REQ), "mem-per-gpu": (None, REQ),
-    "exclusive": (None, OPT), "constraint": ("C", REQ), "time": ("t", REQ),
-    "time-min": (None, REQ), "partition": ("p", REQ), "qos": ("q", REQ),
-    "account": ("A", REQ), "dependency": ("d", REQ), "array": ("a", REQ),
-    "job-name": ("J", REQ), "test-only": (None, NONE), "switches": (None, REQ),
-    "segment": (None, REQ),
-}
-#: real sbatch/srun options accepted and listed as not modelled
-IGNORED = {
-    "output": ("o", REQ), "error": ("e", REQ), "input": ("i", REQ), "chdir": ("D", REQ),
-    "mail-type": (None, REQ), "mail-user": (None, REQ), "export": (None, REQ),
-    "open-mode": (None, REQ), "requeue": (None, NONE), "no-requeue": (None, NONE),
-    "hold": ("H", NONE), "comment": (None, REQ), "nice": (None, OPT), "begin": ("b", REQ),
-    "signal": (None, REQ), "reservation": (None, REQ), "wckey": (None, REQ),
-    "licenses": ("L", REQ), "parsable": (None, NONE), "wait": ("W", NONE),
-    "quiet": ("Q", NONE), "verbose": ("v", NONE), "nodelist": ("w", REQ),
-    "exclude": ("x", REQ), "oversubscribe": ("s", NONE), "priority": (None, REQ),
-    "distribution": ("m", REQ), "hint": (None, REQ), "gpu-bind": (None, REQ),
-    "kill-on-invalid-dep": (None, REQ), "ignore-pbs": (None, NONE), "no-kill": ("k", OPT),
-    "propagate": (None, OPT), "get-user-env": (None, OPT),
-    "label": ("l", NONE), "unbuffered": ("u", NONE), "pty": (None, NONE), "mpi": (None, REQ),
-    "cpu-bind": (None, REQ), "exact": (None, NONE), "overlap": (None, NONE),
-    "kill-on-bad-exit": ("K", OPT), "container": (None, REQ),
-}
-#: aliases Slurm documents for the same option
-ALIASES = {"tasks-per-node": "ntasks-per-node", "workdir": "chdir", "share": "oversubscribe",
-           "cpu_bind": "cpu-bind"}
-#: real Slurm options that change the request in ways fastsched cannot represent
-UNSUPPORTED = {"gpus-per-socket", "ntasks-per-gpu", "ntasks-per-socket", "ntasks-per-core",
-               "sockets-per-node", "cores-per-socket", "threads-per-core", "extra-node-info",
-               "mincpus", "tmp", "nodefile", "use-min-nodes", "het-group", "batch",
-               "clusters", "cluster-constraint", "tres-per-task"}
-
-OPTIONS = {**MODELLED, **IGNORED}
-SHORT = {short: name for name, (short, _) in OPTIONS.items() if short}
 DEPENDENCY_TYPES = ("after", "afterany", "afterburstbuffer", "aftercorr", "afternotok",
                     "afterok", "singleton")
 _MAX_ARRAY = 4_000_001
 
 
 # --------------------------------------------------------------------------- requests
-
-@dataclass
-class SlurmRequest:
-    """Options as spelled: long option name -> value text (None for a flag).
-
-    ``origin`` maps each option to ``(file, line, spelling)`` so that normalisation
-    errors can point at the script line the option came from.
-    """
-
-    options: dict[str, str | None] = field(default_factory=dict)
-    origin: dict[str, tuple[str | None, int | None, str]] = field(default_factory=dict)
-    script: str | None = None
-    script_args: list[str] = field(default_factory=list)
-
-    def get(self, name: str, default=None):
-        return self.options.get(name, default)
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.options
-
-    def merged(self, override: "SlurmRequest") -> "SlurmRequest":
-        """This request with every option of ``override`` replacing ours (command line
-        over script)."""
-        return SlurmRequest({**self.options, **override.options},
-                            {**self.origin, **override.origin},
-                            override.script or self.script,
-                            override.script_args or self.script_args)
-
 
 @dataclass
 class NormalisedRequest:
@@ -245,6 +154,8 @@ class NormalisedRequest:
     segment: int | None = None         # --segment=N: nodes per segment (topology/block)
     ignored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: pyxis/enroot options as given: name without dashes -> value (None: a flag)
+    container: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def whole_node_checked(self) -> bool:
@@ -256,151 +167,6 @@ class NormalisedRequest:
 def _err(message: str, origin=None, option: str | None = None) -> InputError:
     file, line, spelled = origin if origin else (None, None, None)
     return InputError(message, file=file, line=line, field=spelled or option)
-
-
-def parse_args(argv, *, file: str | None = None, line: int | None = None,
-               stop_at_positional: bool = True) -> SlurmRequest:
-    """An sbatch/srun argument list as a :class:`SlurmRequest` (see module docstring)."""
-    argv = [str(a) for a in argv]
-    if argv and argv[0] in ("sbatch", "srun", "salloc"):
-        argv = argv[1:]
-    req = SlurmRequest()
-    positional: list[str] = []
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        i += 1
-        if tok == "--":
-            positional.extend(argv[i:])
-            break
-        if not tok.startswith("-") or tok == "-":
-            positional.append(tok)
-            if stop_at_positional:
-                positional.extend(argv[i:])
-                break
-            continue
-        if tok.startswith("--"):
-            name, eq, value = tok[2:].partition("=")
-            spelled = "--" + name
-            name = ALIASES.get(name, name)
-            if name in UNSUPPORTED:
-                raise InputError(f"{spelled} is a Slurm option fastsched does not model",
-                                 file=file, line=line, field=spelled)
-            if name not in OPTIONS:
-                raise InputError(f"unknown option {spelled}", file=file, line=line,
-                                 field=spelled)
-            kind = OPTIONS[name][1]
-            if kind == NONE:
-                if eq:
-                    raise InputError(f"{spelled} takes no value", file=file, line=line,
-                                     field=spelled)
-                value = None
-            elif kind == REQ and not eq:
-                if i >= len(argv):
-                    raise InputError(f"{spelled} needs a value", file=file, line=line,
-                                     field=spelled)
-                value = argv[i]
-                i += 1
-            elif kind == OPT and not eq:
-                value = None
-        else:
-            letter = tok[1]
-            spelled = "-" + letter
-            if letter not in SHORT:
-                raise InputError(f"unknown option {spelled}", file=file, line=line,
-                                 field=spelled)
-            name = SHORT[letter]
-            kind = OPTIONS[name][1]
-            rest = tok[2:]
-            if kind == NONE:
-                if rest:
-                    raise InputError(f"{spelled} takes no value (got {tok!r})", file=file,
-                                     line=line, field=spelled)
-                value = None
-            elif rest:
-                value = rest[1:] if rest.startswith("=") else rest
-            elif kind == REQ:
-                if i >= len(argv):
-                    raise InputError(f"{spelled} needs a value", file=file, line=line,
-                                     field=spelled)
-                value = argv[i]
-                i += 1
-            else:
-                value = None
-        req.options[name] = value
-        req.origin[name] = (file, line, spelled)
-    if positional:
-        req.script, req.script_args = positional[0], positional[1:]
-    return req
-
-
-def _split_words(text: str, file, lineno) -> list[str]:
-    """Words of an ``#SBATCH`` line: quotes group, backslash escapes, ``#`` ends it."""
-    words: list[str] = []
-    cur: list[str] = []
-    in_word = False
-    quote = None
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text):
-            cur.append(text[i + 1])
-            in_word = True
-            i += 2
-            continue
-        if quote:
-            if ch == quote:
-                quote = None
-            else:
-                cur.append(ch)
-        elif ch in "\"'":
-            quote = ch
-            in_word = True
-        elif ch == "#":
-            break
-        elif ch.isspace():
-            if in_word:
-                words.append("".join(cur))
-                cur, in_word = [], False
-        else:
-            cur.append(ch)
-            in_word = True
-        i += 1
-    if quote:
-        raise InputError(f"unterminated {quote} quote", file=file, line=lineno, field="#SBATCH")
-    if in_word:
-        words.append("".join(cur))
-    return words
-
-
-def parse_script(path_or_text, *, name: str | None = None) -> SlurmRequest:
-    """The ``#SBATCH`` options of a batch script (a path, or the script text itself
-    when it contains a newline)."""
-    if isinstance(path_or_text, Path) or "\n" not in str(path_or_text):
-        path = Path(path_or_text)
-        text = read_text(path)
-        fname = name or str(path)
-    else:
-        text, fname = str(path_or_text).removeprefix("\ufeff"), name or "<script>"
-        check_digits(text, fname)
-    req = SlurmRequest(script=fname if fname != "<script>" else None)
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if line.startswith("#SBATCH"):
-            words = _split_words(line[len("#SBATCH"):], fname, lineno)
-            if not words:
-                continue
-            part = parse_args(words, file=fname, line=lineno, stop_at_positional=True)
-            if part.script is not None:
-                raise InputError(f"unexpected {part.script!r} (not an option)", file=fname,
-                                 line=lineno, field="#SBATCH")
-            req.options.update(part.options)
-            req.origin.update(part.origin)
-            continue
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        break                                   # first command: sbatch stops here
-    return req
 
 
 # --------------------------------------------------------------------------- values
@@ -873,7 +639,8 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
         if name in req and not (req.get(name) or "").strip():
             raise _err(f"--{name} is empty", o(name), name)
 
-    ignored = sorted(o(n)[2] for n in req.options if n in IGNORED)
+    ignored = sorted(o(n)[2] for n in req.options if n in IGNORED) + sorted(req.unknown)
+    container = {n: req.options[n] for n in CONTAINER if n in req.options}
     return NormalisedRequest(
         num_nodes=nmin, max_nodes=nmax, num_tasks=ntasks, tasks_per_node=tasks_per_node,
         cpus_per_node=cpus, gpus_per_node=gpn, gpu_type=gpu_type, mem_per_node=mem,
@@ -883,7 +650,7 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
         dependency_mode=mode, array=array, array_max_running=max_running,
         job_name=req.get("job-name"), gpus_total=gpus_total, other_gres=other_gres,
         switches=switches, switches_wait=switches_wait, segment=segment,
-        ignored=ignored, notes=notes)
+        ignored=ignored, notes=notes, container=container)
 
 
 def to_job_request(norm: NormalisedRequest, job_id: int, submit_time: int, *,
@@ -958,6 +725,9 @@ def format_request(norm: NormalisedRequest) -> list[str]:
                      f"Segment={norm.segment or 'N/A'}")
     if norm.other_gres:
         lines.append("Gres(not modelled)=" + ",".join(norm.other_gres))
+    if norm.container:
+        lines.append("Container(pyxis)=" + " ".join(
+            f"--{k}" if v is None else f"--{k}={v}" for k, v in norm.container.items()))
     if norm.ignored:
         lines.append("Ignored(not modelled)=" + ",".join(norm.ignored))
     return lines
