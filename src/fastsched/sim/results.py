@@ -57,13 +57,21 @@ class SimulationResult:
     dependencies: object = None
     placement: object = None
     priority_at: object = None
+    #: with node failures: every attempt of every started job
+    #: (:func:`fastsched.sim.lifecycle.attempt_table`) and what a killed job does
+    #: (:class:`fastsched.model.lifecycle.Lifecycle`); None otherwise
+    attempts: dict | None = None
+    lifecycle: object = None
 
     @cached_property
     def jobs(self):
         """One record per job, as a pandas DataFrame (columns: ``RECORD_COLUMNS``).
 
         Times are nullable integers: a job that never started has no start, end,
-        wait or run time (empty in CSV)."""
+        wait or run time (empty in CSV). With node failures, one record per attempt
+        (like ``sacct --duplicates``), in job order then column ``attempt``: a
+        killed attempt ends NODE_FAIL, and a requeued attempt's ``submit_time`` is
+        when the previous one was killed (Slurm resets it at a requeue)."""
         import pandas as pd
         from ..io.hostlist import compress_rows
         w, s = self.workload, self.schedule
@@ -74,7 +82,7 @@ class SimulationResult:
             return pd.arrays.IntegerArray(np.where(started, values, 0).astype(np.int64),
                                           ~started)
 
-        return pd.DataFrame({
+        frame = pd.DataFrame({
             "job_id": s.job_id,
             "submit_time": w.submit_time,
             "start_time": times(s.start_time),
@@ -92,12 +100,20 @@ class SimulationResult:
                                                   [s.planning or ""]),
             **self._constraint_columns(),
         })
+        if self.attempts is None:
+            return frame
+        from .lifecycle import attempt_records
+        return attempt_records(self, frame)
 
     def states(self) -> np.ndarray:
-        """sacct-style state per job: COMPLETED, TIMEOUT, PENDING (never started) or
+        """sacct-style state per job (its last attempt): COMPLETED, TIMEOUT, NODE_FAIL
+        (killed by a node failure, not requeued), PENDING (never started) or
         REJECTED (over a submit limit)."""
         w, s = self.workload, self.schedule
-        state = np.where(w.runtime > w.time_limit, "TIMEOUT", "COMPLETED").astype(object)
+        runtime = w.runtime if self.attempts is None else self.attempts["last_runtime"]
+        state = np.where(runtime > w.time_limit, "TIMEOUT", "COMPLETED").astype(object)
+        if self.attempts is not None:
+            state[self.attempts["node_fail_job"]] = "NODE_FAIL"
         state[s.start_time < 0] = "PENDING"
         if self.reason_code is not None:
             state[(s.start_time < 0) & (self.reason_code >= 0)
