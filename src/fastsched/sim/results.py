@@ -102,8 +102,7 @@ class SimulationResult:
         })
         if self.attempts is None:
             return frame
-        from .lifecycle import attempt_records
-        return attempt_records(self, frame)
+        return _attempt_records(self, frame)
 
     def states(self) -> np.ndarray:
         """sacct-style state per job (its last attempt): COMPLETED, TIMEOUT, NODE_FAIL
@@ -202,6 +201,58 @@ class SimulationResult:
         with open(path, "w") as f:
             json.dump(self.summary, f, indent=2)
             f.write("\n")
+
+
+def _attempt_records(result, frame):
+    """``frame`` (one record per job: its last attempt) with a record per killed
+    attempt added and column ``attempt``: rows in job order, then attempt."""
+    import pandas as pd
+    from ..io.hostlist import compress_rows
+    t = result.attempts
+    names = result.cluster.node_names
+    n = len(frame)
+    restarts = np.zeros(n, dtype=np.int64)
+    restarts[t["row"]] = t["attempt"]          # rows are in attempt order: the last wins
+    frame = frame.assign(attempt=restarts)
+    earlier = ~np.isin(np.arange(len(t["row"])), _last_rows(t))
+    row = t["row"]
+    prev_end = np.concatenate([[0], t["end"][:-1]])
+    submit = np.where(t["attempt"] > 0, prev_end, result.workload.submit_time[row])
+    frame["submit_time"] = frame["submit_time"].to_numpy().copy()
+    last = _last_rows(t)
+    later = t["attempt"][last] > 0
+    frame.loc[row[last][later], "submit_time"] = submit[last][later]
+    frame["wait_time"] = frame["start_time"] - frame["submit_time"]
+    k = np.flatnonzero(earlier)
+    if not len(k):
+        return frame
+    killed = frame.iloc[row[k]].copy()
+    off, entries = csr_take(t["alloc_offsets"], k)
+    masks = t["alloc_gpu_mask"][entries]
+    killed["submit_time"] = submit[k]
+    killed["start_time"] = pd.array(t["start"][k], dtype="Int64")
+    killed["end_time"] = pd.array(t["end"][k], dtype="Int64")
+    killed["wait_time"] = pd.array(t["start"][k] - submit[k], dtype="Int64")
+    killed["run_time"] = pd.array(t["elapsed"][k], dtype="Int64")
+    killed["state"] = "NODE_FAIL"
+    killed["nodes"] = compress_rows(names, off, t["alloc_nodes"][entries])
+    killed["gpu_ids"] = gpu_id_rows(names, off, t["alloc_nodes"][entries], masks)
+    killed["attempt"] = t["attempt"][k]
+    if "partition" in killed.columns:
+        part_names = np.array([p.name for p in result.cluster.partitions] + [""], dtype=object)
+        killed["partition"] = part_names[t["partition"][k]]
+    position = np.concatenate([np.arange(n), row[k]])
+    out = pd.concat([frame, killed], ignore_index=True)
+    order = np.lexsort((out["attempt"].to_numpy(), position))
+    return out.iloc[order].reset_index(drop=True)
+
+
+def _last_rows(table: dict) -> np.ndarray:
+    """The index of each started job's last attempt in ``table``."""
+    row = table["row"]
+    last = np.ones(len(row), dtype=bool)
+    last[:-1] = row[1:] != row[:-1]
+    return np.flatnonzero(last)
 
 
 def _kept_offsets(offsets: np.ndarray, keep: np.ndarray) -> np.ndarray:
