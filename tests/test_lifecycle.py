@@ -232,3 +232,48 @@ def test_cli_failures_and_down_events(tmp_path, capsys):
     assert summary["node_events"] > 0 and summary["lifecycle"]["attempts"] >= 6
     with pytest.raises(SystemExit):
         main(["simulate", str(tmp_path / "w.csv"), "--failures", "mtbf=1d"])
+
+
+@SETTINGS
+@given(data=st.data())
+def test_runs_with_failures_pass_the_attempt_checks(data):
+    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
+    rows = data.draw(node_event_rows(cluster.num_nodes, max_events=8, max_time=60,
+                                     kinds=("down", "down", "up", "drain", "resume")))
+    lc = data.draw(lifecycles(len(jobs)))
+    r = simulate(cluster, jobs, data.draw(st.sampled_from(["fcfs", "easy", "conservative"])),
+                 events=NodeEvents.from_rows(rows, cluster.num_nodes), lifecycle=lc,
+                 reservations="nodes")
+    report = r.verify()
+    assert report.ok, report
+    assert "resumed_work" in report.checks
+
+
+def _tampered(r, **changes):
+    from fastsched.verify.lifecycle import Attempts, verify_attempts
+    t = dict(r.attempts)
+    for key, (k, value) in changes.items():
+        t[key] = t[key].copy()
+        t[key][k] = value
+    return verify_attempts(r.cluster, r.workload, Attempts(
+        t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
+        t["alloc_nodes"]), r.events, r.lifecycle)
+
+
+def test_the_attempt_checks_catch_broken_records():
+    jobs = _jobs([500, 500, 300, 800], [2, 1, 1, 1])
+    lc = Lifecycle.of(4, checkpoint_interval=[60, 0, 0, 0], checkpoint_cost=[10, 0, 0, 0])
+    events = NodeEvents.from_rows([(100, "down", [0]), (200, "up", [0])], 4)
+    r = simulate(_cluster(), jobs, "easy", events=events, lifecycle=lc)
+    assert r.verify().ok
+    t = r.attempts                     # rows: job 1 attempts 0 and 1, then jobs 2-4
+    assert t["row"].tolist()[:2] == [0, 0] and t["killed"].tolist()[:2] == [True, False]
+    # the second attempt starts before the first ended + the delay
+    assert "attempt_overlap" in _tampered(r, start=(1, 150), end=(1, 590)).kinds()
+    # it resumes more work than was checkpointed (60 s): runs 400 s instead of 440
+    assert "resumed_work" in _tampered(r, end=(1, 700)).kinds()
+    # it runs on node 0 while it is down
+    bad = _tampered(r, start=(1, 150), end=(1, 590))
+    assert "on_down_node" in bad.kinds()
+    # a kill when no node of the attempt went down
+    assert "killed_without_failure" in _tampered(r, end=(0, 90)).kinds()

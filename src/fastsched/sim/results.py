@@ -62,6 +62,8 @@ class SimulationResult:
     #: (:class:`fastsched.model.lifecycle.Lifecycle`); None otherwise
     attempts: dict | None = None
     lifecycle: object = None
+    #: the node events the run applied (a failure model's included), or None
+    events: object = None
 
     @cached_property
     def jobs(self):
@@ -187,8 +189,15 @@ class SimulationResult:
         """:func:`fastsched.verify` of this run's schedule under the constraints it ran
         with (dependencies, limits, partition choices, and the placement's
         --exclusive=topo jobs) and its queue order (the priorities jobs started
-        with); a :class:`~fastsched.verify.VerifyReport`."""
+        with); a :class:`~fastsched.verify.VerifyReport`. A run with node failures is
+        checked attempt by attempt (:mod:`fastsched.verify.lifecycle`), without policy."""
         from ..verify import verify
+        if self.attempts is not None:
+            from ..verify.lifecycle import Attempts, verify_attempts
+            t = self.attempts
+            return verify_attempts(self.cluster, self.workload, Attempts(
+                t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
+                t["alloc_nodes"]), self.events, self.lifecycle)
         return verify(self.cluster, self.workload, self.schedule, policy=policy,
                       reserve_depth=reserve_depth, dependencies=self.dependencies,
                       limits=self.limits, partitions=self.partitions, placement=self.placement,

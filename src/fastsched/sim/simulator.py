@@ -166,7 +166,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     extra = {"partition": run.partition, "reason_code": run.reason, "never": run.never,
              "eligible": run.eligible, "priority": prio, "limits": limits,
              "partitions": partitions, "dependencies": dependencies, "placement": placement,
-             "attempts": attempts, "lifecycle": lifecycle,
+             "attempts": attempts, "lifecycle": lifecycle, "events": events,
              "priority_at": _priority_at(priority, run) if callable(priority) else
              (None if priority is None else lambda t, key=np.asarray(priority): key)}
     if model == "counts" and dependencies is None and limits is None and priority is None:
