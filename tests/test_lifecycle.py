@@ -225,6 +225,15 @@ def test_cli_failures_and_down_events(tmp_path, capsys):
     import pandas as pd
     frame = pd.read_csv(recs)
     assert "NODE_FAIL" in set(frame.state) and frame.attempt.max() >= 1
+    check = ["check", str(recs), "--trace", str(tmp_path / "w.csv"), "--cluster", str(conf),
+             "--events", str(ev)]
+    assert main(check) == 0
+    assert "resumed_work" in capsys.readouterr().out
+    k = int(np.flatnonzero(frame.attempt.to_numpy() == 1)[0])
+    frame.loc[k, "end_time"] += 30                      # ran 30 s more than it had left
+    frame.to_csv(recs, index=False)
+    assert main(check) == 1
+    assert "resumed_work" in capsys.readouterr().out
     assert main(["simulate", str(tmp_path / "w.csv"), "--cluster", str(conf),
                  "--failures", "mtbf=1h,repair=10m,seed=3", "--requeue",
                  "--summary-json", str(out), "--no-progress"]) == 0

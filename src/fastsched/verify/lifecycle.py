@@ -70,7 +70,7 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     a = Attempts(*(np.asarray(x)[order] for x in (attempts.row, attempts.attempt,
                                                    attempts.start, attempts.end,
                                                    attempts.killed)),
-                 *_take(attempts.alloc_offsets, attempts.alloc_nodes, order))
+                 *take_rows(attempts.alloc_offsets, attempts.alloc_nodes, order))
     out: list[Violation] = []
     submit, runtime = _sequences(jobs, a, lifecycle, out)
     _node_states(cluster, jobs, a, events, out)
@@ -89,7 +89,8 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     return VerifyReport(out, len(jobs), checks, [])
 
 
-def _take(offsets, nodes, order):
+def take_rows(offsets, nodes, order):
+    """CSR rows ``order`` of (``offsets``, ``nodes``): (new offsets, their nodes)."""
     offsets = np.asarray(offsets, dtype=np.int64)
     counts = np.diff(offsets)[order]
     new = np.zeros(len(order) + 1, dtype=np.int64)
@@ -198,3 +199,4 @@ def _node_states(cluster, jobs, a, events, out):
             out.append(Violation("killed_without_failure", jid, e,
                                  f"job {jid}: attempt {a.attempt[k]} ended NODE_FAIL at {e}, "
                                  "when none of its nodes went down"))
+
