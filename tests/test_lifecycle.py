@@ -286,3 +286,19 @@ def test_the_attempt_checks_catch_broken_records():
     assert "on_down_node" in bad.kinds()
     # a kill when no node of the attempt went down
     assert "killed_without_failure" in _tampered(r, end=(0, 90)).kinds()
+
+
+def test_sbatch_requeue_options_reach_the_workload():
+    from fastsched.io.sbatch import normalise, parse_script
+    from fastsched.io.workload import requests_to_workload
+    cluster = _cluster()
+    texts = ["#!/bin/bash\n#SBATCH -N 1 --gpus-per-node=8 -t 10\n#SBATCH --no-requeue\n",
+             "#!/bin/bash\n#SBATCH -N 1 -t 10 --requeue\n",
+             "#!/bin/bash\n#SBATCH -N 1 -t 10\n",
+             "#!/bin/bash\n#SBATCH --requeue\n#SBATCH -N 1 -t 10 --no-requeue\n"]
+    norms = [normalise(parse_script(t), cluster) for t in texts]
+    assert [n.requeue for n in norms] == [False, True, None, False]
+    assert all("--requeue" not in n.ignored and "--no-requeue" not in n.ignored for n in norms)
+    w = requests_to_workload([(n, 0, 60) for n in norms], cluster)
+    assert w.requeue.tolist() == [0, 1, -1, 0]
+    assert w.lifecycle(requeue=True).requeue.tolist() == [False, True, True, False]

@@ -148,14 +148,13 @@ MODELLED = {
     "time-min": (None, REQ), "partition": ("p", REQ), "qos": ("q", REQ),
     "account": ("A", REQ), "dependency": ("d", REQ), "array": ("a", REQ),
     "job-name": ("J", REQ), "test-only": (None, NONE), "switches": (None, REQ),
-    "segment": (None, REQ),
+    "segment": (None, REQ), "requeue": (None, NONE), "no-requeue": (None, NONE),
 }
 #: real sbatch/srun options accepted and listed as not modelled
 IGNORED = {
     "output": ("o", REQ), "error": ("e", REQ), "input": ("i", REQ), "chdir": ("D", REQ),
     "mail-type": (None, REQ), "mail-user": (None, REQ), "export": (None, REQ),
-    "open-mode": (None, REQ), "requeue": (None, NONE), "no-requeue": (None, NONE),
-    "hold": ("H", NONE), "comment": (None, REQ), "nice": (None, OPT), "begin": ("b", REQ),
+    "open-mode": (None, REQ), "hold": ("H", NONE), "comment": (None, REQ), "nice": (None, OPT), "begin": ("b", REQ),
     "signal": (None, REQ), "reservation": (None, REQ), "wckey": (None, REQ),
     "licenses": ("L", REQ), "parsable": (None, NONE), "wait": ("W", NONE),
     "quiet": ("Q", NONE), "verbose": ("v", NONE), "nodelist": ("w", REQ),
@@ -243,6 +242,7 @@ class NormalisedRequest:
     switches: int | None = None        # --switches=count: most leaf switches
     switches_wait: int | None = None   # --switches=count@time: seconds to wait for them
     segment: int | None = None         # --segment=N: nodes per segment (topology/block)
+    requeue: bool | None = None        # --requeue / --no-requeue (the later one); None: neither
     ignored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -883,7 +883,13 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
         dependency_mode=mode, array=array, array_max_running=max_running,
         job_name=req.get("job-name"), gpus_total=gpus_total, other_gres=other_gres,
         switches=switches, switches_wait=switches_wait, segment=segment,
-        ignored=ignored, notes=notes)
+        requeue=_requeue(req), ignored=ignored, notes=notes)
+
+
+def _requeue(req: SlurmRequest) -> bool | None:
+    """--requeue (True) or --no-requeue (False), the later given; None: neither."""
+    given = [n for n in req.options if n in ("requeue", "no-requeue")]
+    return None if not given else given[-1] == "requeue"
 
 
 def to_job_request(norm: NormalisedRequest, job_id: int, submit_time: int, *,

@@ -536,6 +536,9 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
     topo = np.array([norm.exclusive == "topo" for norm, _, _ in items], dtype=np.bool_)
     if topo.any():
         per_row["exclusive_topo"] = topo
+    if any(norm.requeue is not None for norm, _, _ in items):
+        per_row["requeue"] = np.array([-1 if norm.requeue is None else int(norm.requeue)
+                                       for norm, _, _ in items], dtype=np.int8)
     built = build_jobs(rows, partitions, per_row, dependency=dependency, arrays=arrays,
                        tasks=None, where=lambda r: (f"request {r}", None))
     return _assemble(built, [user], account_names, np.arange(len(account_names)),
