@@ -302,3 +302,38 @@ def test_sbatch_requeue_options_reach_the_workload():
     w = requests_to_workload([(n, 0, 60) for n in norms], cluster)
     assert w.requeue.tolist() == [0, 1, -1, 0]
     assert w.lifecycle(requeue=True).requeue.tolist() == [False, True, True, False]
+
+
+def test_a_run_with_failures_resumes_from_any_checkpoint_exactly():
+    import pickle
+
+    import cloudpickle
+    import fastsched as fs
+    from fastsched.sim.checkpoint import Checkpoints
+
+    class EveryPause(Checkpoints):
+        def __init__(self):
+            super().__init__("/dev/null", 0)
+            self.states = []
+
+        def save(self, state):
+            self.states.append(cloudpickle.dumps(state))
+
+    cluster = fs.ai_cluster("ai-8k")
+    w = fs.ai_mix(cluster, 300, seed=4)
+    lc = Lifecycle.of(len(w.jobs), requeue=np.arange(len(w.jobs)) % 3 > 0,
+                      checkpoint_interval=600, checkpoint_cost=30)
+    failures = FailureModel.parse("mtbf=20d,repair=2h,seed=5")
+
+    def run(**kw):
+        return simulate(cluster, w.jobs, "easy", failures=failures, lifecycle=lc, **kw)
+    whole = run()
+    assert whole.summary["lifecycle"]["killed_attempts"] > 5
+    assert whole.verify().ok
+    keep = EveryPause()
+    run(checkpoints=keep)
+    assert len(keep.states) > 3
+    for k in (1, len(keep.states) // 2, len(keep.states) - 1):
+        resumed = run(resume=pickle.loads(keep.states[k]))
+        assert resumed.jobs.equals(whole.jobs)
+        assert resumed.summary["lifecycle"] == whole.summary["lifecycle"]
