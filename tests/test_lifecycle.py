@@ -337,3 +337,21 @@ def test_a_run_with_failures_resumes_from_any_checkpoint_exactly():
         resumed = run(resume=pickle.loads(keep.states[k]))
         assert resumed.jobs.equals(whole.jobs)
         assert resumed.summary["lifecycle"] == whole.summary["lifecycle"]
+
+
+@SETTINGS
+@given(data=st.data())
+def test_node_events_update_partitions_and_capacities_as_a_rebuild_would(data):
+    from fastsched.engine.inputs import new_nodes
+    from fastsched.engine.loop import _EventLoop
+    from fastsched.engine.state import with_capacity
+    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
+    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
+    loop = _EventLoop(cluster, jobs, "easy", 1, available, pc, dp, lg)
+    for t, kind, nodes in sorted(data.draw(node_event_rows(cluster.num_nodes, max_events=6)),
+                                 key=lambda r: r[0]):
+        loop.apply_node_event(t, kind, nodes)
+        rebuilt = new_nodes(cluster, loop.avail)
+        for field in ("poff", "pflat", "pbits"):
+            np.testing.assert_array_equal(getattr(loop.nodes, field), getattr(rebuilt, field))
+        np.testing.assert_array_equal(loop.types.cap, with_capacity(loop.types, rebuilt).cap)

@@ -30,7 +30,7 @@ from .profile import _advance, _give_back, _on_grid, new_profile, profile_of
 from .requeue import Requeues
 from .running import _take_running
 from .state import (Deps, Events, FreeNow, Jobs, Limits, Profile, Rules, Running, Topology,
-                    as_i64, new_outputs, new_request_types, new_scratch, with_capacity)
+                    as_i64, new_outputs, new_request_types, new_scratch)
 
 _INF = np.int64(1) << np.int64(62)
 #: a request type gets a run index after this many plans in one pass of the
@@ -241,6 +241,7 @@ class _EventLoop:
         pl = _placement(placement, cluster, n)
         self.topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order],
                              pl.leaf_wait[order], pl.gpu_groups, *_exclusive(pl, avail, order))
+        self.member = None          # every partition's nodes: built at the first node event
         lc = lifecycle
         self.requeues = Requeues(n) if lc is None else Requeues(
             n, np.asarray(lc.requeue)[order], np.asarray(lc.checkpoint_interval)[order],
@@ -303,11 +304,33 @@ class _EventLoop:
         nodes = np.asarray(nodes, dtype=np.int64)
         if kind == "down":
             self._kill(int(t), self._jobs_on(int(t), nodes))
-        self.avail[nodes] = kind in ("resume", "up")
-        self.nodes = new_nodes(self.cluster, self.avail)
-        self.types = with_capacity(self.types, self.nodes)
+        self._set_available(nodes, kind in ("resume", "up"))
         self.free.tcount[:] = -1                         # recounted when next asked
         self.sc[5] = min(int(self.sc[5]), int(t))
+
+    def _set_available(self, nodes, value: bool) -> None:
+        """Make ``nodes`` (un)available: the partitions' node lists and the request
+        types' capacities are updated for the nodes that change, not rebuilt (a
+        failure model sends thousands of events)."""
+        changed = np.unique(nodes[self.avail[nodes] != value])
+        if not len(changed):
+            return
+        self.avail[changed] = value
+        if self.member is None:
+            self.member = _membership(self.cluster)
+        entry_node, entry_part, bits_all, member = self.member
+        keep = self.avail[entry_node]
+        poff = np.zeros(len(self.cluster.partitions) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(entry_part[keep], minlength=len(poff) - 1), out=poff[1:])
+        pbits = bits_all if not len(bits_all) else \
+            np.where(self.avail, bits_all, np.uint64(0)).astype(np.uint64)
+        nd, t = self.nodes, self.types
+        self.nodes = nd._replace(poff=poff, pflat=entry_node[keep], pbits=pbits)
+        fits = ((nd.capG[changed][:, None] >= t.g[None, :])
+                & (nd.capC[changed][:, None] >= t.c[None, :])
+                & (nd.capM[changed][:, None] >= t.m[None, :]) & member[changed][:, t.p])
+        delta = fits.sum(axis=0).astype(np.int64)
+        self.types = t._replace(cap=t.cap + delta if value else t.cap - delta)
 
     def _jobs_on(self, t: int, nodes) -> np.ndarray:
         """The jobs running on ``nodes`` that end after ``t`` (submit order, ascending)."""
@@ -402,6 +425,17 @@ class _EventLoop:
                        reason=self.out.reason[inv], never=self.deps.never[inv],
                        eligible=self.jobs.eligible[inv], passes=int(self.sc[4]),
                        attempts=self.requeues.attempts(self.order, inv, self.jobs.runtime))
+
+
+def _membership(cluster: Cluster):
+    """Every partition's nodes, available or not, as the kernels list them: (node and
+    partition per entry, partition by partition, nodes ascending; per node its
+    partitions' bits (empty beyond 64 partitions); a node x partition bool matrix)."""
+    every = new_nodes(cluster, np.ones(cluster.num_nodes, dtype=np.bool_))
+    part = np.repeat(np.arange(len(every.poff) - 1), np.diff(every.poff))
+    member = np.zeros((cluster.num_nodes, len(every.poff) - 1), dtype=np.bool_)
+    member[every.pflat, part] = True
+    return every.pflat, part, every.pbits, member
 
 
 def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order, nodes):
