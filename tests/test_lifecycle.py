@@ -355,3 +355,10 @@ def test_node_events_update_partitions_and_capacities_as_a_rebuild_would(data):
         for field in ("poff", "pflat", "pbits"):
             np.testing.assert_array_equal(getattr(loop.nodes, field), getattr(rebuilt, field))
         np.testing.assert_array_equal(loop.types.cap, with_capacity(loop.types, rebuilt).cap)
+
+
+def test_the_counts_model_takes_no_lifecycle():
+    from fastsched.model.errors import UnsupportedError
+    with pytest.raises(UnsupportedError, match="lifecycle"):
+        simulate(Cluster.homogeneous(4), _jobs([10], [1], gpus=0), "easy",
+                 reservations="counts", lifecycle=Lifecycle.of(1))

@@ -10,7 +10,7 @@ from ..model.cluster import Cluster
 from ..model.constraints import csr_take
 from ..model.events import NODE_EVENT_KINDS, NodeEvents
 from ..model.jobs import JobTable
-from ..model.lifecycle import REQUEUE_DELAY, Lifecycle, goodput, saved_progress
+from ..model.lifecycle import REQUEUE_DELAY, Lifecycle, goodput
 
 
 def failure_horizon(cluster: Cluster, jobs: JobTable) -> int:
@@ -41,14 +41,14 @@ def has_failures(events: NodeEvents | None) -> bool:
     return events is not None and bool((events.kind == NODE_EVENT_KINDS.index("down")).any())
 
 
-def attempt_table(jobs: JobTable, run, lifecycle: Lifecycle) -> dict:
-    """Every attempt of every started job, as arrays in (job, attempt) order: the
-    killed ones of ``run.attempts`` and each job's last one (from ``run``).
-    Keys: row (the job's index), attempt, start, end, elapsed, killed,
-    node_fail (a killed attempt not requeued), partition, alloc (offsets, nodes,
-    masks)."""
+def attempt_table(run) -> dict:
+    """Every attempt of every started job of an engine ``run``, as arrays in (job,
+    attempt) order: the killed ones of ``run.attempts`` and each job's last one.
+    Keys: row (the job's index), attempt, start, end, elapsed, killed, node_fail (a
+    killed attempt not requeued), partition, alloc_offsets / alloc_nodes /
+    alloc_gpu_mask; and per job: last_runtime (what its last attempt had left to
+    run), node_fail_job (its last attempt ended NODE_FAIL)."""
     a = run.attempts
-    n = len(jobs)
     last = np.flatnonzero(run.start >= 0)
     k = len(a.job)
     row = np.concatenate([a.job, last])
@@ -78,7 +78,7 @@ def attempt_table(jobs: JobTable, run, lifecycle: Lifecycle) -> dict:
             "end": end[rows], "elapsed": end[rows] - start[rows], "killed": killed[rows],
             "node_fail": node_fail[rows], "partition": partition[rows],
             "alloc_offsets": off, "alloc_nodes": nodes[entries], "alloc_gpu_mask": masks[entries],
-            "last_runtime": a.runtime, "node_fail_job": a.node_fail, "n": n}
+            "last_runtime": a.runtime, "node_fail_job": a.node_fail}
 
 
 def lifecycle_summary(jobs: JobTable, table: dict, lifecycle: Lifecycle) -> dict:
@@ -93,12 +93,6 @@ def lifecycle_summary(jobs: JobTable, table: dict, lifecycle: Lifecycle) -> dict
     out.update(goodput(table["elapsed"], gpus, lifecycle.checkpoint_interval[row],
                        lifecycle.checkpoint_cost[row], table["killed"]))
     return out
-
-
-def saved_of(table: dict, lifecycle: Lifecycle) -> np.ndarray:
-    """The progress each attempt kept (seconds; 0 for attempts not killed)."""
-    saved = saved_progress(table["elapsed"], lifecycle.checkpoint_interval[table["row"]])
-    return np.where(table["killed"], saved, 0)
 
 
 def site_requeue(cluster: Cluster) -> tuple[bool, int]:

@@ -161,7 +161,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         if bar is not None:
             bar.close()
     schedule = _started_schedule(jobs, run, model)
-    attempts = None if lifecycle is None else attempt_table(jobs, run, lifecycle)
+    attempts = None if lifecycle is None else attempt_table(run)
     passes = run.passes
     extra = {"partition": run.partition, "reason_code": run.reason, "never": run.never,
              "eligible": run.eligible, "priority": prio, "limits": limits,
