@@ -38,7 +38,7 @@ is free on node n at instant t?") is answered by summing over intervals.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import naive_topology
 from naive import dependencies_satisfied
@@ -338,7 +338,7 @@ def _lowest_free_gpus(node_index, node, running, count, gpu_groups=None):
 def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None, *,
              partitions=None, deps=None, groups=None, caps=None, rank=None,
              reorder=None, period=None, resolution=1, window=None, placement=None,
-             events=None):
+             events=None, requeue=None, checkpoint=None, delay=121, attempts=None):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
@@ -352,10 +352,18 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     ``resolution``/``window``: see :func:`_pass`. ``placement``: dict with
     ``levels`` (list of per-node group lists, leaf first), ``unit``,
     ``max_leaves``, ``leaf_wait``, optional ``exclusive`` (--exclusive=topo; dicts
-    by job id) and ``gpu_groups`` (masks). ``events``: (time, "drain" | "resume",
-    [node indices]): at that instant, before anything else, the nodes leave (drain:
-    no new start or hold on them; running jobs go on) or rejoin the cluster; the
-    loop visits the instant while jobs wait.
+    by job id) and ``gpu_groups`` (masks). ``events``: (time, "drain" | "resume" |
+    "down" | "up", [node indices]): at that instant, before anything else, the nodes
+    leave (drain: no new start or hold on them; running jobs go on; down: the same,
+    and every job running on one of them that does not end at that instant is
+    killed) or rejoin the cluster (resume, up); the loop visits the instant while
+    jobs wait. A killed job with ``requeue`` (by job id, default True) becomes a new
+    attempt: it joins the queue ``delay`` seconds later (its eligible time), still
+    counting as submitted, with runtime reduced by its saved progress (the elapsed
+    time rounded down to a multiple of its ``checkpoint`` interval, by job id; none
+    without); an ``after`` dependency on it stays satisfied. Otherwise it ends at
+    the kill, not COMPLETED (NODE_FAIL). ``attempts`` (a list): each killed attempt
+    is appended as (job id, attempt number, start, end, [node indices]).
 
     Returns (job_id -> (start, end, [node indices ascending], [[GPU indices]
     per node], partition) for started jobs, job_id -> "never" | "waiting" |
@@ -405,7 +413,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     def queue_now(now):
         for job in arrived:
             if job.job_id not in eligible and job.job_id not in result and \
-                    dependencies_satisfied(job.job_id, deps, result, ended, never):
+                    hold.get(job.job_id, now) <= now and \
+                    dependencies_satisfied(job.job_id, deps, started_ever, ended, never):
                 eligible[job.job_id] = now
         q = [j for j in arrived if j.job_id in eligible and j.job_id not in result]
         return sorted(q, key=lambda j: (key.get(j.job_id, 0), j.submit, j.job_id))
@@ -419,19 +428,44 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         running = [r for r in running if r not in done]
 
     events = sorted(events or [], key=lambda e: e[0])
+    requeue, checkpoint = requeue or {}, checkpoint or {}
+    hold, restarts, started_ever = {}, {}, set()     # hold: job id -> when it rejoins
 
     def waiting_jobs():
         return [j for j in arrived if j.job_id not in result]
 
+    def rejoining():
+        return [t for i, t in hold.items() if i not in result and i not in eligible]
+
+    def kill(now, which):
+        for r in [r for r in running if set(r[2]) & set(which) and r[1] + r[0].duration() > now]:
+            job, start, chosen, gpus = r
+            running.remove(r)
+            i = job.job_id
+            if attempts is not None:
+                attempts.append((i, restarts.get(i, 0), start, now, chosen))
+            if not requeue.get(i, True):
+                result[i] = (start, now, chosen, gpus, result[i][4])
+                ended[i] = False
+                continue
+            every = checkpoint.get(i, 0)
+            saved = (now - start) // every * every if every else 0
+            arrived[arrived.index(job)] = replace(job, runtime=job.runtime - saved)
+            del result[i], eligible[i]
+            hold[i] = now + delay
+            restarts[i] = restarts.get(i, 0) + 1
+
     last_window = None
-    while future or running or (events and waiting_jobs()):
+    while future or running or (events and waiting_jobs()) or rejoining():
         now = min([j.submit for j in future[:1]]
                   + [start + j.duration() for j, start, _, _ in running]
-                  + [e[0] for e in events[:1]])
+                  + [e[0] for e in events[:1]] + rejoining())
         while events and events[0][0] == now:      # node events come first at an instant
             _, kind, which = events.pop(0)
+            if kind == "down":
+                kill(now, which)
             for x in which:
-                nodes[x].available = kind == "resume"
+                nodes[x].available = kind in ("resume", "up")
         if reorder is not None and now // period * period != last_window:
             last_window = now // period * period
             key = reorder(last_window, {j: r[0] for j, r in result.items()},
@@ -454,6 +488,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                         for n in chosen]
                 running.append((job, now, chosen, gpus))
                 result[job.job_id] = (now, now + job.duration(), chosen, gpus, p)
+                started_ever.add(job.job_id)
             zero = {job.job_id for job, _, _ in started if job.duration() == 0}
             end_now(now, zero)
             released = len(queue_now(now)) > len(queue) - len(started)

@@ -102,10 +102,8 @@ def test_event_file_reader(tmp_path):
         assert where in str(e.value), (text, str(e.value))
 
 
-def test_unmodelled_events_and_models_are_refused():
+def test_unmodelled_models_are_refused():
     cluster = Cluster.homogeneous(4)
-    with pytest.raises(UnsupportedError, match="not modelled yet"):
-        simulate(cluster, _jobs(2), "easy", events=NodeEvents.from_rows([(1, "down", [0])], 4))
     with pytest.raises(UnsupportedError, match="events"):
         simulate(cluster, _jobs(2), "easy", reservations="counts",
                  events=NodeEvents.from_rows([(1, "drain", [0])], 4))

@@ -41,6 +41,8 @@ _PUBLIC_BY_MODULE = {
     "io.workload": ('Workload', 'read_workload', 'requests_to_workload', 'write_workload',),
     "model.cluster": ('Cluster', 'ClusterState', 'NodeState', 'Partition',),
     "model.events": ('NodeEvents',),
+    "model.failures": ('FailureModel',),
+    "model.lifecycle": ('Lifecycle', 'goodput',),
     "model.errors": ('ConfigWarning', 'FastschedError', 'InputError', 'UnsupportedError',),
     "model.jobs": ('JobRequest', 'JobTable',),
     "model.planstate": ('PlanState',),

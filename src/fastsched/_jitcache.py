@@ -25,10 +25,10 @@ KERNEL_SOURCES = ("engine/blocks", "engine/earliest", "engine/freenow", "engine/
                   "engine/prefetch", "engine/profile", "engine/runindex", "engine/running",
                   "engine/slurmplan",
                   "policy/fairshare", "policy/priority", "sim/metrics",
-                  "engine/driver", "engine/inputs", "engine/interrupt", "engine/leafkernel",
-                  "engine/state", "model/cluster", "model/constraints", "model/errors",
-                  "model/events", "model/jobs", "model/policies", "model/schedule",
-                  "model/settings", "model/topology", "model/validation")
+                  "engine/driver", "engine/inputs", "engine/requeue", "engine/interrupt",
+                  "engine/leafkernel", "engine/state", "model/cluster", "model/constraints",
+                  "model/errors", "model/events", "model/jobs", "model/policies",
+                  "model/schedule", "model/settings", "model/topology", "model/validation")
 
 
 def sources_stamp(package_dir: str, modules) -> tuple:

@@ -86,3 +86,13 @@ def _short(text: str) -> str:
 
 def _fail(message: str):
     raise argparse.ArgumentTypeError(message)
+
+
+def failure_model(text: str):
+    """A :class:`fastsched.model.failures.FailureModel` from ``mtbf=30d,repair=4h,...``."""
+    from ..model.errors import InputError
+    from ..model.failures import FailureModel
+    try:
+        return FailureModel.parse(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(e.reason) from None

@@ -10,7 +10,9 @@ import pandas as pd
 from ..model.errors import InputError
 from ..model.policies import POLICIES
 from ..verify import check_frame
-from .argtypes import machine_size, non_negative_int, positive_int
+from ..io.events import read_node_events
+from ..sim.lifecycle import run_events, run_lifecycle
+from .argtypes import failure_model, machine_size, non_negative_int, positive_int
 from ..verify import verify
 from .common import (add_topology_args, config_limits, format_args, gpu_options, load_sacct,
                      load_trace, placement_from_args, print_skipped, trace_format)
@@ -50,6 +52,11 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "check that no job shared an --exclusive=topo job's leaf groups while it "
                         "ran; tree = the cluster's topology.conf switches, block = "
                         "--block-topology FILE")
+    parser.add_argument("--events", metavar="FILE.csv",
+                        help="the node events the run applied (simulate --events): records "
+                        "with an attempt column are checked attempt by attempt against them")
+    parser.add_argument("--failures", metavar="SPEC", type=failure_model,
+                        help="the failure model the run drew events from (simulate --failures)")
     format_args(parser)
     parser.set_defaults(run=run, switches=None, segment=None, gres_conf=None)
 
@@ -78,6 +85,15 @@ def run(args) -> int:
     except (ValueError, EOFError, zlib.error, pd.errors.ParserError) as e:
         raise InputError(f"not a jobs CSV: {' '.join(str(e).split())}",
                          file=args.jobs_csv) from None
+    if "attempt" in frame.columns:
+        events = run_events(cluster, jobs, read_node_events(args.events, cluster)
+                            if args.events else None, args.failures)
+        report = check_frame(cluster, jobs, frame, source=args.jobs_csv, events=events,
+                             lifecycle=run_lifecycle(cluster, jobs, workload))
+        if args.policy:
+            report.not_checked.append(f"{args.policy}: records with attempts (node "
+                                      "failures) are checked without policy")
+        return _print_report(report)
     report = check_frame(cluster, jobs, frame,
                          source=args.jobs_csv, policy=args.policy,
                          reserve_depth=args.reserve_depth, reservations=args.reservations,

@@ -50,7 +50,8 @@ def write_outputs(args, result, workload) -> None:
         fmt = jobs_format(args.jobs_out)
         write_atomic(result.to_csv if fmt == "csv" else
                      lambda path: write_jobs(result.jobs, path, fmt), args.jobs_out)
-        print(f"wrote {n:,} job records to {args.jobs_out}")
+        records = len(result.jobs) if getattr(result, "attempts", None) is not None else n
+        print(f"wrote {records:,} job records to {args.jobs_out}")
     if args.sacct_out:
         write_atomic(lambda path: write_sacct(result, path, args.sacct_format,
                                               workload=workload, tz=args.tz), args.sacct_out)

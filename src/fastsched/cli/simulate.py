@@ -12,11 +12,12 @@ from ..model.errors import InputError
 from ..policy.config import load_config
 from ..policy.research import research_priority
 from ..sim.checkpoint import Checkpoints, load as load_checkpoint
+from ..sim.lifecycle import has_failures, lifecycle_line, run_lifecycle
 from ..sim.simulator import simulate
 from ..sim.site import simulate_site
 from ..sim.snapshot import format_start_times, start_times_at
 from . import build_parser
-from .argtypes import duration, machine_size, seconds
+from .argtypes import duration, failure_model, machine_size, seconds
 from .outputs import check_outputs, output_args, write_outputs
 from .common import (format_args, gpu_options, load_trace, placement_from_args, policy_args,
                      print_skipped, site_args, summary_table, trace_format, write_atomic)
@@ -43,8 +44,20 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     parser.add_argument("--events", metavar="FILE.csv",
                         help="node events during the run: CSV time,event,nodes[,reason] with "
-                        "event drain (no new job; running ones go on) or resume, nodes a "
+                        "event drain (no new job; running ones go on), resume, down (failed: "
+                        "its jobs are killed, and requeued when they may be) or up, nodes a "
                         "hostlist such as gpu[001-004], time in seconds (nodes model)")
+    parser.add_argument("--failures", metavar="SPEC", type=failure_model,
+                        help="seeded node failures: mtbf=30d,repair=4h,seed=1[,dist=weibull,"
+                        "shape=0.7][,scope=node|switch][,horizon=90d] (per-node or per-leaf-"
+                        "switch lifetimes; docs/lifecycle.md)")
+    requeue = parser.add_mutually_exclusive_group()
+    requeue.add_argument("--requeue", dest="requeue", action="store_true", default=None,
+                         help="a job a node failure kills goes back to the queue unless its "
+                         "workload row says no (default: the cluster's JobRequeue, else yes)")
+    requeue.add_argument("--no-requeue", dest="requeue", action="store_false",
+                         help="a job a node failure kills ends NODE_FAIL unless its workload "
+                         "row says requeue")
     parser.add_argument("--checkpoint", metavar="FILE",
                         help="save the simulation's state to FILE now and then (written whole: "
                         "temporary file, then rename), to go on later with --resume FILE")
@@ -75,12 +88,14 @@ def run(args) -> int:
     cluster, workload, jobs, skipped = load_trace(
         args.trace, procs=args.procs, strict=args.strict, cluster_spec=args.cluster,
         fmt=args.format, tz=args.tz, skip_bad=args.skip_bad, gpu=gpu_options(args))
+    events = read_node_events(args.events, cluster) if args.events else None
     options = dict(reserve_depth=args.reserve_depth,
                    progress=False if args.no_progress else None,
                    placement=placement_from_args(args, cluster, jobs, workload),
-                   reservations=args.reservations,
-                   events=read_node_events(args.events, cluster) if args.events else None,
+                   reservations=args.reservations, events=events, failures=args.failures,
                    **_planning_grid(args, cluster))
+    if args.failures is not None or has_failures(events):
+        options["lifecycle"] = run_lifecycle(cluster, jobs, workload, args.requeue)
     if resume is not None or args.checkpoint:       # (a digest of every job: only then)
         header = {"argv": args.argv, "jobs": _fingerprint(jobs)}
     if resume is not None:
@@ -120,6 +135,8 @@ def run(args) -> int:
         print(f"placement: {p['mean_groups_spanned']:.2f} leaf groups spanned per job "
               f"(p95 {p['p95_groups_spanned']:.0f}); {p['multi_node_single_group_share']:.1%} "
               f"of {p['multi_node_jobs']:,} multi-node jobs on one leaf")
+    if "lifecycle" in result.summary:
+        print(lifecycle_line(result.summary))
     if result.summary.get("never_started") and result.partition is not None:
         names, counts = np.unique(result.reasons()[result.schedule.start_time < 0],
                                   return_counts=True)

@@ -35,7 +35,9 @@ class EngineRun:
     (``group * 5 + cap``, see :mod:`fastsched.model.constraints`; cap 4 =
     rejected at submit), or -1 with ``never[i]`` (a dependency can no longer be
     satisfied) or still waiting for a dependency. ``eligible[i]``: when it
-    entered the queue (-1: never).
+    entered the queue (-1: never). ``attempts``: the attempts node failures
+    killed (:class:`fastsched.engine.requeue.Attempts`; the record above is each
+    job's last attempt), None from a loop without node failures.
     """
 
     start: np.ndarray
@@ -48,6 +50,7 @@ class EngineRun:
     never: np.ndarray
     eligible: np.ndarray
     passes: int
+    attempts: object = None
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,9 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
     ``events`` (:class:`fastsched.model.events.NodeEvents`): each is given to
     the loop's one entry point (``apply_node_event``) before the instant at its
     time, which the loop then visits; events after the last job has started or
-    with nothing queued still apply while jobs wait.
+    with nothing queued still apply while jobs wait. Requeued attempts (a loop
+    with ``requeue_time``) enter the queue the same way at their begin time, after
+    the node events of that time.
     ``tick(control)`` now and then; ``checkpoints`` pauses the loop at an
     instant boundary whenever one is due and saves ``{"loop", "reorder",
     "last", "event"}``; ``resume`` (such a state) goes on from it, ``loop`` unused.
@@ -120,17 +125,21 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
     try:
         while True:
             t_next = loop.next_time()
-            if e < n_events and (t_next < 0 or events.time[e] <= t_next):
-                if t_next < 0 and loop.queued == 0:
+            t_event = int(events.time[e]) if e < n_events else int(_INF)
+            t_requeue = _requeue_time(loop)
+            t_ext = min(t_event, t_requeue)
+            if t_ext < _INF and (t_next < 0 or t_ext <= t_next):
+                if t_next < 0 and loop.queued == 0 and t_requeue >= _INF:
                     break                   # nothing left that an event could change
-                t_event = int(events.time[e])
-                while e < n_events and events.time[e] == t_event:
+                while e < n_events and events.time[e] == t_ext:
                     loop.apply_node_event(*events.at(e))
                     e += 1
+                if t_requeue == t_ext:
+                    loop.requeue_due(t_ext)
                 continue
             if t_next < 0:
                 break
-            t_stop = int(_INF) if e >= n_events else int(events.time[e]) - 1
+            t_stop = min(int(_INF), t_ext - 1)
             if reorder is not None:
                 b = t_next // period * period     # the period the next instant is in
                 if b != last:
@@ -144,3 +153,9 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
     except KeyboardInterrupt as exc:       # Ctrl-C between two calls: say where the run was
         raise interrupted(loop.control, exc) from None
     return loop.result()
+
+
+def _requeue_time(loop) -> int:
+    """When the loop's next requeued attempt becomes eligible (_INF: none waits)."""
+    t = loop.requeue_time() if hasattr(loop, "requeue_time") else -1
+    return int(_INF) if t < 0 else int(t)

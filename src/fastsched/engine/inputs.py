@@ -43,12 +43,12 @@ def node_availability(cluster: Cluster, available=None) -> np.ndarray:
 
 def ever_available(cluster: Cluster, available, events) -> np.ndarray:
     """The nodes available at the start (``available``, see :func:`node_availability`)
-    or resumed by one of ``events``: a partition choice counts if it fits while the
+    or resumed (or up) by one of ``events``: a partition choice counts if it fits while the
     most nodes are up (the pass skips it while too few of its nodes are available)."""
     ever = node_availability(cluster, available).copy()
     for e in range(0 if events is None else len(events)):
         _, kind, nodes = events.at(e)
-        if kind == "resume":
+        if kind in ("resume", "up"):
             ever[nodes] = True
     return ever
 

@@ -11,7 +11,7 @@ from numba import njit
 from ..model.cluster import Cluster
 from ..model.constraints import AFTER, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups, PartitionChoices
 from ..model.errors import InputError, UnsupportedError
-from ..model.events import MODELLED_KINDS
+from ..model.events import NODE_EVENT_KINDS
 from ..model.jobs import JobTable
 from ..model.policies import get_policy
 from .blocks import _exclusive, _release_blocks
@@ -27,9 +27,10 @@ from .leafkernel import leaf_kernel
 from .limits import NCAPS, _charge, _count_submitted, _submit_held
 from .passes import _pass
 from .profile import _advance, _give_back, _on_grid, new_profile, profile_of
+from .requeue import Requeues
 from .running import _take_running
 from .state import (Deps, Events, FreeNow, Jobs, Limits, Profile, Rules, Running, Topology,
-                    as_i64, new_outputs, new_request_types, new_scratch, with_capacity)
+                    as_i64, new_outputs, new_request_types, new_scratch)
 
 _INF = np.int64(1) << np.int64(62)
 #: a request type gets a run index after this many plans in one pass of the
@@ -58,11 +59,14 @@ def _enqueue(j, queue, qlen, rank):
 @leaf_kernel
 def _release(j, started, ok, now, deps, ev, eligible, qlen):
     """Job ``j`` started (``started``) or ended (``ok``: COMPLETED): count down its
-    dependents' unsatisfied dependencies and queue those now free to run.
-    Returns the new queue length."""
+    dependents' unsatisfied dependencies and queue those now free to run (an edge
+    of kind < 0 is spent: an ``after`` edge of a requeued job, satisfied at its
+    first start). Returns the new queue length."""
     for e in range(deps.ch_off[j], deps.ch_off[j + 1]):
         c = deps.ch_job[e]
         k = deps.ch_kind[e]
+        if k < 0:
+            continue
         if started:
             if k != AFTER:
                 continue
@@ -215,7 +219,8 @@ class _EventLoop:
     Everything is indexed in submit order (``self.order`` maps to the caller's)."""
 
     def __init__(self, cluster, jobs, policy, reserve_depth, available, partitions,
-                 dependencies, limits, resolution=1, window=None, placement=None):
+                 dependencies, limits, resolution=1, window=None, placement=None,
+                 lifecycle=None):
         n = len(jobs)
         self.n = n
         res, window = _grid(resolution, window)
@@ -236,6 +241,11 @@ class _EventLoop:
         pl = _placement(placement, cluster, n)
         self.topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order],
                              pl.leaf_wait[order], pl.gpu_groups, *_exclusive(pl, avail, order))
+        self.member = None          # every partition's nodes: built at the first node event
+        lc = lifecycle
+        self.requeues = Requeues(n) if lc is None else Requeues(
+            n, np.asarray(lc.requeue)[order], np.asarray(lc.checkpoint_interval)[order],
+            lc.delay)
         self._allocate(cluster.num_nodes)
 
     def _allocate(self, X):
@@ -264,7 +274,8 @@ class _EventLoop:
 
     @property
     def done(self) -> bool:
-        return self.sc[0] >= self.n and self.sc[2] == 0 and self.sc[5] >= _INF
+        return (self.sc[0] >= self.n and self.sc[2] == 0 and self.sc[5] >= _INF
+                and self.requeues.next_time() < 0)
 
     @property
     def queued(self) -> int:
@@ -282,16 +293,101 @@ class _EventLoop:
         """The entry point of external events, applied before the instant ``t`` (which
         the loop then visits, passing if jobs wait): ``drain`` takes ``nodes`` out of
         every partition (no new start or reservation there; running jobs go on),
-        ``resume`` puts them back (:mod:`fastsched.model.events`)."""
-        if kind not in MODELLED_KINDS:
-            raise UnsupportedError(f"node event {kind!r} is not modelled yet")
+        ``down`` does too and kills the jobs running there (those not ending at
+        ``t``; :mod:`fastsched.engine.requeue`), ``resume`` and ``up`` put them back
+        (:mod:`fastsched.model.events`)."""
+        if kind not in NODE_EVENT_KINDS:
+            raise UnsupportedError(f"node event {kind!r} is not modelled")
         if self.topo.excl.any():     # leaf groups held whole are released by their node lists
             raise UnsupportedError("node events with --exclusive=topo jobs are not "
                                    "modelled yet")
-        self.avail[np.asarray(nodes, dtype=np.int64)] = kind == "resume"
-        self.nodes = new_nodes(self.cluster, self.avail)
-        self.types = with_capacity(self.types, self.nodes)
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if kind == "down":
+            self._kill(int(t), self._jobs_on(int(t), nodes))
+        self._set_available(nodes, kind in ("resume", "up"))
         self.free.tcount[:] = -1                         # recounted when next asked
+        self.sc[5] = min(int(self.sc[5]), int(t))
+
+    def _set_available(self, nodes, value: bool) -> None:
+        """Make ``nodes`` (un)available: the partitions' node lists and the request
+        types' capacities are updated for the nodes that change, not rebuilt (a
+        failure model sends thousands of events)."""
+        changed = np.unique(nodes[self.avail[nodes] != value])
+        if not len(changed):
+            return
+        self.avail[changed] = value
+        if self.member is None:
+            self.member = _membership(self.cluster)
+        entry_node, entry_part, bits_all, member = self.member
+        keep = self.avail[entry_node]
+        poff = np.zeros(len(self.cluster.partitions) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(entry_part[keep], minlength=len(poff) - 1), out=poff[1:])
+        pbits = bits_all if not len(bits_all) else \
+            np.where(self.avail, bits_all, np.uint64(0)).astype(np.uint64)
+        nd, t = self.nodes, self.types
+        self.nodes = nd._replace(poff=poff, pflat=entry_node[keep], pbits=pbits)
+        fits = ((nd.capG[changed][:, None] >= t.g[None, :])
+                & (nd.capC[changed][:, None] >= t.c[None, :])
+                & (nd.capM[changed][:, None] >= t.m[None, :]) & member[changed][:, t.p])
+        delta = fits.sum(axis=0).astype(np.int64)
+        self.types = t._replace(cap=t.cap + delta if value else t.cap - delta)
+
+    def _jobs_on(self, t: int, nodes) -> np.ndarray:
+        """The jobs running on ``nodes`` that end after ``t`` (submit order, ascending)."""
+        run = self.run_lists
+        held = run.RJ[nodes][np.arange(run.RJ.shape[1])[None, :] < run.rlen[nodes][:, None]]
+        held = np.unique(held[held >= 0])
+        return held[self.out.end[held] > t]
+
+    def _kill(self, t: int, killed: np.ndarray) -> None:
+        """End the jobs ``killed`` at ``t``: their resources come back now; each is
+        requeued (a new attempt waits for its begin time) or ends NODE_FAIL."""
+        if not len(killed):
+            return
+        ev, out, jobs, deps = self.ev, self.out, self.jobs, self.deps
+        nev = int(self.sc[2])          # their completions leave the heap (sorted: a heap)
+        keep = ~np.isin(ev.evj[:nev], killed)
+        k, v = ev.evk[:nev][keep], ev.evj[:nev][keep]
+        by = np.lexsort((v, k))
+        ev.evk[:len(by)], ev.evj[:len(by)] = k[by], v[by]
+        self.sc[2] = len(by)
+        now = np.int64(t)
+        for j in killed.tolist():
+            lo, hi = jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]
+            left = self.requeues.kill(j, t, int(out.start[j]), int(out.part_used[j]),
+                                      out.alloc_nodes[lo:hi], out.alloc_mask[lo:hi],
+                                      int(jobs.runtime[j]))
+            jj = np.int64(j)
+            _complete(jj, now, self.rules, jobs, self.types, self.nodes, self.free, self.p,
+                      self.run_lists, self.lim, self.topo, out)
+            if left < 0:        # NODE_FAIL: its dependents see it end, not ok
+                out.end[j] = t
+                self.sc[1] = _release(jj, False, False, now, deps, ev, jobs.eligible,
+                                      np.int64(self.sc[1]))
+                continue
+            _count_submitted(jj, np.int64(1), self.lim)      # still in the system, pending
+            jobs.runtime[j] = left
+            for a in (out.start, out.end, out.planned, out.part_used):
+                a[j] = -1
+            edges = slice(deps.ch_off[j], deps.ch_off[j + 1])
+            deps.ch_kind[edges] = np.where(deps.ch_kind[edges] == AFTER, -1,
+                                           deps.ch_kind[edges])
+
+    def requeue_time(self) -> int:
+        """When the next requeued attempt becomes eligible (-1: none waits)."""
+        return self.requeues.next_time()
+
+    def requeue_due(self, t: int) -> None:
+        """Queue the requeued attempts whose begin time is ``t`` (before the instant
+        ``t``, which the loop then visits); they became eligible then."""
+        q, rank = self.ev.queue, self.ev.rank
+        for j in self.requeues.due(t):
+            self.jobs.eligible[j] = t
+            qlen = int(self.sc[1])
+            at = int(np.searchsorted(rank[q[:qlen]], rank[j], side="right"))
+            q[at + 1:qlen + 1] = q[at:qlen].copy()
+            q[at] = j
+            self.sc[1] = qlen + 1
         self.sc[5] = min(int(self.sc[5]), int(t))
 
     def set_rank(self, rank) -> None:
@@ -327,7 +423,19 @@ class _EventLoop:
                        alloc_nodes=nodes, alloc_gpu_mask=mask,
                        partition=self.out.part_used[inv].astype(np.int32),
                        reason=self.out.reason[inv], never=self.deps.never[inv],
-                       eligible=self.jobs.eligible[inv], passes=int(self.sc[4]))
+                       eligible=self.jobs.eligible[inv], passes=int(self.sc[4]),
+                       attempts=self.requeues.attempts(self.order, inv, self.jobs.runtime))
+
+
+def _membership(cluster: Cluster):
+    """Every partition's nodes, available or not, as the kernels list them: (node and
+    partition per entry, partition by partition, nodes ascending; per node its
+    partitions' bits (empty beyond 64 partitions); a node x partition bool matrix)."""
+    every = new_nodes(cluster, np.ones(cluster.num_nodes, dtype=np.bool_))
+    part = np.repeat(np.arange(len(every.poff) - 1), np.diff(every.poff))
+    member = np.zeros((cluster.num_nodes, len(every.poff) - 1), dtype=np.bool_)
+    member[every.pflat, part] = True
+    return every.pflat, part, every.pbits, member
 
 
 def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order, nodes):
@@ -351,7 +459,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
               window: int | None = None, placement=None, tick=None, checkpoints=None,
-              resume=None, events=None, checked: bool = False) -> EngineRun:
+              resume=None, events=None, lifecycle=None, checked: bool = False) -> EngineRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -376,9 +484,14 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     boundary whenever one is due and saves ``{"loop", "reorder", "last"}``;
     ``resume`` (such a state) goes on from it instead of from the start, with
     the state's ``reorder`` (the inputs must be those of the saved run).
-    ``events`` (:class:`fastsched.model.events.NodeEvents`): nodes drained and
-    resumed during the run, applied before the instant at their time
-    (:meth:`_EventLoop.apply_node_event`). ``checked``: ``partitions`` is what
+    ``events`` (:class:`fastsched.model.events.NodeEvents`): nodes drained,
+    resumed, failed (their jobs killed) and back up during the run, applied before
+    the instant at their time (:meth:`_EventLoop.apply_node_event`).
+    ``lifecycle``: what a killed job does (``requeue``, ``checkpoint_interval`` per
+    job in the caller's order and the requeue ``delay``, as
+    :class:`fastsched.model.lifecycle.Lifecycle` has them; None: every job is
+    requeued after Slurm's delay, without checkpoints); the run's ``attempts``
+    (:class:`fastsched.engine.requeue.Attempts`) log the killed attempts. ``checked``: ``partitions`` is what
     :func:`fastsched.engine.inputs.check_node_jobs` returned for these inputs (the
     caller checked them, e.g. before compiling), so it is not run again.
     """
@@ -397,7 +510,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     loop = None
     if resume is None:
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
-                          dependencies, limits, resolution, window, placement)
+                          dependencies, limits, resolution, window, placement, lifecycle)
     return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
                  checkpoints=checkpoints, resume=resume, events=events)
 

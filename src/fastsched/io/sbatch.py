@@ -152,6 +152,7 @@ class NormalisedRequest:
     switches: int | None = None        # --switches=count: most leaf switches
     switches_wait: int | None = None   # --switches=count@time: seconds to wait for them
     segment: int | None = None         # --segment=N: nodes per segment (topology/block)
+    requeue: bool | None = None        # --requeue / --no-requeue (the later one); None: neither
     ignored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: pyxis/enroot options as given: name without dashes -> value (None: a flag)
@@ -650,7 +651,13 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
         dependency_mode=mode, array=array, array_max_running=max_running,
         job_name=req.get("job-name"), gpus_total=gpus_total, other_gres=other_gres,
         switches=switches, switches_wait=switches_wait, segment=segment,
-        ignored=ignored, notes=notes, container=container)
+        requeue=_requeue(req), ignored=ignored, notes=notes, container=container)
+
+
+def _requeue(req: SlurmRequest) -> bool | None:
+    """--requeue (True) or --no-requeue (False), the later given; None: neither."""
+    given = [n for n in req.options if n in ("requeue", "no-requeue")]
+    return None if not given else given[-1] == "requeue"
 
 
 def to_job_request(norm: NormalisedRequest, job_id: int, submit_time: int, *,

@@ -36,6 +36,8 @@ order after the required ones; any other extra column is ignored):
   task (what :func:`write_workload` writes; empty = not an array task / no %max).
 * ``exclusive``: ``topo`` (``--exclusive=topo``: with a topology, the job's leaf
   groups are its alone while it runs) or empty; anything else is an error.
+* ``requeue``, ``checkpoint_interval``, ``checkpoint_cost``: what a node failure does
+  to the job (:mod:`fastsched.io.lifecycle`).
 """
 from __future__ import annotations
 
@@ -50,6 +52,7 @@ from ..model.constraints import (DEPENDENCY_KINDS, Dependencies, LimitGroups, Pa
                           array_throttle, no_dependencies, no_limits, one_partition_each)
 from ..model.errors import InputError
 from ..model.jobs import UNLIMITED, JobTable
+from .lifecycle import lifecycle_text, read_lifecycle_columns
 from .sbatch import parse_array, parse_dependency
 from .submission import build_jobs
 from ..model.validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS, request_capacity
@@ -67,10 +70,12 @@ _NAME_COLUMNS = ["partition", "user", "account"]
 #: Slurm's default QOS
 DEFAULT_QOS = "normal"
 _TASK_COLUMNS = ["array_job_id", "array_task_id", "array_task_throttle"]
-_TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array", "exclusive"]
+_TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array", "exclusive",
+                                 "requeue", "checkpoint_interval", "checkpoint_cost"]
 #: the optional Workload fields (None = the default)
 _OPTIONAL = ("qos", "qos_names", "name", "dependencies", "partitions", "array_job",
-             "array_task", "limits", "exclusive_topo")
+             "array_task", "limits", "exclusive_topo", "requeue", "checkpoint_interval",
+             "checkpoint_cost")
 
 
 @dataclass
@@ -84,7 +89,9 @@ class Workload:
     and ``limits`` are the engine constraints (by job row; ``partitions``
     starts with ``jobs.partition``); ``array_job`` / ``array_task`` (int64) are
     the array job id and task index of array tasks, -1 otherwise;
-    ``exclusive_topo`` (bool per job): ``--exclusive=topo``. Everything
+    ``exclusive_topo`` (bool per job): ``--exclusive=topo``; ``requeue`` (int8 per
+    job: 1 --requeue, 0 --no-requeue, -1 the cluster's default),
+    ``checkpoint_interval`` and ``checkpoint_cost`` (seconds; :meth:`lifecycle`). Everything
     after ``org_names`` is optional and defaults to "not used" (``name``,
     ``array_job`` and ``array_task`` then are read-only constant views).
     """
@@ -104,6 +111,9 @@ class Workload:
     array_task: np.ndarray | None = None
     limits: LimitGroups | None = None
     exclusive_topo: np.ndarray | None = None
+    requeue: np.ndarray | None = None
+    checkpoint_interval: np.ndarray | None = None
+    checkpoint_cost: np.ndarray | None = None
     #: rows of the file left out because they can never run on the cluster
     #: (:class:`fastsched.io.swf.SkippedJob`, by file line), as SWF traces list theirs
     skipped: list = field(default_factory=list)
@@ -161,6 +171,11 @@ class Workload:
             self.limits = no_limits(n)
         self.exclusive_topo = _constant(False, n, np.bool_) if self.exclusive_topo is None \
             else np.ascontiguousarray(self.exclusive_topo, dtype=np.bool_)
+        for attr, fill, dtype in (("requeue", -1, np.int8), ("checkpoint_interval", 0, np.int64),
+                                  ("checkpoint_cost", 0, np.int64)):
+            value = getattr(self, attr)
+            setattr(self, attr, _constant(fill, n, dtype) if value is None else
+                    np.ascontiguousarray(value, dtype=dtype))
 
     def _check_given(self, given: set, n: int) -> None:
         """Check the optional parts the caller gave (defaults are right by construction
@@ -180,6 +195,15 @@ class Workload:
 
     def __len__(self) -> int:
         return len(self.jobs)
+
+    def lifecycle(self, requeue: bool = True, delay: int | None = None):
+        """What a node failure does to each job
+        (:class:`fastsched.model.lifecycle.Lifecycle`): ``requeue`` for the jobs whose
+        column is empty (the cluster's JobRequeue), the requeue ``delay`` (None: Slurm's)."""
+        from ..model.lifecycle import REQUEUE_DELAY, Lifecycle
+        return Lifecycle(np.where(self.requeue < 0, bool(requeue), self.requeue > 0),
+                         self.checkpoint_interval, self.checkpoint_cost,
+                         REQUEUE_DELAY if delay is None else delay)
 
     def __repr__(self) -> str:
         return (f"Workload({len(self)} jobs, {len(self.user_names)} users, "
@@ -289,6 +313,7 @@ def _optional_columns(w: Workload) -> dict:
         out["dependency"] = _dependency_text(w)
     if w.exclusive_topo.any():
         out["exclusive"] = np.where(w.exclusive_topo, "topo", "").astype(object)
+    out.update(lifecycle_text(w.requeue, w.checkpoint_interval, w.checkpoint_cost))
     throttle = array_throttle(w.limits) if len(w.limits.caps) else np.zeros(len(w), np.int64)
     is_task = w.array_job >= 0
     if (throttle[~is_task] != 0).any():
@@ -366,6 +391,7 @@ def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
         per_row["name"] = frame["name"].to_numpy(dtype=object)
     if "exclusive" in frame.columns:
         per_row["exclusive_topo"] = _exclusive_column(frame["exclusive"], fname)
+    per_row.update(read_lifecycle_columns(frame, fname))
     dependency = _parse_sparse(frame, "dependency", parse_dependency, fname)
     arrays = _parse_sparse(frame, "array", parse_array, fname)
     tasks = _task_columns(frame, fname)
@@ -522,6 +548,9 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
     topo = np.array([norm.exclusive == "topo" for norm, _, _ in items], dtype=np.bool_)
     if topo.any():
         per_row["exclusive_topo"] = topo
+    if any(norm.requeue is not None for norm, _, _ in items):
+        per_row["requeue"] = np.array([-1 if norm.requeue is None else int(norm.requeue)
+                                       for norm, _, _ in items], dtype=np.int8)
     built = build_jobs(rows, partitions, per_row, dependency=dependency, arrays=arrays,
                        tasks=None, where=lambda r: (f"request {r}", None))
     return _assemble(built, [user], account_names, np.arange(len(account_names)),
@@ -561,7 +590,9 @@ def _assemble(built: dict, user_names, account_names, org_of_account, org_names,
                     name=built.get("name"), dependencies=built["dependencies"],
                     partitions=built["partitions"], array_job=built["array_job"],
                     array_task=built["array_task"], limits=built["limits"],
-                    exclusive_topo=built.get("exclusive_topo"))
+                    exclusive_topo=built.get("exclusive_topo"), requeue=built.get("requeue"),
+                    checkpoint_interval=built.get("checkpoint_interval"),
+                    checkpoint_cost=built.get("checkpoint_cost"))
 
 
 def _partition_choices(codes, uniques: list[str], cluster: Cluster,

@@ -1,9 +1,8 @@
 """External events on the cluster during a run: nodes drained and resumed (Slurm's
-``scontrol update nodename=... state=drain|resume``), as a table the engine takes
-through one entry point (:meth:`fastsched.engine.loop._EventLoop.apply_node_event`).
-
-``down`` and ``up`` (a node fails, killing its jobs; it comes back) are named
-here because event files carry them, but no engine models them yet.
+``scontrol update nodename=... state=drain|resume``), failed and back (``down``:
+the jobs running there are killed, NODE_FAIL, and requeued when they may be;
+``up``), as a table the engine takes through one entry point
+(:meth:`fastsched.engine.loop._EventLoop.apply_node_event`).
 """
 from __future__ import annotations
 
@@ -16,8 +15,9 @@ from .errors import InputError, UnsupportedError
 #: event kinds, in code order
 NODE_EVENT_KINDS = ("drain", "resume", "down", "up")
 #: the kinds the engine applies: a drained node takes no new job (its running jobs
-#: go on to their ends); a resumed one takes jobs again
-MODELLED_KINDS = ("drain", "resume")
+#: go on to their ends); a down one takes none either and its running jobs are
+#: killed; a resumed or up one takes jobs again (either clears drain and down)
+MODELLED_KINDS = ("drain", "resume", "down", "up")
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,24 @@ class NodeEvents:
                    np.array([NODE_EVENT_KINDS.index(r[1]) for r in rows], dtype=np.int8),
                    offsets, nodes, tuple(r[3] if len(r) > 3 else "" for r in rows))
 
+    @classmethod
+    def merged(cls, *tables: "NodeEvents") -> "NodeEvents":
+        """The events of ``tables`` in one table, by time (at equal times, in the order
+        of the tables)."""
+        time = np.concatenate([t.time for t in tables])
+        order = np.argsort(time, kind="stable")
+        offsets = np.zeros(len(time) + 1, dtype=np.int64)
+        np.cumsum(np.concatenate([np.diff(t.offsets) for t in tables])[order], out=offsets[1:])
+        starts = np.concatenate([t.offsets[:-1] + base for t, base in
+                                 zip(tables, np.cumsum([0] + [len(t.nodes) for t in tables]))])
+        counts = np.diff(offsets)
+        index = np.arange(offsets[-1], dtype=np.int64) + np.repeat(starts[order] - offsets[:-1],
+                                                                  counts)
+        reason = sum((tuple(t.reason) or ("",) * len(t) for t in tables), ())
+        return cls(time[order], np.concatenate([t.kind for t in tables])[order], offsets,
+                   np.concatenate([t.nodes for t in tables])[index],
+                   tuple(reason[k] for k in order))
+
     def __len__(self) -> int:
         return len(self.time)
 
@@ -67,5 +85,5 @@ class NodeEvents:
             t, kind, _ = self.at(e)
             if kind not in MODELLED_KINDS:
                 raise UnsupportedError(
-                    f"node event {kind!r} at {t}: node failures (jobs killed, requeued) are "
-                    f"not modelled yet; {' and '.join(MODELLED_KINDS)} are")
+                    f"node event {kind!r} at {t} is not modelled; "
+                    f"{', '.join(MODELLED_KINDS)} are")

@@ -57,13 +57,23 @@ class SimulationResult:
     dependencies: object = None
     placement: object = None
     priority_at: object = None
+    #: with node failures: every attempt of every started job
+    #: (:func:`fastsched.sim.lifecycle.attempt_table`) and what a killed job does
+    #: (:class:`fastsched.model.lifecycle.Lifecycle`); None otherwise
+    attempts: dict | None = None
+    lifecycle: object = None
+    #: the node events the run applied (a failure model's included), or None
+    events: object = None
 
     @cached_property
     def jobs(self):
         """One record per job, as a pandas DataFrame (columns: ``RECORD_COLUMNS``).
 
         Times are nullable integers: a job that never started has no start, end,
-        wait or run time (empty in CSV)."""
+        wait or run time (empty in CSV). With node failures, one record per attempt
+        (like ``sacct --duplicates``), in job order then column ``attempt``: a
+        killed attempt ends NODE_FAIL, and a requeued attempt's ``submit_time`` is
+        when the previous one was killed (Slurm resets it at a requeue)."""
         import pandas as pd
         from ..io.hostlist import compress_rows
         w, s = self.workload, self.schedule
@@ -74,7 +84,7 @@ class SimulationResult:
             return pd.arrays.IntegerArray(np.where(started, values, 0).astype(np.int64),
                                           ~started)
 
-        return pd.DataFrame({
+        frame = pd.DataFrame({
             "job_id": s.job_id,
             "submit_time": w.submit_time,
             "start_time": times(s.start_time),
@@ -92,12 +102,19 @@ class SimulationResult:
                                                   [s.planning or ""]),
             **self._constraint_columns(),
         })
+        if self.attempts is None:
+            return frame
+        return _attempt_records(self, frame)
 
     def states(self) -> np.ndarray:
-        """sacct-style state per job: COMPLETED, TIMEOUT, PENDING (never started) or
+        """sacct-style state per job (its last attempt): COMPLETED, TIMEOUT, NODE_FAIL
+        (killed by a node failure, not requeued), PENDING (never started) or
         REJECTED (over a submit limit)."""
         w, s = self.workload, self.schedule
-        state = np.where(w.runtime > w.time_limit, "TIMEOUT", "COMPLETED").astype(object)
+        runtime = w.runtime if self.attempts is None else self.attempts["last_runtime"]
+        state = np.where(runtime > w.time_limit, "TIMEOUT", "COMPLETED").astype(object)
+        if self.attempts is not None:
+            state[self.attempts["node_fail_job"]] = "NODE_FAIL"
         state[s.start_time < 0] = "PENDING"
         if self.reason_code is not None:
             state[(s.start_time < 0) & (self.reason_code >= 0)
@@ -172,8 +189,15 @@ class SimulationResult:
         """:func:`fastsched.verify` of this run's schedule under the constraints it ran
         with (dependencies, limits, partition choices, and the placement's
         --exclusive=topo jobs) and its queue order (the priorities jobs started
-        with); a :class:`~fastsched.verify.VerifyReport`."""
+        with); a :class:`~fastsched.verify.VerifyReport`. A run with node failures is
+        checked attempt by attempt (:mod:`fastsched.verify.lifecycle`), without policy."""
         from ..verify import verify
+        if self.attempts is not None:
+            from ..verify.lifecycle import Attempts, verify_attempts
+            t = self.attempts
+            return verify_attempts(self.cluster, self.workload, Attempts(
+                t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
+                t["alloc_nodes"]), self.events, self.lifecycle)
         return verify(self.cluster, self.workload, self.schedule, policy=policy,
                       reserve_depth=reserve_depth, dependencies=self.dependencies,
                       limits=self.limits, partitions=self.partitions, placement=self.placement,
@@ -214,6 +238,58 @@ class _ByValue:
     def load(self):
         import pickle
         return pickle.loads(self.data)
+
+
+def _attempt_records(result, frame):
+    """``frame`` (one record per job: its last attempt) with a record per killed
+    attempt added and column ``attempt``: rows in job order, then attempt."""
+    import pandas as pd
+    from ..io.hostlist import compress_rows
+    t = result.attempts
+    names = result.cluster.node_names
+    n = len(frame)
+    restarts = np.zeros(n, dtype=np.int64)
+    restarts[t["row"]] = t["attempt"]          # rows are in attempt order: the last wins
+    frame = frame.assign(attempt=restarts)
+    earlier = ~np.isin(np.arange(len(t["row"])), _last_rows(t))
+    row = t["row"]
+    prev_end = np.concatenate([[0], t["end"][:-1]])
+    submit = np.where(t["attempt"] > 0, prev_end, result.workload.submit_time[row])
+    frame["submit_time"] = frame["submit_time"].to_numpy().copy()
+    last = _last_rows(t)
+    later = t["attempt"][last] > 0
+    frame.loc[row[last][later], "submit_time"] = submit[last][later]
+    frame["wait_time"] = frame["start_time"] - frame["submit_time"]
+    k = np.flatnonzero(earlier)
+    if not len(k):
+        return frame
+    killed = frame.iloc[row[k]].copy()
+    off, entries = csr_take(t["alloc_offsets"], k)
+    masks = t["alloc_gpu_mask"][entries]
+    killed["submit_time"] = submit[k]
+    killed["start_time"] = pd.array(t["start"][k], dtype="Int64")
+    killed["end_time"] = pd.array(t["end"][k], dtype="Int64")
+    killed["wait_time"] = pd.array(t["start"][k] - submit[k], dtype="Int64")
+    killed["run_time"] = pd.array(t["elapsed"][k], dtype="Int64")
+    killed["state"] = "NODE_FAIL"
+    killed["nodes"] = compress_rows(names, off, t["alloc_nodes"][entries])
+    killed["gpu_ids"] = gpu_id_rows(names, off, t["alloc_nodes"][entries], masks)
+    killed["attempt"] = t["attempt"][k]
+    if "partition" in killed.columns:
+        part_names = np.array([p.name for p in result.cluster.partitions] + [""], dtype=object)
+        killed["partition"] = part_names[t["partition"][k]]
+    position = np.concatenate([np.arange(n), row[k]])
+    out = pd.concat([frame, killed], ignore_index=True)
+    order = np.lexsort((out["attempt"].to_numpy(), position))
+    return out.iloc[order].reset_index(drop=True)
+
+
+def _last_rows(table: dict) -> np.ndarray:
+    """The index of each started job's last attempt in ``table``."""
+    row = table["row"]
+    last = np.ones(len(row), dtype=bool)
+    last[:-1] = row[1:] != row[:-1]
+    return np.flatnonzero(last)
 
 
 def _kept_offsets(offsets: np.ndarray, keep: np.ndarray) -> np.ndarray:

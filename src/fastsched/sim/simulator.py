@@ -27,6 +27,8 @@ from ..model.policies import (RESERVATION_MODELS, check_reservations, check_rese
 from .results import BSLD_TAU, SimulationResult, summarize
 from ..model.constraints import Dependencies, LimitGroups, PartitionChoices, check_covers
 from ..model.events import NodeEvents
+from ..model.lifecycle import Lifecycle
+from .lifecycle import attempt_table, has_failures, lifecycle_summary, run_events
 from ..engine.counts import CountsLoop, run_counts
 from ..engine.inputs import check_node_jobs, ever_available
 from .progress import run_bar
@@ -65,7 +67,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              priority=None, period: int | None = None, resolution: int = 1,
              window: int | None = None, placement=None, checkpoints=None,
              resume=None, reservations: str | None = None,
-             events: NodeEvents | None = None) -> SimulationResult:
+             events: NodeEvents | None = None, failures=None,
+             lifecycle: Lifecycle | None = None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -109,20 +112,34 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
 
     ``events`` (:class:`fastsched.model.events.NodeEvents`, e.g. from
     :func:`fastsched.io.events.read_node_events`): nodes drained (no new job; running
-    ones go on) and resumed during the run, each applied before the instant at its
-    time (nodes model).
+    ones go on), resumed, down (failed: their running jobs are killed) and up during
+    the run, each applied before the instant at its time (nodes model).
+    ``failures`` (:class:`fastsched.model.failures.FailureModel`): add the down/up
+    events of a seeded failure model. ``lifecycle``
+    (:class:`fastsched.model.lifecycle.Lifecycle`): what a killed job does (default:
+    every job is requeued after Slurm's delay, without checkpoints). A killed job
+    that is requeued runs again from its last checkpoint; every attempt is its own
+    record (``result.jobs``, column ``attempt``) and ``summary["lifecycle"]`` has
+    the lost GPU-hours, checkpoint overhead and goodput.
 
     ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the
     event loop's state now and then; ``resume`` (a state from such a file) goes on
     from it: the result is identical to an uninterrupted run's.
     """
     wall = time.perf_counter()
+    events = run_events(cluster, jobs, events, failures)
+    if lifecycle is not None and len(lifecycle) != len(jobs):
+        raise InputError(f"lifecycle covers {len(lifecycle)} jobs, the table has {len(jobs)}",
+                         field="lifecycle")
+    if lifecycle is None and has_failures(events):
+        lifecycle = Lifecycle.of(len(jobs))
     spec = get_policy(policy)
     reserve_depth = check_reserve_depth(reserve_depth)
     check_covers(len(jobs), partitions=partitions, dependencies=dependencies, limits=limits)
     nodes_only = [name for name, value in (
         ("partitions", partitions), ("window", window), ("placement", placement),
-        ("resolution", None if resolution == 1 else resolution), ("events", events))
+        ("resolution", None if resolution == 1 else resolution), ("events", events),
+        ("lifecycle", lifecycle))
         if value is not None]
     if events is not None:
         events.check_modelled()
@@ -147,7 +164,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                        "window": window}
     if engine == "nodes":
         constraints.update(partitions=choices, resolution=resolution, window=window,
-                           placement=placement, events=events, checked=True)
+                           placement=placement, events=events, lifecycle=lifecycle,
+                           checked=True)
     try:
         run, prio, priority = _run_engine(model, cluster, jobs, spec.name, reserve_depth,
                                           priority, period, **constraints)
@@ -155,16 +173,20 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         if bar is not None:
             bar.close()
     schedule = _started_schedule(jobs, run, model)
+    attempts = None if lifecycle is None else attempt_table(run)
     passes = run.passes
     extra = {"partition": run.partition, "reason_code": run.reason, "never": run.never,
              "eligible": run.eligible, "priority": prio, "limits": limits,
              "partitions": partitions, "dependencies": dependencies, "placement": placement,
+             "attempts": attempts, "lifecycle": lifecycle, "events": events,
              "priority_at": _priority_at(priority, run) if callable(priority) else
              (None if priority is None else lambda t, key=np.asarray(priority): key)}
     if model == "counts" and dependencies is None and limits is None and priority is None:
         extra["partition"] = None      # one pool, no reasons: the records need no such columns
     wall = time.perf_counter() - wall - compile_seconds
     summary = summarize(cluster, jobs, schedule, exclusive=engine == "pool")
+    if attempts is not None:
+        summary["lifecycle"] = lifecycle_summary(jobs, attempts, lifecycle)
     skipped = list(skipped or [])
     summary.update({
         "policy": spec.name,

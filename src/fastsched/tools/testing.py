@@ -26,9 +26,12 @@ except ImportError as e:
                       name=e.name) from None
 
 from ..model.cluster import Cluster
+from ..model.events import NODE_EVENT_KINDS
 from ..model.jobs import JobTable
+from ..model.lifecycle import Lifecycle
 
-__all__ = ["swf_clusters", "workloads", "cluster_and_workload"]
+__all__ = ["swf_clusters", "workloads", "cluster_and_workload", "node_event_rows",
+           "lifecycles"]
 
 
 def swf_clusters(max_procs: int = 16) -> st.SearchStrategy[int]:
@@ -106,3 +109,34 @@ def cluster_and_workload(draw, max_procs: int = 16,
     """(Cluster.homogeneous(P), a workload for P processors)."""
     procs = draw(swf_clusters(max_procs))
     return Cluster.homogeneous(procs), draw(workloads(procs, max_jobs=max_jobs))
+
+
+@st.composite
+def node_event_rows(draw, num_nodes: int, max_events: int = 6, max_time: int = 40,
+                    kinds=NODE_EVENT_KINDS):
+    """Rows ``(time, kind, [node indices])`` for
+    :meth:`fastsched.model.events.NodeEvents.from_rows`: a few events of ``kinds``
+    on 1-3 nodes each, at small times (many ties with submits and ends), in any
+    order; ``down`` is often followed by ``up`` on the same nodes."""
+    rows = []
+    for _ in range(draw(st.integers(0, max_events))):
+        nodes = draw(st.lists(st.integers(0, num_nodes - 1), min_size=1,
+                              max_size=min(3, num_nodes), unique=True))
+        t = draw(st.integers(0, max_time))
+        kind = draw(st.sampled_from(list(kinds)))
+        rows.append((t, kind, nodes))
+        if kind == "down" and "up" in kinds and draw(st.booleans()):
+            rows.append((t + draw(st.integers(0, max_time // 2)), "up", nodes))
+    return rows
+
+
+@st.composite
+def lifecycles(draw, n: int, max_interval: int = 20, max_delay: int = 10):
+    """A :class:`fastsched.model.lifecycle.Lifecycle` for ``n`` jobs: each job
+    requeued or not, checkpointing every 1..``max_interval`` s (cost below the
+    interval) or never, and a small requeue delay (0 included)."""
+    requeue = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    interval = draw(st.lists(st.integers(0, max_interval), min_size=n, max_size=n))
+    cost = [draw(st.integers(0, i - 1)) if i > 0 else 0 for i in interval]
+    return Lifecycle.of(n, requeue=requeue, checkpoint_interval=interval, checkpoint_cost=cost,
+                        delay=draw(st.integers(0, max_delay)))

@@ -71,7 +71,8 @@ def _planning(df) -> str | None:
 
 def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule",
                 policy: str | None = None, reserve_depth: int = 1,
-                reservations: str | None = None, **constraints) -> VerifyReport:
+                reservations: str | None = None, events=None, lifecycle=None,
+                **constraints) -> VerifyReport:
     """Verify a schedule given as records (e.g. a jobs CSV) against the jobs it schedules.
 
     ``constraints`` (``dependencies``, ``limits``, ``partitions``, ``placement``)
@@ -82,7 +83,22 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
     Rows are matched to jobs by ``job_id`` (any order); a job missing from the
     records, or a record of an unknown or repeated job, is an InputError naming
     ``source`` and the CSV line (header = line 1).
+
+    Records with an ``attempt`` column (a run with node failures: a row per
+    attempt) are checked attempt by attempt under ``events`` (the run's
+    :class:`fastsched.model.events.NodeEvents`) and ``lifecycle`` (its
+    :class:`fastsched.model.lifecycle.Lifecycle`; None: no checkpoints, Slurm's
+    requeue delay): :mod:`fastsched.verify.lifecycle`, without policy or constraint
+    checks (asking for them is an UnsupportedError).
     """
+    if "attempt" in df.columns:
+        from ..model.errors import UnsupportedError
+        from ..model.lifecycle import Lifecycle
+        if policy is not None or any(v is not None for v in constraints.values()):
+            raise UnsupportedError("records with attempts (a run with node failures) are "
+                                   "checked without policy or constraint checks")
+        return check_attempt_frame(cluster, jobs, df, source=source, events=events,
+                                   lifecycle=lifecycle or Lifecycle.of(len(jobs)))
     if "job_id" not in df.columns:
         raise InputError("needs a 'job_id' column", file=source, field="job_id")
     try:
@@ -126,3 +142,40 @@ def _priority(df):
         return np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError("column 'priority' must be numeric", field="priority") from None
+
+
+def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, events,
+                        lifecycle) -> VerifyReport:
+    """:func:`verify_attempts` of records with an ``attempt`` column (a row per
+    attempt; ``state`` NODE_FAIL marks the killed ones); rows are matched to ``jobs``
+    by ``job_id``. A record of an unknown job, or a job with no record, is an
+    InputError naming ``source``."""
+    from .lifecycle import Attempts, take_rows, verify_attempts
+    position = {int(j): k for k, j in enumerate(jobs.job_id)}
+    ids = np.asarray(df["job_id"], dtype=np.int64)
+    row = np.array([position.get(int(j), -1) for j in ids], dtype=np.int64)
+    if (row < 0).any():
+        k = int(np.flatnonzero(row < 0)[0])
+        raise InputError(f"job {ids[k]} is not in the trace", file=source, line=k + 2,
+                         field="job_id")
+    if len(np.setdiff1d(np.arange(len(jobs)), row)):
+        missing = jobs.job_id[np.setdiff1d(np.arange(len(jobs)), row)]
+        raise InputError(f"{len(missing)} job(s) of the trace have no record, e.g. job "
+                         f"{missing[0]}", file=source, field="job_id")
+    try:
+        attempt = np.asarray(df["attempt"].replace("", 0), dtype=np.int64)
+        schedule = schedule_from_frame(cluster, df)
+    except (TypeError, ValueError):
+        raise InputError("column 'attempt' must hold whole numbers", file=source,
+                         field="attempt") from None
+    except InputError as e:
+        raise InputError(e.reason, file=source, field=e.field) from None
+    killed = (df["state"].astype(str) == "NODE_FAIL").to_numpy() if "state" in df.columns \
+        else np.zeros(len(df), dtype=bool)
+    ran = schedule.start_time >= 0
+    keep = np.flatnonzero(ran)
+    offsets, nodes = take_rows(schedule.alloc_offsets, schedule.alloc_nodes, keep)
+    return verify_attempts(cluster, jobs, Attempts(row[keep], attempt[keep],
+                                                   schedule.start_time[keep],
+                                                   schedule.end_time[keep], killed[keep],
+                                                   offsets, nodes), events, lifecycle)

@@ -1,0 +1,202 @@
+"""Checks of a schedule with node failures: every attempt of every job (the
+records of a run with ``down`` events, one per attempt like ``sacct
+--duplicates``) against the node events and each job's checkpoints.
+
+What each check GUARANTEES when it passes:
+
+``on_down_node``
+    no attempt runs on a node over an instant the node is down (from a ``down``
+    event to the next ``up`` or ``resume`` of it; an attempt killed by the failure
+    ends at its time), and none starts on a node that is drained or down.
+``attempt_overlap``
+    a job's attempts are numbered 0, 1, ... in time order, every attempt but the
+    last was killed (NODE_FAIL), and each starts no earlier than ``delay``
+    seconds after the previous one ended (Slurm's requeue begin time): no two
+    attempts of a job overlap.
+``killed_without_failure``
+    a killed attempt ends at the time a node it ran on went down, before it would
+    have ended by itself.
+``resumed_work``
+    each attempt runs what is left of the job: attempt 0 its runtime, attempt
+    a + 1 what attempt a had left minus the progress it had saved (its run rounded
+    down to a multiple of the checkpoint interval; nothing without checkpoints):
+    the last attempt ends at start + min(that, time limit). An attempt that ran
+    less resumed from beyond its last checkpoint.
+
+Resources (``overcommit``, ``bad_allocation``, ``early_start``) are checked by
+:func:`fastsched.verify.verify` over all attempts together, each as a job whose
+submit time is its begin time. Policy checks are not made: the plans of a
+run with failing nodes cannot be rebuilt from its records without the events.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.cluster import Cluster
+from ..model.events import NodeEvents
+from ..model.jobs import JobTable
+from ..model.lifecycle import Lifecycle, saved_progress
+from ..model.schedule import Schedule
+from .report import VerifyReport, Violation
+
+__all__ = ["Attempts", "verify_attempts"]
+
+
+@dataclass(frozen=True)
+class Attempts:
+    """Every attempt of a schedule: attempt k of job row ``row[k]`` (in the jobs'
+    order), number ``attempt[k]``, ran ``[start[k], end[k])`` (-1: never started) on
+    ``alloc_nodes[alloc_offsets[k]:alloc_offsets[k+1]]``; ``killed[k]``: it ended
+    NODE_FAIL."""
+
+    row: np.ndarray
+    attempt: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    killed: np.ndarray
+    alloc_offsets: np.ndarray
+    alloc_nodes: np.ndarray
+
+
+def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
+                    events: NodeEvents | None, lifecycle: Lifecycle) -> VerifyReport:
+    """Check ``attempts`` of ``jobs`` on ``cluster`` under ``events`` and ``lifecycle``
+    (checkpoint intervals, requeue delay); see the module for what each check
+    guarantees."""
+    from . import verify
+    order = np.lexsort((attempts.attempt, attempts.row))
+    a = Attempts(*(np.asarray(x)[order] for x in (attempts.row, attempts.attempt,
+                                                   attempts.start, attempts.end,
+                                                   attempts.killed)),
+                 *take_rows(attempts.alloc_offsets, attempts.alloc_nodes, order))
+    out: list[Violation] = []
+    submit, runtime = _sequences(jobs, a, lifecycle, out)
+    _node_states(cluster, jobs, a, events, out)
+    expanded = jobs.take(a.row)
+    expanded.submit_time = submit
+    expanded.runtime = runtime
+    schedule = Schedule(job_id=expanded.job_id, start_time=a.start, end_time=a.end,
+                        alloc_offsets=a.alloc_offsets, alloc_nodes=a.alloc_nodes)
+    base = verify(cluster, expanded, schedule)
+    out += base.violations
+    checks = base.checks + ["on_down_node", "attempt_overlap", "killed_without_failure",
+                            "resumed_work"]
+    from .report import VIOLATION_KINDS
+    rank = {k: r for r, k in enumerate(VIOLATION_KINDS)}
+    out.sort(key=lambda v: (v.time, rank[v.kind], v.job_id))
+    return VerifyReport(out, len(jobs), checks, [])
+
+
+def take_rows(offsets, nodes, order):
+    """CSR rows ``order`` of (``offsets``, ``nodes``): (new offsets, their nodes)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    counts = np.diff(offsets)[order]
+    new = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(counts, out=new[1:])
+    index = np.arange(new[-1], dtype=np.int64) + np.repeat(offsets[order] - new[:-1], counts)
+    return new, np.asarray(nodes, dtype=np.int64)[index]
+
+
+def _sequences(jobs, a, lifecycle, out):
+    """Attempt numbering, overlap and resumed work; returns each attempt's begin time
+    and its runtime as the resource checks see it (a killed attempt: what it ran;
+    else what it had left)."""
+    n = len(a.row)
+    submit = np.empty(n, dtype=np.int64)
+    left = np.empty(n, dtype=np.int64)
+    delay = int(lifecycle.delay)
+    for k in range(n):
+        j = int(a.row[k])
+        jid = int(jobs.job_id[j])
+        first = k == 0 or a.row[k - 1] != j
+        last = k == n - 1 or a.row[k + 1] != j
+        if first:
+            submit[k], left[k] = jobs.submit_time[j], jobs.runtime[j]
+        else:
+            submit[k] = a.end[k - 1] + delay
+            left[k] = left[k - 1] - int(saved_progress(a.end[k - 1] - a.start[k - 1],
+                                                       lifecycle.checkpoint_interval[j]))
+        _order(jid, a, k, first, last, submit, delay, out)
+        if a.start[k] >= 0:
+            _work(jid, a, k, int(left[k]), int(jobs.time_limit[j]), int(jobs.runtime[j]), out)
+    ran = np.where(a.start >= 0, a.end - a.start, 0)
+    return submit, np.where(a.killed, ran, left)
+
+
+def _order(jid, a, k, first, last, submit, delay, out):
+    """Attempt k of job ``jid`` follows the previous one, after the requeue delay."""
+    expected = 0 if first else a.attempt[k - 1] + 1
+    if a.attempt[k] != expected:
+        out.append(Violation("attempt_overlap", jid, int(max(a.start[k], 0)),
+                             f"job {jid}: attempt {a.attempt[k]} where attempt {expected} "
+                             "was due"))
+    if not last and not a.killed[k]:
+        out.append(Violation("attempt_overlap", jid, int(a.end[k]),
+                             f"job {jid}: attempt {a.attempt[k]} ended {a.end[k]} without a "
+                             "node failure, yet the job ran again"))
+    if not first and 0 <= a.start[k] < submit[k]:
+        out.append(Violation("attempt_overlap", jid, int(a.start[k]),
+                             f"job {jid}: attempt {a.attempt[k]} started {a.start[k]}, before "
+                             f"{submit[k]} (the previous attempt ended {a.end[k - 1]}, plus "
+                             f"the requeue delay {delay} s)"))
+
+
+def _work(jid, a, k, left, limit, runtime, out):
+    """Attempt k ran what it had ``left`` (capped at ``limit``), or less if killed."""
+    ran, need = int(a.end[k] - a.start[k]), min(left, limit)
+    if a.killed[k]:
+        if ran >= need:
+            out.append(Violation("killed_without_failure", jid, int(a.end[k]),
+                                 f"job {jid}: attempt {a.attempt[k]} killed after {ran} s, "
+                                 f"when it would have ended after {need} s"))
+    elif ran != need:
+        out.append(Violation("resumed_work", jid, int(a.start[k]),
+                             f"job {jid}: attempt {a.attempt[k]} ran {ran} s, but had {need} "
+                             f"s left (runtime {runtime} s less the progress its earlier "
+                             "attempts checkpointed" + (", capped at its limit)"
+                                                        if need == limit else ")")))
+
+
+def _node_states(cluster, jobs, a, events, out):
+    """No attempt runs on a down node or starts on a drained one; a killed attempt
+    ends when one of its nodes goes down."""
+    X = cluster.num_nodes
+    down_at = [[] for _ in range(X)]            # per node: (from, to, kind) intervals
+    opened = {}
+    for e in range(0 if events is None else len(events)):
+        t, kind, nodes = events.at(e)
+        for x in nodes.tolist():
+            if kind in ("down", "drain"):
+                if (x, kind) not in opened:
+                    opened[(x, kind)] = t
+            else:                                # up / resume clear both
+                for state in ("down", "drain"):
+                    if (x, state) in opened:
+                        down_at[x].append((opened.pop((x, state)), t, state))
+    for (x, state), t in opened.items():
+        down_at[x].append((t, np.iinfo(np.int64).max, state))
+    failures = {}
+    for x in range(X):
+        for t0, _, state in down_at[x]:
+            if state == "down":
+                failures.setdefault(x, set()).add(t0)
+    for k in np.flatnonzero(a.start >= 0).tolist():
+        jid = int(jobs.job_id[a.row[k]])
+        s, e = int(a.start[k]), int(a.end[k])
+        nodes = a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]].tolist()
+        for x in nodes:
+            if not 0 <= x < X:
+                continue
+            for t0, t1, state in down_at[x]:
+                if (state == "down" and s < t1 and e > t0) or t0 <= s < t1:
+                    out.append(Violation("on_down_node", jid, max(s, t0),
+                                         f"job {jid}: attempt {a.attempt[k]} on "
+                                         f"{cluster.node_names[x]} over [{s}, {e}), which was "
+                                         f"{state} over [{t0}, {t1})"))
+        if a.killed[k] and not any(e in failures.get(x, ()) for x in nodes):
+            out.append(Violation("killed_without_failure", jid, e,
+                                 f"job {jid}: attempt {a.attempt[k]} ended NODE_FAIL at {e}, "
+                                 "when none of its nodes went down"))
+
