@@ -162,6 +162,19 @@ def _will_run(k, g, c, avail, now, free_g, free_c, weight, order, n_run, r_end, 
 
 
 @njit(cache=True)
+def _map_split(j, t, m_begin, m_end, m_next, m_free, n_rec):
+    """Split record j at time t: a new record [t, its end) follows it. Returns the
+    number of records."""
+    m_begin[n_rec] = t
+    m_end[n_rec] = m_end[j]
+    m_free[n_rec] = m_free[j]
+    m_end[j] = t
+    m_next[n_rec] = m_next[j]
+    m_next[j] = n_rec
+    return n_rec + 1
+
+
+@njit(cache=True)
 def _map_add(start, end, nodes, resolution, m_begin, m_end, m_next, m_free, n_rec):
     """``_add_reservation``: take ``nodes`` out of the map over [start, end)."""
     start = max(start, m_begin[0])
@@ -172,14 +185,7 @@ def _map_add(start, end, nodes, resolution, m_begin, m_end, m_next, m_free, n_re
     placed = False
     while True:
         if m_end[j] > start:
-            i = n_rec
-            n_rec += 1
-            m_begin[i] = start
-            m_end[i] = m_end[j]
-            m_free[i] = m_free[j]
-            m_end[j] = start
-            m_next[i] = m_next[j]
-            m_next[j] = i
+            n_rec = _map_split(j, start, m_begin, m_end, m_next, m_free, n_rec)
             placed = True
             break
         if m_end[j] == start:
@@ -194,14 +200,7 @@ def _map_add(start, end, nodes, resolution, m_begin, m_end, m_next, m_free, n_re
         if j == 0:
             break
         if end < m_end[j]:
-            i = n_rec
-            n_rec += 1
-            m_begin[i] = end
-            m_end[i] = m_end[j]
-            m_free[i] = m_free[j]
-            m_end[j] = end
-            m_next[i] = m_next[j]
-            m_next[j] = i
+            n_rec = _map_split(j, end, m_begin, m_end, m_next, m_free, n_rec)
         for p in range(nodes.shape[0]):
             m_free[j, nodes[p] >> 6] &= ~(np.uint64(1) << np.uint64(nodes[p] & 63))
         if end == m_end[j]:

@@ -45,6 +45,7 @@ try:
 except ImportError:                     # Python 3.10: the same parser as a backport
     import tomli as tomllib
 
+from ..io.tomllines import TomlLines
 from ..model.errors import InputError
 from .fairshare import AssociationTree, Usage, classic, fair_tree
 from .priority import PriorityWeights
@@ -304,40 +305,6 @@ def _build_tree(config: SchedulerConfig, workload) -> AssociationTree:
 
 # --------------------------------------------------------------------------- parsing
 
-class _Where:
-    """Finds the line of a TOML key path (``qos.high.MaxWall``, ``account[2].name``)."""
-
-    _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
-    _KEY = re.compile(r"^\s*([A-Za-z0-9_\-/\"']+)\s*=")
-
-    def __init__(self, text: str, source: str | None):
-        self.source = source
-        self.lines: dict[str, int] = {}
-        table, counts = "", {}
-        for no, raw in enumerate(text.splitlines(), 1):
-            h = self._HEADER.match(raw)
-            if h:
-                name = h.group(2).replace('"', "")
-                if h.group(1) == "[[":
-                    counts[name] = counts.get(name, -1) + 1
-                    name = f"{name}[{counts[name]}]"
-                table = name
-                self.lines.setdefault(table, no)
-                continue
-            k = self._KEY.match(raw)
-            if k:
-                key = k.group(1).strip("\"'")
-                self.lines.setdefault(f"{table}.{key}" if table else key, no)
-
-    def error(self, message: str, path: str) -> InputError:
-        line = self.lines.get(path)
-        probe = path
-        while line is None and "." in probe:
-            probe = probe.rsplit(".", 1)[0]
-            line = self.lines.get(probe)
-        return InputError(message, file=self.source, line=line, field=path)
-
-
 def load_config(path) -> SchedulerConfig:
     """Read a TOML configuration file (see the module docstring)."""
     return parse_config(read_text(path), source=str(path))
@@ -352,7 +319,7 @@ def parse_config(text: str, source: str | None = None) -> SchedulerConfig:
         m = re.search(r"line (\d+)", str(e))
         raise InputError(f"not valid TOML: {e}", file=source,
                          line=int(m.group(1)) if m else None) from None
-    where = _Where(text, source)
+    where = TomlLines(text, source)
     _check_keys(doc, ("priority", "account", "user", "qos", "partition"), "", where)
     cfg = SchedulerConfig(source=source, key_lines=where.lines)
     _parse_priority(cfg, _table(doc.get("priority", {}), "priority", where), where)
@@ -372,7 +339,7 @@ def _canon(key: str, allowed) -> str | None:
     return None
 
 
-def _check_keys(table: Mapping, allowed, path: str, where: _Where) -> dict:
+def _check_keys(table: Mapping, allowed, path: str, where: TomlLines) -> dict:
     """{canonical key: value}; an unknown key is an error naming the allowed ones."""
     out = {}
     for key, value in table.items():
@@ -386,7 +353,7 @@ def _check_keys(table: Mapping, allowed, path: str, where: _Where) -> dict:
     return out
 
 
-def _table(value, path: str, where: _Where) -> dict:
+def _table(value, path: str, where: TomlLines) -> dict:
     if not isinstance(value, dict):
         raise where.error(f"[{path}] must be a table", path)
     return value
@@ -428,14 +395,14 @@ def _time(value, path, where, allow_unlimited=False, allow_zero=True) -> int | N
     return t
 
 
-def parse_tres(text, path: str = "TRES", where: _Where | None = None) -> dict[str, int]:
+def parse_tres(text, path: str = "TRES", where: TomlLines | None = None) -> dict[str, int]:
     """``"cpu=64,mem=500G,gres/gpu=8,node=4"`` -> {name: count}; mem in MB.
 
     Names are case-insensitive; ``mem`` takes K/M/G/T suffixes (default M);
     ``-1`` clears a TRES. Only ``cpu``, ``mem``, ``node`` and ``gres/gpu``
     (untyped) are known.
     """
-    where = where or _Where("", None)
+    where = where or TomlLines("", None)
     if not isinstance(text, str):
         raise where.error(f"must be a string like 'cpu=64,gres/gpu=8', got {text!r}", path)
     out: dict[str, int] = {}
@@ -493,7 +460,7 @@ def _billing_weights(text, path, where) -> dict[str, float]:
     return out
 
 
-def _parse_priority(cfg: SchedulerConfig, table, where: _Where) -> None:
+def _parse_priority(cfg: SchedulerConfig, table, where: TomlLines) -> None:
     keys = _check_keys(table, _PRIORITY_KEYS, "priority", where)
     kw: dict[str, Any] = {}
     for name in _WEIGHT_KEYS:
@@ -551,7 +518,7 @@ def _parse_priority(cfg: SchedulerConfig, table, where: _Where) -> None:
         cfg.tres_billing_weights = _billing_weights(*keys["TRESBillingWeights"], where)
 
 
-def _parse_limits(keys: dict, allowed, where: _Where) -> Limits:
+def _parse_limits(keys: dict, allowed, where: TomlLines) -> Limits:
     kw: dict[str, Any] = {}
     for name in allowed:
         if name not in keys:
@@ -568,7 +535,7 @@ def _parse_limits(keys: dict, allowed, where: _Where) -> Limits:
     return Limits(**kw)
 
 
-def _parse_qos(cfg: SchedulerConfig, table, where: _Where) -> None:
+def _parse_qos(cfg: SchedulerConfig, table, where: TomlLines) -> None:
     allowed = ("Priority", "UsageFactor") + QOS_LIMIT_KEYS
     for name, body in table.items():
         path = f"qos.{name}"
@@ -604,7 +571,7 @@ def _shares(keys, where) -> int:
     return v
 
 
-def _parse_accounts(cfg: SchedulerConfig, entries, where: _Where) -> None:
+def _parse_accounts(cfg: SchedulerConfig, entries, where: TomlLines) -> None:
     allowed = ("name", "parent", "RawShares", "users") + ASSOC_LIMIT_KEYS
     seen: dict[str, int] = {}
     for k, body in enumerate(_array(entries, "account", where)):
@@ -636,7 +603,7 @@ def _parse_accounts(cfg: SchedulerConfig, entries, where: _Where) -> None:
             p = cfg.accounts[seen[p]].parent
 
 
-def _parse_users(cfg: SchedulerConfig, entries, where: _Where) -> None:
+def _parse_users(cfg: SchedulerConfig, entries, where: TomlLines) -> None:
     allowed = ("name", "account", "RawShares") + ASSOC_LIMIT_KEYS
     accounts = {a.name for a in cfg.accounts}
     seen = set()
@@ -655,7 +622,7 @@ def _parse_users(cfg: SchedulerConfig, entries, where: _Where) -> None:
                                    _parse_limits(keys, ASSOC_LIMIT_KEYS, where)))
 
 
-def _parse_partitions(cfg: SchedulerConfig, table, where: _Where) -> None:
+def _parse_partitions(cfg: SchedulerConfig, table, where: TomlLines) -> None:
     for name, body in table.items():
         path = f"partition.{name}"
         keys = _check_keys(_table(body, path, where), ("PriorityTier", "PriorityJobFactor"),

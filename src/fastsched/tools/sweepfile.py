@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ..io.swf import bundled_trace
 from ..io.textfile import read_text
+from ..io.tomllines import TomlLines
 from ..model.errors import InputError
 from ..model.policies import POLICIES
 from ..model.validation import MAX_COUNT, MAX_NODES, MAX_SECONDS
@@ -116,7 +117,7 @@ def parse_sweep(text: str, source: str | None = None, base=None) -> SweepGrid:
         m = re.search(r"line (\d+)", str(e))
         raise InputError(f"not valid TOML: {e}", file=source,
                          line=int(m.group(1)) if m else None) from None
-    where = _Lines(text, source)
+    where = TomlLines(text, source)
     for key in doc:
         if key not in GRID_KEYS and key != "trace":
             raise where.error(f"unknown key (allowed: {', '.join(GRID_KEYS + ('[[trace]]',))})",
@@ -168,33 +169,7 @@ def _plain(value):
     return value
 
 
-class _Lines:
-    """The line of each key of a sweep file (``policies``, ``trace[1].jobs``), for errors."""
-
-    _HEADER = re.compile(r"^\s*\[\[\s*trace\s*\]\]")
-    _KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=")
-
-    def __init__(self, text: str, source: str | None):
-        self.source = source
-        self.lines: dict[str, int] = {}
-        table, count = "", -1
-        for no, raw in enumerate(text.splitlines(), 1):
-            if self._HEADER.match(raw):
-                count += 1
-                table = f"trace[{count}]"
-                self.lines.setdefault(table, no)
-                self.lines.setdefault("trace", no)
-                continue
-            k = self._KEY.match(raw)
-            if k:
-                self.lines.setdefault(f"{table}.{k.group(1)}" if table else k.group(1), no)
-
-    def error(self, message: str, field: str) -> InputError:
-        line = self.lines.get(field, self.lines.get(field.split(".")[0]))
-        return InputError(message, file=self.source, line=line, field=field)
-
-
-def _trace(entry, i: int, base: Path, where: _Lines) -> TraceSpec:
+def _trace(entry, i: int, base: Path, where: TomlLines) -> TraceSpec:
     field = f"trace[{i}]"
     if not isinstance(entry, dict):
         raise where.error("[[trace]] entries must be tables", field)
@@ -257,7 +232,7 @@ def _stem(text: str) -> str:
     return name
 
 
-def _values(doc: dict, key: str, where: _Lines, parse, *, required=False, default=None) -> list:
+def _values(doc: dict, key: str, where: TomlLines, parse, *, required=False, default=None) -> list:
     """A grid axis: a list (or one value) of ``key``, each checked by ``parse``."""
     if key not in doc:
         if required:
@@ -274,7 +249,7 @@ def _values(doc: dict, key: str, where: _Lines, parse, *, required=False, defaul
     return values
 
 
-def _string(value, field: str, where: _Lines) -> str:
+def _string(value, field: str, where: TomlLines) -> str:
     if not isinstance(value, str) or not value:
         raise where.error(f"must be a non-empty string, got {value!r}", field)
     return value
