@@ -18,7 +18,6 @@ import fastsched as fs
 from fastsched.model.constraints import LimitGroups
 from fastsched.sim.checkpoint import Checkpoints, load
 from fastsched.cli import main
-from fastsched.cli.common import workload_constraints
 from fastsched.model.errors import InputError
 
 CLUSTER = fs.ai_cluster("ai-8k")
@@ -32,9 +31,9 @@ def wfp3(now, progress):
 
 RUNS = {
     "plain": lambda **kw: fs.simulate(CLUSTER, WORKLOAD.jobs, "conservative",
-                                      **workload_constraints(WORKLOAD), **kw),
+                                      **WORKLOAD.constraints(), **kw),
     "order": lambda **kw: fs.simulate(CLUSTER, WORKLOAD.jobs, "easy", priority=wfp3,
-                                      period=900, **workload_constraints(WORKLOAD), **kw),
+                                      period=900, **WORKLOAD.constraints(), **kw),
     "site": lambda **kw: fs.simulate_site(CLUSTER, WORKLOAD, CONFIG, "easy", **kw),
 }
 
