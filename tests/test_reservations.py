@@ -43,8 +43,8 @@ def test_a_gpu_cluster_cannot_plan_with_counts():
 
 
 def test_an_unknown_model_is_an_input_error():
-    with pytest.raises(fs.InputError, match="unknown reservation model 'slurm'"):
-        fs.simulate(POOL, JOBS, "easy", reservations="slurm")
+    with pytest.raises(fs.InputError, match="unknown reservation model 'pbs'"):
+        fs.simulate(POOL, JOBS, "easy", reservations="pbs")
 
 
 def test_the_cli_takes_and_reports_the_model(tmp_path, capsys):
