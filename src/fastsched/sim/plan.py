@@ -1,6 +1,6 @@
 """Plan a cluster's moment: every pending job's start and nodes (``fastsched plan``).
 
-Two reservation models (docs/slurm-model.md):
+Three reservation models (docs/slurm-model.md):
 
 * ``"slurm"``: what Slurm 22.05's backfill plans on this state, job for job
   (:mod:`fastsched.engine.slurmplan`): whole nodes reserved for future jobs, the
@@ -82,7 +82,8 @@ def plan(cluster: Cluster, state: PlanState, now: int, *, reservations: str = "s
     partition PriorityTier, then priority when ``state`` has priorities (higher
     first), then job id (priority/basic's order: submission). Running jobs that
     started at or after ``now`` were started by this very cycle: they join the queue
-    by job id (so a snapshot taken just after a cycle replays it)."""
+    by job id (at its head when it has priorities), so that a snapshot taken just after
+    a cycle replays it."""
     if reservations not in RESERVATION_MODELS:
         raise InputError(f"reservations must be one of {', '.join(RESERVATION_MODELS)}",
                          field="reservations")
