@@ -212,10 +212,9 @@ class SimulationResult:
             f.write("\n")
 
     def __getstate__(self) -> dict:
-        """What pickle saves: ``priority_at`` is a closure made inside the simulator (or
-        the caller's own priority function), which pickle cannot save by name, so it is
-        saved by value with cloudpickle; the cached records are left out (rebuilt on
-        demand)."""
+        """What pickle saves: ``priority_at`` holds the caller's priority function, which
+        may be a lambda or a closure that pickle cannot save by name, so it is saved by
+        value with cloudpickle; the cached records are left out (rebuilt on demand)."""
         state = dict(self.__dict__)
         state.pop("jobs", None)
         if state.get("priority_at") is not None:

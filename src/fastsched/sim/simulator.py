@@ -179,8 +179,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              "eligible": run.eligible, "priority": prio, "limits": limits,
              "partitions": partitions, "dependencies": dependencies, "placement": placement,
              "attempts": attempts, "lifecycle": lifecycle, "events": events,
-             "priority_at": _priority_at(priority, run) if callable(priority) else
-             (None if priority is None else lambda t, key=np.asarray(priority): key)}
+             "priority_at": _PriorityAt(priority, run) if callable(priority) else
+             (None if priority is None else _FixedPriority(priority))}
     if model == "counts" and dependencies is None and limits is None and priority is None:
         extra["partition"] = None      # one pool, no reasons: the records need no such columns
     wall = time.perf_counter() - wall - compile_seconds
@@ -286,17 +286,31 @@ class _Reorder:
         self.seen |= new
 
 
-def _priority_at(priority, run):
-    """``t -> priorities`` the run would have computed at ``t`` (for what-ifs at t)."""
-    from ..engine.driver import Progress
+class _PriorityAt:
+    """``t -> priorities`` the run would have computed at ``t`` (for what-ifs at t).
+    An object holding only the run's start, end and eligible times (not the whole run),
+    so that a result pickles small."""
 
-    def at(t):
-        before = run.start < t
-        return np.asarray(priority(t, Progress(np.where(before, run.start, -1),
-                                               np.where(before, run.end, -1),
-                                               np.where(run.eligible <= t, run.eligible, -1))),
-                          dtype=np.float64)
-    return at
+    def __init__(self, priority, run):
+        self.priority = priority
+        self.start, self.end, self.eligible = run.start, run.end, run.eligible
+
+    def __call__(self, t):
+        from ..engine.driver import Progress
+        before = self.start < t
+        return np.asarray(self.priority(t, Progress(
+            np.where(before, self.start, -1), np.where(before, self.end, -1),
+            np.where(self.eligible <= t, self.eligible, -1))), dtype=np.float64)
+
+
+class _FixedPriority:
+    """``t -> priorities`` of a priority array: the same at every time."""
+
+    def __init__(self, key):
+        self.key = np.asarray(key)
+
+    def __call__(self, t):
+        return self.key
 
 
 def _check_slurm_run(policy, priority, dependencies, limits, checkpoints, resume) -> None:
