@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .textfile import read_decompressed
 from ..model.errors import InputError
 
 __all__ = ["TraceColumns", "GPU_FORMATS", "sniff_gpu_format", "parse_gpu_trace"]
@@ -130,9 +131,8 @@ class _Csv:
     def __init__(self, path: str, header: list[str] | None = None):
         import io
         import pandas as pd
-        from .sacct import _read_bytes
         self.path = path
-        text = _read_bytes(path).decode("utf-8", "replace").lstrip("\ufeff")
+        text = read_decompressed(path).decode("utf-8", "replace").lstrip("\ufeff")
         try:
             self.frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False,
                                      header=None if header else "infer", names=header)
@@ -210,8 +210,7 @@ _PHILLY_STATE = {"Pass": "COMPLETED", "Killed": "CANCELLED", "Failed": "FAILED"}
 
 
 def _philly(path: str) -> TraceColumns:
-    from .sacct import _read_bytes
-    raw = _read_bytes(path).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    raw = read_decompressed(path).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     if not raw.startswith(("[", "{")):
         return _philly_csv(path)
     try:

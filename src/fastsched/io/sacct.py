@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .textfile import read_decompressed
 from ..model.cluster import Cluster
 from ..model.errors import InputError
 from .bytetable import ByteTable
@@ -84,7 +85,7 @@ class _Rows:
         self.fname = str(path)
         self.skip_bad = skip_bad
         self.skipped: list[SkippedJob] = []
-        raw = _read_bytes(self.fname)
+        raw = read_decompressed(self.fname)
         if raw.startswith(b"\xef\xbb\xbf"):             # a UTF-8 byte-order mark
             raw = raw[3:]
         header = raw[:raw.find(b"\n")] if b"\n" in raw else raw
@@ -164,28 +165,6 @@ class _Rows:
         self._cache.clear()
         if hasattr(self, "ids"):
             self.ids = tuple(a[~mask] for a in self.ids)
-
-
-def _read_bytes(path: str) -> bytes:
-    """The file's bytes, decompressed (.gz, .xz, .bz2 by content or name)."""
-    import bz2
-    import gzip
-    import lzma
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=path) from None
-    try:
-        if raw[:2] == b"\x1f\x8b" or path.lower().endswith(".gz"):
-            return gzip.decompress(raw)
-        if raw[:6] == b"\xfd7zXZ\x00" or path.lower().endswith(".xz"):
-            return lzma.decompress(raw)
-        if raw[:3] == b"BZh" or path.lower().endswith(".bz2"):
-            return bz2.decompress(raw)
-    except (OSError, EOFError, lzma.LZMAError, ValueError) as e:
-        raise InputError(f"cannot decompress: {e}", file=path) from None
-    return raw
 
 
 def _job_number(text: str) -> int:

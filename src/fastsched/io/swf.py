@@ -23,10 +23,7 @@ name the exact line and field in the :class:`~fastsched.model.errors.InputError`
 """
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
-import lzma
 import math
 import re
 from dataclasses import dataclass, field
@@ -35,8 +32,10 @@ from pathlib import Path
 import numpy as np
 
 from ..model.errors import InputError
+
 from ..model.jobs import JobTable
 from ..model.validation import MAX_COUNT, MAX_NODES, MAX_SECONDS
+from .textfile import read_decompressed
 
 __all__ = ["SkippedJob", "SWFTrace", "SWFFields", "read_swf", "read_swf_fields",
            "bundled_trace", "SWF_FIELDS"]
@@ -110,22 +109,7 @@ def bundled_trace(name: str = "KTH-SP2") -> Path:
 # --------------------------------------------------------------------------- reading
 
 def _read_text(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise InputError(f"cannot read trace: {e.strerror or e}", file=path) from None
-    lower = path.lower()
-    try:
-        if raw[:2] == b"\x1f\x8b" or lower.endswith(".gz"):
-            raw = gzip.decompress(raw)
-        elif raw[:6] == b"\xfd7zXZ\x00" or lower.endswith((".xz", ".lzma")):
-            raw = lzma.decompress(raw)
-        elif raw[:3] == b"BZh" or lower.endswith(".bz2"):
-            raw = bz2.decompress(raw)
-    except (OSError, EOFError, lzma.LZMAError, ValueError) as e:
-        raise InputError(f"cannot decompress trace: {e}", file=path) from None
-    return raw.decode("utf-8", errors="replace")
+    return read_decompressed(path).decode("utf-8", errors="replace")
 
 
 def _machine_size(procs, header: dict[str, str], path: str) -> int:

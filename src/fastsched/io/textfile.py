@@ -1,4 +1,5 @@
-"""Reading the text inputs (slurm.conf, topology.conf, gres.conf, TOML, batch scripts)."""
+"""Reading the text inputs (slurm.conf, topology.conf, gres.conf, TOML, batch scripts) and
+the traces, compressed or not."""
 from __future__ import annotations
 
 import re
@@ -30,6 +31,30 @@ def read_text(path) -> str:
                          file=fname, line=raw.count(b"\n", 0, e.start) + 1) from None
     check_digits(text, fname)
     return text
+
+
+def read_decompressed(path) -> bytes:
+    """The bytes of ``path``, decompressed when it is gzip, xz or bzip2 (by its first
+    bytes, else its name); an unreadable or corrupt file is an InputError naming it."""
+    import bz2
+    import gzip
+    import lzma
+    fname = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", file=fname) from None
+    lower = fname.lower()
+    try:
+        if raw[:2] == b"\x1f\x8b" or lower.endswith(".gz"):
+            return gzip.decompress(raw)
+        if raw[:6] == b"\xfd7zXZ\x00" or lower.endswith((".xz", ".lzma")):
+            return lzma.decompress(raw)
+        if raw[:3] == b"BZh" or lower.endswith(".bz2"):
+            return bz2.decompress(raw)
+    except (OSError, EOFError, lzma.LZMAError, ValueError) as e:
+        raise InputError(f"cannot decompress: {e}", file=fname) from None
+    return raw
 
 
 def check_digits(text: str, fname: str) -> None:

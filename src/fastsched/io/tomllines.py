@@ -8,7 +8,24 @@ from __future__ import annotations
 
 import re
 
+try:
+    import tomllib
+except ImportError:                     # Python 3.10: the same parser as a backport
+    import tomli as tomllib
+
 from ..model.errors import InputError
+
+
+def load_toml(text: str, source: str | None) -> tuple[dict, "TomlLines"]:
+    """``text`` parsed, and where its keys are; invalid TOML is an InputError at the
+    line tomllib names."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise InputError(f"not valid TOML: {e}", file=source,
+                         line=int(m.group(1)) if m else None) from None
+    return doc, TomlLines(text, source)
 
 
 class TomlLines:

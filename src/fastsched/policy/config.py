@@ -40,12 +40,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-try:
-    import tomllib
-except ImportError:                     # Python 3.10: the same parser as a backport
-    import tomli as tomllib
 
-from ..io.tomllines import TomlLines
+from ..io.tomllines import TomlLines, load_toml
 from ..model.errors import InputError
 from .fairshare import AssociationTree, Usage, classic, fair_tree
 from .priority import PriorityWeights
@@ -313,13 +309,7 @@ def load_config(path) -> SchedulerConfig:
 def parse_config(text: str, source: str | None = None) -> SchedulerConfig:
     """Parse configuration TOML text; ``source`` names it in errors."""
     check_digits(text, source)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"line (\d+)", str(e))
-        raise InputError(f"not valid TOML: {e}", file=source,
-                         line=int(m.group(1)) if m else None) from None
-    where = TomlLines(text, source)
+    doc, where = load_toml(text, source)
     _check_keys(doc, ("priority", "account", "user", "qos", "partition"), "", where)
     cfg = SchedulerConfig(source=source, key_lines=where.lines)
     _parse_priority(cfg, _table(doc.get("priority", {}), "priority", where), where)

@@ -27,23 +27,17 @@ reserve depths x orders x reservation models, in that order; each point is a
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..io.swf import bundled_trace
 from ..io.textfile import read_text
-from ..io.tomllines import TomlLines
+from ..io.tomllines import TomlLines, load_toml
 from ..model.errors import InputError
 from ..model.policies import POLICIES
 from ..model.validation import MAX_COUNT, MAX_NODES, MAX_SECONDS
 from ..policy.priority import RESEARCH_ORDERS, WAITING_ORDERS
 from .generate import CLUSTERS, WORKLOADS
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = ["Cell", "TraceSpec", "SweepGrid", "load_sweep", "parse_sweep", "cell_key",
            "CONFIG_COLUMNS"]
@@ -111,13 +105,7 @@ def load_sweep(path) -> SweepGrid:
 def parse_sweep(text: str, source: str | None = None, base=None) -> SweepGrid:
     """Parse sweep TOML ``text``; ``source`` names it in errors, ``base`` is the folder
     relative paths start from (default: the current one)."""
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"line (\d+)", str(e))
-        raise InputError(f"not valid TOML: {e}", file=source,
-                         line=int(m.group(1)) if m else None) from None
-    where = TomlLines(text, source)
+    doc, where = load_toml(text, source)
     for key in doc:
         if key not in GRID_KEYS and key != "trace":
             raise where.error(f"unknown key (allowed: {', '.join(GRID_KEYS + ('[[trace]]',))})",
