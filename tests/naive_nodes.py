@@ -501,3 +501,16 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                                    or ("never" if job.job_id in never else None)
                                    or held.get(job.job_id) or "waiting")
     return result, waiting
+
+
+def assert_same_records(run, ids, out) -> None:
+    """An engine run (in the order of job ids ``ids``) against :func:`simulate`'s ``out``:
+    the same start, end, partition and nodes per job; -1 where the twin starts none."""
+    for i, j in enumerate(ids):
+        if j in out:
+            s, e, nodes, _, p = out[j]
+            assert (run.start[i], run.end[i], run.partition[i]) == (s, e, p), j
+            got = run.alloc_nodes[run.alloc_offsets[i]:run.alloc_offsets[i + 1]]
+            assert list(got) == nodes, j
+        else:
+            assert run.start[i] == -1, j

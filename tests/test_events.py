@@ -40,14 +40,7 @@ def test_node_events_match_twin(data, policy, depth):
     out, _ = naive_nodes.simulate(cluster, naive_nodes.jobs_from_table(jobs), policy, depth,
                                   available, partitions=parts, deps=deps, groups=groups,
                                   caps=caps, rank=rank, events=rows)
-    for i, j in enumerate(ids):
-        if j in out:
-            s, e, nodes, _, p = out[j]
-            assert (run.start[i], run.end[i], run.partition[i]) == (s, e, p), j
-            got = run.alloc_nodes[run.alloc_offsets[i]:run.alloc_offsets[i + 1]]
-            assert list(got) == nodes, j
-        else:
-            assert run.start[i] == -1, j
+    naive_nodes.assert_same_records(run, ids, out)
 
 
 def _jobs(n, nodes=1, limit=10, submit=0):

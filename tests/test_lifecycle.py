@@ -43,14 +43,7 @@ def test_failures_and_requeues_match_twin(data, policy, depth):
         requeue={j: bool(lc.requeue[i]) for i, j in enumerate(ids)},
         checkpoint={j: int(lc.checkpoint_interval[i]) for i, j in enumerate(ids)},
         delay=lc.delay, attempts=killed)
-    for i, j in enumerate(ids):
-        if j in out:
-            s, e, nodes, _, p = out[j]
-            assert (run.start[i], run.end[i], run.partition[i]) == (s, e, p), j
-            got = run.alloc_nodes[run.alloc_offsets[i]:run.alloc_offsets[i + 1]]
-            assert list(got) == nodes, j
-        else:
-            assert run.start[i] == -1, j
+    naive_nodes.assert_same_records(run, ids, out)
     a = run.attempts
     got = sorted((ids[a.job[k]], int(a.attempt[k]), int(a.start[k]), int(a.end[k]),
                   a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]].tolist())
