@@ -40,7 +40,8 @@ def runnable(script: str) -> str:
 def test_first_screen_installs_demos_and_tests():
     lang, first = code_blocks()[0]
     commands = [line.split("#")[0].strip() for line in first.splitlines()]
-    assert lang == "bash" and commands == ['pip install -e ".[test]" && fastsched demo',
+    assert lang == "bash" and commands == ['pip install -e ".[test]" && fastsched compile '
+                                           '&& fastsched demo',
                                            "python -m pytest -q"]
 
 

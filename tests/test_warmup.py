@@ -67,3 +67,19 @@ def test_announcement_when_asked(monkeypatch):
     assert " done in " in stream.getvalue() and stream.getvalue().endswith(" s\n")
     assert warmup.warm_up(announce=True) == 0.0
     assert stream.getvalue().count("\n") == 1
+
+
+def test_compile_all_compiles_every_entry_point_called_from_python(capsys):
+    """`fastsched compile` reaches each kernel that Python code calls directly (their
+    callees compile with them), so that no later process compiles one."""
+    from fastsched.cli import main
+    from fastsched.engine import loop, passes, plan, profile, slurmplan
+    from fastsched.policy import fairshare, priority
+    from fastsched.sim import metrics
+    assert main(["compile", "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
+    entry_points = [loop._run, loop._complete, loop._release, passes._pass, profile._build_all,
+                    plan._walked, slurmplan._cycle, fairshare._fair_tree_ranks,
+                    fairshare._level_fs, fairshare._sum_up, priority._multifactor_kernel,
+                    metrics._sweep]
+    assert [k.py_func.__name__ for k in entry_points if not k.signatures] == []

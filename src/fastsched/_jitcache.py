@@ -27,7 +27,7 @@ KERNEL_SOURCES = ("engine/blocks", "engine/earliest", "engine/freenow", "engine/
                   "policy/fairshare", "policy/priority", "sim/metrics",
                   "engine/driver", "engine/inputs", "engine/requeue", "engine/interrupt",
                   "engine/leafkernel", "engine/state", "model/cluster", "model/constraints",
-                  "model/errors", "model/events", "model/jobs", "model/policies",
+                  "model/errors", "model/events", "model/jobs", "model/policies", "model/progress",
                   "model/schedule", "model/settings", "model/topology", "model/validation")
 
 

@@ -188,10 +188,11 @@ def ai_mix_site_inputs(num_jobs: int = 1_000_000, cluster: str = "ai-100k"):
     return c, ai_mix(c, num_jobs, seed=1), config
 
 
-def ai_mix_site_run(cluster, workload, config):
-    """One B5 run: the whole workload through :func:`fastsched.simulate_site` under EASY."""
+def ai_mix_site_run(cluster, workload, config, progress: bool | None = False):
+    """One B5 run: the whole workload through :func:`fastsched.simulate_site` under EASY
+    (``progress``: a progress bar on stderr; None: at a terminal)."""
     from ..sim.site import simulate_site
-    return simulate_site(cluster, workload, config, "easy")
+    return simulate_site(cluster, workload, config, "easy", progress=progress)
 
 
 def _ai_mix_1m(repeat: int, jobs: int = 1_000_000) -> dict:
@@ -201,7 +202,7 @@ def _ai_mix_1m(repeat: int, jobs: int = 1_000_000) -> dict:
     ai_mix_site_run(*ai_mix_site_inputs(200, "ai-8k"))
     inputs = ai_mix_site_inputs(jobs)
     t = time.perf_counter()
-    result = ai_mix_site_run(*inputs)
+    result = ai_mix_site_run(*inputs, progress=None)
     wall = time.perf_counter() - t
     return {"scenario": "ai-mix-1m (B5)", "jobs": jobs, "wall_s": round(wall, 1),
             "passes": result.summary["passes"],

@@ -29,6 +29,8 @@ COMMANDS = {
     "replay-report": ("replay", "what Slurm did (a sacct dump) vs a policy replayed on the "
                       "same jobs, side by side"),
     "bench": ("bench", "run a standard benchmark scenario"),
+    "compile": ("compile", "compile every kernel of the engine now (once per install; the "
+                "first simulation otherwise waits for it)"),
     "generate": ("generate", "write a standard cluster (slurm.conf), workload (CSV) or the "
                  "example site configuration"),
     "sbatch": ("sbatch", "parse a batch script + sbatch options; with --test-only print the "

@@ -17,7 +17,8 @@ from ..model.constraints import CAPS, Dependencies, LimitGroups, check_covers
 from ..model.jobs import JobTable
 from ..model.policies import get_policy
 from . import _kernels
-from .driver import EngineRun, Progress, drive, loop_deps, set_queue_rank, submit_order
+from .driver import (EngineRun, Progress, drive, loop_deps, set_queue_rank, set_rows_rank,
+                     submit_order)
 from .inputs import _check_policy, _permute_csr
 from .interrupt import call, new_control
 from .state import as_i64
@@ -60,9 +61,27 @@ class CountsLoop:
         a = self.arrays
         set_queue_rank(a["rank"], a["queue"], a["sc"][1], np.asarray(rank)[self.order])
 
+    def set_rows_rank(self, rows, key, base: int) -> None:
+        """New queue order of the jobs ``rows`` (submit order; :func:`set_rows_rank`)."""
+        a = self.arrays
+        set_rows_rank(a["rank"], a["queue"], int(a["sc"][1]), rows, key, base)
+
+    @property
+    def submit(self) -> np.ndarray:
+        return self.arrays["submit"]
+
+    def queued_jobs(self) -> np.ndarray:
+        return self.arrays["queue"][:self.arrays["sc"][1]]
+
+    def requeue_waiting(self) -> np.ndarray:
+        return np.zeros(0, dtype=np.int64)          # no node failures in this model
+
+    def start_times(self) -> np.ndarray:
+        return self.arrays["start"]
+
     def progress(self) -> Progress:
-        inv, a = self.inverse, self.arrays
-        return Progress(a["start"][inv], a["end"][inv], a["eligible"][inv])
+        a = self.arrays
+        return Progress.over(a["start"], a["end"], a["eligible"], self.inverse)
 
     def run(self, t_stop: int, tick=None) -> None:
         """Every instant up to ``t_stop`` (see :meth:`fastsched.engine.loop._EventLoop.run`)."""

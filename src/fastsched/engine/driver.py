@@ -17,6 +17,7 @@ import numpy as np
 from ..model.constraints import Dependencies
 from ..model.errors import InputError
 from ..model.jobs import JobTable
+from ..model.progress import Progress  # noqa: F401  (the loops' progress, public here)
 from .inputs import _unique_rank
 from .interrupt import PAUSE, REQUEST, interrupted
 from .state import Deps, as_i64
@@ -53,15 +54,6 @@ class EngineRun:
     attempts: object = None
 
 
-@dataclass(frozen=True)
-class Progress:
-    """A simulation so far, in the caller's job order (-1 where not yet)."""
-
-    start: np.ndarray
-    end: np.ndarray
-    eligible: np.ndarray
-
-
 def submit_order(jobs: JobTable) -> tuple[np.ndarray, np.ndarray]:
     """(order, inverse): the loops index jobs by submit time, then job id."""
     order = np.lexsort((jobs.job_id, jobs.submit_time))
@@ -85,9 +77,50 @@ def loop_deps(dependencies: Dependencies, inverse, n: int) -> Deps:
 def set_queue_rank(rank_out, queue, qlen: int, rank) -> None:
     """Write a new queue order ``rank`` (submit order) and re-sort ``queue[:qlen]``."""
     rank_out[:] = rank
+    _resort(rank_out, queue, qlen)
+
+
+def set_rows_rank(rank_out, queue, qlen: int, rows, key, base: int) -> None:
+    """Rank the jobs ``rows`` (submit order) by ``key`` (lower first; ties by submit
+    order) from ``base`` on, above every rank given before, and re-sort
+    ``queue[:qlen]``. Every queued job must be among ``rows``: the others keep
+    ranks that no longer compare."""
+    rank_out[rows[np.lexsort((rows, key))]] = base + np.arange(len(rows))
+    if qlen and int(rank_out[queue[:qlen]].min()) < base:
+        raise RuntimeError("a queued job was not ranked (not in the recomputed window)")
+    _resort(rank_out, queue, qlen)
+
+
+def _resort(rank, queue, qlen: int) -> None:
     if qlen:
         q = queue[:qlen]
-        q[:] = q[np.argsort(rank_out[q], kind="stable")]
+        q[:] = q[np.argsort(rank[q], kind="stable")]
+
+
+class QueueWindow:
+    """The jobs that may be queued before a time (submit order): every job submitted
+    before it that has not started, the queued ones and the requeued attempts
+    waiting. Kept from one recomputation to the next, so each costs the jobs
+    pending or submitted since, not every job ever submitted; ``base``: the next
+    unused queue rank (the loops start with ranks 0..n-1)."""
+
+    def __init__(self, n: int):
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.seen = 0
+        self.base = n
+
+    def advance(self, loop, t_hi: int) -> np.ndarray:
+        hi = max(self.seen, int(np.searchsorted(loop.submit, t_hi, side="left")))
+        rows = np.unique(np.concatenate([self.rows, np.arange(self.seen, hi, dtype=np.int64),
+                                         loop.queued_jobs(), loop.requeue_waiting()]))
+        self.rows = rows[loop.start_times()[rows] < 0]
+        self.seen = hi
+        return self.rows
+
+    def rank(self, loop, key) -> None:
+        """Give the window's jobs their queue order by ``key`` (one per row)."""
+        loop.set_rows_rank(self.rows, np.asarray(key), self.base)
+        self.base += len(self.rows)
 
 
 def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None = None,
@@ -96,7 +129,10 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
 
     Queue order: ``rank`` (per job, lower first; ties by submit time, then job
     id), or ``reorder(b, progress) -> rank`` at the start ``b`` of every
-    ``period``-second window of simulated time that has an instant.
+    ``period``-second window of simulated time that has an instant. A ``reorder``
+    with a ``ranks(b, progress, rows) -> rank of rows`` method is asked only for
+    the jobs that may be queued before ``b + period`` (:class:`QueueWindow`), so
+    a recomputation costs the pending jobs, not every job of the run.
     ``events`` (:class:`fastsched.model.events.NodeEvents`): each is given to
     the loop's one entry point (``apply_node_event``) before the instant at its
     time, which the loop then visits; events after the last job has started or
@@ -105,12 +141,13 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
     the node events of that time.
     ``tick(control)`` now and then; ``checkpoints`` pauses the loop at an
     instant boundary whenever one is due and saves ``{"loop", "reorder",
-    "last", "event"}``; ``resume`` (such a state) goes on from it, ``loop`` unused.
+    "last", "event", "window"}``; ``resume`` (such a state) goes on from it, ``loop`` unused.
     """
     last, e = None, 0
     if resume is not None:
         loop, reorder, last = resume["loop"], resume["reorder"], resume["last"]
         e = resume.get("event", 0)
+    window = QueueWindow(loop.n) if resume is None else resume["window"]
     if reorder is not None and (period is None or period < 1):
         raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
     if resume is None and rank is not None:
@@ -143,16 +180,26 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
             if reorder is not None:
                 b = t_next // period * period     # the period the next instant is in
                 if b != last:
-                    loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
+                    _reorder(loop, jobs, reorder, window, b, b + period)
                     last = b
                 t_stop = min(t_stop, b + period - 1)
             loop.run(t_stop, watch)
             if loop.control[REQUEST] == PAUSE:
                 loop.control[REQUEST] = 0
-                checkpoints.save({"loop": loop, "reorder": reorder, "last": last, "event": e})
+                checkpoints.save({"loop": loop, "reorder": reorder, "last": last, "event": e,
+                                  "window": window})
     except KeyboardInterrupt as exc:       # Ctrl-C between two calls: say where the run was
         raise interrupted(loop.control, exc) from None
     return loop.result()
+
+
+def _reorder(loop, jobs, reorder, window, b: int, t_hi: int) -> None:
+    """The queue order for the period from ``b`` to ``t_hi``."""
+    if not hasattr(reorder, "ranks"):
+        loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
+        return
+    rows = window.advance(loop, t_hi)
+    window.rank(loop, reorder.ranks(b, loop.progress(), loop.order[rows]))
 
 
 def _requeue_time(loop) -> int:

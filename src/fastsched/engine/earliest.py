@@ -24,9 +24,32 @@ from .runindex import _A, _LN, add_slot, ix_add_slot, tr_node, tr_reserve, tr_su
 _INF = np.int64(1) << np.int64(62)
 
 
+_PACKED_MAX = np.int64(1) << np.int64(62)
+
+
 @njit(cache=True)
 def _lex_order(k0, k1, k2, k3, count):
-    """Order of 0..count-1 by (k0, k1, k2, k3, position): stable sorts, least significant first."""
+    """Order of 0..count-1 by (k0, k1, k2, k3, position). One stable sort of the four keys
+    packed into one integer (offsets from their minima) when their spans allow it, as
+    they do for free GPUs, CPUs and MB; else stable sorts, least significant first."""
+    if count == 0:
+        return np.arange(0)
+    keys = (k0[:count], k1[:count], k2[:count], k3[:count])
+    packed = np.zeros(count, dtype=np.int64)
+    room = _PACKED_MAX
+    for key in keys:
+        lo = key.min()
+        span = key.max() - lo + 1
+        if span <= 0 or span > room:        # (<= 0: the span overflowed)
+            return _lex_order_sorts(k0, k1, k2, k3, count)
+        room //= span
+        for i in range(count):
+            packed[i] = packed[i] * span + (key[i] - lo)
+    return np.argsort(packed, kind="mergesort")
+
+
+@njit(cache=True)
+def _lex_order_sorts(k0, k1, k2, k3, count):
     order = np.arange(count)
     for key in (k3, k2, k1, k0):
         sub = key[order]
@@ -40,20 +63,29 @@ def _capable(x, ask, nodes):
 
 
 @njit(cache=True)
-def _plan_job(now, ask, only_now, skip_now, plist, nodes, p, chosen, topo, unit, max_leaves,
-              excl):
+def _plan_job(now, ask, only_now, skip_now, part, plist, nodes, p, free, chosen, topo, unit,
+              max_leaves, excl):
     """Earliest start of a job (or only "now?" when ``only_now``) on the nodes
-    ``plist``; fills ``chosen[:need]`` with its nodes, ascending. Returns the start,
-    -1 (only_now and it does not fit) or -2 (it fits now, but not within its
-    topology constraint: no plan this pass). ``skip_now``: the caller knows it
-    cannot fit now. The kept profiles (every breakpoint but the first > now) get
-    their first segment moved to now here. Topology: :func:`_choose_now`."""
+    ``plist`` of partition ``part``; fills ``chosen[:need]`` with its nodes,
+    ascending. Returns the start, -1 (only_now and it does not fit) or -2 (it fits
+    now, but not within its topology constraint: no plan this pass). ``skip_now``:
+    the caller knows it cannot fit now. The kept profiles (every breakpoint but the
+    first > now) get their first segment moved to now before they are read; a start
+    now of a GPU job without topology reads only the nodes with enough free GPUs
+    (:func:`_fitting_now_by_gpus`). Topology: :func:`_choose_now`."""
     cand = np.empty(plist.shape[0], dtype=np.int64)
-    nc = _fitting_now(now, ask, skip_now, plist, nodes, p, cand)
+    by_gpus = (not skip_now and ask.g > 0 and topo.levels.shape[0] == 0
+               and nodes.pbits.shape[0] > 0)
+    if by_gpus:
+        nc = _fitting_now_by_gpus(now, ask, part, nodes, p, free, cand)
+    else:
+        nc = _fitting_now(now, ask, skip_now, plist, nodes, p, cand)
     if nc >= ask.need and not skip_now:
         return _choose_now(now, ask, cand[:nc], nodes, p, chosen, topo, unit, max_leaves, excl)
     if only_now:
         return -1
+    if by_gpus:         # a later start reads every capable node
+        _fitting_now(now, ask, True, plist, nodes, p, cand)
     t_up = _tail_bound(ask, plist, nodes, p)
     if ask.need == 1:
         return _earliest_one(ask, plist, nodes, p, t_up, chosen)
@@ -77,20 +109,51 @@ def _fitting_now(now, ask, skip_now, plist, nodes, p, cand):
             continue
         o = p.wo[x]
         WT[o] = now
-        if skip_now or WG[o] < g or WC[o] < c or WM[o] < m:
-            continue
-        ok = True
-        k = 1
-        L = p.wlen[x]
-        while k < L and WT[o + k] < now + d:
-            if WG[o + k] < g or WC[o + k] < c or WM[o + k] < m:
-                ok = False
-                break
-            k += 1
-        if ok:
+        if not skip_now and _fits_from(o, p.wlen[x], now + d, g, c, m, WT, WG, WC, WM):
             cand[nc] = x
             nc += 1
     return nc
+
+
+@leaf_kernel
+def _fitting_now_by_gpus(now, ask, part, nodes, p, free, cand):
+    """:func:`_fitting_now` over the nodes of partition ``part`` with at least
+    ``ask.g`` free GPUs now, list by list from the fewest (``free.bhead``), up to
+    the list where ``need`` candidates are reached: a start now is best fit, fewest
+    free GPUs first, so its nodes are among them. ``cand[:count]`` comes out
+    ascending, the order of a scan. Returns the count."""
+    g, c, m, d = ask.g, ask.c, ask.m, ask.d
+    WT, WG, WC, WM = p.WT, p.WG, p.WC, p.WM
+    bit = np.uint64(part)
+    nc = 0
+    for v in range(g, free.bhead.shape[0]):
+        x = free.bhead[v]
+        while x >= 0:
+            if (nodes.pbits[x] >> bit) & np.uint64(1):
+                o = p.wo[x]
+                WT[o] = now
+                if _fits_from(o, p.wlen[x], now + d, g, c, m, WT, WG, WC, WM):
+                    cand[nc] = x
+                    nc += 1
+            x = free.bnext[x]
+        if nc >= ask.need:
+            break
+    cand[:nc].sort()
+    return nc
+
+
+@leaf_kernel
+def _fits_from(o, L, until, g, c, m, WT, WG, WC, WM):
+    """Do the segments of a profile at ``o`` (``L`` breakpoints) hold (g, c, m) from
+    the first up to ``until``?"""
+    if WG[o] < g or WC[o] < c or WM[o] < m:
+        return False
+    k = 1
+    while k < L and WT[o + k] < until:
+        if WG[o + k] < g or WC[o + k] < c or WM[o + k] < m:
+            return False
+        k += 1
+    return True
 
 
 @njit(cache=True)

@@ -17,9 +17,12 @@ from .leafkernel import leaf_kernel
 
 @leaf_kernel
 def _tcount_update(x, og, oc, om, free, types, nodes):
-    """Node x's free-now went from (og, oc, om) to ``fg/fc/fm[x]``: adjust the
-    kept free-now counts of the types already counted (``tcount`` >= 0) whose
-    partition holds x. Without ``pbits`` (> 64 partitions) they are recounted."""
+    """Node x's free-now went from (og, oc, om) to ``fg/fc/fm[x]``: move it to the
+    list of its free GPUs and adjust the kept free-now counts of the types already
+    counted (``tcount`` >= 0) whose partition holds x. Without ``pbits`` (> 64
+    partitions) they are recounted."""
+    if free.bval[x] != free.fg[x]:
+        _move_to_list(x, free.fg[x], free)
     tcount = free.tcount
     if nodes.pbits.shape[0] == 0:
         tcount[:] = -1
@@ -35,6 +38,25 @@ def _tcount_update(x, og, oc, om, free, types, nodes):
             tcount[ty] -= 1
         elif now and not was:
             tcount[ty] += 1
+
+
+@leaf_kernel
+def _move_to_list(x, v, free):
+    """Node x from its list of nodes by free GPUs (``bval[x]``) to list ``v``."""
+    nxt, prv = free.bnext[x], free.bprev[x]
+    if prv >= 0:
+        free.bnext[prv] = nxt
+    else:
+        free.bhead[free.bval[x]] = nxt
+    if nxt >= 0:
+        free.bprev[nxt] = prv
+    head = free.bhead[v]
+    free.bnext[x] = head
+    free.bprev[x] = -1
+    if head >= 0:
+        free.bprev[head] = x
+    free.bhead[v] = x
+    free.bval[x] = v
 
 
 @leaf_kernel

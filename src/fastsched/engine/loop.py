@@ -17,7 +17,8 @@ from ..model.policies import get_policy
 from .blocks import _exclusive, _release_blocks
 from .heap import _heap_pop, _heap_push
 from .freenow import _tcount_update
-from .driver import EngineRun, Progress, drive, loop_deps, set_queue_rank, submit_order
+from .driver import (EngineRun, Progress, drive, loop_deps, set_queue_rank, set_rows_rank,
+                     submit_order)
 from .inputs import (_check_policy, _grid, _permute_csr, _placement, _request_types,
                      check_node_jobs, ever_available, new_nodes, node_availability)
 from .interrupt import DONE as _DONE, NOW as _NOW, PAUSE as _PAUSE, REQUEST as _REQUEST
@@ -29,8 +30,8 @@ from .passes import _pass
 from .profile import _advance, _give_back, _on_grid, new_profile, profile_of
 from .requeue import Requeues
 from .running import _take_running
-from .state import (Deps, Events, FreeNow, Jobs, Limits, Profile, Rules, Running, Topology,
-                    as_i64, new_outputs, new_request_types, new_scratch)
+from .state import (Deps, Events, Jobs, Limits, Profile, Rules, Running, Topology,
+                    as_i64, new_free, new_outputs, new_request_types, new_scratch)
 
 _INF = np.int64(1) << np.int64(62)
 #: a request type gets a run index after this many plans in one pass of the
@@ -255,8 +256,8 @@ class _EventLoop:
         g = nodes.capG.astype(np.uint64)
         fmask = np.where(g >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
                          (np.uint64(1) << g) - np.uint64(1)).astype(np.uint64)
-        self.free = FreeNow(nodes.capG.copy(), nodes.capC.copy(), nodes.capM.copy(), fmask,
-                            np.full(len(self.types.p), -1, dtype=np.int64))
+        self.free = new_free(nodes.capG.copy(), nodes.capC.copy(), nodes.capM.copy(), fmask,
+                             len(self.types.p), int(nodes.capG.max(initial=0)))
         # the kept work profile: every node wholly free (one segment, from time 0)
         p = new_profile(np.full(X, 8, dtype=np.int64))
         p.WG[p.wo], p.WC[p.wo], p.WM[p.wo] = nodes.capG, nodes.capC, nodes.capM
@@ -394,9 +395,21 @@ class _EventLoop:
         """New queue order (``rank`` in the caller's job order, lower first, unique)."""
         set_queue_rank(self.ev.rank, self.ev.queue, self.sc[1], np.asarray(rank)[self.order])
 
-    def progress(self) -> "Progress":
-        inv = self.inverse
-        return Progress(self.out.start[inv], self.out.end[inv], self.jobs.eligible[inv])
+    def set_rows_rank(self, rows, key, base: int) -> None:
+        """New queue order of the jobs ``rows`` (submit order; :func:`set_rows_rank`)."""
+        set_rows_rank(self.ev.rank, self.ev.queue, int(self.sc[1]), rows, key, base)
+
+    def queued_jobs(self) -> np.ndarray:
+        return self.ev.queue[:self.sc[1]]
+
+    def requeue_waiting(self) -> np.ndarray:
+        return np.array([j for _, j in self.requeues.waiting], dtype=np.int64)
+
+    def start_times(self) -> np.ndarray:
+        return self.out.start
+
+    def progress(self) -> Progress:
+        return Progress.over(self.out.start, self.out.end, self.jobs.eligible, self.inverse)
 
     def run(self, t_stop: int = int(_INF), tick=None) -> None:
         """Every instant up to ``t_stop``; ``tick(control)`` now and then while it

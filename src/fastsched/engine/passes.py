@@ -101,7 +101,7 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
                 te = _plan_indexed(now, jobs.limit[j], jobs.nn[j], only_now, ix.top[0],
                                    ix.slot[ty], ix.TR, p, scratch.trial)
             else:
-                te = _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo,
+                te = _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, free, topo,
                                 scratch.trial)
             if te >= 0 and (t < 0 or te < t):
                 t = te
@@ -205,12 +205,13 @@ def _nodes_of(part, nodes):
 
 
 @njit(cache=True)
-def _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, topo, trial):
+def _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, free, topo, trial):
     """Job ``j``'s earliest start in its partition choice ``e`` by scan, its nodes
     in ``trial`` (:func:`fastsched.engine.earliest._plan_job`)."""
     ask = Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], jobs.limit[j], jobs.nn[j])
-    return _plan_job(now, ask, only_now, not now_here, _nodes_of(jobs.pc_part[e], nodes),
-                     nodes, p, trial, topo, topo.unit[j], ml, topo.excl[j])
+    part = jobs.pc_part[e]
+    return _plan_job(now, ask, only_now, not now_here, part, _nodes_of(part, nodes), nodes, p,
+                     free, trial, topo, topo.unit[j], ml, topo.excl[j])
 
 
 @njit(cache=True)

@@ -19,7 +19,7 @@ from .limits import NCAPS
 from .passes import _pass
 from .profile import _build_all, new_profile
 from .running import RunningJobs, _running_state
-from .state import (FreeNow, Jobs, Limits, Rules, Topology, as_i64, new_outputs,
+from .state import (Jobs, Limits, Rules, Topology, as_i64, new_free, new_outputs,
                     new_request_types, new_scratch)
 
 START, RESERVED, BLOCKED = 0, 1, 2
@@ -128,7 +128,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     lim = Limits(jg_off, as_i64(jg), as_i64(limits.caps).reshape(-1, NCAPS), usage)
     out = new_outputs(n, int(jobs.offsets[-1]), -1)
     p = new_profile(wcap)
-    free = FreeNow(*free_now, np.full(len(types.p), -1, dtype=np.int64))
+    free = new_free(*free_now, len(types.p), int(nodes.capG.max(initial=0)))
     _build_all(np.int64(now), p, run, free)
     stop_at_head, depth = get_policy(policy).kernel_rules(reserve_depth)
     walked = _walked(stop_at_head, bool(full), jobs.pc_off, jobs.pc_type, jobs.nn, types, nodes,

@@ -35,8 +35,12 @@ Nodes = namedtuple("Nodes", ["capG", "capC", "capM", "poff", "pflat", "pbits"])
 
 #: free now (running jobs only): GPUs, CPUs, MB and free GPU bits per node, and
 #: per request type the count of nodes of its partition whose free-now covers
-#: it (``tcount``, -1: not counted yet; :mod:`fastsched.engine.freenow`)
-FreeNow = namedtuple("FreeNow", ["fg", "fc", "fm", "fmask", "tcount"])
+#: it (``tcount``, -1: not counted yet; :mod:`fastsched.engine.freenow`); the
+#: nodes by free GPUs: linked lists ``bnext``/``bprev`` from ``bhead[v]``, node x
+#: in list ``bval[x]`` (its free GPUs, kept at every start and end; topology
+#: blocks change free GPUs without moving nodes, and never read the lists)
+FreeNow = namedtuple("FreeNow", ["fg", "fc", "fm", "fmask", "tcount", "bhead", "bnext",
+                                 "bprev", "bval"])
 
 #: the distinct (partition, gpus, cpus, mem) requests, one row each, and how many
 #: available nodes of the partition can hold each (``cap``: a job of more nodes
@@ -97,6 +101,25 @@ Scratch = namedtuple("Scratch", ["chosen", "trial"])
 
 def as_i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def new_free(fg, fc, fm, fmask, num_types: int, max_gpus: int) -> FreeNow:
+    """Free-now state from per-node free GPUs, CPUs, MB and GPU bits; no type counted
+    yet; ``max_gpus``: the most GPUs a node has (the lists go up to it)."""
+    fg = as_i64(fg)
+    n = len(fg)
+    by = np.argsort(fg, kind="stable")
+    v = fg[by]
+    same = v[1:] == v[:-1]
+    bnext = np.full(n, -1, dtype=np.int64)
+    bprev = np.full(n, -1, dtype=np.int64)
+    bnext[by[:-1][same]] = by[1:][same]
+    bprev[by[1:][same]] = by[:-1][same]
+    bhead = np.full(max(int(max_gpus), int(v[-1]) if n else 0) + 1, -1, dtype=np.int64)
+    first = np.concatenate([[True], ~same]) if n else np.zeros(0, dtype=bool)
+    bhead[v[first]] = by[first]
+    return FreeNow(fg, as_i64(fc), as_i64(fm), fmask, np.full(num_types, -1, dtype=np.int64),
+                   bhead, bnext, bprev, fg.copy())
 
 
 def new_outputs(n: int, total: int, nodes_fill=None) -> Outputs:

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ..model.errors import InputError
+from ..model.progress import per_job
 from .fairshare import AssociationTree, Usage
 from .limits import job_tres
 
@@ -137,24 +138,28 @@ class UsageTracker:
 
     def at(self, now: int, start, end, started=None) -> Usage:
         """Usage at ``now`` from ``start`` / ``end`` (per job, as :func:`usage_at` takes
-        them). ``started``: the jobs that started since the previous call (indices;
+        them, or :class:`~fastsched.model.progress.Column` views: only the running jobs
+        are read). ``started``: the jobs that started since the previous call (indices;
         None: unknown, recompute from every job); jobs started earlier keep theirs."""
         now = int(now)
-        start = np.asarray(start, dtype=np.int64)
-        end = np.asarray(end, dtype=np.int64)
-        if start.shape != (self.n,) or end.shape != (self.n,):
-            raise InputError(f"start / end must have {self.n} entries "
-                             f"(got {start.shape}, {end.shape})")
+        start = per_job(start, self.n, "start")
+        end = per_job(end, self.n, "end")
         reset = last_reset(self.config.usage_reset_period, now)
         if started is None or self.now is None or now < self.now or reset != self.reset:
             self._restart(now, reset, start)
         else:
             self._advance(now, np.asarray(started, dtype=np.int64))
         run = self.running
+        if len(run):        # a killed attempt (start reset) leaves; its restart comes back
+            keep = start[run] >= 0
+            if not keep.all():
+                self.is_running[run[~keep]] = False
+                run = self.running = run[keep]
         e = end[run]
         over = (e >= 0) & (e <= now)                 # ended since the last call
         if over.any():
             self._charge(self.done, run[over], start, e[over], now)
+            self.is_running[run[over]] = False
             run = self.running = run[~over]
             e = e[~over]
         usage = self.config.new_usage(self.tree)
@@ -166,11 +171,16 @@ class UsageTracker:
         self.reset = reset
         self.done = np.zeros(self.tree.num_users, dtype=np.float64)
         self.running = np.flatnonzero(start >= 0)
+        self.is_running = np.zeros(self.n, dtype=bool)
+        self.is_running[self.running] = True
         self.now = now
 
     def _advance(self, now, started):
         if self.k and now > self.now:
             self.done *= np.exp(-self.k * (now - self.now))
+        # a job killed and restarted since the last call is running once
+        started = started[~self.is_running[started]]
+        self.is_running[started] = True
         self.running = np.concatenate([self.running, started])
         self.now = now
 

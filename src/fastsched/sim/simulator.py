@@ -264,26 +264,35 @@ def _run_engine(model, cluster, jobs, policy, depth, priority, period, **constra
 
 class _Reorder:
     """The queue order from ``priority(now, progress)``, recomputed each period, and the
-    priority each job started with (an object, so that a checkpoint holds its state)."""
+    priority each job started with (an object, so that a checkpoint holds its state).
+
+    The event loops ask only for the jobs that may be queued in the period
+    (:meth:`ranks`); a priority with a ``keys(now, progress, rows)`` method computes
+    only theirs, so a recomputation costs the pending jobs, not the whole run."""
 
     def __init__(self, priority, n: int):
         self.priority = priority
         self.at_start = np.full(n, np.nan)
-        self.key = None
+        self.rows = np.zeros(0, dtype=np.int64)      # the last recomputation's jobs ...
+        self.key = np.zeros(0)                       # ... and their priorities
         self.seen = np.zeros(n, dtype=bool)
 
-    def __call__(self, now, progress):
+    def ranks(self, now, progress, rows):
         self.stamp(progress.start)
-        self.key = np.asarray(self.priority(now, progress), dtype=np.float64)
+        if hasattr(self.priority, "keys"):
+            key = self.priority.keys(now, progress, rows)
+        else:
+            key = np.asarray(self.priority(now, progress))[rows]
+        self.rows, self.key = rows, np.asarray(key, dtype=np.float64)
         return -self.key
 
     def stamp(self, start) -> None:
-        """Jobs started since the last recomputation started with the current priorities."""
-        if self.key is None:
-            return
-        new = (start >= 0) & ~self.seen
-        self.at_start[new] = self.key[new]
-        self.seen |= new
+        """Jobs started since the last recomputation started with its priorities (they
+        were among its jobs: it covered every job that could start before the next)."""
+        rows = self.rows
+        new = (start[rows] >= 0) & ~self.seen[rows]
+        self.at_start[rows[new]] = self.key[new]
+        self.seen[rows[new]] = True
 
 
 class _PriorityAt:

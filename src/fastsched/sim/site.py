@@ -35,7 +35,8 @@ _TIER_SCALE = float(2 ** 33)
 
 
 def priority_function(config, workload, cluster, tree=None):
-    """``priority(now, progress) -> float64[n]``: tier-major multifactor keys at ``now``.
+    """``priority(now, progress) -> float64[n]``: tier-major multifactor keys at ``now``
+    (a :class:`SitePriority`).
 
     Only jobs that may be queued before the next recomputation (not started,
     submitted before ``now + calc_period``) are computed; the others get -inf.
@@ -43,39 +44,62 @@ def priority_function(config, workload, cluster, tree=None):
     one: the queued jobs, those that started and usage carried forward
     (:class:`~fastsched.policy.usage.UsageTracker`); an earlier ``now`` starts over.
     """
-    jobs = workload.jobs
-    tree = config.build_tree(workload) if tree is None else tree
-    assoc = tree.job_associations(workload)
-    qos_factor = config.qos_factor()[config.job_qos(workload)]
-    part_factor = config.partition_factor(cluster)
-    tier = np.array([p.priority_tier for p in cluster.partitions], dtype=np.float64)
-    job_tier = tier[jobs.partition]
-    window = _QueueWindow(jobs.submit_time, int(config.calc_period))
-    tracker = UsageTracker(config, tree, workload, job_associations=assoc)
+    return SitePriority(config, workload, cluster, tree)
 
-    waiting = []        # jobs started since the tracker last looked (None: start over)
 
-    def priority(now, progress):
-        key = np.full(len(jobs), -np.inf)
-        rows, started = window.advance(now, progress.start)
-        waiting.append(started)
+class SitePriority:
+    """A site's queue priorities over time (see :func:`priority_function`): called
+    with a whole progress, or asked for some jobs' keys (:meth:`keys`, what the
+    simulator's event loops do)."""
+
+    def __init__(self, config, workload, cluster, tree=None):
+        jobs = workload.jobs
+        self.config, self.cluster, self.jobs = config, cluster, jobs
+        self.tree = config.build_tree(workload) if tree is None else tree
+        self.assoc = self.tree.job_associations(workload)
+        self.qos_factor = config.qos_factor()[config.job_qos(workload)]
+        self.part_factor = config.partition_factor(cluster)
+        tier = np.array([p.priority_tier for p in cluster.partitions], dtype=np.float64)
+        self.job_tier = tier[jobs.partition]
+        self.window = _QueueWindow(jobs.submit_time, int(config.calc_period))
+        self.tracker = UsageTracker(config, self.tree, workload, job_associations=self.assoc)
+        self.waiting = []       # jobs started since the tracker last looked (None: start over)
+        self.asked = None       # the jobs of the last call of keys()
+        self.now = None
+
+    def __call__(self, now, progress):
+        key = np.full(len(self.jobs), -np.inf)
+        rows, started = self.window.advance(now, progress.start)
+        self.waiting.append(started)
         if not len(rows):
             return key
-        started = None if any(s is None for s in waiting) else np.concatenate(waiting)
-        waiting.clear()
-        usage = tracker.at(now, progress.start, progress.end, started)
+        started = None if any(s is None for s in self.waiting) else np.concatenate(self.waiting)
+        self.waiting.clear()
+        key[rows] = self._keys(now, progress, rows, started)
+        return key
+
+    def keys(self, now, progress, rows):
+        """The keys of jobs ``rows`` at ``now`` (every job that may be queued before
+        the next call, and so every job that starts before it)."""
+        if self.asked is None or now < self.now:
+            started = None
+        else:
+            started = self.asked[progress.start[self.asked] >= 0]
+        self.asked, self.now = rows, now
+        return self._keys(now, progress, rows, started)
+
+    def _keys(self, now, progress, rows, started):
+        jobs = self.jobs
+        usage = self.tracker.at(now, progress.start, progress.end, started)
         eligible = progress.eligible[rows]
         submit = jobs.submit_time[rows]
         accrue = np.where(eligible >= 0, eligible, submit)
-        prio = multifactor(jobs.take(rows), now, config.weights,
-                           fairshare=config.fairshare(tree, usage),
-                           fairshare_index=assoc[rows], qos_factor=qos_factor[rows],
-                           partition_factor=part_factor, cluster=cluster,
+        prio = multifactor(jobs.take(rows), now, self.config.weights,
+                           fairshare=self.config.fairshare(self.tree, usage),
+                           fairshare_index=self.assoc[rows], qos_factor=self.qos_factor[rows],
+                           partition_factor=self.part_factor, cluster=self.cluster,
                            accrue_time=np.maximum(accrue, submit))
-        key[rows] = job_tier[rows] * _TIER_SCALE + prio
-        return key
-
-    return priority
+        return self.job_tier[rows] * _TIER_SCALE + prio
 
 
 class _QueueWindow:

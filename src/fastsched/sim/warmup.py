@@ -16,6 +16,7 @@ import time
 #: seconds before the announcement appears (loading from the cache is often quicker)
 ANNOUNCE_AFTER = 1.0
 MESSAGE = "compiling the node engine (first run only, ~1-2 min)..."
+COMPILE_ALL_MESSAGE = "compiling every kernel of the engine (once per install, a few minutes)..."
 
 _ready = False      # the kernels are compiled or loaded in this process
 
@@ -37,6 +38,49 @@ def warm_up(announce: bool | None = False) -> float:
     return time.perf_counter() - start
 
 
+def compile_all(announce: bool | None = None) -> float:
+    """Compile (or load) every compiled kernel a simulation, the embedded scheduler or a
+    Slurm-model plan can call, so that none compiles later (``fastsched compile``, run
+    at install: Numba's cache on disk is then warm for every later process). Returns
+    the seconds it took."""
+    global _ready
+    start = time.perf_counter()
+    with _Announcement(sys.stderr, announce, COMPILE_ALL_MESSAGE):
+        _run_tiny()
+        _ready = True
+        _run_every_path()
+    return time.perf_counter() - start
+
+
+def _run_every_path() -> None:
+    """Tiny runs through the entry points :func:`_run_tiny` leaves out: a node failure
+    (kernels called from Python), site priorities (the priority and fair-share kernels),
+    one pass of the embedded scheduler, and the Slurm model."""
+    import numpy as np
+    from ..model.cluster import Cluster
+    from ..model.events import NodeEvents
+    from ..model.jobs import JobTable
+    from ..policy.fairshare import AssociationTree, classic, fair_tree, level_fairshare
+    from ..policy.priority import PriorityWeights, multifactor
+    from .scheduler import Scheduler
+    from .simulator import simulate
+    cluster = Cluster(["g1", "g2"], cpus=[2, 2], gpus=[2, 2], mem_mb=[0, 0])
+    jobs = JobTable.from_arrays(job_id=[1, 2, 3], submit_time=[0, 1, 2], time_limit=[10] * 3,
+                                runtime=[5] * 3, num_nodes=1, cpus_per_node=1,
+                                gpus_per_node=1)
+    events = NodeEvents.from_rows([(3, "down", [0]), (4, "up", [0])], 2)
+    simulate(cluster, jobs, "conservative", reservations="nodes", events=events)
+    simulate(cluster, jobs, "conservative", reservations="slurm")
+    sched = Scheduler(cluster, "conservative", reservations="nodes")
+    sched.submit(jobs)
+    sched.apply(sched.schedule(now=2))
+    tree = AssociationTree.from_edges([("root", "a", 1), ("a", "u1", 1), ("a", "u2", 1)])
+    usage = np.array([1.0, 2.0])
+    for fairshare in (fair_tree, level_fairshare, classic):
+        fairshare(tree, usage)
+    multifactor(jobs, 3, PriorityWeights(), cluster=cluster)
+
+
 def _run_tiny() -> None:
     """Two 1-GPU jobs sharing a node through the node engine, then the GPU-fragmentation
     sweep of the summary: every kernel a plain node-engine run calls."""
@@ -56,8 +100,8 @@ def _run_tiny() -> None:
 class _Announcement:
     """One line on ``stream`` while its block runs longer than ``ANNOUNCE_AFTER`` s."""
 
-    def __init__(self, stream, announce: bool | None):
-        self.stream = stream
+    def __init__(self, stream, announce: bool | None, message: str = MESSAGE):
+        self.stream, self.message = stream, message
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.on = bool(announce) or (announce is None and self.tty)
         self.done = threading.Event()
@@ -74,9 +118,9 @@ class _Announcement:
         if self.done.wait(ANNOUNCE_AFTER):
             return
         self.shown = True
-        self._write(MESSAGE)
+        self._write(self.message)
         while self.tty and not self.done.wait(1.0):
-            self._write(f"\r{MESSAGE} {time.perf_counter() - self.start:.0f} s")
+            self._write(f"\r{self.message} {time.perf_counter() - self.start:.0f} s")
 
     def __exit__(self, failed, *exc) -> None:
         if not self.on:
@@ -84,7 +128,7 @@ class _Announcement:
         self.done.set()
         self.thread.join()
         if self.shown:
-            lead = f"\r{MESSAGE}" if self.tty else ""
+            lead = f"\r{self.message}" if self.tty else ""
             end = "stopped" if failed else f"done in {time.perf_counter() - self.start:.1f} s"
             self._write(f"{lead} {end}\n")
 
