@@ -7,14 +7,15 @@ Documented generator, seeded, plain NumPy:
   (1,024 nodes, about 122k jobs over two years; partitions of 32 to 1,024
   nodes, powers of two).
 * ``mira``: the shape of a 49,152-node Blue Gene/Q log (22,508 jobs; blocks
-  of 512 nodes and up, powers of two and a few multiples; about 1,750 nodes per
-  job on average).
+  of 512 nodes and up, powers of two and a few multiples; about 2,000 nodes per
+  job on average). ``big-50k``: the same jobs, 25,000 of them, on 50,000 nodes.
 
 Both draw: job sizes from the machine's allowed sizes (weights falling with
 size), runtimes log-uniform from 1 minute to the limit class, requested limits
 from a few classes (runtime <= limit; 5% of jobs run to their limit and are
 killed there), and Poisson arrivals at a rate that offers ``load`` times the
-machine's node-seconds, so queues build up and EASY backfills. Job ids 1..n in
+machine's node-seconds (0.5 for lanl-cm5, whose 1,024-node jobs keep EASY
+below 60% busy; 0.75 for the others), so queues build up and EASY backfills. Job ids 1..n in
 submit order. Nothing here is fitted to a real log: it is a workload of that
 shape, for timing, not for statistics.
 """
@@ -22,20 +23,25 @@ from __future__ import annotations
 
 import numpy as np
 
+_BGQ_SIZES = [512, 1024, 2048, 4096, 8192, 12_288, 16_384, 32_768, 49_152]
+_BGQ_WEIGHTS = [50, 24, 12, 7, 4, 1.2, 1.2, 0.5, 0.3]
+_BGQ_LIMITS = [1800, 6 * 3600, 12 * 3600, 24 * 3600]
 SHAPES = {
-    # name: (nodes, jobs, sizes, size weights, limit classes in s)
+    # name: (nodes, jobs, sizes, size weights, limit classes in s, offered load)
     "lanl-cm5": (1024, 122_060, [32, 64, 128, 256, 512, 1024], [40, 25, 15, 10, 6, 4],
-                 [900, 3600, 3 * 3600, 12 * 3600]),
-    "mira": (49_152, 22_508, [512, 1024, 2048, 4096, 8192, 12_288, 16_384, 32_768, 49_152],
-             [45, 22, 13, 9, 5, 2, 2, 1, 1], [1800, 6 * 3600, 12 * 3600, 24 * 3600]),
+                 [900, 3600, 3 * 3600, 12 * 3600], 0.5),
+    "mira": (49_152, 22_508, _BGQ_SIZES, _BGQ_WEIGHTS, _BGQ_LIMITS, 0.75),
+    "big-50k": (50_000, 25_000, _BGQ_SIZES, _BGQ_WEIGHTS, _BGQ_LIMITS, 0.75),
 }
 
 
-def generate(shape: str, *, jobs: int | None = None, load: float = 0.95, seed: int = 1):
+def generate(shape: str, *, jobs: int | None = None, load: float | None = None,
+             seed: int = 1):
     """(num_nodes, JobTable) of an SWF-like workload of ``shape`` (see module doc)."""
     from fastsched import JobTable
-    nodes, n, sizes, weights, limits = SHAPES[shape]
+    nodes, n, sizes, weights, limits, default_load = SHAPES[shape]
     n = n if jobs is None else jobs
+    load = default_load if load is None else load
     rng = np.random.default_rng(seed)
     w = np.asarray(weights, dtype=float)
     size = rng.choice(np.asarray(sizes), size=n, p=w / w.sum())

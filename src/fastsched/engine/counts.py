@@ -24,6 +24,8 @@ from .inputs import _check_policy, _permute_csr
 from .interrupt import call, new_control
 from .state import as_i64
 
+_NEVER = np.int64(1) << np.int64(62)                # runs every instant
+
 
 @dataclass(frozen=True)
 class NodeRuns:
@@ -44,18 +46,8 @@ class NodeRuns:
         offsets = np.zeros(len(slots) + 1, dtype=np.int64)
         np.cumsum(slots, out=offsets[1:])
         nodes = np.empty(int(offsets[-1]), dtype=np.int64)
-        if len(self.first) == 0:
-            return offsets, nodes
-        # where each run's nodes go: after the job's earlier runs
-        job_of_run = np.repeat(np.arange(len(slots)), np.diff(self.offsets))
-        before = np.cumsum(self.count) - self.count
-        at = offsets[:-1][job_of_run] + before - before[self.offsets[:-1][job_of_run]]
-        total = int(self.count.sum())
-        shift = np.repeat(self.first - (np.cumsum(self.count) - self.count), self.count)
-        flat = np.arange(total, dtype=np.int64) + shift
-        dest = np.repeat(at - (np.cumsum(self.count) - self.count), self.count) + \
-            np.arange(total, dtype=np.int64)
-        nodes[dest] = flat
+        _kernels.expand_runs(as_i64(self.offsets), as_i64(self.first), as_i64(self.count),
+                             offsets, nodes)
         return offsets, nodes
 
 
@@ -196,3 +188,26 @@ def run_counts(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int
                                                       dependencies, limits)
     return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
                  checkpoints=checkpoints, resume=resume)
+
+
+@dataclass(frozen=True)
+class CountsRuns:
+    """A counts-model run with its allocations as node runs, in the caller's job
+    order: ``start`` / ``end`` (-1: never started) and ``nodes``."""
+    start: np.ndarray
+    end: np.ndarray
+    nodes: NodeRuns
+
+
+def run_counts_runs(cluster: Cluster, jobs: JobTable, policy: str,
+                    reserve_depth: int = 1) -> CountsRuns:
+    """:func:`run_counts` in submit order without constraints, keeping each job's
+    nodes as runs (O(runs) memory, not one entry per node). Its starts, ends and
+    nodes are :func:`run_counts`' (tests/test_counts.py)."""
+    _check_policy(policy, reserve_depth)
+    n = len(jobs)
+    loop = CountsLoop(cluster, jobs, policy, reserve_depth, Dependencies.none(n),
+                      LimitGroups.none(n))
+    loop.run(int(_NEVER))
+    inv, a = loop.inverse, loop.arrays
+    return CountsRuns(start=a["start"][inv], end=a["end"][inv], nodes=loop.node_runs())
