@@ -259,6 +259,7 @@ cdef class PoolLoop:
     cdef int64_t[::1] queue, ev_key, ev_job, rt, rn, pt, pf, suffix_min, started, sc
     cdef uint64_t[::1] free_bits
     cdef int64_t a, qlen, nev, passes, done, m, first_word, free, nruns
+    cdef object error               # what growing the runs raised: the loop is spoilt
 
     def __init__(self, dict arrays, int64_t num_nodes, bint stop_at_head, int64_t depth):
         self.arrays = arrays
@@ -292,8 +293,12 @@ cdef class PoolLoop:
     def run(self, int64_t t_stop, int64_t[::1] control):
         """Every instant up to ``t_stop`` (see :func:`fastsched.engine.loop._run`: the
         same order of events and the same stop and pause requests in ``control``)."""
+        if self.error is not None:
+            raise self.error
         with nogil:
             self._run(t_stop, control)
+        if self.error is not None:
+            raise self.error
         sc = self.sc
         sc[0], sc[1], sc[2], sc[3] = self.a, self.qlen, self.nev, self.passes
         sc[4], sc[5], sc[6], sc[7] = self.done, self.m, self.first_word, self.free
@@ -302,7 +307,7 @@ cdef class PoolLoop:
     cdef void _run(self, int64_t t_stop, int64_t[::1] control) noexcept nogil:
         cdef int64_t now, j, k
         cdef bint moved = False, released
-        while self.a < self.n or self.nev > 0:
+        while (self.a < self.n or self.nev > 0) and self.error is None:
             now = self.submit[self.a] if self.a < self.n else self.ev_key[0]
             if self.nev > 0 and self.ev_key[0] < now:
                 now = self.ev_key[0]
@@ -465,6 +470,8 @@ cdef class PoolLoop:
                 else:
                     if self.nruns == self.run_lo.shape[0]:
                         self._grow_runs()
+                        if self.nruns == self.run_lo.shape[0]:
+                            return
                     self.run_lo[self.nruns] = lo
                     self.run_len[self.nruns] = k
                     self.nruns += 1
@@ -478,11 +485,15 @@ cdef class PoolLoop:
         """Twice the room for runs (new arrays in ``arrays``, so they pickle)."""
         with gil:
             size = 2 * self.run_lo.shape[0] + 64
-            for key in ("run_lo", "run_len"):
-                grown = np.empty(size, dtype=np.int64)
-                grown[:self.nruns] = self.arrays[key][:self.nruns]
-                self.arrays[key] = grown
-            self.run_lo, self.run_len = self.arrays["run_lo"], self.arrays["run_len"]
+            try:
+                lo, count = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+            except BaseException as e:      # MemoryError, KeyboardInterrupt: run() raises it
+                self.error = e
+                return
+            lo[:self.nruns] = self.arrays["run_lo"][:self.nruns]
+            count[:self.nruns] = self.arrays["run_len"][:self.nruns]
+            self.arrays["run_lo"], self.arrays["run_len"] = lo, count
+            self.run_lo, self.run_len = lo, count
 
     cdef int64_t _pass(self, int64_t now) noexcept nogil:
         """One pass at ``now``: jobs in queue order start while they fit (jobs a limit

@@ -135,3 +135,29 @@ def test_bundled_traces_byte_identical_to_before(traces, key):
     for a in (run.start, run.end, run.alloc_offsets, run.alloc_nodes):
         h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
     assert h.hexdigest()[:16] == BEFORE[key]
+
+
+def test_no_room_for_runs_raises_memory_error(monkeypatch):
+    """Growing the runs can fail: run() raises MemoryError, now and on every later call
+    (the loop stopped halfway through a start), and wrote nothing out of bounds."""
+    from fastsched.engine import _kernels
+
+    class NoMemory:
+        int64 = np.int64
+
+        def empty(self, *args, **kwargs):
+            raise MemoryError("no room for runs")
+
+    jobs = JobTable.from_arrays(job_id=np.arange(1, 21), submit_time=0, num_nodes=3,
+                                time_limit=5, runtime=5)
+    loop = CountsLoop(Cluster.homogeneous(10), jobs, "easy", 1, Dependencies.none(20),
+                      LimitGroups.none(20))
+    loop.arrays["run_lo"] = loop.arrays["run_len"] = np.empty(2, dtype=np.int64)
+    loop = pickle.loads(pickle.dumps(loop))
+    monkeypatch.setattr(_kernels, "np", NoMemory())
+    with pytest.raises(MemoryError, match="no room"):
+        loop.run(1 << 62)
+    monkeypatch.undo()
+    assert (loop.arrays["start"] >= 0).sum() == 3      # the third took no nodes
+    with pytest.raises(MemoryError):
+        loop.run(1 << 62)
