@@ -106,8 +106,9 @@ def main(argv=None) -> None:
                 wall[k].append(w)
                 cpu[k].append(c)
         runs = run_counts_runs(cluster, jobs, "easy").nodes
+        checked = "same starts" + (" and nodes as before" if old else "")
         print(f"{name}: {nodes} nodes, {len(jobs)} jobs, {int(jobs.num_nodes.sum())} node "
-              f"slots, {len(runs.first)} runs; same starts{' and nodes as before' if old else ''}: {same}")
+              f"slots, {len(runs.first)} runs; {checked}: {same}")
         for k in runners:
             print(f"  {k:10s} wall {fmt(wall[k])} s  cpu {fmt(cpu[k])} s  "
                   f"peak {peak[k]:.1f} MB")

@@ -16,9 +16,10 @@ section 2), with plain lists, a dict and ``heapq``; no NumPy:
   that does not is the head: its shadow time is the earliest time, counting
   running jobs' ends at start + limit (what the scheduler knows), at which
   enough nodes are free for it; the extra nodes are those free then (after
-  every job due to end at that time) beyond its need. Every later job starts now if it fits now and either ends (by its
-  limit) no later than the shadow time or uses no more than the extra nodes
-  (which it then takes out of the extra).
+  every job due to end at that time) beyond its need. Every later job starts
+  now if it fits now and either ends (by its limit) no later than the shadow
+  time or uses no more than the extra nodes (which it then takes out of the
+  extra).
 
 These are the rules of fastsched's counts model under ``policy="easy"``
 (tests/naive.py defines them), so both give the same start times: tested in
