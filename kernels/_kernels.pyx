@@ -78,40 +78,33 @@ cdef inline void _heap_pop(int64_t[::1] key, int64_t[::1] val, int64_t* size) no
         val[i] = v
 
 # ---------------------------------------------------------------- free nodes
-# A bitmap of free nodes (bit set = free): a starting job takes the lowest
-# free indices in O(words + nodes), a finishing job sets its bits back.
+# A bitmap of free nodes (bit set = free): a starting job takes the lowest free
+# indices, whole runs of set bits at a time, so O(words + runs); a finishing
+# job sets its runs back a word at a time. A job's nodes are kept as runs
+# (first node, count), so memory follows running allocations, not processors.
 
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
 
-cdef inline int64_t _take_lowest(uint64_t[::1] bits, int64_t first_word, int64_t need,
-                                 int64_t[::1] out, int64_t out_at) noexcept nogil:
-    """Write the ``need`` lowest free node indices to out[out_at:]; return the new first word."""
-    cdef int64_t w = first_word, taken = 0
-    cdef uint64_t x
-    while taken < need:
-        x = bits[w]
-        while x != 0 and taken < need:
-            out[out_at + taken] = (w << 6) + __builtin_ctzll(x)
-            x &= x - 1
-            taken += 1
-        bits[w] = x
-        if x == 0:
-            w += 1
-    return w
+cdef inline uint64_t _ones_from(int64_t lo, int64_t hi) noexcept nogil:
+    """The bits lo..hi-1 of a word set (0 <= lo < hi <= 64)."""
+    cdef uint64_t upper = ~(<uint64_t>0) if hi == 64 else ((<uint64_t>1) << hi) - 1
+    return upper & ~(((<uint64_t>1) << lo) - 1)
 
 
-cdef inline int64_t _give_back(uint64_t[::1] bits, int64_t first_word, int64_t[::1] nodes,
-                               int64_t lo, int64_t hi) noexcept nogil:
-    """Mark nodes[lo:hi] free again; return the new first word."""
-    cdef int64_t k, node
-    for k in range(lo, hi):
-        node = nodes[k]
-        bits[node >> 6] |= (<uint64_t>1) << (node & 63)
-        if (node >> 6) < first_word:
-            first_word = node >> 6
-    return first_word
+cdef inline int64_t _give_back_run(uint64_t[::1] bits, int64_t first_word, int64_t lo,
+                                   int64_t count) noexcept nogil:
+    """Mark nodes lo..lo+count-1 free again; return the new first word."""
+    cdef int64_t hi = lo + count, w, a, b
+    while lo < hi:
+        w = lo >> 6
+        a = lo & 63
+        b = min(64, hi - (w << 6))
+        bits[w] |= _ones_from(a, b)
+        lo = (w << 6) + b
+    w = (hi - count) >> 6
+    return w if w < first_word else first_word
 
 
 # ------------------------------------------------------------ planned releases
@@ -235,8 +228,11 @@ cdef class PoolLoop:
     holds every input, output and piece of state, indexed by job in submit order;
     the loop works on them in place, so the owner reads results from them and can
     change the queue order between calls. The scalars (next arrival, queue length,
-    events, passes, jobs ended, release entries, first free word, free nodes) live
-    in ``arrays["sc"]`` between calls, so a pickled loop goes on where it stopped.
+    events, passes, jobs ended, release entries, first free word, free nodes, node
+    runs written) live in ``arrays["sc"]`` between calls, so a pickled loop goes on
+    where it stopped. Job ``j``'s nodes are the runs ``run_off[j]`` to
+    ``run_off[j] + run_cnt[j] - 1`` of ``run_lo`` / ``run_len`` (first node, count),
+    in the order it took them; those two arrays grow (new arrays in ``arrays``).
 
     The policy comes as numbers (:meth:`fastsched.model.policies.Policy.kernel_rules`):
     ``stop_at_head`` (nothing passes the first job that cannot start: FCFS) and
@@ -247,9 +243,9 @@ cdef class PoolLoop:
     cdef readonly int64_t num_nodes, depth
     cdef readonly bint stop_at_head
     cdef int64_t n
-    # jobs: submit time, nodes, limit, runtime, where their nodes go, queue rank,
+    # jobs: submit time, nodes, limit, runtime, queue rank,
     # and what starting one charges to its limit groups (jobs, GPUs, CPUs, MB)
-    cdef int64_t[::1] submit, procs, limit, runtime, offsets, rank
+    cdef int64_t[::1] submit, procs, limit, runtime, rank
     cdef int64_t[:, ::1] demand
     # dependencies: each job's dependents (ch_off CSR), unsatisfied count, flags
     cdef int64_t[::1] ch_off, ch_job, ch_kind, pend
@@ -258,26 +254,28 @@ cdef class PoolLoop:
     cdef int64_t[::1] jg_off, jg
     cdef int64_t[:, ::1] caps, usage
     # outputs
-    cdef int64_t[::1] start, end, alloc, reason, eligible, planned
+    cdef int64_t[::1] start, end, run_off, run_cnt, run_lo, run_len, reason, eligible, planned
     # state: the queue, the completion heap, planned releases, the pass's profile
     cdef int64_t[::1] queue, ev_key, ev_job, rt, rn, pt, pf, suffix_min, started, sc
     cdef uint64_t[::1] free_bits
-    cdef int64_t a, qlen, nev, passes, done, m, first_word, free
+    cdef int64_t a, qlen, nev, passes, done, m, first_word, free, nruns
+    cdef object error               # what growing the runs raised: the loop is spoilt
 
     def __init__(self, dict arrays, int64_t num_nodes, bint stop_at_head, int64_t depth):
         self.arrays = arrays
         self.num_nodes, self.stop_at_head, self.depth = num_nodes, stop_at_head, depth
         self.n = arrays["submit"].shape[0]
         self.submit, self.procs, self.limit = arrays["submit"], arrays["procs"], arrays["limit"]
-        self.runtime, self.offsets, self.rank = (arrays["runtime"], arrays["offsets"],
-                                                 arrays["rank"])
+        self.runtime, self.rank = arrays["runtime"], arrays["rank"]
         self.demand = arrays["demand"]
         self.ch_off, self.ch_job, self.ch_kind = (arrays["ch_off"], arrays["ch_job"],
                                                   arrays["ch_kind"])
         self.pend, self.never, self.arrived = arrays["pend"], arrays["never"], arrays["arrived"]
         self.jg_off, self.jg = arrays["jg_off"], arrays["jg"]
         self.caps, self.usage = arrays["caps"], arrays["usage"]
-        self.start, self.end, self.alloc = arrays["start"], arrays["end"], arrays["alloc"]
+        self.start, self.end = arrays["start"], arrays["end"]
+        self.run_off, self.run_cnt = arrays["run_off"], arrays["run_cnt"]
+        self.run_lo, self.run_len = arrays["run_lo"], arrays["run_len"]
         self.reason, self.eligible, self.planned = (arrays["reason"], arrays["eligible"],
                                                     arrays["planned"])
         self.queue, self.ev_key, self.ev_job = arrays["queue"], arrays["ev_key"], arrays["ev_job"]
@@ -287,6 +285,7 @@ cdef class PoolLoop:
         self.a, self.qlen, self.nev, self.passes = self.sc[0], self.sc[1], self.sc[2], self.sc[3]
         self.done, self.m, self.first_word, self.free = (self.sc[4], self.sc[5], self.sc[6],
                                                          self.sc[7])
+        self.nruns = self.sc[8]
 
     def __reduce__(self):
         return PoolLoop, (self.arrays, self.num_nodes, self.stop_at_head, self.depth)
@@ -294,16 +293,21 @@ cdef class PoolLoop:
     def run(self, int64_t t_stop, int64_t[::1] control):
         """Every instant up to ``t_stop`` (see :func:`fastsched.engine.loop._run`: the
         same order of events and the same stop and pause requests in ``control``)."""
+        if self.error is not None:
+            raise self.error
         with nogil:
             self._run(t_stop, control)
+        if self.error is not None:
+            raise self.error
         sc = self.sc
         sc[0], sc[1], sc[2], sc[3] = self.a, self.qlen, self.nev, self.passes
         sc[4], sc[5], sc[6], sc[7] = self.done, self.m, self.first_word, self.free
+        sc[8] = self.nruns
 
     cdef void _run(self, int64_t t_stop, int64_t[::1] control) noexcept nogil:
         cdef int64_t now, j, k
         cdef bint moved = False, released
-        while self.a < self.n or self.nev > 0:
+        while (self.a < self.n or self.nev > 0) and self.error is None:
             now = self.submit[self.a] if self.a < self.n else self.ev_key[0]
             if self.nev > 0 and self.ev_key[0] < now:
                 now = self.ev_key[0]
@@ -392,8 +396,9 @@ cdef class PoolLoop:
         cdef int64_t e, k
         self.free += self.procs[j]
         _release_remove(self.rt, self.rn, &self.m, self.start[j] + self.limit[j], self.procs[j])
-        self.first_word = _give_back(self.free_bits, self.first_word, self.alloc,
-                                     self.offsets[j], self.offsets[j] + self.procs[j])
+        for k in range(self.run_off[j], self.run_off[j] + self.run_cnt[j]):
+            self.first_word = _give_back_run(self.free_bits, self.first_word, self.run_lo[k],
+                                             self.run_len[k])
         for e in range(self.jg_off[j], self.jg_off[j + 1]):
             for k in range(NCAPS - 1):
                 self.usage[self.jg[e], k] -= self.demand[j, k]
@@ -436,14 +441,59 @@ cdef class PoolLoop:
         self.planned[j] = now
         self.end[j] = now + min(self.runtime[j], self.limit[j])
         self.free -= self.procs[j]
-        self.first_word = _take_lowest(self.free_bits, self.first_word, self.procs[j], self.alloc,
-                                       self.offsets[j])
+        self._take_lowest(j)
         _release_add(self.rt, self.rn, &self.m, now + self.limit[j], self.procs[j])
         _heap_push(self.ev_key, self.ev_job, &self.nev, self.end[j], j)
         for e in range(self.jg_off[j], self.jg_off[j + 1]):
             for k in range(NCAPS - 1):
                 self.usage[self.jg[e], k] += self.demand[j, k]
         self.started[nstarted] = j
+
+    cdef void _take_lowest(self, int64_t j) noexcept nogil:
+        """Give job ``j`` the ``procs[j]`` lowest free nodes, written as runs."""
+        cdef int64_t w = self.first_word, need = self.procs[j], b, k, lo
+        cdef uint64_t x, y
+        self.run_off[j] = self.nruns
+        while need > 0:
+            x = self.free_bits[w]
+            while x != 0 and need > 0:
+                b = __builtin_ctzll(x)
+                y = ~(x >> b)                   # 0: every bit from b up is free
+                k = 64 - b if y == 0 else __builtin_ctzll(y)
+                k = min(k, need)
+                x &= ~_ones_from(b, b + k)
+                need -= k
+                lo = (w << 6) + b
+                if self.nruns > self.run_off[j] and \
+                        self.run_lo[self.nruns - 1] + self.run_len[self.nruns - 1] == lo:
+                    self.run_len[self.nruns - 1] += k       # a run across words
+                else:
+                    if self.nruns == self.run_lo.shape[0]:
+                        self._grow_runs()
+                        if self.nruns == self.run_lo.shape[0]:
+                            return
+                    self.run_lo[self.nruns] = lo
+                    self.run_len[self.nruns] = k
+                    self.nruns += 1
+            self.free_bits[w] = x
+            if x == 0:
+                w += 1
+        self.first_word = w
+        self.run_cnt[j] = self.nruns - self.run_off[j]
+
+    cdef void _grow_runs(self) noexcept nogil:
+        """Twice the room for runs (new arrays in ``arrays``, so they pickle)."""
+        with gil:
+            size = 2 * self.run_lo.shape[0] + 64
+            try:
+                lo, count = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+            except BaseException as e:      # MemoryError, KeyboardInterrupt: run() raises it
+                self.error = e
+                return
+            lo[:self.nruns] = self.arrays["run_lo"][:self.nruns]
+            count[:self.nruns] = self.arrays["run_len"][:self.nruns]
+            self.arrays["run_lo"], self.arrays["run_len"] = lo, count
+            self.run_lo, self.run_len = lo, count
 
     cdef int64_t _pass(self, int64_t now) noexcept nogil:
         """One pass at ``now``: jobs in queue order start while they fit (jobs a limit
@@ -601,3 +651,19 @@ def plan_pool(int64_t now, int64_t free_now, const int64_t[::1] release_time,
         _plan_profile(now, procs, limit, held, size, pt, pf, stop_at_head, depth, planned)
     outcome = np.where(planned_arr == now, 0, np.where(planned_arr > now, 1, 2)).astype(np.int8)
     return outcome, planned_arr
+
+
+def expand_runs(const int64_t[::1] offsets, const int64_t[::1] first,
+                const int64_t[::1] count, const int64_t[::1] slot_offsets,
+                int64_t[::1] out):
+    """Write job ``i``'s runs (``first[k]``, ``count[k]`` for ``k`` in
+    ``offsets[i]:offsets[i + 1]``) one node index per entry to
+    ``out[slot_offsets[i]:]`` (see :class:`fastsched.engine.counts.NodeRuns`)."""
+    cdef int64_t i, k, x, at
+    with nogil:
+        for i in range(offsets.shape[0] - 1):
+            at = slot_offsets[i]
+            for k in range(offsets[i], offsets[i + 1]):
+                for x in range(first[k], first[k] + count[k]):
+                    out[at] = x
+                    at += 1

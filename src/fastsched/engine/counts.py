@@ -10,6 +10,8 @@ rules, and it loads no Numba.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..model.cluster import Cluster
@@ -22,6 +24,32 @@ from .driver import (EngineRun, Progress, drive, loop_deps, set_queue_rank, set_
 from .inputs import _check_policy, _permute_csr
 from .interrupt import call, new_control
 from .state import as_i64
+
+_NEVER = np.int64(1) << np.int64(62)                # runs every instant
+
+
+@dataclass(frozen=True)
+class NodeRuns:
+    """Jobs' nodes as runs of consecutive node indices: job ``i`` holds nodes
+    ``first[k]`` to ``first[k] + count[k] - 1`` for ``k`` in
+    ``offsets[i]:offsets[i + 1]`` (runs in increasing node order; a job that
+    never started has none). The counts model's allocations in O(runs), not
+    one entry per node."""
+    offsets: np.ndarray   # int64[jobs + 1]
+    first: np.ndarray     # int64[runs]
+    count: np.ndarray     # int64[runs]
+
+    def expand(self, sizes, slots) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets, node indices) of a CSR with ``slots[i]`` entries for job ``i``
+        whose first ``sizes[i]`` are its nodes (the rest left unset, as a job that
+        never started leaves its slots)."""
+        slots = np.asarray(slots, dtype=np.int64)
+        offsets = np.zeros(len(slots) + 1, dtype=np.int64)
+        np.cumsum(slots, out=offsets[1:])
+        nodes = np.empty(int(offsets[-1]), dtype=np.int64)
+        _kernels.expand_runs(as_i64(self.offsets), as_i64(self.first), as_i64(self.count),
+                             offsets, nodes)
+        return offsets, nodes
 
 
 class CountsLoop:
@@ -89,12 +117,24 @@ class CountsLoop:
         call(self.kernel.run, int(t_stop), control, control=control,
              tick=None if tick is None else (lambda: tick(control)))
 
+    def node_runs(self) -> NodeRuns:
+        """Every started job's nodes as runs of consecutive node indices, in the
+        caller's job order (what :meth:`result` expands to one index per node)."""
+        inv, a = self.inverse, self.arrays
+        count = np.where(a["start"] >= 0, a["run_cnt"], 0)[inv]
+        offsets = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(count, out=offsets[1:])
+        # the runs of job inv[i] sit at run_off[inv[i]] onwards, in start order
+        first = np.repeat(a["run_off"][inv] - offsets[:-1], count) + np.arange(offsets[-1])
+        return NodeRuns(offsets=offsets, first=a["run_lo"][first], count=a["run_len"][first])
+
     def result(self) -> EngineRun:
         inv, a = self.inverse, self.arrays
-        offsets = np.zeros(self.n + 1, dtype=np.int64)
-        np.cumsum(a["procs"][inv], out=offsets[1:])
+        runs = self.node_runs()
+        offsets, nodes = runs.expand(np.where(a["start"] >= 0, a["procs"], 0)[inv],
+                                     a["procs"][inv])
         return EngineRun(start=a["start"][inv], end=a["end"][inv], alloc_offsets=offsets,
-                         alloc_nodes=a["alloc"], alloc_gpu_mask=None,
+                         alloc_nodes=nodes, alloc_gpu_mask=None,
                          partition=np.zeros(self.n, dtype=np.int32), reason=a["reason"][inv],
                          never=a["never"][inv].astype(bool), eligible=a["eligible"][inv],
                          passes=int(a["sc"][3]))
@@ -108,9 +148,6 @@ def _arrays(num_nodes: int, jobs: JobTable, order, inverse, dependencies: Depend
     def q(a):
         return as_i64(np.asarray(a)[order])
     procs = q(jobs.num_nodes)
-    # nodes go in the caller's job order, so that the result needs no permutation
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(jobs.num_nodes, out=offsets[1:])
     demand = np.stack([np.ones(n, dtype=np.int64), procs * q(jobs.gpus_per_node),
                        procs * q(jobs.cpus_per_node), procs * q(jobs.mem_per_node)], axis=1)
     deps = loop_deps(dependencies, inverse, n)
@@ -120,11 +157,11 @@ def _arrays(num_nodes: int, jobs: JobTable, order, inverse, dependencies: Depend
     bits[:num_nodes // 64] = ~np.uint64(0)
     if num_nodes % 64:
         bits[num_nodes // 64] = (np.uint64(1) << np.uint64(num_nodes % 64)) - np.uint64(1)
-    sc = np.zeros(8, dtype=np.int64)
+    sc = np.zeros(9, dtype=np.int64)
     sc[7] = num_nodes                                   # free nodes
     return {
         "submit": q(jobs.submit_time), "procs": procs, "limit": q(jobs.time_limit),
-        "runtime": q(jobs.runtime), "offsets": as_i64(offsets[:-1][order]),
+        "runtime": q(jobs.runtime),
         "rank": np.arange(n, dtype=np.int64), "demand": np.ascontiguousarray(demand),
         "ch_off": deps.ch_off, "ch_job": deps.ch_job, "ch_kind": deps.ch_kind,
         "pend": deps.pend, "never": np.zeros(n, dtype=np.uint8),
@@ -132,7 +169,8 @@ def _arrays(num_nodes: int, jobs: JobTable, order, inverse, dependencies: Depend
         "jg_off": as_i64(jg_off), "jg": as_i64(jg), "caps": np.ascontiguousarray(caps),
         "usage": np.zeros_like(caps),
         "start": np.full(n, -1, dtype=np.int64), "end": np.full(n, -1, dtype=np.int64),
-        "alloc": np.empty(int(offsets[-1]), dtype=np.int64),
+        "run_off": np.zeros(n, dtype=np.int64), "run_cnt": np.zeros(n, dtype=np.int64),
+        "run_lo": np.empty(n + 64, dtype=np.int64), "run_len": np.empty(n + 64, dtype=np.int64),
         "reason": np.full(n, -1, dtype=np.int64), "eligible": np.full(n, -1, dtype=np.int64),
         "planned": np.full(n, -1, dtype=np.int64),
         "queue": np.empty(n + 1, dtype=np.int64),
@@ -169,3 +207,26 @@ def run_counts(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int
                                                       dependencies, limits)
     return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
                  checkpoints=checkpoints, resume=resume)
+
+
+@dataclass(frozen=True)
+class CountsRuns:
+    """A counts-model run with its allocations as node runs, in the caller's job
+    order: ``start`` / ``end`` (-1: never started) and ``nodes``."""
+    start: np.ndarray
+    end: np.ndarray
+    nodes: NodeRuns
+
+
+def run_counts_runs(cluster: Cluster, jobs: JobTable, policy: str,
+                    reserve_depth: int = 1) -> CountsRuns:
+    """:func:`run_counts` in submit order without constraints, keeping each job's
+    nodes as runs (O(runs) memory, not one entry per node). Its starts, ends and
+    nodes are :func:`run_counts`' (tests/test_counts.py)."""
+    _check_policy(policy, reserve_depth)
+    n = len(jobs)
+    loop = CountsLoop(cluster, jobs, policy, reserve_depth, Dependencies.none(n),
+                      LimitGroups.none(n))
+    loop.run(int(_NEVER))
+    inv, a = loop.inverse, loop.arrays
+    return CountsRuns(start=a["start"][inv], end=a["end"][inv], nodes=loop.node_runs())
