@@ -27,7 +27,7 @@ from .interrupt import call as _call, new_control
 from .leafkernel import leaf_kernel
 from .limits import NCAPS, _charge, _count_submitted, _submit_held
 from .passes import _pass
-from .profile import _advance, _give_back, _on_grid, new_profile, profile_of
+from .profile import _advance, _give_back, _on_grid, block_windows, new_profile, profile_of
 from .requeue import Requeues
 from .running import _take_running
 from .state import (Deps, Events, Jobs, Limits, Profile, Rules, Running, Topology,
@@ -221,7 +221,7 @@ class _EventLoop:
 
     def __init__(self, cluster, jobs, policy, reserve_depth, available, partitions,
                  dependencies, limits, resolution=1, window=None, placement=None,
-                 lifecycle=None):
+                 lifecycle=None, blocked=None):
         n = len(jobs)
         self.n = n
         res, window = _grid(resolution, window)
@@ -248,6 +248,8 @@ class _EventLoop:
             n, np.asarray(lc.requeue)[order], np.asarray(lc.checkpoint_interval)[order],
             lc.delay)
         self._allocate(cluster.num_nodes)
+        nd = self.nodes
+        self.p = block_windows(self.p, blocked, nd.capG, nd.capC, nd.capM)
 
     def _allocate(self, X):
         n = self.n
@@ -472,7 +474,8 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
               window: int | None = None, placement=None, tick=None, checkpoints=None,
-              resume=None, events=None, lifecycle=None, checked: bool = False) -> EngineRun:
+              resume=None, events=None, lifecycle=None, blocked=None,
+              checked: bool = False) -> EngineRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -504,7 +507,10 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     job in the caller's order and the requeue ``delay``, as
     :class:`fastsched.model.lifecycle.Lifecycle` has them; None: every job is
     requeued after Slurm's delay, without checkpoints); the run's ``attempts``
-    (:class:`fastsched.engine.requeue.Attempts`) log the killed attempts. ``checked``: ``partitions`` is what
+    (:class:`fastsched.engine.requeue.Attempts`) log the killed attempts. ``blocked``:
+    ``(start, end, node)`` arrays of windows over which a node is held whole (advance
+    reservations: :meth:`fastsched.model.reservations.Reservations.windows`); no job
+    starts there if it would still run when one opens, and none is planned across one. ``checked``: ``partitions`` is what
     :func:`fastsched.engine.inputs.check_node_jobs` returned for these inputs (the
     caller checked them, e.g. before compiling), so it is not run again.
     """
@@ -523,7 +529,8 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     loop = None
     if resume is None:
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
-                          dependencies, limits, resolution, window, placement, lifecycle)
+                          dependencies, limits, resolution, window, placement, lifecycle,
+                          blocked)
     return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
                  checkpoints=checkpoints, resume=resume, events=events)
 

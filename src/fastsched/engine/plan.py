@@ -17,7 +17,7 @@ from .inputs import (_check_policy, _grid, _permute_csr, _placement,
 from .interrupt import call as _call, new_control
 from .limits import NCAPS
 from .passes import _pass
-from .profile import _build_all, new_profile
+from .profile import _build_all, block_windows, new_profile
 from .running import RunningJobs, _running_state
 from .state import (Jobs, Limits, Rules, Topology, as_i64, new_free, new_outputs,
                     new_request_types, new_scratch)
@@ -83,7 +83,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
                full: bool = False, partitions: PartitionChoices | None = None,
                limits: LimitGroups | None = None, limit_usage=None,
                rank=None, resolution: int = 1, window: int | None = None,
-               placement=None, eligible=None) -> NodeDecisions:
+               placement=None, eligible=None, blocked=None) -> NodeDecisions:
     """One scheduling pass at ``now`` of the node-level engine; changes nothing.
 
     The same compiled pass as :func:`run_nodes` (docs/gpu-semantics.md):
@@ -99,7 +99,8 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     pending jobs; ``limit_usage`` (int64[G, 5]) is what running and pending
     jobs already count against the groups (default none). ``resolution`` /
     ``window`` / ``placement``: see :func:`run_nodes`; ``eligible`` (per
-    pending job, default its submit time) starts a --switches wait.
+    pending job, default its submit time) starts a --switches wait. ``blocked``:
+    advance reservations' node windows (see :func:`run_nodes`).
     """
     _check_policy(policy, reserve_depth)
     res, win = _grid(resolution, window)
@@ -130,6 +131,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     p = new_profile(wcap)
     free = new_free(*free_now, len(types.p), int(nodes.capG.max(initial=0)))
     _build_all(np.int64(now), p, run, free)
+    p = block_windows(p, blocked, nodes.capG, nodes.capC, nodes.capM, now)
     stop_at_head, depth = get_policy(policy).kernel_rules(reserve_depth)
     walked = _walked(stop_at_head, bool(full), jobs.pc_off, jobs.pc_type, jobs.nn, types, nodes,
                      free) if n else 0

@@ -40,6 +40,37 @@ def new_profile(wcap: np.ndarray) -> Profile:
                    np.array([size, 0], dtype=np.int64))
 
 
+def block_windows(p: Profile, blocked, capG, capC, capM, now: int = 0) -> Profile:
+    """The profile with every node of ``blocked`` (``(start, end, node)`` arrays: advance
+    reservations) held whole over its windows from ``now`` on (overlapping windows of a
+    node held once). Returns the profile (maybe with bigger arrays)."""
+    if blocked is None or not len(blocked[0]):
+        return p
+    start, end, node = (np.asarray(a, dtype=np.int64) for a in blocked)
+    start = np.maximum(start, now)
+    keep = end > start
+    start, end, node = start[keep], end[keep], node[keep]
+    order = np.lexsort((start, node))
+    start, end, node = start[order], end[order], node[order]
+    # merge each node's overlapping windows: a new group where the node changes or a
+    # window opens after every earlier one of its node has closed
+    reach = _running_max_by_group(end, node)
+    new = np.ones(len(node), dtype=bool)
+    new[1:] = (node[1:] != node[:-1]) | (start[1:] > reach[:-1])
+    group = np.cumsum(new) - 1
+    g_start = start[new]
+    g_end = np.zeros(int(group[-1]) + 1 if len(group) else 0, dtype=np.int64)
+    np.maximum.at(g_end, group, end)
+    return _block(p, g_start, g_end, node[new], capG, capC, capM)
+
+
+def _running_max_by_group(values, groups):
+    """Running maximum of ``values`` (0 <= v < 2**40) restarting where the ascending
+    ``groups`` change: one accumulate over (group, value) packed in one integer."""
+    shift = np.int64(1) << np.int64(40)
+    return np.maximum.accumulate(groups * shift + values) - groups * shift
+
+
 def profile_of(p: Profile, x: int):
     """Node x's breakpoints and free (g, c, m) from each: four views."""
     o, L = int(p.wo[x]), int(p.wlen[x])
@@ -232,6 +263,19 @@ def _split(x, t, p):
     WM[o + k + 1] = WM[o + k]
     p.wlen[x] = L + 1
     return k + 1
+
+
+@njit(cache=True)
+def _block(p, start, end, node, capG, capC, capM):
+    """Hold each node ``node[k]`` whole over [start[k], end[k]) (advance reservations:
+    windows of one node disjoint), keeping room for two more breakpoints on each.
+    Returns the profile (maybe with bigger arrays)."""
+    for k in range(node.shape[0]):
+        x = node[k]
+        if p.wlen[x] + 4 > p.wcap[x]:
+            p = _room(x, p, 4)
+        _hold(x, start[k], end[k], capG[x], capC[x], capM[x], p)
+    return p
 
 
 @leaf_kernel

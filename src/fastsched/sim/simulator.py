@@ -28,6 +28,7 @@ from .results import BSLD_TAU, SimulationResult, summarize
 from ..model.constraints import Dependencies, LimitGroups, PartitionChoices, check_covers
 from ..model.events import NodeEvents
 from ..model.lifecycle import Lifecycle
+from ..model.reservations import Reservations
 from .lifecycle import attempt_table, has_failures, lifecycle_summary, run_events
 from ..engine.counts import CountsLoop, run_counts
 from ..engine.inputs import check_node_jobs, ever_available
@@ -68,7 +69,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              window: int | None = None, placement=None, checkpoints=None,
              resume=None, reservations: str | None = None,
              events: NodeEvents | None = None, failures=None,
-             lifecycle: Lifecycle | None = None) -> SimulationResult:
+             lifecycle: Lifecycle | None = None,
+             advance_reservations: Reservations | None = None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -122,6 +124,12 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     record (``result.jobs``, column ``attempt``) and ``summary["lifecycle"]`` has
     the lost GPU-hours, checkpoint overhead and goodput.
 
+    ``advance_reservations`` (:class:`fastsched.model.reservations.Reservations`, e.g.
+    from :func:`fastsched.io.reservations.read_reservations`): nodes set aside over time
+    windows (maintenance); no job runs on them then, and backfill plans no job across
+    them (nodes model). Repeating ones (DAILY, WEEKLY) repeat up to the last
+    submission plus the longest time limit.
+
     ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the
     event loop's state now and then; ``resume`` (a state from such a file) goes on
     from it: the result is identical to an uninterrupted run's.
@@ -139,7 +147,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     nodes_only = [name for name, value in (
         ("partitions", partitions), ("window", window), ("placement", placement),
         ("resolution", None if resolution == 1 else resolution), ("events", events),
-        ("lifecycle", lifecycle))
+        ("lifecycle", lifecycle),
+        ("advance_reservations", advance_reservations if advance_reservations else None))
         if value is not None]
     if events is not None:
         events.check_modelled()
@@ -165,7 +174,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     if engine == "nodes":
         constraints.update(partitions=choices, resolution=resolution, window=window,
                            placement=placement, events=events, lifecycle=lifecycle,
-                           checked=True)
+                           blocked=_blocked(advance_reservations, jobs), checked=True)
     try:
         run, prio, priority = _run_engine(model, cluster, jobs, spec.name, reserve_depth,
                                           priority, period, **constraints)
@@ -322,6 +331,14 @@ class _FixedPriority:
         return self.key
 
 
+def _blocked(reservations: Reservations | None, jobs: JobTable):
+    """The node windows the engine holds for ``reservations`` (None: none)."""
+    if not reservations:
+        return None
+    horizon = int(jobs.submit_time.max(initial=0)) + int(jobs.time_limit.max(initial=0))
+    return reservations.windows(horizon)
+
+
 def _check_slurm_run(policy, priority, dependencies, limits, checkpoints, resume) -> None:
     """What a replay under Slurm's backfill takes (:mod:`fastsched.sim.slurmsim`)."""
     if policy != "conservative":
@@ -339,6 +356,10 @@ def _check_slurm_run(policy, priority, dependencies, limits, checkpoints, resume
 def _started_schedule(jobs: JobTable, run, model: str) -> Schedule:
     """A Schedule from an event loop's run: jobs that never started hold no nodes."""
     started = run.start >= 0
+    if started.all():           # the run's allocations as they are (no copy of them)
+        return Schedule(job_id=jobs.job_id.copy(), start_time=run.start, end_time=run.end,
+                        alloc_offsets=run.alloc_offsets, alloc_nodes=run.alloc_nodes,
+                        alloc_gpu_mask=run.alloc_gpu_mask, planning=model)
     counts = np.diff(run.alloc_offsets)
     offsets = np.zeros(len(jobs) + 1, dtype=np.int64)
     np.cumsum(np.where(started, counts, 0), out=offsets[1:])

@@ -60,6 +60,7 @@ def _run_every_path() -> None:
     from ..model.cluster import Cluster
     from ..model.events import NodeEvents
     from ..model.jobs import JobTable
+    from ..model.lifecycle import Lifecycle
     from ..policy.fairshare import AssociationTree, classic, fair_tree, level_fairshare
     from ..policy.priority import PriorityWeights, multifactor
     from .scheduler import Scheduler
@@ -69,7 +70,11 @@ def _run_every_path() -> None:
                                 runtime=[5] * 3, num_nodes=1, cpus_per_node=1,
                                 gpus_per_node=1)
     events = NodeEvents.from_rows([(3, "down", [0]), (4, "up", [0])], 2)
-    simulate(cluster, jobs, "conservative", reservations="nodes", events=events)
+    zeros = np.zeros(len(jobs), dtype=np.int64)
+    for requeue in (True, False):       # a killed job requeued, or ended NODE_FAIL
+        lifecycle = Lifecycle(np.full(len(jobs), requeue), zeros, zeros)
+        simulate(cluster, jobs, "conservative", reservations="nodes", events=events,
+                 lifecycle=lifecycle)
     simulate(cluster, jobs, "conservative", reservations="slurm")
     sched = Scheduler(cluster, "conservative", reservations="nodes")
     sched.submit(jobs)

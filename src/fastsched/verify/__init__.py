@@ -100,7 +100,8 @@ NODE_CHECK_LIMIT = 20_000_000_000
 def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str | None = None,
            reserve_depth: int = 1, dependencies=None, limits=None, partitions=None,
            placement=None, reservations: str | None = None, priority=None,
-           node_check_limit: int | None = NODE_CHECK_LIMIT) -> VerifyReport:
+           node_check_limit: int | None = NODE_CHECK_LIMIT,
+           advance_reservations=None) -> VerifyReport:
     """Check ``schedule`` (rows in the order of ``jobs``) on ``cluster``.
 
     ``policy``: None (resource checks only), ``"fcfs"``, ``"easy"`` (with
@@ -119,7 +120,10 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     :mod:`fastsched.model.constraints`) add the checks of :mod:`.constraints`;
     policy checks need none of them. ``placement``
     (:class:`fastsched.model.constraints.Placement`) with ``exclusive_topo`` jobs
-    adds the ``exclusive_topo`` check.
+    adds the ``exclusive_topo`` check. ``advance_reservations``
+    (:class:`fastsched.model.reservations.Reservations`) adds ``reserved_node``: no job
+    runs on a reserved node while one of its windows is open (the policy checks do not
+    model reservations, so they are then skipped).
     """
     model = _check_arguments(schedule, policy, reserve_depth, dependencies, limits,
                              reservations)
@@ -143,7 +147,14 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
                              f"cluster has {cluster.num_nodes}", field="placement")
         vc.check_exclusive_topo(jobs, start, end, a_job, a_node, placement, Violation, out)
         checks.append("exclusive_topo")
+    if advance_reservations:
+        _reserved_nodes(schedule, start, end, advance_reservations, out)
+        checks.append("reserved_node")
     not_checked = []
+    if policy is not None and advance_reservations:
+        not_checked.append(f"{policy}: advance reservations are not modelled by the policy "
+                           "checks")
+        policy = None
     if policy is not None:
         name = f"easy(reserve_depth={reserve_depth})" if policy == "easy" else policy
         name += f" ({model} model)"
@@ -159,6 +170,17 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     rank = {k: r for r, k in enumerate(VIOLATION_KINDS)}
     out.sort(key=lambda v: (v.time, rank[v.kind], v.job_id))
     return VerifyReport(out, len(jobs), checks, not_checked)
+
+
+def _reserved_nodes(schedule, start, end, reservations, out) -> None:
+    """A ``reserved_node`` violation for each job that ran on a reserved node while one
+    of its windows was open (its first such window)."""
+    horizon = int(end.max(initial=0)) + 1
+    for i, name, node in reservations.overlapping(start, end, schedule.alloc_offsets,
+                                                   schedule.alloc_nodes, horizon):
+        out.append(Violation("reserved_node", int(schedule.job_id[i]), int(start[i]),
+                             f"job {int(schedule.job_id[i])} ran on node {node} during "
+                             f"reservation {name!r}"))
 
 
 def _check_arguments(schedule, policy, reserve_depth, dependencies, limits, reservations):

@@ -1,0 +1,121 @@
+"""Advance reservations (Slurm's ``scontrol create reservation``): nodes set aside over
+a time window, for maintenance (``Flags=MAINT``) or for users whose jobs are not in the
+workload. No job of the workload starts on a reserved node if it would still run when
+the window opens, and backfill plans no job across one: the engine holds every
+reserved node whole over its windows, as if a job held it.
+
+A DAILY or WEEKLY reservation repeats every day or week; :meth:`Reservations.windows`
+lists its windows up to a horizon (the simulator's: the last submission plus the
+longest time limit).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError, UnsupportedError
+
+#: Slurm's reservation flags that the model takes; the others are refused by name
+FLAGS = ("MAINT", "IGNORE_JOBS", "DAILY", "WEEKLY", "SPEC_NODES", "OVERLAP")
+_REPEAT = {"DAILY": 86_400, "WEEKLY": 7 * 86_400}
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """One reservation: ``name``, ``start`` and ``end`` (seconds of simulated time,
+    end > start), ``nodes`` (node indices), ``users`` / ``accounts`` (who may use it:
+    informative, since no job of a workload names a reservation) and ``flags``."""
+
+    name: str
+    start: int
+    end: int
+    nodes: tuple
+    users: tuple = ()
+    accounts: tuple = ()
+    flags: tuple = ()
+
+    @property
+    def period(self) -> int:
+        """Seconds between repeats (0: once)."""
+        return max((_REPEAT[f] for f in self.flags if f in _REPEAT), default=0)
+
+
+@dataclass(frozen=True)
+class Reservations:
+    """The reservations of a run (:class:`Reservation` each), checked against a
+    cluster of ``num_nodes`` nodes."""
+
+    items: tuple = ()
+    num_nodes: int = 0
+    _names: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        for r in self.items:
+            where = f"reservation {r.name!r}"
+            if not r.name:
+                raise InputError("a reservation needs a name", field="ReservationName")
+            if r.name in self._names:
+                raise InputError(f"{where} is defined twice", field="ReservationName")
+            self._names[r.name] = r
+            if int(r.end) <= int(r.start) or int(r.start) < 0:
+                raise InputError(f"{where}: end {r.end} must be after start {r.start} >= 0",
+                                 field="EndTime")
+            if not len(r.nodes):
+                raise InputError(f"{where} has no nodes", field="Nodes")
+            bad = [x for x in r.nodes if not 0 <= int(x) < self.num_nodes]
+            if bad:
+                raise InputError(f"{where}: node index {bad[0]} is not one of the cluster's "
+                                 f"{self.num_nodes} nodes", field="Nodes")
+            unknown = [f for f in r.flags if f not in FLAGS]
+            if unknown:
+                raise UnsupportedError(f"{where}: flag {unknown[0]} is not modelled (modelled: "
+                                       f"{', '.join(FLAGS)})")
+            if r.period and r.end - r.start >= r.period:
+                raise InputError(f"{where}: a window of {r.end - r.start} s cannot repeat "
+                                 f"every {r.period} s", field="Duration")
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, name: str) -> Reservation:
+        return self._names[name]
+
+    def windows(self, horizon: int):
+        """``(start, end, nodes)`` arrays of every window that opens before ``horizon``
+        (repeats included), one row per (window, node), by start: what the engine
+        holds."""
+        a = np.array([row[:3] for row in self._rows(horizon)], dtype=np.int64).reshape(-1, 3)
+        return a[:, 0].copy(), a[:, 1].copy(), a[:, 2].copy()
+
+    def overlapping(self, start, end, alloc_offsets, alloc_nodes, horizon: int):
+        """``(job, reservation name, node)`` for each started job (``start``/``end``
+        arrays; its nodes ``alloc_nodes[alloc_offsets[i]:alloc_offsets[i + 1]]``) that ran
+        on a reserved node while one of its windows was open (its first such entry);
+        for the checker. Only the jobs' entries on reserved nodes are looked at."""
+        by_node: dict[int, list[tuple]] = {}
+        for s, e, x, name in self._rows(horizon):
+            by_node.setdefault(x, []).append((s, e, name))
+        job = np.repeat(np.arange(len(start)), np.diff(alloc_offsets))
+        node = np.asarray(alloc_nodes, dtype=np.int64)
+        on = np.isin(node, np.fromiter(by_node, dtype=np.int64)) & (start[job] >= 0)
+        out, seen = [], set()
+        for i, x in zip(job[on].tolist(), node[on].tolist()):
+            hit = next((name for s, e, name in by_node[x] if s < end[i] and start[i] < e), None)
+            if hit is not None and i not in seen:
+                seen.add(i)
+                out.append((i, hit, x))
+        return out
+
+    def _rows(self, horizon: int) -> list[tuple]:
+        """(start, end, node, name) of every window opening before ``horizon``, by start."""
+        rows = []
+        for r in self.items:
+            s, step = int(r.start), r.period
+            while True:
+                rows += [(s, s + int(r.end) - int(r.start), int(x), r.name) for x in r.nodes]
+                s += step
+                if not step or s >= horizon:
+                    break
+        rows.sort()
+        return rows
