@@ -118,7 +118,7 @@ def format_args(p) -> None:
                    "with --cluster), philly (cluster_job_log JSON, or Pollux's CSV), pai "
                    "(Alibaba PAI openb pod list or pai_task_table), helios (cluster_log.csv); "
                    "auto (default): by content (a 'JobID|' header: sacct; a GPU trace's "
-                   "header or JSON), else by name (.csv, .csv.gz: workload), else swf")
+                   "header or JSON), else by name (.csv, .csv.gz, .parquet: workload), else swf")
     p.add_argument("--tz", default="UTC", metavar="ZONE",
                    help="with sacct: the time zone of its times (sacct prints local time; "
                    "default UTC), e.g. Europe/Berlin")
@@ -141,9 +141,12 @@ def format_args(p) -> None:
 def trace_format(path: str, fmt: str = "auto") -> str:
     """The format of ``path``: ``fmt`` unless "auto", else guessed from name and header."""
     from ..io.gpureaders import sniff_gpu_format
+    from ..io.parquet import is_parquet
     from ..io.sacct import is_sacct
     if fmt != "auto":
         return fmt
+    if is_parquet(path):
+        return "workload"
     if is_sacct(path):
         return "sacct"
     gpu = sniff_gpu_format(path)
