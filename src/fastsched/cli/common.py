@@ -19,8 +19,6 @@ from ..model.constraints import Placement
 from ..model.errors import InputError
 from ..model.policies import POLICIES
 from ..model.topology import levels_array
-from ..policy.config import load_config
-from ..sim.site import site_limits
 from ..tools.generate import load_cluster
 from .argtypes import positive_int, positive_seconds, seconds
 
@@ -266,6 +264,8 @@ def config_limits(path, cluster, workload):
     """The limit groups ``simulate --config`` enforced (fastsched.sim.site.site_limits)."""
     if workload is None:
         raise InputError("--config needs a workload CSV", field="--config")
+    from ..policy.config import load_config     # the site modules load Numba: only here
+    from ..sim.site import site_limits
     config = load_config(path)
     return site_limits(config, workload, config.apply_partitions(cluster))
 
