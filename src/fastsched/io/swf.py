@@ -130,7 +130,7 @@ def _load(raw: bytes):
     if parsed is None:
         return header, header_lines, None, None
     arr, rows = parsed
-    return header, header_lines, arr, (rows + 1).tolist()
+    return header, header_lines, arr, rows + 1
 
 
 def _header_entry(header: dict[str, str], s: str) -> None:
@@ -208,7 +208,7 @@ def read_swf(path, *, procs: int | None = None, strict: bool = False) -> SWFTrac
     skipped: list[SkippedJob] = []
     if not keep.all():
         for r in np.flatnonzero(~keep):
-            skipped.append(SkippedJob(int(ids[r]), lineno[r],
+            skipped.append(SkippedJob(int(ids[r]), int(lineno[r]),
                                       _skip_reason(int(nproc[r]), runtime[r], machine)))
 
     ids, submit, runtime, limit_raw, nproc, user = (

@@ -70,7 +70,7 @@ def split_lines(raw: bytes):
 
 def is_clean(u8: np.ndarray) -> bool:
     """Printable ASCII, tabs, ``\\n``, and ``\\r`` only right before ``\\n``."""
-    printable = (u8 >= _SPACE) & (u8 < 127)
+    printable = (u8 - _SPACE) < 127 - _SPACE           # uint8: below the space wraps
     if printable.all():
         return True
     odd = np.flatnonzero(~printable)
@@ -115,16 +115,16 @@ def _parse_piece(blob: np.ndarray, nl: np.ndarray, nfields: int):
     """``parse_numbers`` of one piece; ``nl`` its own line breaks."""
     solid = ~_blank(blob)
     edge = np.diff(solid.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    bounds = np.flatnonzero(edge)
+    bounds = np.flatnonzero(edge.view(bool))       # as bool: NumPy's fast nonzero
     starts, ends = bounds[0::2], bounds[1::2]
     rows = _rows(nl, starts, ends, nfields)
     if rows is None:
         return None
     neg = blob[starts] == _MINUS
     ndig = ends - starts - neg
-    special = _non_integer(blob, solid, edge, starts) | (ndig == 0) | (ndig > _MAX_DIGITS)
+    special = _non_integer(blob, solid, edge, starts, neg) | (ndig == 0) | (ndig > _MAX_DIGITS)
     values = _integers(blob, ends, np.where(special, 1, ndig)).astype(np.float64)
-    np.negative(values, out=values, where=neg)
+    values *= 1.0 - 2.0 * neg                      # -0 stays -0.0, as float("-0")
     for t in np.flatnonzero(special).tolist():
         try:
             v = float(blob[starts[t]:ends[t]].tobytes())
@@ -149,10 +149,13 @@ def _rows(nl, starts, ends, nfields):
     return first
 
 
-def _non_integer(blob, solid, edge, starts) -> np.ndarray:
+def _non_integer(blob, solid, edge, starts, neg) -> np.ndarray:
     """Tokens holding a character other than digits and one leading ``-``."""
     special = np.zeros(len(starts), dtype=bool)
-    odd = np.flatnonzero(solid & ((blob < _ZERO) | (blob > _ZERO + 9)))
+    odd = solid & ((blob - _ZERO) > 9)                     # uint8: below "0" wraps
+    if np.count_nonzero(odd) == np.count_nonzero(neg):
+        return special      # each such character is a leading "-": no token is special
+    odd = np.flatnonzero(odd)
     bad = odd[(blob[odd] != _MINUS) | (edge[odd] != 1)]
     if len(bad):
         special[np.searchsorted(starts, bad, side="right") - 1] = True
@@ -165,12 +168,12 @@ def _integers(blob, ends, ndig) -> np.ndarray:
     pad = np.concatenate((np.full(8, _ZERO, dtype=np.uint8), blob))
     # every 8-byte window of pad, unaligned: window j holds blob[j - 8 : j]
     windows = np.ndarray((len(pad) - 7,), dtype="<u8", buffer=pad, strides=(1,))
-    values = _eight(windows[ends], np.minimum(ndig, 8)).view(np.int64)
+    values = _eight(np.take(windows, ends), np.minimum(ndig, 8)).view(np.int64)
     for k in (1, 2):
         more = np.flatnonzero(ndig > 8 * k)
         if len(more) == 0:
             break
-        chunk = _eight(windows[ends[more] - 8 * k], np.minimum(ndig[more] - 8 * k, 8))
+        chunk = _eight(np.take(windows, ends[more] - 8 * k), np.minimum(ndig[more] - 8 * k, 8))
         values[more] += chunk.astype(np.int64) * 10 ** (8 * k)
     return values
 
