@@ -9,17 +9,11 @@ import tempfile
 
 import numpy as np
 
-from ..io.slurmconf import parse_time
 from ..io.swf import read_swf
-from ..io.gresconf import read_gres_conf
-from ..io.topology import read_block_topology
-from ..io.workload import read_workload
 from ..model.cluster import Cluster
 from ..model.constraints import Placement
 from ..model.errors import InputError
 from ..model.policies import POLICIES
-from ..model.topology import levels_array
-from ..tools.generate import load_cluster
 from .argtypes import positive_int, positive_seconds, seconds
 
 
@@ -156,6 +150,7 @@ def trace_format(path: str, fmt: str = "auto") -> str:
 def load_sacct(path: str, cluster_spec, *, tz: str = "UTC", skip_bad: bool = False):
     """(cluster, SacctLog) of a sacct dump on ``cluster_spec``."""
     from ..io.sacct import read_sacct
+    from ..tools.generate import load_cluster
     if not cluster_spec:
         raise InputError("a sacct dump needs --cluster (the site's slurm.conf)", file=path)
     cluster = load_cluster(cluster_spec)
@@ -166,6 +161,7 @@ def load_gpu_trace(path: str, fmt: str, cluster_spec, gpu_options: dict, strict=
     """(cluster, workload, jobs, skipped) of a Philly, PAI or Helios trace, its notes
     printed; ``strict``: a job left out is an error."""
     from ..io.gputrace import read_gpu_trace
+    from ..tools.generate import load_cluster
     cluster = load_cluster(cluster_spec) if cluster_spec else None
     trace = read_gpu_trace(path, fmt, cluster, **gpu_options)
     if strict and trace.skipped:
@@ -207,6 +203,8 @@ def load_trace(path: str, *, procs=None, strict=False, cluster_spec=None, fmt="a
         if procs is not None:
             raise InputError("--procs is the machine size of an SWF trace; a workload CSV runs "
                              "on --cluster", field="--procs")
+        from ..io.workload import read_workload
+        from ..tools.generate import load_cluster
         cluster = load_cluster(cluster_spec)
         workload = read_workload(path, cluster, strict=strict)
         return cluster, workload, workload.jobs, workload.skipped
@@ -225,6 +223,10 @@ def placement_from_args(args, cluster, jobs, workload=None):
                                   or args.exclusive_topo):
         raise InputError("--switches, --segment, --exclusive-topo and --block-topology need "
                          "--topology", field="--topology")
+    # the readers of the topology inputs load only when an option names one
+    from ..io.gresconf import read_gres_conf
+    from ..io.topology import read_block_topology
+    from ..model.topology import levels_array
     groups = read_gres_conf(args.gres_conf).masks if args.gres_conf else ()
     if args.topology is None:
         return Placement.topology(np.zeros((0, cluster.num_nodes)), len(jobs),
@@ -256,6 +258,7 @@ def _switches(text: str) -> tuple[int, int]:
     if not count.isdigit() or int(count) < 1:
         raise InputError(f"--switches wants K[@TIME] with K >= 1, got {text!r}",
                          field="--switches")
+    from ..io.slurmconf import parse_time
     seconds = parse_time(wait) if wait else None
     return int(count), -1 if seconds is None else int(seconds)
 
