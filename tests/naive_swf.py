@@ -15,6 +15,7 @@ import numpy as np
 
 from fastsched.io.swf import (SWF_FIELDS, SkippedJob, SWFFields, SWFTrace, _HEADER_RE,
                               _machine_size, _skip_reason, _user_index)
+from fastsched.io.textfile import read_decompressed
 from fastsched.model.errors import InputError
 from fastsched.model.jobs import JobTable
 from fastsched.model.validation import MAX_COUNT, MAX_SECONDS
@@ -26,32 +27,7 @@ _LIMITS = {1: 2**53, 12: 2**53, 5: MAX_COUNT, 8: MAX_COUNT,
 
 
 def _read_text(path: str) -> str:
-    return _read_decompressed(path).decode("utf-8", errors="replace")
-
-
-def _read_decompressed(path) -> bytes:
-    """fastsched.io.textfile.read_decompressed as it was: the standard library's gzip, xz
-    and bzip2 modules (the benchmark's "old" includes its decompression)."""
-    import bz2
-    import gzip
-    import lzma
-    from pathlib import Path
-    fname = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=fname) from None
-    lower = fname.lower()
-    try:
-        if raw[:2] == b"\x1f\x8b" or lower.endswith(".gz"):
-            return gzip.decompress(raw)
-        if raw[:6] == b"\xfd7zXZ\x00" or lower.endswith((".xz", ".lzma")):
-            return lzma.decompress(raw)
-        if raw[:3] == b"BZh" or lower.endswith(".bz2"):
-            return bz2.decompress(raw)
-    except (OSError, EOFError, lzma.LZMAError, ValueError) as e:
-        raise InputError(f"cannot decompress: {e}", file=fname) from None
-    return raw
+    return read_decompressed(path).decode("utf-8", errors="replace")
 
 
 def _fname(k: int) -> str:

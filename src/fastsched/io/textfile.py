@@ -37,6 +37,7 @@ def read_decompressed(path) -> bytes:
     """The bytes of ``path``, decompressed when it is gzip, xz or bzip2 (by its first
     bytes, else its name); an unreadable or corrupt file is an InputError naming it."""
     import bz2
+    import gzip
     import lzma
     import zlib
     fname = str(path)
@@ -47,31 +48,15 @@ def read_decompressed(path) -> bytes:
     lower = fname.lower()
     try:
         if raw[:2] == b"\x1f\x8b" or lower.endswith(".gz"):
-            return gunzip(raw)
+            return gzip.decompress(raw)
         if raw[:6] == b"\xfd7zXZ\x00" or lower.endswith((".xz", ".lzma")):
             return lzma.decompress(raw)
         if raw[:3] == b"BZh" or lower.endswith(".bz2"):
             return bz2.decompress(raw)
-    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as e:
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as e:   # zlib: a corrupt
+        # deflate stream inside a well-formed gzip header
         raise InputError(f"cannot decompress: {e}", file=fname) from None
     return raw
-
-
-def gunzip(raw: bytes) -> bytes:
-    """What ``gzip.decompress`` gives (every member; zero padding after them ignored), with
-    the first member decompressed and checked (CRC, length) by zlib itself: half the time
-    of gzip.decompress, which reads the header in Python and checks the CRC in a second
-    pass over the text."""
-    import gzip
-    import zlib
-    if not raw:
-        return b""
-    member = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)     # gzip framing
-    out = member.decompress(raw)
-    if not member.eof:
-        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
-    rest = member.unused_data.lstrip(b"\0")
-    return out + gzip.decompress(rest) if rest else out
 
 
 def check_digits(text: str, fname: str) -> None:
