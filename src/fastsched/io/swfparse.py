@@ -34,7 +34,7 @@ _PAIRS = _U(0x000000FF000000FF)
 _KEEP = np.array([~((1 << 8 * (8 - k)) - 1) & (2**64 - 1) for k in range(9)], dtype=np.uint64)
 _FILL = ~_KEEP & _ZEROS
 #: bytes of text parsed at a time: its temporaries (8 bytes per token) stay small
-_PIECE = 1 << 18
+_PIECE = 1 << 17
 
 
 def split_lines(raw: bytes):
