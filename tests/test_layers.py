@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import grimp
+import pytest
 from importlinter import cli as importlinter_cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -75,3 +76,28 @@ def test_fastsched_verify_stays_the_function_when_its_package_is_imported():
                           "import fastsched as fs\nprint(type(fs.verify).__name__, fs.verify.__module__)"],
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["function", "fastsched.verify"]
+
+
+#: what ``fastsched --help`` and ``import fastsched`` must not load: NumPy and the
+#: libraries that come with it (a check on sys.modules, not on time)
+HEAVY = ("numpy", "pandas", "numba", "llvmlite", "scipy", "matplotlib", "pyarrow", "tqdm",
+         "cloudpickle", "fastsched.engine", "fastsched.verify")
+
+
+def _loaded(code: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\n"
+                          f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    return out[-1].split() if out else []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], []])
+def test_top_level_help_loads_nothing_heavy(argv):
+    assert _loaded("import contextlib, io\nfrom fastsched.cli import main\n"
+                   "with contextlib.redirect_stdout(io.StringIO()):\n"
+                   f"    try:\n        main({argv!r})\n    except SystemExit:\n        pass") == []
+
+
+def test_import_fastsched_loads_nothing_heavy():
+    assert _loaded("import fastsched") == []
+    assert "numpy" in _loaded("import fastsched\nfastsched.verify")     # the control

@@ -15,6 +15,8 @@ Public API (everything else is private; names load on first use, so
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 
 __version__ = "0.1.0"
 
@@ -83,13 +85,25 @@ _WHERE = {(n if isinstance(n, str) else n[0]): (module, n if isinstance(n, str) 
 
 __all__ = sorted(_WHERE) + ["verify"]
 
-# ``fastsched.verify`` names both a subpackage and the public function. Importing the
-# package binds the name to the package, so the function is bound here, once the
-# package is loaded (it needs only NumPy), and keeps the name from then on.
-from .verify import verify  # noqa: E402
+class _Package(types.ModuleType):
+    """``fastsched.verify`` names both a subpackage and the public function. Loading the
+    subpackage binds the name to it (the import system's ``setattr`` on this package);
+    this class binds the function instead, so the name is the function whoever loads the
+    subpackage first, and ``import fastsched`` need not load it (nor NumPy)."""
+
+    def __setattr__(self, name, value):
+        if name == "verify" and isinstance(value, types.ModuleType):
+            value = value.verify
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str):
+    if name == "verify":
+        importlib.import_module(".verify", __name__)      # binds the function (_Package)
+        return globals()["verify"]
     try:
         module, attr = _WHERE[name]
     except KeyError:

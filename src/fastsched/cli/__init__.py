@@ -15,7 +15,6 @@ import signal
 import sys
 import warnings
 
-from ..engine.interrupt import Interrupted, kernel_running, signals_interrupt
 from ..model.errors import ConfigWarning, FastschedError
 
 
@@ -55,9 +54,11 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    signals_interrupt()
     warnings.showwarning = _show_warning
     try:
+        if _command(argv) is not None:   # the top-level --help and --version load no engine
+            from ..engine.interrupt import signals_interrupt
+            signals_interrupt()
         parser = build_parser(argv)      # imports the command's module: may take a second
         args = parser.parse_args(argv)
         args.argv = argv
@@ -71,9 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except KeyboardInterrupt as e:        # Ctrl-C, SIGTERM; Interrupted says where the run was
         code = 128 + int(getattr(e, "signum", signal.SIGINT))
-        print(f"fastsched: {e if isinstance(e, Interrupted) else 'interrupted'}; "
-              "no result written", file=sys.stderr)
-        if kernel_running():
+        # without the engine's module loaded, no run was under way
+        interrupt = sys.modules.get("fastsched.engine.interrupt")
+        ran = interrupt is not None and isinstance(e, interrupt.Interrupted)
+        print(f"fastsched: {e if ran else 'interrupted'}; no result written", file=sys.stderr)
+        if interrupt is not None and interrupt.kernel_running():
             sys.stdout.flush()          # a kernel still compiling cannot be stopped:
             sys.stderr.flush()          # end the process without waiting for it
             os._exit(code)
@@ -108,7 +111,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
         "conservative backfilling, check schedules, run benchmarks."))
     p.add_argument("--version", action="version", version=f"fastsched {__version__}")
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
-    chosen = next((a for a in argv if not a.startswith("-")), None)
+    chosen = _command(argv)
     for name, (module_name, helptext) in COMMANDS.items():
         if name != chosen:
             sub.add_parser(name, help=helptext)
@@ -117,3 +120,8 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=helptext, **getattr(module, "PARSER_OPTIONS", {}))
         module.configure(s, name)
     return p
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command ``argv`` names (its first word not an option), or None."""
+    return next((a for a in argv if not a.startswith("-")), None)

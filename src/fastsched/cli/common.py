@@ -9,19 +9,11 @@ import tempfile
 
 import numpy as np
 
-from ..io.slurmconf import parse_time
 from ..io.swf import read_swf
-from ..io.gresconf import read_gres_conf
-from ..io.topology import read_block_topology
-from ..io.workload import read_workload
 from ..model.cluster import Cluster
 from ..model.constraints import Placement
 from ..model.errors import InputError
 from ..model.policies import POLICIES
-from ..model.topology import levels_array
-from ..policy.config import load_config
-from ..sim.site import site_limits
-from ..tools.generate import load_cluster
 from .argtypes import positive_int, positive_seconds, seconds
 
 
@@ -118,7 +110,7 @@ def format_args(p) -> None:
                    "with --cluster), philly (cluster_job_log JSON, or Pollux's CSV), pai "
                    "(Alibaba PAI openb pod list or pai_task_table), helios (cluster_log.csv); "
                    "auto (default): by content (a 'JobID|' header: sacct; a GPU trace's "
-                   "header or JSON), else by name (.csv, .csv.gz: workload), else swf")
+                   "header or JSON), else by name (.csv, .csv.gz, .parquet: workload), else swf")
     p.add_argument("--tz", default="UTC", metavar="ZONE",
                    help="with sacct: the time zone of its times (sacct prints local time; "
                    "default UTC), e.g. Europe/Berlin")
@@ -141,9 +133,12 @@ def format_args(p) -> None:
 def trace_format(path: str, fmt: str = "auto") -> str:
     """The format of ``path``: ``fmt`` unless "auto", else guessed from name and header."""
     from ..io.gpureaders import sniff_gpu_format
+    from ..io.parquet import is_parquet
     from ..io.sacct import is_sacct
     if fmt != "auto":
         return fmt
+    if is_parquet(path):
+        return "workload"
     if is_sacct(path):
         return "sacct"
     gpu = sniff_gpu_format(path)
@@ -155,6 +150,7 @@ def trace_format(path: str, fmt: str = "auto") -> str:
 def load_sacct(path: str, cluster_spec, *, tz: str = "UTC", skip_bad: bool = False):
     """(cluster, SacctLog) of a sacct dump on ``cluster_spec``."""
     from ..io.sacct import read_sacct
+    from ..tools.generate import load_cluster
     if not cluster_spec:
         raise InputError("a sacct dump needs --cluster (the site's slurm.conf)", file=path)
     cluster = load_cluster(cluster_spec)
@@ -165,6 +161,7 @@ def load_gpu_trace(path: str, fmt: str, cluster_spec, gpu_options: dict, strict=
     """(cluster, workload, jobs, skipped) of a Philly, PAI or Helios trace, its notes
     printed; ``strict``: a job left out is an error."""
     from ..io.gputrace import read_gpu_trace
+    from ..tools.generate import load_cluster
     cluster = load_cluster(cluster_spec) if cluster_spec else None
     trace = read_gpu_trace(path, fmt, cluster, **gpu_options)
     if strict and trace.skipped:
@@ -206,6 +203,8 @@ def load_trace(path: str, *, procs=None, strict=False, cluster_spec=None, fmt="a
         if procs is not None:
             raise InputError("--procs is the machine size of an SWF trace; a workload CSV runs "
                              "on --cluster", field="--procs")
+        from ..io.workload import read_workload
+        from ..tools.generate import load_cluster
         cluster = load_cluster(cluster_spec)
         workload = read_workload(path, cluster, strict=strict)
         return cluster, workload, workload.jobs, workload.skipped
@@ -224,6 +223,10 @@ def placement_from_args(args, cluster, jobs, workload=None):
                                   or args.exclusive_topo):
         raise InputError("--switches, --segment, --exclusive-topo and --block-topology need "
                          "--topology", field="--topology")
+    # the readers of the topology inputs load only when an option names one
+    from ..io.gresconf import read_gres_conf
+    from ..io.topology import read_block_topology
+    from ..model.topology import levels_array
     groups = read_gres_conf(args.gres_conf).masks if args.gres_conf else ()
     if args.topology is None:
         return Placement.topology(np.zeros((0, cluster.num_nodes)), len(jobs),
@@ -255,6 +258,7 @@ def _switches(text: str) -> tuple[int, int]:
     if not count.isdigit() or int(count) < 1:
         raise InputError(f"--switches wants K[@TIME] with K >= 1, got {text!r}",
                          field="--switches")
+    from ..io.slurmconf import parse_time
     seconds = parse_time(wait) if wait else None
     return int(count), -1 if seconds is None else int(seconds)
 
@@ -263,6 +267,8 @@ def config_limits(path, cluster, workload):
     """The limit groups ``simulate --config`` enforced (fastsched.sim.site.site_limits)."""
     if workload is None:
         raise InputError("--config needs a workload CSV", field="--config")
+    from ..policy.config import load_config     # the site modules load Numba: only here
+    from ..sim.site import site_limits
     config = load_config(path)
     return site_limits(config, workload, config.apply_partitions(cluster))
 

@@ -44,7 +44,8 @@ def configure(g: argparse.ArgumentParser, command: str) -> None:
     c.set_defaults(run=_cmd_generate_cluster)
 
     w = gsub.add_parser("workload", help="write a seeded standard workload as CSV",
-                        description="Write a seeded standard workload as CSV (.csv or .csv.gz): "
+                        description="Write a seeded standard workload as CSV (.csv or .csv.gz) "
+                        "or Parquet (.parquet): "
                         "job_id, submit_time, time_limit, runtime, num_nodes, gpus_per_node, "
                         "cpus_per_node, mem_per_node, partition, user, account, org.")
     w.add_argument("name", choices=list(WORKLOADS), help="workload (ai-mix)")
@@ -57,7 +58,8 @@ def configure(g: argparse.ArgumentParser, command: str) -> None:
     w.add_argument("--load", type=positive_float, default=1.05,
                    help="offered load as a fraction of the cluster's GPU-hours (default 1.05)")
     w.add_argument("-o", "--output", required=True, metavar="jobs.csv",
-                   help="CSV to write (.csv.gz compresses)")
+                   help="CSV to write (.csv.gz compresses), or .parquet (needs "
+                        "pip install 'fastsched[parquet]')")
     w.set_defaults(run=_cmd_generate_workload)
 
     site = gsub.add_parser("config", help="write the example site configuration (TOML)",

@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..io.batsimout import write_batsim
 from ..io.jobsout import jobs_format, write_jobs
 from ..io.sacctout import DEFAULT_SACCT_FIELDS, parse_sacct_fields, write_sacct
-from ..io.swfout import write_swf
 from .common import write_atomic
 
 
@@ -57,9 +55,11 @@ def write_outputs(args, result, workload) -> None:
                                               workload=workload, tz=args.tz), args.sacct_out)
         print(f"wrote {n:,} sacct records to {args.sacct_out}")
     if args.swf_out:
+        from ..io.swfout import write_swf
         write_atomic(lambda path: write_swf(result, path, workload=workload), args.swf_out)
         print(f"wrote {n:,} SWF jobs to {args.swf_out}")
     if args.batsim_out:
+        from ..io.batsimout import write_batsim
         name = _workload_name(str(args.trace))
         write_atomic(lambda path: write_batsim(result, path, name), args.batsim_out)
         print(f"wrote {n:,} Batsim job rows to {args.batsim_out}")

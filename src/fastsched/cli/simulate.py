@@ -9,13 +9,8 @@ import numpy as np
 
 from ..io.events import read_node_events
 from ..model.errors import InputError
-from ..policy.config import load_config
-from ..policy.research import research_priority
-from ..sim.checkpoint import Checkpoints, load as load_checkpoint
 from ..sim.lifecycle import has_failures, lifecycle_line, run_lifecycle
 from ..sim.simulator import simulate
-from ..sim.site import simulate_site
-from ..sim.snapshot import format_start_times, start_times_at
 from . import build_parser
 from .argtypes import duration, failure_model, machine_size, seconds
 from .outputs import check_outputs, output_args, write_outputs
@@ -104,11 +99,13 @@ def run(args) -> int:
                              file=args.resume)
         options["resume"] = resume[1]
     if args.checkpoint:
+        from ..sim.checkpoint import Checkpoints
         options["checkpoints"] = Checkpoints(args.checkpoint, args.checkpoint_every, header)
     if args.order:
         if args.config:
             raise InputError("--order and --config both set the queue order; pick one",
                              field="--order")
+        from ..policy.research import research_priority
         options.update(priority=research_priority(args.order, jobs, cluster),
                        period=args.order_period)
     try:
@@ -116,6 +113,9 @@ def run(args) -> int:
             if workload is None:
                 raise InputError("--config needs a workload CSV (with users and accounts)",
                                  field="--config")
+            # the site modules (fair share, limits) only for --config: they load Numba
+            from ..policy.config import load_config
+            from ..sim.site import simulate_site
             result = simulate_site(cluster, workload, load_config(args.config), args.policy,
                                    skipped=skipped, **options)
         else:
@@ -183,6 +183,7 @@ RESUME_OPTIONS = ("jobs_out", "sacct_out", "sacct_format", "swf_out", "batsim_ou
 def _resumed(args):
     """(the checkpointed run's arguments with ``RESUME_OPTIONS`` given now, (header,
     state))."""
+    from ..sim.checkpoint import load as load_checkpoint
     header, state = load_checkpoint(args.resume)
     saved = build_parser(header["argv"]).parse_args(header["argv"])
     saved.argv = header["argv"]
@@ -204,6 +205,7 @@ def _fingerprint(jobs) -> str:
 
 
 def _print_start_times(result, t: int, csv_path, user_names) -> None:
+    from ..sim.snapshot import format_start_times, start_times_at
     frame = start_times_at(result, t, user_names)
     print(f"\npending at {t} ({len(frame):,} jobs), expected starts (squeue --start):")
     print(format_start_times(frame))

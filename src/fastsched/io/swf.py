@@ -17,13 +17,13 @@ Every other non-blank line is one job with 18 numeric fields (``-1`` = missing):
 ====  =======================  ====  =======================
 
 :func:`read_swf` turns a trace into a :class:`~fastsched.model.jobs.JobTable` of
-one-CPU "nodes" (one per processor). The numeric block is parsed with NumPy in
-one go; only when that finds a problem is the file rescanned line by line, to
-name the exact line and field in the :class:`~fastsched.model.errors.InputError`.
+one-CPU "nodes" (one per processor). The job lines are tokenized and parsed with NumPy
+in one go (:mod:`fastsched.io.swfparse`); only when that finds a problem is the file
+rescanned line by line, to name the exact line and field in the
+:class:`~fastsched.model.errors.InputError`.
 """
 from __future__ import annotations
 
-import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -35,6 +35,7 @@ from ..model.errors import InputError
 
 from ..model.jobs import JobTable
 from ..model.validation import MAX_COUNT, MAX_NODES, MAX_SECONDS
+from .swfparse import is_clean, parse_numbers, split_lines
 from .textfile import read_decompressed
 
 __all__ = ["SkippedJob", "SWFTrace", "SWFFields", "read_swf", "read_swf_fields",
@@ -108,8 +109,35 @@ def bundled_trace(name: str = "KTH-SP2") -> Path:
 
 # --------------------------------------------------------------------------- reading
 
-def _read_text(path: str) -> str:
-    return read_decompressed(path).decode("utf-8", errors="replace")
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def _load(raw: bytes):
+    """(header, header_lines, (n, 18) float array or None if a line is malformed, the
+    1-based line of each row)."""
+    split = split_lines(raw)
+    if split is None:
+        header, header_lines, data, lineno = _split(_decode(raw))
+        return header, header_lines, _parse_block(data), lineno
+    comments, blob, nl = split
+    header: dict[str, str] = {}
+    header_lines: list[str] = []
+    for _, ln in comments:
+        header_lines.append(ln)
+        _header_entry(header, ln.lstrip())
+    parsed = parse_numbers(blob, nl, _NFIELDS)
+    if parsed is None:
+        return header, header_lines, None, None
+    arr, rows = parsed
+    return header, header_lines, arr, rows + 1
+
+
+def _header_entry(header: dict[str, str], s: str) -> None:
+    """Record a ``; Key: value`` comment; the first of a key counts."""
+    m = _HEADER_RE.match(s)
+    if m and m.group(1) not in header:
+        header[m.group(1)] = m.group(2) or ""
 
 
 def _machine_size(procs, header: dict[str, str], path: str) -> int:
@@ -153,10 +181,10 @@ def read_swf(path, *, procs: int | None = None, strict: bool = False) -> SWFTrac
     one raises :class:`InputError` instead. Malformed lines always raise.
     """
     path = str(path)
-    header, header_lines, data, lineno = _split(_read_text(path))
+    raw = read_decompressed(path)
+    header, header_lines, arr, lineno = _load(raw)
     machine = _machine_size(procs, header, path)
 
-    arr = _parse_block(data)
     for attempt in range(2):
         ok = arr is not None
         if ok:
@@ -173,13 +201,14 @@ def read_swf(path, *, procs: int | None = None, strict: bool = False) -> SWFTrac
         # Something is wrong: find and report the first bad line exactly. If
         # the line scan finds nothing (a number NumPy's parser rejects but
         # Python's accepts), use its values.
+        _, _, data, lineno = _split(_decode(raw))
         arr = _slow_scan(data, lineno, path, machine, strict)
 
     keep = runnable_p & runnable_r
     skipped: list[SkippedJob] = []
     if not keep.all():
         for r in np.flatnonzero(~keep):
-            skipped.append(SkippedJob(int(ids[r]), lineno[r],
+            skipped.append(SkippedJob(int(ids[r]), int(lineno[r]),
                                       _skip_reason(int(nproc[r]), runtime[r], machine)))
 
     ids, submit, runtime, limit_raw, nproc, user = (
@@ -212,9 +241,7 @@ def _split(text: str):
             continue
         if s[0] == ";":
             header_lines.append(ln)
-            m = _HEADER_RE.match(s)
-            if m and m.group(1) not in header:
-                header[m.group(1)] = m.group(2) or ""
+            _header_entry(header, s)
             continue
         data.append(ln)
         lineno.append(i)
@@ -240,9 +267,10 @@ def read_swf_fields(path) -> SWFFields:
     naming the line and field.
     """
     path = str(path)
-    header, header_lines, data, lineno = _split(_read_text(path))
-    arr = _parse_block(data)
+    raw = read_decompressed(path)
+    header, header_lines, arr, lineno = _load(raw)
     if arr is None:
+        _, _, data, lineno = _split(_decode(raw))
         arr = np.array([_numbers(ln, no, path) for ln, no in zip(data, lineno)],
                        dtype=np.float64).reshape(len(data), _NFIELDS)
     return SWFFields(path, header, header_lines, arr, np.asarray(lineno, dtype=np.int64))
@@ -277,17 +305,18 @@ def _user_index(user: np.ndarray) -> np.ndarray:
 
 
 def _parse_block(data: list[str]):
-    """All data lines as an (n, 18) float array, or None if any line is malformed."""
-    if not data:
-        return np.empty((0, _NFIELDS))
-    try:
-        arr = np.loadtxt(io.StringIO("\n".join(data)), dtype=np.float64, comments=None,
-                         ndmin=2)
-    except ValueError:
+    """All data lines as an (n, 18) float array, or None if any line is malformed (or
+    holds other than printable ASCII and tabs: the line scan applies Python's rules)."""
+    text = "\n".join(data)
+    if not text.isascii():
         return None
-    if arr.shape != (len(data), _NFIELDS) or not np.isfinite(arr).all():
+    blob = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    if not is_clean(blob):
         return None
-    return arr
+    parsed = parse_numbers(blob, np.flatnonzero(blob == 10), _NFIELDS)
+    if parsed is None or len(parsed[1]) != len(data):
+        return None
+    return parsed[0]
 
 
 def _derive(arr):
@@ -304,7 +333,7 @@ def _derive(arr):
     if (submit_f < 0).any():
         ok = False
     ids = arr[:, 0].astype(np.int64) if ok else None
-    if ok and len(np.unique(ids)) != len(ids):
+    if ok and _has_duplicates(ids):
         ok = False
     if not ok:
         return (None,) * 6 + (False,)
@@ -316,6 +345,12 @@ def _derive(arr):
     nproc = np.where(req > 0, req, alloc)
     user = arr[:, 11].astype(np.int64)
     return ids, submit, runtime, limit_raw, nproc, user, True
+
+
+def _has_duplicates(ids: np.ndarray) -> bool:
+    if (ids[1:] > ids[:-1]).all():      # the usual order: no sort needed
+        return False
+    return len(np.unique(ids)) != len(ids)
 
 
 def _skip_reason(nproc: int, runtime: float, machine: int) -> str | None:

@@ -39,6 +39,7 @@ def read_decompressed(path) -> bytes:
     import bz2
     import gzip
     import lzma
+    import zlib
     fname = str(path)
     try:
         raw = Path(path).read_bytes()
@@ -52,7 +53,8 @@ def read_decompressed(path) -> bytes:
             return lzma.decompress(raw)
         if raw[:3] == b"BZh" or lower.endswith(".bz2"):
             return bz2.decompress(raw)
-    except (OSError, EOFError, lzma.LZMAError, ValueError) as e:
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as e:   # zlib: a corrupt
+        # deflate stream inside a well-formed gzip header
         raise InputError(f"cannot decompress: {e}", file=fname) from None
     return raw
 

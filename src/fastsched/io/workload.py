@@ -38,6 +38,9 @@ order after the required ones; any other extra column is ignored):
   groups are its alone while it runs) or empty; anything else is an error.
 * ``requeue``, ``checkpoint_interval``, ``checkpoint_cost``: what a node failure does
   to the job (:mod:`fastsched.io.lifecycle`).
+
+A ``.parquet`` (``.pq``) file holds the same columns, typed (:mod:`fastsched.io.parquet`;
+needs the extra ``fastsched[parquet]``).
 """
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ from ..model.constraints import (DEPENDENCY_KINDS, Dependencies, LimitGroups, Pa
 from ..model.errors import InputError
 from ..model.jobs import UNLIMITED, JobTable
 from .lifecycle import lifecycle_text, read_lifecycle_columns
+from .parquet import is_parquet, read_parquet_frame, write_parquet_frame
 from .sbatch import parse_array, parse_dependency
 from .submission import build_jobs
 from ..model.validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS, request_capacity
@@ -250,7 +254,8 @@ def _constant(value, n: int, dtype) -> np.ndarray:
 # --------------------------------------------------------------------------- CSV
 
 def write_workload(workload: Workload, cluster: Cluster, path) -> None:
-    """Write ``workload`` as CSV (gzip-compressed if ``path`` ends in ``.gz``).
+    """Write ``workload`` as CSV (gzip-compressed if ``path`` ends in ``.gz``), or as
+    Parquet if it ends in ``.parquet`` or ``.pq`` (needs ``fastsched[parquet]``).
 
     Optional columns are written only when some job uses them; array tasks are
     written one row each (``array_job_id``, ``array_task_id``,
@@ -280,6 +285,9 @@ def write_workload(workload: Workload, cluster: Cluster, path) -> None:
         frame["partition"] = _partition_text(choices, part_names)
     for col, values in _optional_columns(workload).items():
         frame[col] = values
+    if is_parquet(path):
+        write_parquet_frame(frame, path)
+        return
     compression = ({"method": "gzip", "compresslevel": 6, "mtime": 0}
                    if str(path).endswith(".gz") else None)
     frame.to_csv(path, index=False, compression=compression, lineterminator="\n")
@@ -355,7 +363,7 @@ def _unique_categories(names: list[str], what: str) -> list[str]:
 
 
 def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
-    """Read a workload CSV written by :func:`write_workload` (or by hand).
+    """Read a workload CSV (or Parquet file) written by :func:`write_workload` (or by hand).
 
     Rows may come in any order; the result is sorted by (submit_time, job_id),
     array rows expanded into their tasks. User, account, organisation and QOS
@@ -453,6 +461,8 @@ def _take_rows(keep, cols, per_row, tasks, dependency, arrays, partitions):
 
 def _read_frame(path, fname: str):
     """The CSV as a DataFrame with the required columns; pandas errors as InputError."""
+    if is_parquet(path):
+        return _check_columns(read_parquet_frame(path, fname, _TEXT_COLUMNS), fname)
     import pandas as pd
     try:
         frame = pd.read_csv(path, keep_default_na=False, skip_blank_lines=False, engine="c",
@@ -471,6 +481,10 @@ def _read_frame(path, fname: str):
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=fname) from None
 
+    return _check_columns(frame, fname)
+
+
+def _check_columns(frame, fname: str):
     frame.columns = [str(c).strip() for c in frame.columns]
     for col in CSV_COLUMNS:
         if col not in frame.columns:
@@ -705,7 +719,8 @@ def _name_column(series, fname: str, col: str, default: str | None = None
     thousand names). An empty value is ``default``, or an error without one.
     """
     import pandas as pd
-    codes, uniques = pd.factorize(series.to_numpy(dtype=object), sort=False)
+    # the Series itself, not an object array: Arrow-backed strings factorize natively
+    codes, uniques = pd.factorize(series, sort=False)
     stripped = np.array([str(u).strip() for u in uniques] + [""], dtype=object)[:-1]
     if default is not None:
         stripped[stripped == ""] = default

@@ -1,0 +1,109 @@
+"""Reading and start-up (issue 17, item 4): SWF reading, the vectorised reader vs its
+line-by-line twin (tests/naive_swf.py) alternated in one process; reading a 1M-job
+workload (CSV and Parquet); whole processes (``import fastsched``, ``fastsched --help``,
+``fastsched simulate KTH --policy easy``). Medians, CPU beside wall.
+
+    python benchmarks/readers.py [--repeat 7] [--jobs 1000000] [--dir /tmp/readers]
+    python benchmarks/readers.py --only swf
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def _timed(fn):
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _median(pairs):
+    return (statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs))
+
+
+def swf(repeat: int) -> None:
+    import naive_swf
+    from fastsched.io import swf as fast
+    for name in ("KTH-SP2", "lublin_256"):
+        path = fast.bundled_trace(name)
+        fast.read_swf(path), naive_swf.read_swf(path)         # warm both
+        new, old = [], []
+        for _ in range(repeat):                                # alternate old and new
+            new.append(_timed(lambda: fast.read_swf(path)))
+            old.append(_timed(lambda: naive_swf.read_swf(path)))
+        (nw, nc), (ow, oc) = _median(new), _median(old)
+        ratios = sorted(o[1] / n[1] for o, n in zip(old, new))
+        print(f"read_swf {name}: new {nw * 1e3:.1f} ms wall / {nc * 1e3:.1f} ms CPU; "
+              f"old {ow * 1e3:.1f} / {oc * 1e3:.1f} ms; old/new CPU x{oc / nc:.1f} "
+              f"(per pair x{ratios[0]:.1f}-x{ratios[-1]:.1f}), {repeat} pairs")
+
+
+def workload(repeat: int, jobs: int, folder: Path) -> None:
+    from fastsched.io.workload import read_workload, write_workload
+    from fastsched.tools.generate import ai_mix, load_cluster
+    cluster = load_cluster("ai-100k")
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"ai-mix-{jobs}.csv", folder / f"ai-mix-{jobs}.parquet"]
+    if not all(p.exists() for p in paths):
+        w = ai_mix(cluster, jobs, seed=0)
+        for p in paths:
+            write_workload(w, cluster, p)
+    for p in paths:
+        runs = [_timed(lambda: read_workload(p, cluster)) for _ in range(repeat)]
+        wall, cpu = _median(runs)
+        print(f"read_workload {p.name} ({p.stat().st_size / 1e6:.0f} MB): {wall:.2f} s wall "
+              f"(min {min(r[0] for r in runs):.2f}) / {cpu:.2f} s CPU, {repeat} runs")
+
+
+def processes(repeat: int) -> None:
+    kth = str(ROOT / "src/fastsched/data/KTH-SP2-1996-2.1-cln.swf.gz")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "import fastsched": [sys.executable, "-c", "import fastsched"],
+        "fastsched --help": [sys.executable, "-m", "fastsched.cli", "--help"],
+        "fastsched simulate KTH --policy easy --no-progress":
+            [sys.executable, "-m", "fastsched.cli", "simulate", kth, "--policy", "easy",
+             "--no-progress"],
+    }
+    for label, argv in commands.items():
+        runs = []
+        for _ in range(repeat):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            wall = time.perf_counter()
+            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            runs.append((time.perf_counter() - wall, cpu))
+        wall, cpu = _median(runs)
+        print(f"{label}: {wall:.2f} s wall / {cpu:.2f} s CPU (median of {repeat})")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--jobs", type=int, default=1_000_000)
+    p.add_argument("--dir", type=Path, default=Path("/tmp/fastsched-readers"))
+    p.add_argument("--only", choices=("swf", "workload", "processes"))
+    args = p.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    if args.only in (None, "swf"):
+        swf(args.repeat)
+    if args.only in (None, "processes"):
+        processes(min(args.repeat, 5))
+    if args.only in (None, "workload"):
+        workload(min(args.repeat, 5), args.jobs, args.dir)
+
+
+if __name__ == "__main__":
+    main()
