@@ -36,7 +36,7 @@ from ..model.errors import InputError
 
 __all__ = ["TraceColumns", "GPU_FORMATS", "sniff_gpu_format", "parse_gpu_trace"]
 
-GPU_FORMATS = ("philly", "pai", "helios")
+GPU_FORMATS = ("philly", "pai", "helios", "gpujobs")
 
 
 @dataclass
@@ -45,7 +45,8 @@ class TraceColumns:
     may be fractional; ``cpus`` totals (0: not recorded); ``nodes`` (0: not
     recorded); ``line``: the file line (CSV) or entry number (JSON). ``shared``
     (bool: the job uses part of a GPU) and ``whole_gpus`` (its GPUs when each part
-    is planned as a whole GPU) default to what ``gpus`` says."""
+    is planned as a whole GPU) default to what ``gpus`` says. ``limit`` (seconds, -1:
+    none) and ``partition`` ("": none) are what a job list gives (None: nothing)."""
 
     job_text: np.ndarray
     submit: np.ndarray
@@ -64,6 +65,8 @@ class TraceColumns:
     notes: list = field(default_factory=list)
     shared: np.ndarray | None = None
     whole_gpus: np.ndarray | None = None
+    limit: np.ndarray | None = None
+    partition: np.ndarray | None = None
 
     def __post_init__(self):
         if self.shared is None:
@@ -73,7 +76,7 @@ class TraceColumns:
 
 
 def sniff_gpu_format(path) -> str | None:
-    """``philly``, ``pai``, ``helios`` by the file's first bytes, else None."""
+    """``philly``, ``pai``, ``helios``, ``gpujobs`` by the file's first bytes, else None."""
     head = _head(str(path)).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     if head.startswith(("[", "{")):
         return "philly" if "attempts" in head or "submitted_time" in head else None
@@ -85,6 +88,9 @@ def sniff_gpu_format(path) -> str | None:
         return "pai"
     if {"job_id", "vc", "gpu_num", "node_num", "submit_time"} <= header:
         return "helios"
+    from .gpujobs import is_gpujobs_header
+    if is_gpujobs_header(header):
+        return "gpujobs"
     first = head.split("\n", 1)[0].split(",")
     if len(first) == 10 and first[2].strip().isdigit() and "pai" in str(path).lower():
         return "pai"                       # a headerless pai_task_table
@@ -118,6 +124,9 @@ def parse_gpu_trace(path, fmt: str) -> TraceColumns:
         return _pai(path)
     if fmt == "helios":
         return _helios(path)
+    if fmt == "gpujobs":
+        from .gpujobs import parse_gpujobs
+        return parse_gpujobs(path)
     raise InputError(f"unknown GPU trace format {fmt!r} (one of {', '.join(GPU_FORMATS)})",
                      field="format")
 
