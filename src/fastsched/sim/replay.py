@@ -24,14 +24,33 @@ __all__ = ["ReplayReport", "replay_report", "recorded_schedule"]
 
 @dataclass
 class ReplayReport:
-    """``recorded`` and ``replayed`` summaries (dicts), the replay's ``result``, and
-    ``jobs``: one row per job (pandas) with both starts, waits and bounded slowdowns
-    and ``moved`` = replayed start - recorded start (negative: earlier)."""
+    """``recorded`` and ``replayed`` summaries (dicts), the replay's ``result``,
+    ``jobs``: one row per job (pandas) with its size, both starts, waits and bounded
+    slowdowns and ``moved`` = replayed start - recorded start (negative: earlier), and
+    the ``recorded_schedule``."""
 
     recorded: dict
     replayed: dict
     result: SimulationResult
     jobs: object
+    recorded_schedule: Schedule | None = None
+
+    def schedules(self, policy: str = "replayed") -> dict:
+        """Both schedules as per-job records for :mod:`fastsched.tools.plots`
+        (``submit_time``, ``start_time`` and ``end_time``, missing for a job the replay
+        never started, ``num_nodes``, ``gpus``): ``{"recorded (Slurm)": ...,
+        f"{policy} (replayed)": ...}``."""
+        import pandas as pd
+        out = {}
+        for label, s in (("recorded (Slurm)", self.recorded_schedule),
+                         (f"{policy} (replayed)", self.result.schedule)):
+            started = s.start_time >= 0
+            frame = self.jobs[["job_id", "submit_time", "num_nodes", "gpus"]].copy()
+            frame["start_time"] = pd.array(np.where(started, s.start_time, 0), dtype="Int64")
+            frame["end_time"] = pd.array(np.where(started, s.end_time, 0), dtype="Int64")
+            frame.loc[~started, ["start_time", "end_time"]] = pd.NA
+            out[label] = frame
+        return out
 
     def moved_most(self, top: int = 10):
         """The ``top`` jobs whose start moved most, either way."""
@@ -77,7 +96,7 @@ def replay_report(cluster, log, policy: str = "easy", **options) -> ReplayReport
     rec_summary = summarize(cluster, w.jobs, recorded)
     rec_summary["skipped"] = len(log.skipped)
     return ReplayReport(rec_summary, result.summary, result,
-                        _job_rows(cluster, w, recorded, result.schedule))
+                        _job_rows(cluster, w, recorded, result.schedule), recorded)
 
 
 def _bsld(submit, start, end) -> np.ndarray:
@@ -96,6 +115,8 @@ def _job_rows(cluster, w, recorded: Schedule, replayed: Schedule):
         "account": np.array(w.account_names, dtype=object)[w.account],
         "partition": names[jobs.partition],
         "submit_time": jobs.submit_time,
+        "num_nodes": jobs.num_nodes,
+        "gpus": jobs.num_nodes * jobs.gpus_per_node,
         "recorded_start": recorded.start_time,
         "replayed_start": pd.array(np.where(started, replayed.start_time, 0), dtype="Int64"),
         "recorded_wait": recorded.start_time - jobs.submit_time,
