@@ -20,6 +20,8 @@ from ..model.errors import InputError
 from ..model.policies import POLICIES
 from ..model.topology import levels_array
 from ..policy.config import load_config
+from ..sim.gputypes import typed_workload
+from ..sim.replay import workload_gpu_types
 from ..sim.site import site_limits
 from ..tools.generate import load_cluster
 from .argtypes import positive_int, positive_seconds, seconds
@@ -201,9 +203,11 @@ def load_trace(path: str, *, procs=None, strict=False, cluster_spec=None, fmt="a
             raise InputError("--procs is the machine size of an SWF trace; a sacct dump runs "
                              "on --cluster", field="--procs")
         cluster, log = load_sacct(path, cluster_spec, tz=tz, skip_bad=skip_bad)
-        for note in log.notes:
+        cluster, workload, placed = typed_workload(cluster, log.workload,
+                                                   workload_gpu_types(log))
+        for note in log.notes + placed.notes:
             print(f"note: {path}: {note}")
-        return cluster, log.workload, log.workload.jobs, log.skipped
+        return cluster, workload, workload.jobs, log.skipped
     if fmt == "workload":
         if not cluster_spec:
             raise InputError("a workload CSV needs --cluster (slurm.conf or a standard name)",

@@ -50,6 +50,8 @@ def run(args) -> int:
     report = replay_report(cluster, log, args.policy, reserve_depth=args.reserve_depth,
                            reservations=args.reservations,
                            progress=False if args.no_progress else None)
+    for note in report.notes:
+        print(f"note: {args.sacct}: {note}")
     print(f"{args.sacct}: {len(log.workload):,} jobs on {args.cluster}: what Slurm did vs "
           f"{args.policy} replayed")
     print(summary_table([("recorded (Slurm)", report.recorded),

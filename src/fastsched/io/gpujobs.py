@@ -41,39 +41,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.errors import InputError
-from .gpureaders import TraceColumns, _Csv, _columns
+from .gpureaders import GPUJOBS_ALIASES, TraceColumns, _Csv, _columns, _pick, \
+    is_gpujobs_header
 from .times import parse_time
 
 __all__ = ["GPUJOBS_ALIASES", "is_gpujobs_header", "parse_gpujobs"]
 
-#: field -> header names that give it, in order of preference
-GPUJOBS_ALIASES = {
-    "id": ("job_id", "jobid", "id", "job", "job_name", "name"),
-    "submit": ("submit_time", "submit", "submitted", "submission_time"),
-    "duration": ("runtime", "duration", "run_time", "elapsed"),
-    "gpus": ("num_gpus", "gpus", "gpu_num", "num_gpu", "gpu"),
-    "user": ("user", "user_id", "username"),
-    "account": ("account", "vc", "group", "project"),
-    "limit": ("time_limit", "timelimit", "limit", "walltime"),
-    "nodes": ("nodes", "num_nodes", "node_num", "nnodes"),
-    "gpus_per_node": ("gpus_per_node", "gpn"),
-    "partition": ("partition", "queue"),
-}
-_NEEDED = ("id", "submit", "duration", "gpus")
 _NONE = ("", "none", "nan", "null", "unknown", "n/a")
 _UNLIMITED = ("UNLIMITED", "INFINITE")
-
-
-def _pick(columns, field: str) -> str | None:
-    """The header name giving ``field`` (its first alias present), or None."""
-    lower = {c.lower(): c for c in columns}
-    return next((lower[a] for a in GPUJOBS_ALIASES[field] if a in lower), None)
-
-
-def is_gpujobs_header(names) -> bool:
-    """Whether a header names an id, a submit, a duration and a GPU total column."""
-    names = [str(n).strip() for n in names]
-    return all(_pick(names, f) is not None for f in _NEEDED)
 
 
 def parse_gpujobs(path) -> TraceColumns:
@@ -82,7 +57,7 @@ def parse_gpujobs(path) -> TraceColumns:
     path = str(path)
     csv = _Csv(path)
     col = {f: _pick(csv.frame.columns, f) for f in GPUJOBS_ALIASES}
-    missing = [f for f in _NEEDED if col[f] is None]
+    missing = [f for f in ("id", "submit", "duration", "gpus") if col[f] is None]
     if missing:
         f = missing[0]
         raise InputError(f"no {f} column (one of {', '.join(GPUJOBS_ALIASES[f])}; the header "

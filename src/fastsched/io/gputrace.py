@@ -43,6 +43,7 @@ import numpy as np
 from ..model.cluster import Cluster
 from ..model.errors import ConfigWarning, InputError
 from ..model.validation import request_capacity
+from .gpujobs import parse_gpujobs
 from .gpureaders import GPU_FORMATS, TraceColumns, parse_gpu_trace, sniff_gpu_format
 from .swf import SkippedJob
 from .workload import Workload
@@ -131,7 +132,7 @@ def read_gpu_trace(path, fmt: str = "auto", cluster: Cluster | None = None, *,
                              "format)", file=path)
     if fmt not in GPU_FORMATS:
         raise InputError(f"unknown GPU trace format {fmt!r}", field="format")
-    cols = parse_gpu_trace(path, fmt)
+    cols = parse_gpujobs(path) if fmt == "gpujobs" else parse_gpu_trace(path, fmt)
     notes = list(cols.notes)
     keep, skipped, count = _usable(cols, path, fractional)
     gpus = cols.whole_gpus
