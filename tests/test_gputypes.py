@@ -49,7 +49,10 @@ def test_derived_partitions(cluster):
     assert placed.choices.partition.tolist() == [0, 3, 3, 1, 4]
     assert placed.partition.tolist() == [0, 3, 3, 1, 4]
     assert placed.skipped.tolist() == [False, False, False, False, False]
-    assert any("several GPU types" in n for n in placed.notes)
+    assert any("1 node(s) typed jobs may use hold several GPU types" in n
+               for n in placed.notes)
+    v100 = place_gpu_types(cluster, ["v100"], PartitionChoices.single([0]))
+    assert not any("several" in n for n in v100.notes)          # m1 has no v100
     bad = place_gpu_types(cluster, ["1g.10gb"], PartitionChoices.single([2]))
     assert bad.skipped.tolist() == [True]
     assert [p.name for p in cluster.partitions] == ["gpu", "old", "new"]   # not changed
@@ -130,3 +133,18 @@ def test_sbatch_expected_start_on_typed_nodes(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "expected start: 0 s after submission on an empty cluster (on the nodes with " \
            "v100 GPUs)" in out
+
+
+def test_cli_simulate_a_sacct_dump_then_check(tmp_path, capsys):
+    (tmp_path / "slurm.conf").write_text(CONF)
+    (tmp_path / "sacct.txt").write_text(SACCT)
+    site = ["--trace", str(tmp_path / "sacct.txt"), "--cluster", str(tmp_path / "slurm.conf")]
+    out = tmp_path / "jobs.csv"
+    assert main(["simulate", *site[1:], "--policy", "easy", "--no-progress",
+                 "--jobs-out", str(out)]) == 0
+    import pandas as pd
+    frame = pd.read_csv(out)
+    assert frame.partition.tolist() == ["gpu:v100"] * 3
+    assert set(frame.nodes) == {"v1", "v2"} and frame.wait_time.tolist() == [0, 0, 3540]
+    assert main(["check", str(out), *site, "--policy", "easy"]) == 0
+    assert "ok: 3 jobs" in capsys.readouterr().out

@@ -89,8 +89,11 @@ def place_gpu_types(cluster: Cluster, gpu_type, choices: PartitionChoices) -> Ty
     flat = np.array([p for v in lists for p in v], np.int32)
     placed = PartitionChoices(np.r_[0, np.cumsum(lens)].astype(np.int64), flat)
     first = flat[placed.offsets[:-1]] if n else np.zeros(0, np.int32)
+    used = sorted({p for v in new_lists.values() for p in v})
+    typed_nodes = np.unique(np.concatenate([parts[p].nodes for p in used])) if used \
+        else np.zeros(0, np.int64)
     return TypedPlacement(out, first, placed, skipped, derived,
-                          _notes(cluster, gpu_type, typed, skipped, derived))
+                          _notes(cluster, gpu_type, typed, skipped, derived, typed_nodes))
 
 
 def _derive(parts: list, p: int, gpu_type: str, has: np.ndarray) -> int:
@@ -106,7 +109,7 @@ def _derive(parts: list, p: int, gpu_type: str, has: np.ndarray) -> int:
     return len(parts) - 1
 
 
-def _notes(cluster: Cluster, gpu_type, typed, skipped, derived) -> list[str]:
+def _notes(cluster: Cluster, gpu_type, typed, skipped, derived, typed_nodes) -> list[str]:
     notes = []
     if derived:
         notes.append(f"{len(typed):,} job(s) ask for a GPU type: placed on the nodes with "
@@ -115,10 +118,11 @@ def _notes(cluster: Cluster, gpu_type, typed, skipped, derived) -> list[str]:
         kinds = sorted({str(gpu_type[k]) for k in np.flatnonzero(skipped).tolist()})
         notes.append(f"{int(skipped.sum()):,} job(s) ask for a GPU type no node of their "
                      f"partition(s) has ({', '.join(kinds)})")
-    mixed = sum(1 for kinds in cluster.gpu_types if len(kinds) > 1)
-    if len(typed) and mixed:
-        notes.append(f"{mixed:,} node(s) hold several GPU types: the engine counts all "
-                     "their GPUs for a typed job (types are placed by node, not counted)")
+    mixed = sum(1 for i in typed_nodes.tolist() if len(cluster.gpu_types[i]) > 1)
+    if mixed:
+        notes.append(f"{mixed:,} node(s) typed jobs may use hold several GPU types: the "
+                     "engine counts all their GPUs for a typed job (types are placed by "
+                     "node, not counted)")
     return notes
 
 
