@@ -116,3 +116,67 @@ def test_parse_any_printed_list(items, sep):
     assert d.refs == [(k, j, -1 if t is None else ALL_TASKS if t == "*" else t)
                       for k, j, t, _ in items]
     assert d.exact == (sep == "," or len(items) == 1)
+
+
+def naive_resolve(parsed, job_id, array_job, array_task, key):
+    """The obvious loop: (sorted edges, replayed per job, counts)."""
+    edges, replayed = set(), []
+    inexact = outside = later = 0
+    for k, dep in enumerate(parsed):
+        ok = True
+        if dep is not None:
+            ok = dep.exact
+            inexact += not dep.exact
+            for name, job, task in ([] if dep.any else dep.refs):
+                if task == ALL_TASKS or (task < 0 and job in set(array_job[array_job >= 0])):
+                    rows = [p for p in range(len(job_id)) if array_job[p] == job]
+                elif task < 0:
+                    rows = [p for p in range(len(job_id)) if job_id[p] == job]
+                else:
+                    rows = [p for p in range(len(job_id))
+                            if array_job[p] == job and array_task[p] == task]
+                if not rows:
+                    outside += 1
+                    ok = False
+                for p in rows:
+                    if key[p] >= key[k]:
+                        later += 1
+                        ok = False
+                    elif name in ("after", "afterany", "afterok", "afternotok"):
+                        edges.add((k, p, name))
+        replayed.append(ok)
+    return sorted(edges), replayed
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_resolution_matches_the_naive_loop(data):
+    """Vectorised resolve_dependencies == the obvious loop, on random jobs, arrays and
+    references (in the dump or not, earlier or later, exact or not)."""
+    from fastsched.io.sacctdeps import resolve_dependencies
+    from fastsched.model.constraints import DEPENDENCY_KINDS
+    n = data.draw(st.integers(1, 12))
+    job_id = np.array(data.draw(st.lists(st.integers(1, 40), min_size=n, max_size=n,
+                                         unique=True)), np.int64)
+    is_task = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    array_job = np.where(is_task, np.array(data.draw(st.lists(st.sampled_from([3, 7]),
+                                                              min_size=n, max_size=n))), -1)
+    array_task = np.where(is_task, np.arange(n), -1)
+    key = np.array(data.draw(st.permutations(range(n))), np.int64)
+    ref = st.tuples(st.sampled_from(["afterok", "afterany", "after", "aftercorr"]),
+                    st.integers(1, 42), st.sampled_from([-1, ALL_TASKS, 0, 1, 2, 5]))
+    texts = data.draw(st.lists(st.one_of(st.none(), st.tuples(
+        st.lists(ref, min_size=1, max_size=3), st.sampled_from([",", "?"]))),
+        min_size=n, max_size=n))
+    parsed = [None if t is None else parse_recorded_dependency(t[1].join(
+        f"{kind}:{job}" + ("" if task == -1 else "_*" if task == ALL_TASKS else f"_{task}")
+        for kind, job, task in t[0])) for t in texts]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfigWarning)
+        deps, replayed = resolve_dependencies(parsed, job_id, array_job, array_task, key, "x")
+    names = {code: name for name, code in DEPENDENCY_KINDS.items()}
+    child = np.repeat(np.arange(n), np.diff(deps.offsets))
+    got = sorted((int(c), int(p), names[int(k)]) for c, p, k in zip(child, deps.parent,
+                                                                       deps.kind))
+    edges, expect = naive_resolve(parsed, job_id, array_job, array_task, key)
+    assert got == edges and replayed.tolist() == expect

@@ -41,8 +41,13 @@ __all__ = ["parse_recorded_dependency", "RecordedDependency", "resolve_dependenc
 ALL_TASKS = -2
 _KINDS = ("after", "afterany", "afterok", "afternotok", "aftercorr", "afterburstbuffer",
           "expand", "singleton")
+_ONE = re.compile(r"^(after|afterany|afterok|afternotok):(\d{1,10})(?:_(\d{1,7}|\*))?"
+                  r"(?:\([a-z]+\))?$", re.I)
 _ITEM = re.compile(r"^([a-z]+)(?::([0-9_*+:]+))?(?:\(([a-z]+)\))?$", re.I)
-_JOB = re.compile(r"^(\d{1,18})(?:_(\d{1,9}|\*))?(?:\+(\d{1,9}))?$")
+#: task indexes per array job id in a combined (job, task) key (Slurm's MaxArraySize is
+#: at most 4,000,001)
+_TASKS = 1 << 23
+_JOB = re.compile(r"^(\d{1,10})(?:_(\d{1,7}|\*))?(?:\+(\d{1,9}))?$")   # uint32 ids
 
 
 class RecordedDependency:
@@ -64,6 +69,11 @@ def parse_recorded_dependency(text: str) -> RecordedDependency | None:
     text = text.strip()
     if text in NO_VALUE or text.lower() == "(null)":
         return None
+    one = _ONE.match(text)
+    if one:                                      # the common case: one plain reference
+        task = one.group(3)
+        return RecordedDependency([(one.group(1).lower(), int(one.group(2)), -1 if task is None
+                                    else ALL_TASKS if task == "*" else int(task))], True)
     exact = "?" not in text
     refs = []
     for item in re.split(r"[,?]", text):
@@ -97,44 +107,58 @@ def resolve_dependencies(parsed: list, job_id: np.ndarray, array_job: np.ndarray
 
     ``parsed``: per job, its :class:`RecordedDependency` or None; ``order_key``: int64
     per job, smaller = submitted earlier (ties never occur: it includes the job id).
+    Vectorised over the references (a Python loop only gathers them).
     """
     n = len(job_id)
-    by_id = {int(j): k for k, j in enumerate(job_id.tolist())}
-    tasks: dict[int, list[int]] = {}
-    by_task: dict[tuple[int, int], int] = {}
-    for k in np.flatnonzero(array_job >= 0).tolist():
-        tasks.setdefault(int(array_job[k]), []).append(k)
-        by_task[(int(array_job[k]), int(array_task[k]))] = k
-    child, parent, kind = [], [], []
-    replayed = np.ones(n, bool)
-    inexact = outside = later = 0
-    for k, dep in enumerate(parsed):
-        if dep is None:
-            continue
-        ok = dep.exact
-        inexact += not dep.exact
-        for name, job, task in ([] if dep.any else dep.refs):
-            if task == ALL_TASKS or (task < 0 and job in tasks):
-                rows = tasks.get(job, [])
-            else:
-                row = by_id.get(job) if task < 0 else by_task.get((job, task))
-                rows = [] if row is None else [row]
-            if not rows:
-                outside += 1
-                ok = False
-            for p in rows:
-                if order_key[p] >= order_key[k]:
-                    later += 1
-                    ok = False
-                elif name in DEPENDENCY_KINDS:
-                    child.append(k)
-                    parent.append(p)
-                    kind.append(DEPENDENCY_KINDS[name])
-        replayed[k] = ok
-    _warn(path, int((~replayed).sum()), inexact, outside, later)
-    if not child:
+    has = np.array([d is not None for d in parsed], bool)
+    exact = np.array([d is None or d.exact for d in parsed], bool)
+    refs = [(k, DEPENDENCY_KINDS.get(name, -1), job, task) for k, d in enumerate(parsed)
+            if d is not None and not d.any for name, job, task in d.refs]
+    child, code, job, task = (np.array(c, np.int64) for c in zip(*refs)) if refs else \
+        (np.zeros(0, np.int64),) * 4
+    ref, parent = _parents(job, task, job_id, array_job, array_task)
+    found = np.bincount(ref, minlength=len(child)) > 0
+    c, k = child[ref], code[ref]
+    early = order_key[parent] < order_key[c]
+    bad = np.zeros(n, bool)
+    bad[child[~found]] = True
+    bad[c[~early]] = True
+    replayed = ~has | (exact & ~bad)
+    _warn(path, int((~replayed).sum()), int((~exact).sum()), int((~found).sum()),
+          int((~early).sum()))
+    edge = early & (k >= 0)
+    if not edge.any():
         return Dependencies.none(n), replayed
-    return dependencies_from_edges(n, child, parent, kind), replayed
+    return dependencies_from_edges(n, c[edge], parent[edge], k[edge]), replayed
+
+
+def _parents(job, task, job_id, array_job, array_task):
+    """(reference index, parent row) pairs: each reference's jobs in the workload (a
+    job id; every task of an array for ``job_*`` or a bare array job id; one task)."""
+    by_id = np.argsort(job_id, kind="stable")
+    tasks = np.flatnonzero(array_job >= 0)
+    tasks = tasks[np.lexsort((array_task[tasks], array_job[tasks]))]
+    base = array_job[tasks]
+    lo, hi = np.searchsorted(base, job, "left"), np.searchsorted(base, job, "right")
+    whole = (task == ALL_TASKS) | ((task < 0) & (hi > lo))
+    plain = (task < 0) & ~whole
+    one = task >= 0
+    pairs = []
+    pos = np.searchsorted(job_id[by_id], job[plain])
+    pos = np.minimum(pos, max(len(by_id) - 1, 0))
+    hit = (job_id[by_id[pos]] == job[plain]) if len(by_id) else np.zeros(0, bool)
+    pairs.append((np.flatnonzero(plain)[hit], by_id[pos[hit]]))
+    count = np.where(whole, hi - lo, 0)
+    owner = np.repeat(np.arange(len(job)), count)
+    start = np.repeat(lo - np.r_[0, np.cumsum(count)[:-1]], count) if len(job) else owner
+    pairs.append((owner, tasks[start + np.arange(len(owner))]))
+    key = base * _TASKS + array_task[tasks]
+    want = job[one] * _TASKS + task[one]
+    at = np.minimum(np.searchsorted(key, want), max(len(key) - 1, 0))
+    hit = (key[at] == want) if len(key) else np.zeros(0, bool)
+    pairs.append((np.flatnonzero(one)[hit], tasks[at[hit]]))
+    return (np.concatenate([p[0] for p in pairs]).astype(np.int64),
+            np.concatenate([p[1] for p in pairs]).astype(np.int64))
 
 
 def _warn(path: str, jobs: int, inexact: int, outside: int, later: int) -> None:
