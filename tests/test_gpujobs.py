@@ -147,3 +147,25 @@ def test_any_aliases_and_values_round_trip(tmp_path, rows, submit, duration, gpu
     order = np.argsort([r[0] for r in rows], kind="stable")
     expect = np.where(limits > 0, limits, derive_limits(np.array([r[1] for r in rows])))
     assert trace.workload.jobs.time_limit.tolist() == expect[order].tolist()
+
+
+CELL = st.one_of(st.text(alphabet="0123456789-:.TZ+ eaxUNLIMTD_", max_size=12),
+                 st.integers(-5, 10**6).map(str), st.just(""))
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(CELL, CELL, CELL, CELL, CELL), min_size=1, max_size=8))
+def test_fuzz_any_cells_read_or_name_the_line_and_field(tmp_path, rows):
+    """Any cell text: the list reads, or an InputError names a data line and a column
+    of the header (never another exception)."""
+    header = ["job_id", "submit_time", "runtime", "num_gpus", "time_limit"]
+    text = ",".join(header) + "\n" + "".join(
+        ",".join(c.replace(",", "") for c in r) + "\n" for r in rows)
+    path = write(tmp_path, text)
+    try:
+        cols = parse_gpujobs(path)
+    except InputError as e:
+        assert e.file == str(path) and 2 <= e.line <= len(rows) + 1 and e.field in header
+    else:
+        assert len(cols.gpus) == len(rows) and (cols.gpus >= 0).all()
