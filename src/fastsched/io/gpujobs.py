@@ -104,9 +104,10 @@ def _times(csv: _Csv, name: str) -> np.ndarray:
     """Seconds, when the first value is a number; else ISO dates as epoch seconds."""
     import pandas as pd
     raw = csv.frame[name].str.strip()
-    numbers = pd.to_numeric(raw, errors="coerce").to_numpy(np.float64)
-    seconds = not len(raw) or np.isfinite(numbers[0])
+    seconds = not len(raw) or np.isfinite(pd.to_numeric(raw.iloc[:1], errors="coerce")
+                                           .to_numpy(np.float64)[0])
     if seconds:
+        numbers = pd.to_numeric(raw, errors="coerce").to_numpy(np.float64)
         bad = ~np.isfinite(numbers)
     else:
         parsed = pd.to_datetime(raw, format="ISO8601", utc=True, errors="coerce")

@@ -272,9 +272,10 @@ def _workload(cols: TraceColumns, gpus: np.ndarray, keep: np.ndarray, cluster: C
     rows = np.flatnonzero(keep & fits)
     rows = rows[np.argsort(cols.submit[rows], kind="stable")]
     texts = cols.job_text[rows]
-    numeric = all(str(t).isdigit() and len(str(t)) < 18 for t in texts.tolist())
-    ids = texts.astype(np.int64) if numeric and len(set(texts.tolist())) == len(rows) \
-        else cols.line[rows]
+    import pandas as pd
+    as_text = pd.Series(texts, dtype=object).astype(str)
+    numeric = bool(as_text.str.fullmatch(r"[0-9]{1,17}").all())
+    ids = texts.astype(np.int64) if numeric and as_text.is_unique else cols.line[rows]
     runtime = cols.runtime[rows]
     given = cols.limit[rows] if cols.limit is not None else np.full(len(rows), -1, np.int64)
     missing = int((given < 0).sum())
