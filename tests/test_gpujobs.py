@@ -123,7 +123,8 @@ def test_cli_loads_and_says_the_limits(tmp_path, capsys):
     assert "fraction of a GPU" in capsys.readouterr().out
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 10**7), st.integers(0, 10**6), st.integers(0, 64),
                           st.one_of(st.none(), st.integers(1, 10**6))),
                 min_size=1, max_size=30),

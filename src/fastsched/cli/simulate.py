@@ -19,7 +19,8 @@ from ..sim.snapshot import format_start_times, start_times_at
 from . import build_parser
 from .argtypes import duration, failure_model, machine_size, seconds
 from .outputs import check_outputs, output_args, write_outputs
-from .common import (GPU_TRACE_FORMATS, format_args, gpu_options, load_trace, placement_from_args, policy_args,
+from .common import (GPU_TRACE_FORMATS, format_args, gpu_options, load_trace,
+                     placement_from_args, policy_args,
                      print_skipped, site_args, summary_table, trace_format, write_atomic)
 
 
@@ -28,9 +29,8 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "(P single-processor nodes), or a workload CSV (as written by "
                         "'fastsched generate workload') or a sacct --parsable2 dump on "
                         "--cluster, or a GPU cluster trace (Philly, Alibaba PAI, Helios) on "
-                        "--cluster or a cluster derived from the trace, or a GPU job list (CSV: id, "
-                        "submit, duration, GPUs), and print the "
-                        "summary.")
+                        "--cluster or a cluster derived from the trace, or a GPU job list "
+                        "(CSV: id, submit, duration, GPUs), and print the summary.")
     parser.add_argument("trace", nargs="?",
                         help="SWF trace, or workload CSV (.csv, .csv.gz); not with --resume")
     policy_args(parser)

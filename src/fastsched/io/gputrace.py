@@ -120,7 +120,8 @@ def read_gpu_trace(path, fmt: str = "auto", cluster: Cluster | None = None, *,
                    gpus_per_node: int = 8, fractional: str = "round-up",
                    limits: str = "round") -> GpuTrace:
     """Read a Philly, PAI or Helios trace or a GPU job list (``fmt``: one of
-    :data:`~fastsched.io.gpureaders.GPU_FORMATS`, or ``auto``: by content) as a workload on ``cluster`` (None: the rules in the module docs)."""
+    :data:`~fastsched.io.gpureaders.GPU_FORMATS`, or ``auto``: by content) as a workload
+    on ``cluster`` (None: the rules in the module docs)."""
     path = str(path)
     if fractional not in FRACTIONAL:
         raise InputError(f"fractional must be one of {', '.join(FRACTIONAL)}, got "
@@ -289,7 +290,8 @@ def _workload(cols: TraceColumns, gpus: np.ndarray, keep: np.ndarray, cluster: C
     users, user_idx = _factor(cols.user[rows], "unknown")
     groups, group_idx = _factor(cols.group[rows], "default")
     jobs = JobTable.from_arrays(
-        job_id=ids, submit_time=cols.submit[rows], time_limit=np.where(given > 0, given, derive_limits(runtime, limits)),
+        job_id=ids, submit_time=cols.submit[rows],
+        time_limit=np.where(given > 0, given, derive_limits(runtime, limits)),
         runtime=runtime, num_nodes=nodes[rows], cpus_per_node=cpus[rows],
         gpus_per_node=per[rows], mem_per_node=mem[rows], partition=part[rows], user=user_idx)
     workload = Workload(jobs=jobs, account=group_idx, user_names=users, account_names=groups,

@@ -72,8 +72,8 @@ def parse_recorded_dependency(text: str) -> RecordedDependency | None:
     one = _ONE.match(text)
     if one:                                      # the common case: one plain reference
         task = one.group(3)
-        return RecordedDependency([(one.group(1).lower(), int(one.group(2)), -1 if task is None
-                                    else ALL_TASKS if task == "*" else int(task))], True)
+        task = -1 if task is None else ALL_TASKS if task == "*" else int(task)
+        return RecordedDependency([(one.group(1).lower(), int(one.group(2)), task)], True)
     exact = "?" not in text
     refs = []
     for item in re.split(r"[,?]", text):
