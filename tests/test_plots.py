@@ -154,3 +154,17 @@ def test_without_matplotlib_the_extra_is_named(capsys, monkeypatch, jobs_csv):
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)     # import fails
     assert main(["plot", "--kind", "queue", str(jobs_csv)]) == 2
     assert "pip install 'fastsched[plot]'" in capsys.readouterr().err
+
+
+def test_utilisation_of_several_schedules(tmp_path):
+    """Two schedules on one axis (replay-report --plots), each its own line."""
+    later = jobs_frame().assign(start_time=lambda f: f.start_time + 5,
+                                end_time=lambda f: f.end_time + 5)
+    fig = plots.utilisation({"a": jobs_frame(), "b": later}, capacity=4)
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.get_lines()] == ["a", "b"]
+    assert ax.get_lines()[1].get_xdata()[0] == ax.get_lines()[0].get_xdata()[0] + 5
+    assert ax.get_ylim()[1] == pytest.approx(1.05 * 5 / 4)      # 5 of 4 nodes: shown
+    render(fig, tmp_path / "u.png")
+    with pytest.raises(InputError):
+        plots.utilisation({})

@@ -90,3 +90,34 @@ def test_cli_replay_report(site, capsys):
     frame = pd.read_csv(out)
     assert frame.job_id.tolist() == [103, 104, 105] and "moved" in frame.columns
     assert main(["replay-report", str(site / "sacct.txt")]) == 2      # needs --cluster
+
+
+def test_cli_replay_report_plots(site, capsys):
+    """--plots DIR: two PNGs of the fixed size (tools.plots FIGSIZE x DPI), drawn."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.image import imread
+    from fastsched.tools.plots import DPI, FIGSIZE
+    out = site / "figs"
+    assert main(["replay-report", str(site / "sacct.txt"), "--cluster",
+                 str(site / "slurm.conf"), "--policy", "fcfs", "--plots", str(out),
+                 "--no-progress"]) == 0
+    said = capsys.readouterr().out
+    for name in ("wait_cdf.png", "utilisation.png"):
+        path = out / name
+        assert f"wrote {path}" in said and path.stat().st_size > 0
+        pixels = imread(path)
+        assert pixels.shape[:2] == (int(FIGSIZE[1] * DPI), int(FIGSIZE[0] * DPI))
+        assert (pixels[..., :3] < 0.9).any()
+
+
+def test_report_schedules_for_plots(site):
+    cluster = fs.read_cluster(site / "slurm.conf")
+    report = fs.replay_report(cluster, fs.read_sacct(site / "sacct.txt", cluster), "fcfs")
+    both = report.schedules("fcfs")
+    assert list(both) == ["recorded (Slurm)", "fcfs (replayed)"]
+    rec, rep = both.values()
+    t0 = 1709283600
+    assert (rec.start_time - t0).tolist() == [720, 0, 3000]
+    assert (rec.end_time - rec.start_time).tolist() == (rep.end_time - rep.start_time).tolist()
+    assert rec.num_nodes.tolist() == [1, 4, 1] and rec.gpus.tolist() == [0, 0, 0]
+    assert (rep.start_time == report.jobs.replayed_start).all()

@@ -100,7 +100,9 @@ def add_topology_args(parser, topology_help: str) -> None:
 
 
 #: --format choices of simulate and check
-TRACE_FORMATS = ("auto", "swf", "workload", "sacct", "philly", "pai", "helios")
+TRACE_FORMATS = ("auto", "swf", "workload", "sacct", "philly", "pai", "helios", "gpujobs")
+#: the GPU trace formats among them
+GPU_TRACE_FORMATS = ("philly", "pai", "helios", "gpujobs")
 
 
 def format_args(p) -> None:
@@ -108,7 +110,9 @@ def format_args(p) -> None:
     p.add_argument("--format", choices=TRACE_FORMATS, default="auto",
                    help="input format: swf, workload (CSV), sacct (a sacct --parsable2 dump, "
                    "with --cluster), philly (cluster_job_log JSON, or Pollux's CSV), pai "
-                   "(Alibaba PAI openb pod list or pai_task_table), helios (cluster_log.csv); "
+                   "(Alibaba PAI openb pod list or pai_task_table), helios (cluster_log.csv), "
+                   "gpujobs (a CSV job list: id, submit, duration, GPUs[, user, account, "
+                   "time_limit, nodes, gpus_per_node, partition], docs/site-inputs.md); "
                    "auto (default): by content (a 'JobID|' header: sacct; a GPU trace's "
                    "header or JSON), else by name (.csv, .csv.gz, .parquet: workload), else swf")
     p.add_argument("--tz", default="UTC", metavar="ZONE",
@@ -117,7 +121,7 @@ def format_args(p) -> None:
     p.add_argument("--skip-bad", action="store_true",
                    help="with sacct: leave malformed lines out (counted and listed) instead "
                    "of stopping at the first")
-    g = p.add_argument_group("GPU traces (philly, pai, helios)")
+    g = p.add_argument_group("GPU traces (philly, pai, helios, gpujobs)")
     g.add_argument("--fractional", choices=("round-up", "drop", "error"), default="round-up",
                    help="a job using part of a GPU (PAI's GPU sharing): plan it as one whole "
                    "GPU and count it (round-up, default), leave it out (drop), or stop (error)")
@@ -125,7 +129,8 @@ def format_args(p) -> None:
                    help="without --cluster (and for PAI without its node list next to the "
                    "trace): the derived cluster's GPUs per node (default 8)")
     g.add_argument("--time-limits", choices=("round", "exact"), default="round",
-                   help="the traces record no limits: each job's is its run time rounded up "
+                   help="for jobs the trace gives no limit (all but a gpujobs list's own): "
+                   "the run time rounded up "
                    "to 1, 2, 4, 8, 12 h, 1, 2, 3, 7, 14 or 30 days (round, default) or the run "
                    "time itself (exact)")
 
@@ -158,7 +163,7 @@ def load_sacct(path: str, cluster_spec, *, tz: str = "UTC", skip_bad: bool = Fal
 
 
 def load_gpu_trace(path: str, fmt: str, cluster_spec, gpu_options: dict, strict=False):
-    """(cluster, workload, jobs, skipped) of a Philly, PAI or Helios trace, its notes
+    """(cluster, workload, jobs, skipped) of a Philly, PAI, Helios trace or GPU job list, its notes
     printed; ``strict``: a job left out is an error."""
     from ..io.gputrace import read_gpu_trace
     from ..tools.generate import load_cluster
@@ -184,7 +189,7 @@ def load_trace(path: str, *, procs=None, strict=False, cluster_spec=None, fmt="a
     """(cluster, workload or None, jobs, skipped) from an SWF trace, or a workload CSV or
     a sacct dump on ``cluster_spec``, or a GPU trace (``gpu``: its options)."""
     fmt = trace_format(path, fmt)
-    if fmt in ("philly", "pai", "helios"):
+    if fmt in GPU_TRACE_FORMATS:
         if procs is not None:
             raise InputError("--procs is the machine size of an SWF trace", field="--procs")
         return load_gpu_trace(path, fmt, cluster_spec, gpu or {}, strict=strict)
@@ -192,10 +197,14 @@ def load_trace(path: str, *, procs=None, strict=False, cluster_spec=None, fmt="a
         if procs is not None:
             raise InputError("--procs is the machine size of an SWF trace; a sacct dump runs "
                              "on --cluster", field="--procs")
+        from ..sim.gputypes import typed_workload
+        from ..sim.replay import workload_gpu_types
         cluster, log = load_sacct(path, cluster_spec, tz=tz, skip_bad=skip_bad)
-        for note in log.notes:
+        cluster, workload, placed = typed_workload(cluster, log.workload,
+                                                   workload_gpu_types(log))
+        for note in log.notes + placed.notes:
             print(f"note: {path}: {note}")
-        return cluster, log.workload, log.workload.jobs, log.skipped
+        return cluster, workload, workload.jobs, log.skipped
     if fmt == "workload":
         if not cluster_spec:
             raise InputError("a workload CSV needs --cluster (slurm.conf or a standard name)",

@@ -6,9 +6,11 @@ import argparse
 from importlib import resources
 from pathlib import Path
 
+from ..io.gpureaders import GPU_FORMATS
 from ..io.slurmconf import topology_path, write_cluster
 from ..io.workload import write_workload
-from ..tools.generate import CLUSTERS, DAY, WORKLOADS, ai_cluster, ai_mix, load_cluster
+from ..tools.generate import (CLUSTERS, DAY, WORKLOADS, ai_cluster, ai_mix, load_cluster,
+                              nodes_for_load)
 from ..model.cluster import Cluster
 from ..model.errors import InputError
 from .argtypes import non_negative_int, positive_float, positive_int, seed
@@ -27,10 +29,23 @@ def configure(g: argparse.ArgumentParser, command: str) -> None:
                         "PartitionName), its tree topology as topology.conf and its GPUs' "
                         "socket groups as gres.conf in the same directory (both overwritten); "
                         "or, with --nodes, a cluster of N identical nodes of any size (one "
-                        "partition 'all', Default=YES; slurm.conf only).")
+                        "partition 'all', Default=YES; slurm.conf only); or, with --load L "
+                        "--trace FILE, such a cluster with N chosen so the trace offers "
+                        "load L (docs/site-inputs.md).")
     c.add_argument("name", nargs="?", choices=sorted(CLUSTERS),
                    help="standard cluster (ai-8k, ai-100k, ai-1m); or give --nodes")
     c.add_argument("--nodes", type=positive_int, metavar="N", help="N identical nodes")
+    c.add_argument("--load", type=positive_float, metavar="L",
+                   help="with --trace, instead of --nodes: as many identical nodes as make "
+                   "the trace's offered load (GPU-seconds / (submission span x cluster "
+                   "GPUs)) at most L, e.g. 0.8: N = ceil(GPU-seconds / (L x span x G)), at "
+                   "least its widest job; the chosen N is printed")
+    c.add_argument("--trace", metavar="FILE",
+                   help="with --load: a GPU trace (Philly, PAI, Helios or a GPU job list, "
+                   "read as 'simulate' reads it with this --gpus-per-node)")
+    c.add_argument("--format", dest="trace_format", default="auto",
+                   choices=("auto",) + GPU_FORMATS, help="with --trace: its format (default: "
+                   "by content)")
     c.add_argument("--gpus-per-node", type=non_negative_int, default=8, metavar="G",
                    help="with --nodes: GPUs per node (default 8; 0: CPU nodes)")
     c.add_argument("--cpus", type=positive_int, metavar="C",
@@ -91,6 +106,13 @@ def _example(name: str) -> bytes:
 
 
 def _cmd_generate_cluster(args) -> int:
+    if (args.load is None) != (args.trace is None):
+        raise InputError("--load and --trace go together", field="--load"
+                         if args.load is None else "--trace")
+    if args.load is not None:
+        if args.nodes is not None:
+            raise InputError("give --nodes or --load with --trace, not both", field="--load")
+        args.nodes = _nodes_for_trace(args)
     if args.nodes is not None:
         return _write_sized_cluster(args)
     if args.name is None:
@@ -125,6 +147,27 @@ def _cmd_generate_state(args) -> int:
     print(f"Slurm 22.05.8 state, 64 nodes x 8 GPUs, 39 running and 986 pending jobs, cycle "
           f"at 1796230571 -> {out}/ ({', '.join(SLURM_STATE_FILES.values())})")
     return 0
+
+
+def _nodes_for_trace(args) -> int:
+    """N of ``--load L --trace FILE`` (tools.generate.nodes_for_load), said on a line."""
+    import warnings
+    from ..io.gputrace import read_gpu_trace
+    from ..model.errors import ConfigWarning
+    if args.gpus_per_node < 1:
+        raise InputError("--load sizes GPU nodes: --gpus-per-node must be >= 1",
+                         field="--gpus-per-node")
+    with warnings.catch_warnings():                 # the derived cluster is replaced
+        warnings.simplefilter("ignore", ConfigWarning)
+        trace = read_gpu_trace(args.trace, args.trace_format, gpus_per_node=args.gpus_per_node)
+    w = trace.workload
+    nodes = nodes_for_load(w, args.gpus_per_node, args.load)
+    print(f"{args.trace}: {len(w):,} jobs, {w.gpu_seconds() / 3600:,.0f} GPU-hours over "
+          f"{w.span / DAY:,.2f} days: {nodes:,} nodes x {args.gpus_per_node} GPUs give an "
+          f"offered load of {w.gpu_seconds() / (w.span * nodes * args.gpus_per_node):.3f} "
+          f"(asked {args.load:g})" + (f"; its widest job needs {nodes:,} nodes" if nodes ==
+                                        int(w.jobs.num_nodes.max()) and nodes > 1 else ""))
+    return nodes
 
 
 def _write_sized_cluster(args) -> int:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
+
 from ..io.sbatch import (NormalisedRequest, SlurmRequest, format_request, normalise, parse_args,
                          parse_script, to_job_request)
+from ..model.constraints import PartitionChoices
 from ..model.errors import InputError
+from ..sim.gputypes import place_gpu_types
 from ..sim.scheduler import Scheduler
 from ..tools.generate import load_cluster
 
@@ -112,9 +116,12 @@ def _expected_start(norm: NormalisedRequest, cluster) -> str:
     the request needs, as the simulator would pick it)."""
     if cluster is None:
         return "expected start: not computed (no --cluster given)"
-    partition = cluster.partition_index(norm.partitions[0]) if norm.partitions else 0
-    request = to_job_request(norm, job_id=1, submit_time=0, partition=partition)
-    sched = Scheduler(cluster, "conservative")
+    parts = [cluster.partition_index(p) for p in norm.partitions] or [0]
+    placed = place_gpu_types(cluster, [norm.gpu_type],
+                             PartitionChoices(np.array([0, len(parts)]), np.array(parts)))
+    request = to_job_request(norm, job_id=1, submit_time=0,
+                             partition=int(placed.partition[0]))
+    sched = Scheduler(placed.cluster, "conservative")
     sched.submit(request)
     start = int(sched.expected_start_times(now=0)["expected_start"].iloc[0])
     extra = []
@@ -122,5 +129,7 @@ def _expected_start(norm: NormalisedRequest, cluster) -> str:
         extra.append("assuming its dependencies are satisfied")
     if norm.array is not None:
         extra.append("for the first array task")
+    if placed.derived:
+        extra.append(f"on the nodes with {norm.gpu_type} GPUs")
     suffix = f" ({'; '.join(extra)})" if extra else ""
     return f"expected start: {start} s after submission on an empty cluster{suffix}"

@@ -14,7 +14,8 @@ from ..sim.simulator import simulate
 from . import build_parser
 from .argtypes import duration, failure_model, machine_size, seconds
 from .outputs import check_outputs, output_args, write_outputs
-from .common import (format_args, gpu_options, load_trace, placement_from_args, policy_args,
+from .common import (GPU_TRACE_FORMATS, format_args, gpu_options, load_trace,
+                     placement_from_args, policy_args,
                      print_skipped, site_args, summary_table, trace_format, write_atomic)
 
 
@@ -23,8 +24,8 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "(P single-processor nodes), or a workload CSV (as written by "
                         "'fastsched generate workload') or a sacct --parsable2 dump on "
                         "--cluster, or a GPU cluster trace (Philly, Alibaba PAI, Helios) on "
-                        "--cluster or a cluster derived from the trace, and print the "
-                        "summary.")
+                        "--cluster or a cluster derived from the trace, or a GPU job list "
+                        "(CSV: id, submit, duration, GPUs), and print the summary.")
     parser.add_argument("trace", nargs="?",
                         help="SWF trace, or workload CSV (.csv, .csv.gz); not with --resume")
     policy_args(parser)
@@ -146,7 +147,7 @@ def run(args) -> int:
     if args.topology is None and workload is not None and workload.exclusive_topo.any():
         print(f"note: {int(workload.exclusive_topo.sum()):,} job(s) ask for --exclusive=topo, "
               "which needs --topology: ignored")
-    if trace_format(args.trace, args.format) in ("sacct", "philly", "pai", "helios"):
+    if trace_format(args.trace, args.format) in ("sacct",) + GPU_TRACE_FORMATS:
         print_skipped(result.skipped, show_all=args.show_skipped, what="record(s) left out")
     else:
         print_skipped(result.skipped, show_all=args.show_skipped)

@@ -34,9 +34,10 @@ import numpy as np
 from .textfile import read_decompressed
 from ..model.errors import InputError
 
-__all__ = ["TraceColumns", "GPU_FORMATS", "sniff_gpu_format", "parse_gpu_trace"]
+__all__ = ["TraceColumns", "GPU_FORMATS", "GPUJOBS_ALIASES", "is_gpujobs_header",
+           "sniff_gpu_format", "parse_gpu_trace"]
 
-GPU_FORMATS = ("philly", "pai", "helios")
+GPU_FORMATS = ("philly", "pai", "helios", "gpujobs")
 
 
 @dataclass
@@ -45,7 +46,8 @@ class TraceColumns:
     may be fractional; ``cpus`` totals (0: not recorded); ``nodes`` (0: not
     recorded); ``line``: the file line (CSV) or entry number (JSON). ``shared``
     (bool: the job uses part of a GPU) and ``whole_gpus`` (its GPUs when each part
-    is planned as a whole GPU) default to what ``gpus`` says."""
+    is planned as a whole GPU) default to what ``gpus`` says. ``limit`` (seconds, -1:
+    none) and ``partition`` ("": none) are what a job list gives (None: nothing)."""
 
     job_text: np.ndarray
     submit: np.ndarray
@@ -64,6 +66,8 @@ class TraceColumns:
     notes: list = field(default_factory=list)
     shared: np.ndarray | None = None
     whole_gpus: np.ndarray | None = None
+    limit: np.ndarray | None = None
+    partition: np.ndarray | None = None
 
     def __post_init__(self):
         if self.shared is None:
@@ -72,8 +76,36 @@ class TraceColumns:
             self.whole_gpus = np.ceil(self.gpus).astype(np.int64)
 
 
+#: a GPU job list's fields (:mod:`fastsched.io.gpujobs`) -> the header names that give
+#: it, in order of preference (here, as sniffing needs them)
+GPUJOBS_ALIASES = {
+    "id": ("job_id", "jobid", "id", "job", "job_name", "name"),
+    "submit": ("submit_time", "submit", "submitted", "submission_time"),
+    "duration": ("runtime", "duration", "run_time", "elapsed"),
+    "gpus": ("num_gpus", "gpus", "gpu_num", "num_gpu", "gpu"),
+    "user": ("user", "user_id", "username"),
+    "account": ("account", "vc", "group", "project"),
+    "limit": ("time_limit", "timelimit", "limit", "walltime"),
+    "nodes": ("nodes", "num_nodes", "node_num", "nnodes"),
+    "gpus_per_node": ("gpus_per_node", "gpn"),
+    "partition": ("partition", "queue"),
+}
+
+
+def _pick(columns, field: str) -> str | None:
+    """The header name giving ``field`` (its first alias present), or None."""
+    lower = {c.lower(): c for c in columns}
+    return next((lower[a] for a in GPUJOBS_ALIASES[field] if a in lower), None)
+
+
+def is_gpujobs_header(names) -> bool:
+    """Whether a header names an id, a submit, a duration and a GPU total column."""
+    names = [str(n).strip() for n in names]
+    return all(_pick(names, f) is not None for f in ("id", "submit", "duration", "gpus"))
+
+
 def sniff_gpu_format(path) -> str | None:
-    """``philly``, ``pai``, ``helios`` by the file's first bytes, else None."""
+    """``philly``, ``pai``, ``helios``, ``gpujobs`` by the file's first bytes, else None."""
     head = _head(str(path)).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     if head.startswith(("[", "{")):
         return "philly" if "attempts" in head or "submitted_time" in head else None
@@ -85,6 +117,8 @@ def sniff_gpu_format(path) -> str | None:
         return "pai"
     if {"job_id", "vc", "gpu_num", "node_num", "submit_time"} <= header:
         return "helios"
+    if is_gpujobs_header(header):
+        return "gpujobs"
     first = head.split("\n", 1)[0].split(",")
     if len(first) == 10 and first[2].strip().isdigit() and "pai" in str(path).lower():
         return "pai"                       # a headerless pai_task_table
@@ -110,7 +144,8 @@ def _head(path: str, size: int = 4096) -> bytes:
 
 
 def parse_gpu_trace(path, fmt: str) -> TraceColumns:
-    """The columns of a GPU trace in format ``fmt`` (one of :data:`GPU_FORMATS`)."""
+    """The columns of a GPU trace in format ``fmt`` (one of :data:`GPU_FORMATS` but
+    ``gpujobs``: :func:`fastsched.io.gpujobs.parse_gpujobs`)."""
     path = str(path)
     if fmt == "philly":
         return _philly(path)

@@ -1,4 +1,4 @@
-"""GPU-cluster traces (Philly, Alibaba PAI, Helios; parsed by
+"""GPU-cluster traces (Philly, Alibaba PAI, Helios, GPU job lists; parsed by
 :mod:`fastsched.io.gpureaders`) as a workload on a cluster.
 
 Rules, for what these traces leave out:
@@ -26,6 +26,9 @@ Rules, for what these traces leave out:
   2, 4, 8, 12 h, 1, 2, 3, 7, 14, 30 days that is at least the run time (as users
   pick round limits; beyond 30 days, whole days); ``"exact"``: the run time itself
   (perfect estimates).
+* A GPU job list (:mod:`fastsched.io.gpujobs`) keeps the time limits and partitions
+  it gives (a partition ``cluster`` lacks skips the job, listed; on a derived cluster
+  partitions are ignored, said in ``notes``); the rules above fill in the rest.
 * Jobs that never ran or were still running (no start or end) are skipped, listed
   with the reason; recorded waits stay in ``recorded_start``.
 """
@@ -40,6 +43,7 @@ import numpy as np
 from ..model.cluster import Cluster
 from ..model.errors import ConfigWarning, InputError
 from ..model.validation import request_capacity
+from .gpujobs import parse_gpujobs
 from .gpureaders import GPU_FORMATS, TraceColumns, parse_gpu_trace, sniff_gpu_format
 from .swf import SkippedJob
 from .workload import Workload
@@ -115,8 +119,9 @@ def read_pai_nodes(path) -> Cluster:
 def read_gpu_trace(path, fmt: str = "auto", cluster: Cluster | None = None, *,
                    gpus_per_node: int = 8, fractional: str = "round-up",
                    limits: str = "round") -> GpuTrace:
-    """Read a Philly, PAI or Helios trace (``fmt``: one of those, or ``auto``: by
-    content) as a workload on ``cluster`` (None: the rules in the module docs)."""
+    """Read a Philly, PAI or Helios trace or a GPU job list (``fmt``: one of
+    :data:`~fastsched.io.gpureaders.GPU_FORMATS`, or ``auto``: by content) as a workload
+    on ``cluster`` (None: the rules in the module docs)."""
     path = str(path)
     if fractional not in FRACTIONAL:
         raise InputError(f"fractional must be one of {', '.join(FRACTIONAL)}, got "
@@ -124,10 +129,11 @@ def read_gpu_trace(path, fmt: str = "auto", cluster: Cluster | None = None, *,
     if fmt == "auto":
         fmt = sniff_gpu_format(path)
         if fmt is None:
-            raise InputError("not a Philly, PAI or Helios trace (give the format)", file=path)
+            raise InputError("not a Philly, PAI, Helios trace or GPU job list (give the "
+                             "format)", file=path)
     if fmt not in GPU_FORMATS:
         raise InputError(f"unknown GPU trace format {fmt!r}", field="format")
-    cols = parse_gpu_trace(path, fmt)
+    cols = parse_gpujobs(path) if fmt == "gpujobs" else parse_gpu_trace(path, fmt)
     notes = list(cols.notes)
     keep, skipped, count = _usable(cols, path, fractional)
     gpus = cols.whole_gpus
@@ -138,6 +144,9 @@ def read_gpu_trace(path, fmt: str = "auto", cluster: Cluster | None = None, *,
         declared = _helios_gpus(path, notes) if fmt == "helios" else 0
         cluster = _derived_cluster(cols, gpus, keep, gpus_per_node, path, declared)
         derived = True
+        if cols.partition is not None and (cols.partition != "").any():
+            notes.append("partitions ignored: the derived cluster has one (give --cluster)")
+            cols.partition = None
     workload, start, state, more = _workload(cols, gpus, keep, cluster, limits, path)
     skipped.extend(more)
     if count:
@@ -252,37 +261,61 @@ def _workload(cols: TraceColumns, gpus: np.ndarray, keep: np.ndarray, cluster: C
     """(Workload, recorded start, state, SkippedJob list of jobs the cluster cannot
     run) of the kept entries, sorted by submit time."""
     from ..model.jobs import JobTable
-    part = cluster.default_partition_index()
+    part, more = _partitions(cols, keep, cluster, path)
+    keep = keep & (part >= 0)
     part_nodes = [p.nodes for p in cluster.partitions]
-    per_node = int(cluster.gpus[part_nodes[part]].max(initial=0))
+    per_node = int(cluster.gpus[part_nodes[cluster.default_partition_index()]].max(initial=0))
     nodes, per, cpus, mem = _shape(cols, gpus, per_node)
-    fits = request_capacity(part_nodes, np.full(len(gpus), part), per, cpus, mem,
-                            cluster) >= nodes
-    more = [SkippedJob(_number(cols.job_text[i]), int(cols.line[i]), _named(
+    fits = request_capacity(part_nodes, np.maximum(part, 0), per, cpus, mem, cluster) >= nodes
+    more += [SkippedJob(_number(cols.job_text[i]), int(cols.line[i]), _named(
         cols.job_text[i], f"cannot run on this cluster ({nodes[i]} node(s) x {per[i]} GPUs, "
                           f"{cpus[i]} CPUs)")) for i in np.flatnonzero(keep & ~fits).tolist()]
     rows = np.flatnonzero(keep & fits)
     rows = rows[np.argsort(cols.submit[rows], kind="stable")]
     texts = cols.job_text[rows]
-    numeric = all(str(t).isdigit() and len(str(t)) < 18 for t in texts.tolist())
-    ids = texts.astype(np.int64) if numeric and len(set(texts.tolist())) == len(rows) \
-        else cols.line[rows]
+    import pandas as pd
+    as_text = pd.Series(texts, dtype=object).astype(str)
+    numeric = bool(as_text.str.fullmatch(r"[0-9]{1,17}").all())
+    ids = texts.astype(np.int64) if numeric and as_text.is_unique else cols.line[rows]
     runtime = cols.runtime[rows]
-    warnings.warn(ConfigWarning(
-        f"{path}: the trace gives no time limits: each is derived from the job's run time "
-        f"(limits={limits}: " + ("the next of 1, 2, 4, 8, 12 h, 1, 2, 3, 7, 14, 30 days)"
-                                 if limits == "round" else "the run time itself)")),
-        stacklevel=3)
+    given = cols.limit[rows] if cols.limit is not None else np.full(len(rows), -1, np.int64)
+    missing = int((given < 0).sum())
+    if missing:
+        warnings.warn(ConfigWarning(
+            f"{path}: " + ("the trace gives no time limits: each is" if missing == len(rows)
+                           else f"{missing:,} job(s) without a time limit: theirs")
+            + f" derived from the job's run time (limits={limits}: "
+            + ("the next of 1, 2, 4, 8, 12 h, 1, 2, 3, 7, 14, 30 days)" if limits == "round"
+               else "the run time itself)")), stacklevel=3)
     users, user_idx = _factor(cols.user[rows], "unknown")
     groups, group_idx = _factor(cols.group[rows], "default")
     jobs = JobTable.from_arrays(
-        job_id=ids, submit_time=cols.submit[rows], time_limit=derive_limits(runtime, limits),
+        job_id=ids, submit_time=cols.submit[rows],
+        time_limit=np.where(given > 0, given, derive_limits(runtime, limits)),
         runtime=runtime, num_nodes=nodes[rows], cpus_per_node=cpus[rows],
-        gpus_per_node=per[rows], mem_per_node=mem[rows], partition=part, user=user_idx)
+        gpus_per_node=per[rows], mem_per_node=mem[rows], partition=part[rows], user=user_idx)
     workload = Workload(jobs=jobs, account=group_idx, user_names=users, account_names=groups,
                         org_of_account=np.zeros(len(groups), np.int32), org_names=["trace"],
                         name=texts.astype(object))
     return workload, cols.start[rows], cols.state[rows], more
+
+
+def _partitions(cols: TraceColumns, keep: np.ndarray, cluster: Cluster, path: str):
+    """(partition index per entry, -1: skipped; SkippedJob list): the entry's partition
+    when it names one the cluster has, else the default partition."""
+    default = cluster.default_partition_index()
+    part = np.full(len(keep), default, np.int32)
+    if cols.partition is None or not (cols.partition != "").any():
+        return part, []
+    names, codes = np.unique(cols.partition.astype(str), return_inverse=True)
+    have = {p.name: k for k, p in enumerate(cluster.partitions)}
+    index = np.array([default if n == "" else have.get(n, -1) for n in names.tolist()],
+                     np.int32)
+    part = index[codes.ravel()]
+    skipped = [SkippedJob(_number(cols.job_text[i]), int(cols.line[i]), _named(
+        cols.job_text[i], f"partition {cols.partition[i]!r} is not in the cluster (it has "
+                          f"{', '.join(have)})")) for i in np.flatnonzero(keep & (part < 0))]
+    return part, skipped
 
 
 def _factor(values: np.ndarray, empty: str):

@@ -36,6 +36,9 @@ Rules:
   MaxTime; no value is unlimited (counted in ``notes``). A run that lasted
   longer than its limit (OverTimeLimit, KillWait) keeps its recorded limit in the
   workload and is checked with its elapsed time as limit (counted in ``notes``).
+* Dependency (when the dump has it): :mod:`fastsched.io.sacctdeps` (jobs whose
+  dependencies are all on jobs of the dump wait for them in a replay, submitted at
+  Submit; the others keep their Eligible time, counted in a warning).
 * Array tasks ``123_4`` keep ``array_job``/``array_task``; het-job components
   ``123+1`` keep ``het_job`` and run as separate jobs (the engine does not
   start components together).
@@ -55,6 +58,7 @@ from ..model.cluster import Cluster
 from ..model.errors import InputError
 from .bytetable import ByteTable
 from .sacctbuild import SacctLog, build_log
+from .sacctdeps import parse_recorded_dependency
 from .sacctvalues import NO_VALUE, job_ids_from_bytes, parse_limit, parse_times, parse_tres, \
     state_word
 from .swf import SkippedJob
@@ -269,8 +273,18 @@ def _columns(rows: _Rows, cluster: Cluster, tz: str) -> dict:
     c["tres"], bad_tres = _tres(rows)
     codes, uniques = rows.codes("State")
     c["state"] = np.array([state_word(u) for u in uniques] + [""], dtype=object)[codes]
-    c["bad"] = bad | bad_tres
+    c["deps"], bad_deps = _dependencies(rows)
+    c["bad"] = bad | bad_tres | bad_deps
     return c
+
+
+def _dependencies(rows: _Rows):
+    """((code per row, parsed distinct Dependency values), bool per row: malformed)."""
+    n = len(rows.table)
+    if not rows.has("Dependency"):
+        return (np.zeros(n, np.int64), [None]), np.zeros(n, bool)
+    codes, parsed, bad = _per_unique(rows, "Dependency", parse_recorded_dependency)
+    return (codes, parsed + [None]), bad
 
 
 def _tres(rows: _Rows):

@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model.cluster import Cluster
-from ..model.constraints import csr_take
+from ..model.constraints import Dependencies, csr_take, dependencies_from_edges
 from ..model.jobs import UNLIMITED, JobTable
 from ..model.schedule import Schedule
 from ..model.errors import InputError
 from ..model.validation import request_capacity
 from .hostlist import expand
+from .sacctdeps import resolve_dependencies
 from .sacctvalues import NO_VALUE, PARTITION_LIMIT
 from .swf import SkippedJob
 from .workload import DEFAULT_QOS, Workload
@@ -253,17 +254,46 @@ def _workload(rows, cols, r, raw, part, limit, elapsed, attempt, req, cluster, u
                                        "partition nodes hold its per-node request)"))
     rows_kept = last[fits]
     jobs = jobs.take(np.flatnonzero(fits))
+    base, task, _, _ = rows.ids
+    is_task = task[r][rows_kept] >= 0
+    array_job = np.where(is_task, base[r][rows_kept], -1)
+    array_task = np.where(is_task, task[r][rows_kept], -1)
+    deps, jobs = _replayed_dependencies(rows, cols, r, rows_kept, submit[first[fits]], jobs,
+                                        array_job, array_task)
     sort = np.lexsort((jobs.job_id, jobs.submit_time))
     jobs, rows_kept = jobs.take(sort), rows_kept[sort]
     account, account_names = _names(rows, "Account", r[rows_kept], "unknown")
     qos, qos_names = _names(rows, "QOS", r[rows_kept], DEFAULT_QOS)
-    base, task, _, _ = rows.ids
-    is_task = task[r][rows_kept] >= 0
     return Workload(jobs, account, users[0], account_names,
                     np.arange(len(account_names), dtype=np.int32), list(account_names),
-                    qos=qos, qos_names=qos_names,
-                    array_job=np.where(is_task, base[r][rows_kept], -1),
-                    array_task=np.where(is_task, task[r][rows_kept], -1))
+                    qos=qos, qos_names=qos_names, array_job=array_job[sort],
+                    array_task=array_task[sort], dependencies=_permuted(deps, sort))
+
+
+def _replayed_dependencies(rows, cols, r, kept, submit, jobs, array_job, array_task):
+    """(Dependencies of ``jobs``, ``jobs`` with the submit time of each job whose
+    dependencies are all replayed set back to its Submit; rules in io.sacctdeps)."""
+    codes, parsed = cols["deps"]
+    per_job = [parsed[c] for c in codes[r[kept]].tolist()]
+    if not any(d is not None for d in per_job):
+        return Dependencies.none(len(jobs)), jobs
+    key = np.empty(len(jobs), np.int64)
+    key[np.lexsort((jobs.job_id, submit))] = np.arange(len(jobs))
+    deps, replayed = resolve_dependencies(per_job, jobs.job_id, array_job, array_task, key,
+                                          rows.fname)
+    has = np.array([d is not None for d in per_job], bool)
+    when = np.where(has & replayed, submit, jobs.submit_time)
+    return deps, JobTable.from_arrays(**{**jobs.to_dict(), "submit_time": when})
+
+
+def _permuted(deps: Dependencies, order: np.ndarray) -> Dependencies:
+    """``deps`` of the jobs taken in ``order`` (new row k = old row order[k])."""
+    if not len(deps.parent):
+        return deps
+    new = np.empty(len(order), np.int64)
+    new[order] = np.arange(len(order))
+    child = np.repeat(np.arange(len(order)), np.diff(deps.offsets))
+    return dependencies_from_edges(len(order), new[child], new[deps.parent], deps.kind)
 
 
 def _fits(jobs: JobTable, cluster: Cluster) -> np.ndarray:

@@ -50,8 +50,8 @@ Values:
   partition (``Default=YES``); a cluster without one refuses the job, as Slurm does.
 * No ``--time``: the partition's DefaultTime, else its MaxTime.
 * A typed GPU request (``--gres=gpu:a100:2``) is checked against the nodes with GPUs
-  of that type; the engine places jobs by partition, not GPU type (a note says so
-  when the partition mixes types).
+  of that type (a note says so when the partition mixes types); ``fastsched sbatch
+  --test-only`` plans it on those nodes (:mod:`fastsched.sim.gputypes`).
 
 Shape, in this order:
 

@@ -65,7 +65,8 @@ def parse_node_gres(value: str, conf: ConfLine):
 
 def typed_nodes(cluster, cand: np.ndarray, gpu_type: str, notes: list[str]) -> np.ndarray:
     """The nodes of ``cand`` with GPUs of ``gpu_type`` (InputError if none); a note when
-    only some have them, since the engine places jobs by partition, not GPU type."""
+    only some have them: the engine places jobs by partition, so a typed job is placed
+    on them only through a derived partition (:mod:`fastsched.sim.gputypes`)."""
     has = np.array([any(t == gpu_type for t, _ in cluster.gpu_types[i]) for i in cand],
                    dtype=bool)
     if not has.any():
@@ -74,6 +75,6 @@ def typed_nodes(cluster, cand: np.ndarray, gpu_type: str, notes: list[str]) -> n
                          f"GPUs: {', '.join(kinds) or 'none'})")
     if not has.all():
         notes.append(f"gpu type {gpu_type!r}: {int(has.sum())} of {len(cand)} nodes have it; "
-                     "the engine places jobs by partition, not GPU type, so a simulation "
-                     "may run this job on other nodes")
+                     "planned on those (a derived partition; a workload CSV has no GPU "
+                     "type, so its jobs may run on any)")
     return cand[has]

@@ -42,7 +42,8 @@ from ..model.errors import InputError
 from ..model.jobs import JobTable
 from ..model.validation import MAX_COUNT
 
-__all__ = ["CLUSTERS", "WORKLOADS", "ai_cluster", "ai_mix", "load_cluster"]
+__all__ = ["CLUSTERS", "WORKLOADS", "ai_cluster", "ai_mix", "load_cluster",
+           "nodes_for_load"]
 
 #: standard clusters: name -> (nodes, digits in node names)
 CLUSTERS = {"ai-8k": (1_000, 5), "ai-100k": (12_500, 5), "ai-1m": (125_000, 6)}
@@ -256,3 +257,26 @@ def load_cluster(spec: str) -> Cluster:
     if spec in CLUSTERS and not os.path.exists(spec):
         return ai_cluster(spec)
     return read_cluster(spec)
+
+
+def nodes_for_load(workload: Workload, gpus_per_node: int, load: float) -> int:
+    """The node count N of G = ``gpus_per_node`` GPUs each on which ``workload`` offers
+    ``load``: its offered load (GPU-seconds used / (submission span x cluster GPUs),
+    :meth:`~fastsched.io.workload.Workload.offered_load`) is at most ``load`` on N
+    nodes and above it on N - 1, so N = ceil(GPU-seconds / (load x span x G)); at least
+    the most nodes one job asks for, and 1."""
+    if not (load > 0 and np.isfinite(load)):
+        raise InputError(f"offered load must be > 0, got {load}", field="load")
+    if gpus_per_node < 1:
+        raise InputError("sizing by load needs GPU nodes (--gpus-per-node >= 1)",
+                         field="gpus_per_node")
+    span = workload.span
+    if len(workload) < 2 or span <= 0:
+        raise InputError("the trace needs jobs submitted at two different times to have an "
+                         "offered load", field="trace")
+    if workload.gpu_seconds() <= 0:
+        raise InputError("the trace's jobs use no GPUs: no GPU load to size by",
+                         field="trace")
+    need = workload.gpu_seconds() / (load * span * gpus_per_node)
+    widest = int(workload.jobs.num_nodes.max(initial=1))
+    return max(int(np.ceil(need - 1e-9 * need)), widest, 1)

@@ -8,7 +8,8 @@ Inputs are the tables fastsched writes: a schedule's per-job records
 ``fig.savefig("fig.png")`` writes it (PNG, SVG or PDF by the suffix).
 
 * :func:`gantt`: each job a bar per run of consecutive nodes it held, nodes on y;
-* :func:`utilisation`: nodes (or CPUs, GPUs) in use over time;
+* :func:`utilisation`: nodes (or CPUs, GPUs) in use over time, of one schedule or
+  several side by side;
 * :func:`queue_length`: jobs submitted and not yet started over time;
 * :func:`cdf`: the distribution of wait, completion time or bounded slowdown, one line
   per schedule (e.g. per policy);
@@ -86,23 +87,33 @@ def gantt(jobs: pd.DataFrame, *, color_by: str | None = None, title: str | None 
     return fig
 
 
-def utilisation(jobs: pd.DataFrame, *, unit: str = "nodes", capacity: int | None = None,
+def utilisation(jobs, *, unit: str = "nodes", capacity: int | None = None,
                 title: str | None = None):
     """``unit`` (nodes, procs or gpus) in use over time: a step function, as a share of
-    ``capacity`` when given. A job holds its resources from start to end."""
-    column = _unit_column(unit, jobs)
-    ran = jobs[jobs["start_time"].notna()]
-    size = ran[column].to_numpy(dtype=np.int64)
-    t, level = _steps(ran["start_time"].to_numpy(dtype=np.int64), size,
-                      ran["end_time"].to_numpy(dtype=np.int64), -size)
+    ``capacity`` when given. A job holds its resources from start to end. ``jobs``:
+    one schedule's per-job records, or several (label -> records: one line each, on one
+    axis, e.g. what Slurm did and a replay)."""
+    schedules = jobs if isinstance(jobs, dict) else {None: jobs}
+    if not schedules:
+        raise InputError("no schedules to plot", field="schedules")
     fig, ax = _figure()
+    peak = 0.0
+    for label, frame in schedules.items():
+        column = _unit_column(unit, frame)
+        ran = frame[frame["start_time"].notna()]
+        size = ran[column].to_numpy(dtype=np.int64)
+        t, level = _steps(ran["start_time"].to_numpy(dtype=np.int64), size,
+                          ran["end_time"].to_numpy(dtype=np.int64), -size)
+        level = level / capacity if capacity else level
+        peak = max(peak, float(level.max(initial=0)))
+        ax.step(t, level, where="post", lw=0.8, label=label)
     if capacity:
-        ax.step(t, level / capacity, where="post", lw=0.8)
         ax.set_ylabel(f"share of {capacity:,} {unit} in use")
-        ax.set_ylim(0, 1.05)
+        ax.set_ylim(0, 1.05 * max(peak, 1.0))       # an overcommitted record shows above 1
     else:
-        ax.step(t, level, where="post", lw=0.8)
         ax.set_ylabel(f"{unit} in use")
+    if len(schedules) > 1 or None not in schedules:
+        ax.legend(loc="upper right")
     ax.set_xlabel("time (s)")
     ax.set_title(title or f"{unit} in use over time")
     return fig
