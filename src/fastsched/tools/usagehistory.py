@@ -33,7 +33,7 @@ def account_usage(config, workload, start_time, end_time, *, times=None,
     root (1: the top-level accounts) at each sample time.
 
     ``start_time`` / ``end_time``: per job of ``workload`` (workload order; -1 = never
-    started), e.g. ``result.schedule.start_time``. ``times``: increasing sample times
+    started), e.g. ``result.schedule.start_time``. ``times``: strictly increasing sample times
     (default: ``samples`` evenly spaced from the first submission to the last end).
     ``tree``: ``config.build_tree(workload)`` (built when not given).
 
@@ -92,8 +92,9 @@ def schedule_times(jobs: pd.DataFrame, workload, *, source: str = "jobs"):
 def _sample_times(workload, start, end, times, samples) -> np.ndarray:
     if times is not None:
         t = np.asarray(times, dtype=np.int64).ravel()
-        if len(t) == 0 or (np.diff(t) < 0).any():
-            raise InputError("times must be a non-empty increasing sequence", field="times")
+        if len(t) == 0 or (np.diff(t) <= 0).any():
+            raise InputError("times must be a non-empty, strictly increasing sequence",
+                             field="times")
         return t
     if int(samples) < 2:
         raise InputError(f"samples must be >= 2, got {samples!r}", field="samples")
