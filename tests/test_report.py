@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from fastsched.cli import main
 from fastsched.model.errors import InputError
+from fastsched.policy.usage import usage_at
 from fastsched.tools import plots
 from fastsched.tools.report import report_html, report_numbers
 from fastsched.tools.usagehistory import account_usage, schedule_times
@@ -37,30 +38,37 @@ def site_runs(draw):
     end = np.where(start >= 0, start + np.array([draw(st.integers(0, 600)) for _ in range(n)]),
                    -1)
     cfg, w = draw_site(draw, n, base)
-    times = sorted(draw(st.lists(st.integers(base, base + 1300), min_size=1, max_size=6, unique=True)))
+    times = sorted(draw(st.lists(st.integers(base, base + 1300), min_size=1, max_size=6,
+                                 unique=True)))
     return cfg, w, start, end, times
 
 
 @settings(max_examples=60, deadline=None)
 @given(site_runs())
-def test_account_usage_matches_the_per_second_twin(sc):
-    """At each sample time the usage of every account is the per-second sum over what
-    its users' jobs ran before then (tests/naive_limits.naive_usage), summed up the tree."""
+def test_account_usage_matches_usage_at_and_the_per_second_twin(sc):
+    """At each sample time the usage of every account is what usage_at charges its users
+    for what their jobs ran before then, summed up the tree; and, off the instant of a
+    DAILY reset, the per-second twin's (tests/naive_limits.naive_usage: at the reset
+    instant itself the twin has not reset yet, usage_at has)."""
     cfg, w, start, end, times = sc
     tree = cfg.build_tree(w)
+    daily = cfg.usage_reset_period == "DAILY"
     for depth in (1, 2):
         frame = account_usage(cfg, w, start, end, times=times, depth=depth)
         assert list(frame.index) == times
         names = list(frame.columns)
         assert names == (["o"] if depth == 1 else ["a0", "a1"])
+        rows = [tree.index[a] for a in names]
         for t in times:
             known = (start >= 0) & (start <= t)
-            raw = naive.naive_usage(cfg, tree, w, np.where(known, start, -1),
-                                    np.where(known, end, -1), t,
-                                    reset_every=86400 if cfg.usage_reset_period == "DAILY"
-                                    else None)
-            want = tree.node_usage(np.asarray(raw))[[tree.index[a] for a in names]]
+            s, e = np.where(known, start, -1), np.where(known, end, -1)
+            want = tree.node_usage(usage_at(cfg, tree, w, s, e, t).raw)[rows]
             assert frame.loc[t].to_numpy() == pytest.approx(want, rel=1e-9, abs=1e-6)
+            if not (daily and t % 86400 == 0):
+                raw = naive.naive_usage(cfg, tree, w, s, e, t,
+                                        reset_every=86400 if daily else None)
+                slow = tree.node_usage(np.asarray(raw))[rows]
+                assert frame.loc[t].to_numpy() == pytest.approx(slow, rel=1e-9, abs=1e-6)
 
 
 def small_site():
@@ -269,3 +277,16 @@ def test_the_command_writes_the_report(capsys, site):
     assert len(page.images) == 2 + 2 * 4
     assert ["easy", "fcfs"] == [h for h in page.headings if h in ("easy", "fcfs")]
     assert "83.33%" in page.cells
+
+
+def test_records_in_parquet_plot_and_report_as_csv_does(capsys, site):
+    pytest.importorskip("pyarrow")
+    from fastsched.io.jobsout import write_jobs
+    write_jobs(jobs_frame(), site / "jobs.parquet")
+    back = plots.read_jobs(site / "jobs.parquet")
+    assert back["start_time"].isna().tolist() == [False, False, False, True]
+    pd.testing.assert_frame_equal(back, plots.read_jobs(site / "jobs.csv"), check_dtype=False)
+    out = site / "p.html"
+    assert main(["plot", "--kind", "report", str(site / "jobs.parquet"), "--capacity", "4",
+                 "-o", str(out)]) == 0
+    assert "83.33%" in parse(out.read_text()).cells

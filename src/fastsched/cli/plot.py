@@ -33,7 +33,8 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
         "and their plots, fair share too with --workload). Needs matplotlib (pip install "
         "'fastsched[plot]').")
     parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="jobs CSV(s); with --kind sweep, a sweep table (.csv or .parquet)")
+                        help="jobs CSV(s) (or .parquet / .arrow) of simulate --jobs-out; with --kind "
+                        "sweep, a sweep table (.csv or .parquet)")
     parser.add_argument("--kind", choices=KINDS, required=True, help="what to plot")
     parser.add_argument("-o", "--output", metavar="FIG",
                         help="image file: .png, .svg or .pdf (default: KIND.png); report: "

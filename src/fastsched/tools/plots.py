@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..io.hostlist import expand
+from ..io.jobsout import read_jobs_table
 from ..model.errors import InputError, UnsupportedError
 from ..sim.results import BSLD_TAU
 
@@ -44,12 +45,12 @@ _UNITS = {"nodes": "num_nodes", "procs": "procs", "gpus": "gpus"}
 
 
 def read_jobs(path) -> pd.DataFrame:
-    """A schedule's per-job records from CSV (``simulate --jobs-out``), checked for the
-    columns the plots use."""
+    """A schedule's per-job records (``simulate --jobs-out``: CSV, or Parquet / Arrow by
+    the name), checked for the columns the plots use."""
     try:
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read a jobs CSV: {e}", file=str(path)) from None
+        frame = read_jobs_table(path)
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read job records: {e}", file=str(path)) from None
     _check_columns(frame, _JOB_COLUMNS, str(path))
     return frame
 
