@@ -290,3 +290,20 @@ def test_records_in_parquet_plot_and_report_as_csv_does(capsys, site):
     assert main(["plot", "--kind", "report", str(site / "jobs.parquet"), "--capacity", "4",
                  "-o", str(out)]) == 0
     assert "83.33%" in parse(out.read_text()).cells
+
+
+def test_the_numbers_are_the_results_summary():
+    """report_numbers over a result's records = the simulator's summary (same
+    definitions); a result's cluster gives the capacity."""
+    import fastsched as fs
+    trace = fs.read_swf(fs.bundled_trace("KTH-SP2"))
+    jobs = trace.jobs.take(np.arange(400))
+    result = fs.simulate(fs.Cluster.homogeneous(trace.procs), jobs, "easy")
+    summary = result.summary
+    n = report_numbers(result.jobs, capacity=trace.procs)
+    for key in ("avg_wait", "median_wait", "max_wait", "avg_jct", "p95_jct",
+                "avg_bounded_slowdown", "makespan", "utilisation", "never_started"):
+        assert n[key] == pytest.approx(summary[key], rel=1e-12), key
+    cells = parse(report_html({"easy": result}, gantt=False)).cells
+    assert f"{summary['utilisation']:.2%}" in cells
+    assert f"node utilisation (of {trace.procs:,} nodes)" in cells

@@ -48,6 +48,7 @@ REPORT_ROWS = (
     ("utilisation", "utilisation", "{:.2%}"),
 )
 
+_UNIT_NAMES = {"nodes": "node", "procs": "CPU", "gpus": "GPU"}
 _STYLE = """body{font-family:sans-serif;max-width:1040px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:1em 0}th,td{padding:.25em .8em;border-bottom:1px solid #ddd}
 td{text-align:right}th{text-align:left}img{max-width:100%;display:block;margin:.5em 0 1.5em}"""
@@ -169,7 +170,8 @@ def _summary_table(frames: dict, capacity, unit: str) -> str:
     rows = [f"<tr><th></th>{head}</tr>"]
     for key, label, fmt in REPORT_ROWS:
         if key == "utilisation":
-            label = f"{unit} utilisation" + (f" (of {capacity:,})" if capacity else "")
+            label = (f"{_UNIT_NAMES.get(unit, unit)} utilisation"
+                     + (f" (of {capacity:,} {unit})" if capacity else ""))
         cells = "".join(f"<td>{fmt.format(n[key]) if n.get(key) is not None else '-'}</td>"
                         for n in numbers.values())
         rows.append(f"<tr><th>{html.escape(label)}</th>{cells}</tr>")
