@@ -33,8 +33,8 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
         "and their plots, fair share too with --workload). Needs matplotlib (pip install "
         "'fastsched[plot]').")
     parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="jobs CSV(s) (or .parquet / .arrow) of simulate --jobs-out; with --kind "
-                        "sweep, a sweep table (.csv or .parquet)")
+                        help="jobs CSV(s) (or .parquet / .arrow) of simulate --jobs-out; "
+                        "with --kind sweep, a sweep table (.csv or .parquet)")
     parser.add_argument("--kind", choices=KINDS, required=True, help="what to plot")
     parser.add_argument("-o", "--output", metavar="FIG",
                         help="image file: .png, .svg or .pdf (default: KIND.png); report: "
@@ -44,9 +44,10 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         help="gantt: colour jobs by this column (e.g. partition); default: "
                         "by job")
     parser.add_argument("--unit", choices=["nodes", "procs", "gpus"], default="nodes",
-                        help="util: what to count (default: nodes)")
+                        help="util, report: what to count (default: nodes)")
     parser.add_argument("--capacity", type=positive_int,
-                        help="util: the machine's size in --unit, to plot the share in use")
+                        help="util, report: the machine's size in --unit, to plot (and "
+                        "report) the share in use")
     parser.add_argument("--metric", help="cdf: wait (default), jct or bsld; sweep: a "
                         "metric column (default: avg_bounded_slowdown)")
     parser.add_argument("--label", action="append", metavar="NAME",
@@ -64,15 +65,15 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                       "--workload)")
     site.add_argument("--config", metavar="CFG.toml", help="the site's scheduler "
                       "configuration (default: Slurm's defaults, the workload's accounts)")
-    site.add_argument("--depth", type=positive_int, default=1,
+    site.add_argument("--depth", type=positive_int, default=1, metavar="D",
                       help="accounts this many levels below the root (default 1: the top "
                       "level)")
-    site.add_argument("--top", type=positive_int, default=10,
+    site.add_argument("--top", type=positive_int, default=10, metavar="N",
                       help="a line for each of the N accounts of highest peak usage, one "
                       "for the rest (default 10)")
     site.add_argument("--share", action="store_true",
                       help="each account's share of all usage instead of its usage")
-    site.add_argument("--samples", type=positive_int, default=DEFAULT_SAMPLES,
+    site.add_argument("--samples", type=positive_int, default=DEFAULT_SAMPLES, metavar="N",
                       help=f"sample times, evenly spaced (default {DEFAULT_SAMPLES})")
     parser.set_defaults(run=run)
 
