@@ -163,7 +163,8 @@ def naive_usage(config, tree, workload, start, end, now, reset_every=None):
     Each second [t, t+1) a running job adds r * c to its association after
     the association's usage is multiplied by d (d = 2^(-1/h), c = the decayed
     weight of one second, h/ln2 * (1 - d); d = c = 1 without decay).
-    ``reset_every``: usage is zeroed at multiples of it (DAILY = 86400).
+    ``reset_every``: usage is zeroed at multiples of it (DAILY = 86400), ``now`` included
+    (usage_at counts only time after the last reset at or before ``now``).
     """
     import math
     jobs = workload.jobs
@@ -190,4 +191,6 @@ def naive_usage(config, tree, workload, start, end, now, reset_every=None):
             e = int(end[i]) if end[i] >= 0 else now
             if 0 <= start[i] <= t < e:
                 usage[int(assoc[i])] += rate[i] * c
+    if reset_every and now % reset_every == 0:
+        usage = [0.0] * tree.num_users      # a reset at the instant asked about counts
     return usage

@@ -64,3 +64,17 @@ def test_reset_boundaries():
     assert last_reset("MONTHLY", 86400 * 40) == 86400 * 31        # 1970-02-01
     assert last_reset("QUARTERLY", 86400 * 100) == 86400 * 90     # 1970-04-01
     assert last_reset("YEARLY", 86400 * 400) == 86400 * 365       # 1971-01-01
+
+
+def test_at_the_reset_instant_usage_is_zero_for_usage_at_and_the_twin():
+    """A DAILY reset at exactly ``now``: only time after it counts, so nothing yet."""
+    jobs = JobTable.from_arrays(job_id=[1], submit_time=86000, time_limit=1000, runtime=600,
+                                num_nodes=1, cpus_per_node=2, user=[0])
+    w = Workload(jobs, np.array([0], np.int32), ["u0"], ["a0"], np.zeros(1, np.int32), ["o"])
+    cfg = SchedulerConfig(decay_half_life=0, usage_reset_period="DAILY")
+    tree = cfg.build_tree(w)
+    start, end = np.array([86000]), np.array([-1])
+    for now, want in ((86399, 2 * 399), (86400, 0.0), (86401, 2.0)):
+        assert usage_at(cfg, tree, w, start, end, now).raw.tolist() == [want]
+        assert naive.naive_usage(cfg, tree, w, start, end, now, reset_every=86400) == \
+            pytest.approx([want])

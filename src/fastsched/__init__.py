@@ -77,7 +77,10 @@ _PUBLIC_BY_MODULE = {
     "tools.sweep": ('run_sweep', ('read_sweep_results', 'read_results'),),
     "tools.plots": (('plot_gantt', 'gantt'), ('plot_utilisation', 'utilisation'),
                     ('plot_queue_length', 'queue_length'), ('plot_cdf', 'cdf'),
-                    ('plot_sweep', 'sweep_plot'), ('read_jobs_csv', 'read_jobs'),),
+                    ('plot_sweep', 'sweep_plot'), ('plot_fairshare', 'fairshare'),
+                    ('read_jobs_csv', 'read_jobs'),),
+    "tools.usagehistory": ('account_usage', 'schedule_times',),
+    "tools.report": ('report_html', 'report_numbers',),
     "tools.launch": ('Allocation', 'ArrayTask', 'WarnSignal', 'allocate_local', 'array_task', 'parse_signal', 'task_environments', ('launch_run', 'run'),),
     "verify": ('ScheduleError', 'VerifyReport', 'Violation', 'schedule_from_frame',),
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..model.errors import InputError, UnsupportedError
 
-__all__ = ["JOB_FORMATS", "jobs_format", "write_jobs"]
+__all__ = ["JOB_FORMATS", "jobs_format", "write_jobs", "read_jobs_table"]
 
 #: file name ending -> format
 JOB_FORMATS = {".csv": "csv", ".csv.gz": "csv", ".csv.xz": "csv", ".csv.bz2": "csv",
@@ -55,6 +55,19 @@ def write_jobs(frame, path, fmt: str | None = None) -> None:
         pa.parquet.write_table(table, path)
     else:
         pa.feather.write_feather(table, path, compression="uncompressed")
+
+
+def read_jobs_table(path):
+    """A DataFrame of job records as :func:`write_jobs` wrote them: Parquet or Arrow by
+    the name's ending, any other name as CSV. Missing times stay missing (the pandas
+    types Parquet/Arrow files keep in their metadata come back)."""
+    import pandas as pd
+    name = str(path).lower()
+    fmt = next((f for e, f in JOB_FORMATS.items() if name.endswith(e)), "csv")
+    if fmt == "csv":
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
+    _pyarrow()
+    return pd.read_parquet(path) if fmt == "parquet" else pd.read_feather(path)
 
 
 def _plain(frame):

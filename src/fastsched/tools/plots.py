@@ -14,7 +14,9 @@ Inputs are the tables fastsched writes: a schedule's per-job records
 * :func:`cdf`: the distribution of wait, completion time or bounded slowdown, one line
   per schedule (e.g. per policy);
 * :func:`sweep_plot`: a metric against a parameter, one line per policy, one panel per
-  trace.
+  trace;
+* :func:`fairshare`: decayed fair-share usage per account over time (from
+  :func:`fastsched.tools.usagehistory.account_usage`).
 """
 from __future__ import annotations
 
@@ -24,11 +26,12 @@ import numpy as np
 import pandas as pd
 
 from ..io.hostlist import expand
+from ..io.jobsout import read_jobs_table
 from ..model.errors import InputError, UnsupportedError
 from ..sim.results import BSLD_TAU
 
-__all__ = ["gantt", "utilisation", "queue_length", "cdf", "sweep_plot", "read_jobs",
-           "FIGSIZE", "DPI"]
+__all__ = ["gantt", "utilisation", "queue_length", "cdf", "sweep_plot", "fairshare",
+           "read_jobs", "FIGSIZE", "DPI"]
 
 #: every figure's size (inches) and resolution: a PNG is FIGSIZE x DPI pixels
 FIGSIZE = (10.0, 5.0)
@@ -43,12 +46,12 @@ _UNITS = {"nodes": "num_nodes", "procs": "procs", "gpus": "gpus"}
 
 
 def read_jobs(path) -> pd.DataFrame:
-    """A schedule's per-job records from CSV (``simulate --jobs-out``), checked for the
-    columns the plots use."""
+    """A schedule's per-job records (``simulate --jobs-out``: CSV, or Parquet / Arrow by
+    the name), checked for the columns the plots use."""
     try:
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read a jobs CSV: {e}", file=str(path)) from None
+        frame = read_jobs_table(path)
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read job records: {e}", file=str(path)) from None
     _check_columns(frame, _JOB_COLUMNS, str(path))
     return frame
 
@@ -196,7 +199,46 @@ def sweep_plot(results: pd.DataFrame, *, metric: str = "avg_bounded_slowdown",
     return fig
 
 
+def fairshare(usage: pd.DataFrame, *, top: int = 10, share: bool = False,
+              title: str | None = None):
+    """Fair-share usage per account over time: one line per column of ``usage`` (a
+    frame of :func:`fastsched.tools.usagehistory.account_usage`: time index, one
+    column per account). The ``top`` accounts by peak usage get a line each, the rest
+    one summed line; ``share``: each account's part of all accounts' usage at that
+    time (sshare's NormUsage when the accounts are the top level)."""
+    if usage.shape[1] == 0 or usage.shape[0] == 0:
+        raise InputError("no account usage to plot", field="usage")
+    if int(top) < 1:
+        raise InputError(f"top must be >= 1, got {top!r}", field="top")
+    lines = _top_columns(usage, int(top))
+    if share:
+        total = usage.sum(axis=1).to_numpy()
+        lines = lines.div(np.where(total > 0, total, 1.0), axis=0)
+    fig, ax = _figure()
+    t = usage.index.to_numpy()
+    for k, name in enumerate(lines.columns):
+        ax.plot(t, lines[name].to_numpy(), lw=1, color=_cmap()(k % 20), label=str(name))
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("share of usage" if share else "decayed usage (billed TRES-seconds)")
+    ax.legend(fontsize="small", loc="upper left", ncol=2)
+    ax.set_title(title or f"fair-share usage of {usage.shape[1]:,} accounts over time")
+    return fig
+
+
 # --------------------------------------------------------------------------- helpers
+
+def _top_columns(usage: pd.DataFrame, top: int) -> pd.DataFrame:
+    """The ``top`` columns by peak value (ties: column order), the rest summed into one
+    column named for how many they are."""
+    if usage.shape[1] <= top:
+        return usage
+    peak = usage.max(axis=0).to_numpy()
+    keep = np.sort(np.argsort(-peak, kind="stable")[:top])
+    rest = np.setdiff1d(np.arange(usage.shape[1]), keep)
+    out = usage.iloc[:, keep].copy()
+    out[f"{len(rest)} other accounts"] = usage.iloc[:, rest].sum(axis=1)
+    return out
+
 
 def _figure(panels: int | None = None):
     """A Figure of the fixed size and its axes: one, or a list of ``panels`` side by
