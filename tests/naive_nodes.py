@@ -262,12 +262,15 @@ def _on_grid(t, res):
 
 
 def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, held_out,
-          res=1, window=None, topo_of=None):
+          res=1, window=None, topo_of=None, blocked=()):
     """Every hold (running, started or reserved at t) ends at its end (start +
     limit, t + limit) rounded up to the grid of multiples of ``res``; fitting is
     still "free over [t, t + limit)". A job whose earliest start is more than
     ``window`` after now gets no reservation (and uses none of EASY's)."""
     plan = [[] for _ in nodes]
+    for s, e, x in blocked:            # advance reservations: the node held whole
+        if e > now:
+            plan[x].append((s, e, nodes[x].gpus, nodes[x].cpus, nodes[x].mem))
     for job, start, chosen, _ in running:
         until = _on_grid(start + job.limit, res)
         if _exclusive(topo_of, job, now):
@@ -338,7 +341,8 @@ def _lowest_free_gpus(node_index, node, running, count, gpu_groups=None):
 def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None, *,
              partitions=None, deps=None, groups=None, caps=None, rank=None,
              reorder=None, period=None, resolution=1, window=None, placement=None,
-             events=None, requeue=None, checkpoint=None, delay=121, attempts=None):
+             events=None, requeue=None, checkpoint=None, delay=121, attempts=None,
+             blocked=()):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
@@ -363,7 +367,9 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     time rounded down to a multiple of its ``checkpoint`` interval, by job id; none
     without); an ``after`` dependency on it stays satisfied. Otherwise it ends at
     the kill, not COMPLETED (NODE_FAIL). ``attempts`` (a list): each killed attempt
-    is appended as (job id, attempt number, start, end, [node indices]).
+    is appended as (job id, attempt number, start, end, [node indices]). ``blocked``:
+    (start, end, node) windows over which the node is held whole (advance
+    reservations); the loop visits each window's end while jobs wait.
 
     Returns (job_id -> (start, end, [node indices ascending], [[GPU indices]
     per node], partition) for started jobs, job_id -> "never" | "waiting" |
@@ -456,10 +462,15 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             restarts[i] = restarts.get(i, 0) + 1
 
     last_window = None
-    while future or running or (events and waiting_jobs()) or rejoining():
+    closings = sorted({e for _, e, _ in blocked})
+    now = -1
+
+    def closing():          # the next window end, while jobs wait
+        return [t for t in closings if t > now][:1] if waiting_jobs() else []
+    while future or running or (events and waiting_jobs()) or rejoining() or closing():
         now = min([j.submit for j in future[:1]]
                   + [start + j.duration() for j, start, _, _ in running]
-                  + [e[0] for e in events[:1]] + rejoining())
+                  + [e[0] for e in events[:1]] + rejoining() + closing())
         while events and events[0][0] == now:      # node events come first at an instant
             _, kind, which = events.pop(0)
             if kind == "down":
@@ -482,7 +493,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         while True:
             queue = queue_now(now)
             started = _pass(policy, reserve_depth, now, queue, nodes, running, parts_of,
-                            groups, caps, held, resolution, window, topo_of)
+                            groups, caps, held, resolution, window, topo_of, blocked)
             for job, chosen, p in started:
                 gpus = [_lowest_free_gpus(n, nodes[n], running, job.gpus, gpu_groups)
                         for n in chosen]

@@ -1,58 +1,196 @@
-"""The reservation model is chosen explicitly (or by a stated rule) and recorded: counts
-(the textbook algorithms) or nodes (concrete nodes and GPU counts)."""
+"""Advance reservations: windows over which nodes are held whole. The engine against the
+twin (tests/naive_nodes.py) on random windows, the checker, the reader and the CLI."""
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-import fastsched as fs
+import naive_nodes
+from fastsched import Cluster, JobTable, simulate, verify
 from fastsched.cli import main
-
-KTH = fs.read_swf(fs.bundled_trace("KTH-SP2"))
-JOBS = KTH.jobs.take(np.arange(400))
-POOL = fs.Cluster.homogeneous(KTH.procs)
-
-
-def test_an_swf_machine_plans_with_counts_unless_told_otherwise():
-    counts = fs.simulate(POOL, JOBS, "conservative")
-    nodes = fs.simulate(POOL, JOBS, "conservative", reservations="nodes")
-    assert (counts.summary["reservations"], counts.summary["engine"]) == ("counts", "pool")
-    assert (nodes.summary["reservations"], nodes.summary["engine"]) == ("nodes", "nodes")
-    assert counts.schedule.planning == "counts" and nodes.schedule.planning == "nodes"
-    explicit = fs.simulate(POOL, JOBS, "conservative", reservations="counts")
-    np.testing.assert_array_equal(explicit.schedule.start_time, counts.schedule.start_time)
-    # each schedule passes the policy check of its own model
-    for r in (counts, nodes):
-        fs.verify(r.cluster, r.workload, r.schedule, policy="conservative").raise_if_failed()
+from fastsched.engine import run_nodes
+from fastsched.io.reservations import read_reservations
+from fastsched.model.errors import InputError, UnsupportedError
+from fastsched.model.reservations import Reservation, Reservations
+from test_constraints import SETTINGS, constrained_cases, engine_inputs
 
 
-def test_options_only_the_nodes_model_takes_choose_it_by_default_and_are_refused_by_counts():
-    key = np.arange(len(JOBS), dtype=float)
-    assert fs.simulate(POOL, JOBS, "easy", priority=key).summary["reservations"] == "counts"
-    by_default = fs.simulate(POOL, JOBS, "easy", priority=key, window=3600)
-    assert by_default.summary["reservations"] == "nodes"
-    with pytest.raises(fs.UnsupportedError, match="does not take window, resolution yet"):
-        fs.simulate(POOL, JOBS, "easy", priority=key, resolution=60, window=3600,
-                    reservations="counts")
+def windows_of(draw, num_nodes):
+    """Random (start, end, node) windows, overlapping ones included."""
+    k = draw(st.integers(1, 4))
+    out = []
+    for _ in range(k):
+        s = draw(st.integers(0, 60))
+        e = s + draw(st.integers(1, 40))
+        nodes = draw(st.lists(st.integers(0, num_nodes - 1), min_size=1, max_size=3,
+                              unique=True))
+        out += [(s, e, x) for x in nodes]
+    return out
 
 
-def test_a_gpu_cluster_cannot_plan_with_counts():
-    cluster = fs.ai_cluster("ai-8k")
-    jobs = fs.ai_mix(cluster, 50, seed=1).jobs
-    assert fs.simulate(cluster, jobs, "easy").summary["reservations"] == "nodes"
-    with pytest.raises(fs.UnsupportedError, match="single pool of identical nodes"):
-        fs.simulate(cluster, jobs, "easy", reservations="counts")
+@pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
+                                          ("conservative", 1)])
+@SETTINGS
+@given(data=st.data())
+def test_reserved_windows_match_twin(data, policy, depth):
+    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
+    jobs = jobs.take(np.arange(len(jobs)))      # every job asks for a CPU, as Slurm's do
+    jobs.cpus_per_node = np.maximum(jobs.cpus_per_node, 1).astype(jobs.cpus_per_node.dtype)
+    blocked = windows_of(data.draw, cluster.num_nodes)
+    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
+    ids = [int(j) for j in jobs.job_id]
+    key = None if rank is None else np.array([rank[j] for j in ids])
+    arrays = tuple(np.array(c, dtype=np.int64) for c in zip(*blocked))
+    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
+                    limits=lg, rank=key, blocked=arrays)
+    out, _ = naive_nodes.simulate(
+        cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
+        deps=deps, groups=groups, caps=caps, rank=rank, blocked=blocked)
+    naive_nodes.assert_same_records(run, ids, out)
+    for i in np.flatnonzero(run.start >= 0):       # and no job overlaps a window of its nodes
+        nodes = run.alloc_nodes[run.alloc_offsets[i]:run.alloc_offsets[i + 1]]
+        assert not any(x in nodes and s < run.end[i] and run.start[i] < e
+                       for s, e, x in blocked)
 
 
-def test_an_unknown_model_is_an_input_error():
-    with pytest.raises(fs.InputError, match="unknown reservation model 'pbs'"):
-        fs.simulate(POOL, JOBS, "easy", reservations="pbs")
+def _cluster():
+    return Cluster([f"g{i}" for i in range(1, 5)], cpus=[8] * 4, gpus=[4] * 4,
+                   mem_mb=[0] * 4)
 
 
-def test_the_cli_takes_and_reports_the_model(tmp_path, capsys):
-    swf = tmp_path / "tiny.swf"
-    swf.write_text("; MaxProcs: 4\n" + "".join(
-        f"{i} {i} -1 {5 + i} {1 + i % 3} -1 -1 {1 + i % 3} {10 + i} -1 1 1 1 -1 1 -1 -1 -1\n"
-        for i in range(1, 9)))
-    assert main(["simulate", str(swf), "--reservations", "nodes", "--no-progress"]) == 0
-    out = capsys.readouterr().out
-    assert [line.split()[-1] for line in out.splitlines()
-            if line.startswith("reservation model")] == ["nodes"]
+def _jobs():
+    # a 4-node job waits for the window on g1 to close; 1-node jobs go around it
+    return JobTable.from_arrays(job_id=[1, 2, 3], submit_time=[0, 0, 5],
+                                time_limit=[100, 50, 50], runtime=[100, 50, 50],
+                                num_nodes=[4, 1, 1], gpus_per_node=4, cpus_per_node=1, user=0)
+
+
+def test_a_job_waits_for_the_window_and_backfill_goes_around_it():
+    maint = Reservations((Reservation("maint", 50, 80, (0,), flags=("MAINT",)),), 4)
+    r = simulate(_cluster(), _jobs(), "easy", advance_reservations=maint)
+    assert r.schedule.start_time.tolist() == [80, 0, 5]
+    assert r.schedule.nodes_of(1).tolist() == [0]   # job 2 (0..50) ends as the window opens
+    assert r.schedule.nodes_of(2).tolist() != [0]   # job 3 (5..55) would overlap it
+    report = verify(r.cluster, r.workload, r.schedule, advance_reservations=maint)
+    assert report.ok and "reserved_node" in report.checks
+    plain = simulate(_cluster(), _jobs(), "easy", reservations="nodes")
+    bad = verify(plain.cluster, plain.workload, plain.schedule, advance_reservations=maint)
+    assert [v.kind for v in bad.violations] == ["reserved_node"]
+    assert "maint" in bad.violations[0].message
+
+
+def test_policy_checks_are_skipped_not_wrong_under_reservations():
+    maint = Reservations((Reservation("maint", 50, 80, (0,)),), 4)
+    r = simulate(_cluster(), _jobs(), "easy", advance_reservations=maint)
+    report = verify(r.cluster, r.workload, r.schedule, policy="easy",
+                    advance_reservations=maint)
+    assert report.ok and any("advance reservations" in s for s in report.not_checked)
+
+
+def test_daily_windows_repeat():
+    r = Reservations((Reservation("d", 10, 20, (0, 1), flags=("DAILY",)),), 4)
+    s, e, x = r.windows(2 * 86_400 + 11)
+    assert s.tolist() == [10, 10, 86_410, 86_410, 172_810, 172_810]
+    assert (e - s).tolist() == [10] * 6 and x.tolist() == [0, 1] * 3
+
+
+@pytest.mark.parametrize("items,error", [
+    ((Reservation("a", 10, 10, (0,)),), "after start"),
+    ((Reservation("a", 0, 10, (9,)),), "node index 9"),
+    ((Reservation("a", 0, 10, (0,)), Reservation("a", 5, 9, (1,))), "defined twice"),
+    ((Reservation("a", 0, 90_000, (0,), flags=("DAILY",)),), "cannot repeat"),
+])
+def test_bad_reservations_are_refused(items, error):
+    with pytest.raises(InputError, match=error):
+        Reservations(items, 4)
+
+
+def test_a_job_asking_for_nothing_is_refused_with_reservations():
+    jobs = JobTable.from_arrays(job_id=[7], submit_time=[0], time_limit=[10], runtime=[5],
+                                num_nodes=1, cpus_per_node=0)
+    maint = Reservations((Reservation("maint", 0, 5, (0,)),), 4)
+    with pytest.raises(UnsupportedError, match="job 7"):
+        simulate(_cluster(), jobs, "easy", advance_reservations=maint)
+
+
+def test_unmodelled_flag_is_refused_by_name():
+    with pytest.raises(UnsupportedError, match="FLEX"):
+        Reservations((Reservation("a", 0, 10, (0,), flags=("FLEX",)),), 4)
+
+
+def _conf(tmp_path):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("NodeName=g[1-4] CPUs=8 Gres=gpu:4\n"
+                    "PartitionName=gpu Nodes=g[1-4] Default=YES\n")
+    gres = tmp_path / "gres.conf"
+    gres.write_text("NodeName=g[1-4] Name=gpu Count=4\n")
+    return conf
+
+
+def test_reader_takes_scontrol_lines(tmp_path):
+    from fastsched.io.slurmconf import read_cluster
+    cluster = read_cluster(_conf(tmp_path))
+    f = tmp_path / "resv.txt"
+    f.write_text("# maintenance\n"
+                 "scontrol create reservation ReservationName=maint StartTime=50 "
+                 "Duration=30 Nodes=g1 Flags=MAINT Users=root\n"
+                 "\n"
+                 "reservationname=d starttime=1970-01-02T00:00:00 duration=1:00:00 "
+                 "nodecnt=2 partitionname=gpu flags=daily accounts=ops,ml\n")
+    r = read_reservations(f, cluster)
+    assert r["maint"] == Reservation("maint", 50, 50 + 30 * 60, (0,), ("root",), (),
+                                     ("MAINT",))
+    assert r["d"].start == 86_400 and r["d"].end == 90_000 and r["d"].nodes == (0, 1)
+    assert r["d"].accounts == ("ops", "ml") and r["d"].period == 86_400
+
+
+@pytest.mark.parametrize("line,error", [
+    ("ReservationName=x Duration=10 Nodes=g1", "r.txt:1: field StartTime"),
+    ("ReservationName=x StartTime=0 Nodes=g1", "r.txt:1: field Duration"),
+    ("ReservationName=x StartTime=soon Duration=10 Nodes=g1", "field StartTime"),
+    ("ReservationName=x StartTime=0 Duration=10 Nodes=g9", "field Nodes: node 'g9'"),
+    ("ReservationName=x StartTime=0 Duration=10 NodeCnt=5", "field NodeCnt"),
+    ("ReservationName=x StartTime=0 Duration=ten Nodes=g1", "field Duration"),
+    ("ReservationName=x StartTime=0 Duration=10", "field Nodes"),
+])
+def test_reader_names_file_line_and_field(tmp_path, line, error):
+    from fastsched.io.slurmconf import read_cluster
+    cluster = read_cluster(_conf(tmp_path))
+    f = tmp_path / "r.txt"
+    f.write_text(line + "\n")
+    with pytest.raises(InputError, match=error):
+        read_reservations(f, cluster)
+
+
+def test_reader_refuses_unmodelled_keys_by_name(tmp_path):
+    from fastsched.io.slurmconf import read_cluster
+    cluster = read_cluster(_conf(tmp_path))
+    f = tmp_path / "r.txt"
+    f.write_text("ReservationName=x StartTime=0 Duration=10 CoreCnt=4 Nodes=g1\n")
+    with pytest.raises(UnsupportedError, match=r"r.txt:1: .*'CoreCnt'"):
+        read_reservations(f, cluster)
+
+
+def test_cli_simulate_and_check_with_reservations(tmp_path, capsys):
+    conf = _conf(tmp_path)
+    from fastsched.io.slurmconf import read_cluster
+    from fastsched.io.workload import Workload, write_workload
+    jobs = tmp_path / "jobs.csv"
+    write_workload(Workload(_jobs(), np.zeros(3, np.int32), ["u"], ["a"],
+                            np.zeros(1, np.int32), ["o"]), read_cluster(conf), jobs)
+    resv = tmp_path / "resv.txt"
+    resv.write_text("ReservationName=maint StartTime=50 EndTime=80 Nodes=g1 Flags=MAINT\n")
+    out = tmp_path / "out.csv"
+    assert main(["simulate", str(jobs), "--cluster", str(conf), "--resv-file", str(resv),
+                 "--no-progress", "--jobs-out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["check", str(out), "--trace", str(jobs), "--cluster", str(conf),
+                 "--resv-file", str(resv)]) == 0
+    assert "reserved_node" in capsys.readouterr().out
+    plain = tmp_path / "plain.csv"
+    assert main(["simulate", str(jobs), "--cluster", str(conf), "--reservations", "nodes",
+                 "--no-progress", "--jobs-out", str(plain)]) == 0
+    capsys.readouterr()
+    assert main(["check", str(plain), "--trace", str(jobs), "--cluster", str(conf),
+                 "--resv-file", str(resv)]) != 0
+    assert "maint" in capsys.readouterr().out

@@ -57,6 +57,9 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "with an attempt column are checked attempt by attempt against them")
     parser.add_argument("--failures", metavar="SPEC", type=failure_model,
                         help="the failure model the run drew events from (simulate --failures)")
+    parser.add_argument("--resv-file", metavar="FILE",
+                        help="the advance reservations of the run (simulate --resv-file): also "
+                        "check that no job ran on a reserved node while it was open")
     format_args(parser)
     parser.set_defaults(run=run, switches=None, segment=None, gres_conf=None)
 
@@ -78,6 +81,9 @@ def run(args) -> int:
     placement = placement_from_args(args, cluster, jobs, workload)
     if placement is not None:
         constraints["placement"] = placement
+    if args.resv_file:
+        from ..io.reservations import read_reservations
+        constraints["advance_reservations"] = read_reservations(args.resv_file, cluster)
     # EmptyDataError and UnicodeDecodeError are ValueErrors; a damaged .gz raises
     # EOFError or zlib.error
     try:

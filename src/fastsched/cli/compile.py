@@ -15,7 +15,7 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 def run(args) -> int:
-    from ..sim.warmup import compile_all
+    from ..tools.precompile import compile_all
     seconds = compile_all(announce=not args.quiet)
     if not args.quiet:
         print(f"every kernel compiled or loaded from the cache in {seconds:.1f} s")

@@ -47,6 +47,12 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         help="seeded node failures: mtbf=30d,repair=4h,seed=1[,dist=weibull,"
                         "shape=0.7][,scope=node|switch][,horizon=90d] (per-node or per-leaf-"
                         "switch lifetimes; docs/lifecycle.md)")
+    parser.add_argument("--resv-file", metavar="FILE",
+                        help="advance reservations, one per line as `scontrol create "
+                        "reservation` takes them: ReservationName=maint StartTime=86400 "
+                        "Duration=4:00:00 Nodes=gpu[001-016] Flags=MAINT (DAILY, WEEKLY "
+                        "repeat); no job runs on their nodes while they are open, and "
+                        "backfill plans none across them (nodes model)")
     requeue = parser.add_mutually_exclusive_group()
     requeue.add_argument("--requeue", dest="requeue", action="store_true", default=None,
                          help="a job a node failure kills goes back to the queue unless its "
@@ -90,6 +96,9 @@ def run(args) -> int:
                    placement=placement_from_args(args, cluster, jobs, workload),
                    reservations=args.reservations, events=events, failures=args.failures,
                    **_planning_grid(args, cluster))
+    if args.resv_file:
+        from ..io.reservations import read_reservations
+        options["advance_reservations"] = read_reservations(args.resv_file, cluster)
     if args.failures is not None or has_failures(events):
         options["lifecycle"] = run_lifecycle(cluster, jobs, workload, args.requeue)
     if resume is not None or args.checkpoint:       # (a digest of every job: only then)

@@ -138,7 +138,8 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
     time, which the loop then visits; events after the last job has started or
     with nothing queued still apply while jobs wait. Requeued attempts (a loop
     with ``requeue_time``) enter the queue the same way at their begin time, after
-    the node events of that time.
+    the node events of that time; so do the openings and closings of advance
+    reservation windows (a loop with ``window_time``).
     ``tick(control)`` now and then; ``checkpoints`` pauses the loop at an
     instant boundary whenever one is due and saves ``{"loop", "reorder",
     "last", "event", "window"}``; ``resume`` (such a state) goes on from it, ``loop`` unused.
@@ -164,7 +165,8 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
             t_next = loop.next_time()
             t_event = int(events.time[e]) if e < n_events else int(_INF)
             t_requeue = _requeue_time(loop)
-            t_ext = min(t_event, t_requeue)
+            t_window = _external_time(loop, "window_time")
+            t_ext = min(t_event, t_requeue, t_window)
             if t_ext < _INF and (t_next < 0 or t_ext <= t_next):
                 if t_next < 0 and loop.queued == 0 and t_requeue >= _INF:
                     break                   # nothing left that an event could change
@@ -173,6 +175,8 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
                     e += 1
                 if t_requeue == t_ext:
                     loop.requeue_due(t_ext)
+                if t_window == t_ext:
+                    loop.window_due(t_ext)
                 continue
             if t_next < 0:
                 break
@@ -204,5 +208,11 @@ def _reorder(loop, jobs, reorder, window, b: int, t_hi: int) -> None:
 
 def _requeue_time(loop) -> int:
     """When the loop's next requeued attempt becomes eligible (_INF: none waits)."""
-    t = loop.requeue_time() if hasattr(loop, "requeue_time") else -1
+    return _external_time(loop, "requeue_time")
+
+
+def _external_time(loop, name: str) -> int:
+    """The loop's ``name()`` time (requeues, reservation windows), _INF for none (-1)
+    or a loop without it."""
+    t = getattr(loop, name)() if hasattr(loop, name) else -1
     return int(_INF) if t < 0 else int(t)

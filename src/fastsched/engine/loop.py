@@ -249,7 +249,11 @@ class _EventLoop:
             lc.delay)
         self._allocate(cluster.num_nodes)
         nd = self.nodes
+        if blocked is not None and len(blocked[0]):
+            _check_asks_something(jobs)
         self.p = block_windows(self.p, blocked, nd.capG, nd.capC, nd.capM)
+        self.window_edges = _window_edges(blocked)
+        self.next_edge = 0
 
     def _allocate(self, X):
         n = self.n
@@ -376,6 +380,24 @@ class _EventLoop:
             deps.ch_kind[edges] = np.where(deps.ch_kind[edges] == AFTER, -1,
                                            deps.ch_kind[edges])
 
+    def window_time(self) -> int:
+        """When the next advance reservation window opens or closes (-1: none left)."""
+        t, _, _ = self.window_edges
+        return int(t[self.next_edge]) if self.next_edge < len(t) else -1
+
+    def window_due(self, t: int) -> None:
+        """The windows opening or closing at ``t`` (before the instant ``t``): their nodes'
+        profiles drop the breakpoints up to ``t`` (the kept profile's rule: only the
+        first is at or before now), and a closing one makes the loop visit ``t``."""
+        times, nodes, closes = self.window_edges
+        k = self.next_edge
+        while k < len(times) and times[k] == t:
+            _advance(np.int64(nodes[k]), np.int64(t), self.p)
+            if closes[k]:
+                self.sc[5] = min(int(self.sc[5]), int(t))
+            k += 1
+        self.next_edge = k
+
     def requeue_time(self) -> int:
         """When the next requeued attempt becomes eligible (-1: none waits)."""
         return self.requeues.next_time()
@@ -440,6 +462,30 @@ class _EventLoop:
                        reason=self.out.reason[inv], never=self.deps.never[inv],
                        eligible=self.jobs.eligible[inv], passes=int(self.sc[4]),
                        attempts=self.requeues.attempts(self.order, inv, self.jobs.runtime))
+
+
+def _check_asks_something(jobs: JobTable) -> None:
+    """A reserved node is held whole: a job asking for no CPU, GPU or MB would still fit
+    there, so such a job is refused (Slurm's jobs hold at least one CPU)."""
+    nothing = (jobs.cpus_per_node == 0) & (jobs.gpus_per_node == 0) & (jobs.mem_per_node == 0)
+    if nothing.any():
+        raise UnsupportedError(f"job {int(jobs.job_id[np.argmax(nothing)])} asks for no CPU, "
+                               "GPU or memory: advance reservations cannot keep it off their "
+                               "nodes")
+
+
+def _window_edges(blocked):
+    """(time, node, closes) of every opening and closing of the ``blocked`` windows, by
+    time: the instants their nodes' kept profiles must be advanced to."""
+    if blocked is None or not len(blocked[0]):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0, dtype=bool)
+    start, end, node = (np.asarray(a, dtype=np.int64) for a in blocked)
+    times = np.concatenate([start, end])
+    nodes = np.concatenate([node, node])
+    closes = np.concatenate([np.zeros(len(start), dtype=bool), np.ones(len(end), dtype=bool)])
+    order = np.argsort(times, kind="stable")
+    return times[order], nodes[order], closes[order]
 
 
 def _membership(cluster: Cluster):

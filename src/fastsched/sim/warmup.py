@@ -16,7 +16,6 @@ import time
 #: seconds before the announcement appears (loading from the cache is often quicker)
 ANNOUNCE_AFTER = 1.0
 MESSAGE = "compiling the node engine (first run only, ~1-2 min)..."
-COMPILE_ALL_MESSAGE = "compiling every kernel of the engine (once per install, a few minutes)..."
 
 _ready = False      # the kernels are compiled or loaded in this process
 
@@ -38,54 +37,6 @@ def warm_up(announce: bool | None = False) -> float:
     return time.perf_counter() - start
 
 
-def compile_all(announce: bool | None = None) -> float:
-    """Compile (or load) every compiled kernel a simulation, the embedded scheduler or a
-    Slurm-model plan can call, so that none compiles later (``fastsched compile``, run
-    at install: Numba's cache on disk is then warm for every later process). Returns
-    the seconds it took."""
-    global _ready
-    start = time.perf_counter()
-    with _Announcement(sys.stderr, announce, COMPILE_ALL_MESSAGE):
-        _run_tiny()
-        _ready = True
-        _run_every_path()
-    return time.perf_counter() - start
-
-
-def _run_every_path() -> None:
-    """Tiny runs through the entry points :func:`_run_tiny` leaves out: a node failure
-    (kernels called from Python), site priorities (the priority and fair-share kernels),
-    one pass of the embedded scheduler, and the Slurm model."""
-    import numpy as np
-    from ..model.cluster import Cluster
-    from ..model.events import NodeEvents
-    from ..model.jobs import JobTable
-    from ..model.lifecycle import Lifecycle
-    from ..policy.fairshare import AssociationTree, classic, fair_tree, level_fairshare
-    from ..policy.priority import PriorityWeights, multifactor
-    from .scheduler import Scheduler
-    from .simulator import simulate
-    cluster = Cluster(["g1", "g2"], cpus=[2, 2], gpus=[2, 2], mem_mb=[0, 0])
-    jobs = JobTable.from_arrays(job_id=[1, 2, 3], submit_time=[0, 1, 2], time_limit=[10] * 3,
-                                runtime=[5] * 3, num_nodes=1, cpus_per_node=1,
-                                gpus_per_node=1)
-    events = NodeEvents.from_rows([(3, "down", [0]), (4, "up", [0])], 2)
-    zeros = np.zeros(len(jobs), dtype=np.int64)
-    for requeue in (True, False):       # a killed job requeued, or ended NODE_FAIL
-        lifecycle = Lifecycle(np.full(len(jobs), requeue), zeros, zeros)
-        simulate(cluster, jobs, "conservative", reservations="nodes", events=events,
-                 lifecycle=lifecycle)
-    simulate(cluster, jobs, "conservative", reservations="slurm")
-    sched = Scheduler(cluster, "conservative", reservations="nodes")
-    sched.submit(jobs)
-    sched.apply(sched.schedule(now=2))
-    tree = AssociationTree.from_edges([("root", "a", 1), ("a", "u1", 1), ("a", "u2", 1)])
-    usage = np.array([1.0, 2.0])
-    for fairshare in (fair_tree, level_fairshare, classic):
-        fairshare(tree, usage)
-    multifactor(jobs, 3, PriorityWeights(), cluster=cluster)
-
-
 def _run_tiny() -> None:
     """Two 1-GPU jobs sharing a node through the node engine, then the GPU-fragmentation
     sweep of the summary: every kernel a plain node-engine run calls."""
@@ -100,6 +51,12 @@ def _run_tiny() -> None:
     run_nodes(cluster, jobs, "easy")
     empty = np.zeros(0, dtype=np.int64)
     _sweep(empty, empty, empty, np.ones(1, dtype=np.int64), 0, 0)
+
+
+def announcing(message: str, announce: bool | None):
+    """A context that says ``message`` on stderr while its block runs longer than
+    ``ANNOUNCE_AFTER`` s (``announce`` as :func:`warm_up` takes it)."""
+    return _Announcement(sys.stderr, announce, message)
 
 
 class _Announcement:

@@ -1,0 +1,59 @@
+"""Compiling every kernel at once (``fastsched compile``, run at install), so that no
+later process waits for Numba: its on-disk cache is then warm for all of them."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..model.cluster import Cluster
+from ..model.events import NodeEvents
+from ..model.jobs import JobTable
+from ..model.lifecycle import Lifecycle
+from ..policy.fairshare import AssociationTree, classic, fair_tree, level_fairshare
+from ..policy.priority import PriorityWeights, multifactor
+from ..sim.scheduler import Scheduler
+from ..sim.simulator import simulate
+from ..sim.warmup import announcing, warm_up
+
+MESSAGE = "compiling every kernel of the engine (once per install, a few minutes)..."
+
+
+def compile_all(announce: bool | None = None) -> float:
+    """Compile (or load) every compiled kernel a simulation, the embedded scheduler or a
+    Slurm-model plan can call, so that none compiles later. Returns the seconds it
+    took. ``announce``: say so on stderr while it runs (None: only at a terminal)."""
+    start = time.perf_counter()
+    with announcing(MESSAGE, announce):
+        warm_up(False)
+        _run_every_path()
+    return time.perf_counter() - start
+
+
+def _run_every_path() -> None:
+    """Tiny runs through the entry points a plain node-engine run (the warm-up) leaves
+    out: node failures (kernels called from Python), advance reservations, site
+    priorities (the priority and fair-share kernels), one pass of the embedded
+    scheduler, and the Slurm model."""
+    from ..model.reservations import Reservation, Reservations
+    cluster = Cluster(["g1", "g2"], cpus=[2, 2], gpus=[2, 2], mem_mb=[0, 0])
+    jobs = JobTable.from_arrays(job_id=[1, 2, 3], submit_time=[0, 1, 2], time_limit=[10] * 3,
+                                runtime=[5] * 3, num_nodes=1, cpus_per_node=1,
+                                gpus_per_node=1)
+    events = NodeEvents.from_rows([(3, "down", [0]), (4, "up", [0])], 2)
+    zeros = np.zeros(len(jobs), dtype=np.int64)
+    for requeue in (True, False):       # a killed job requeued, or ended NODE_FAIL
+        lifecycle = Lifecycle(np.full(len(jobs), requeue), zeros, zeros)
+        simulate(cluster, jobs, "conservative", reservations="nodes", events=events,
+                 lifecycle=lifecycle)
+    maint = Reservations((Reservation("maint", 20, 30, (1,)),), cluster.num_nodes)
+    simulate(cluster, jobs, "easy", advance_reservations=maint)
+    simulate(cluster, jobs, "conservative", reservations="slurm")
+    sched = Scheduler(cluster, "conservative", reservations="nodes")
+    sched.submit(jobs)
+    sched.apply(sched.schedule(now=2))
+    tree = AssociationTree.from_edges([("root", "a", 1), ("a", "u1", 1), ("a", "u2", 1)])
+    usage = np.array([1.0, 2.0])
+    for fairshare in (fair_tree, level_fairshare, classic):
+        fairshare(tree, usage)
+    multifactor(jobs, 3, PriorityWeights(), cluster=cluster)
