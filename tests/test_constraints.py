@@ -73,7 +73,19 @@ def engine_inputs(jobs, parts, deps, groups, caps):
     return pc, dp, lg
 
 
-def assert_same(case, policy, depth=1, reorder=None, period=None, resolution=1, window=None):
+class WindowedReorder:
+    """A reorder the driver asks only for its queue window's jobs (``ranks``), as the
+    simulator's priorities are asked; ``reorder(b, job id)`` is the key, lower first."""
+
+    def __init__(self, reorder, ids):
+        self.reorder, self.ids = reorder, ids
+
+    def ranks(self, b, progress, rows):
+        return np.array([self.reorder(b, self.ids[i]) for i in rows], dtype=np.float64)
+
+
+def assert_same(case, policy, depth=1, reorder=None, period=None, resolution=1, window=None,
+                windowed=False):
     cluster, available, jobs, parts, deps, groups, caps, rank = case
     pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
     ids = [int(j) for j in jobs.job_id]
@@ -82,6 +94,8 @@ def assert_same(case, policy, depth=1, reorder=None, period=None, resolution=1, 
     twin_reorder = None
     if reorder is not None:
         eng_reorder = lambda b, prog: np.array([reorder(b, j) for j in ids])  # noqa: E731
+        if windowed:
+            eng_reorder = WindowedReorder(reorder, ids)
         twin_reorder = lambda b, s, e, el: {j: reorder(b, j) for j in ids}  # noqa: E731
     run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
                     limits=lg, rank=key, reorder=eng_reorder, period=period,
@@ -148,6 +162,15 @@ def test_constraints_match_twin(case, policy, depth):
 def test_periodic_reorder_matches_twin(case, period, salt):
     reorder = lambda b, j: (j * 7 + b * (salt + 1)) % 5  # noqa: E731
     assert_same(case, "easy", 1, reorder=reorder, period=period)
+
+
+@SETTINGS
+@given(case=constrained_cases(), period=st.integers(1, 12), salt=st.integers(0, 5),
+       policy=st.sampled_from(["easy", "conservative"]))
+def test_windowed_reorder_matches_twin(case, period, salt, policy):
+    """Asked only for the queue window's jobs, the order is the whole recomputation's."""
+    reorder = lambda b, j: (j * 7 + b * (salt + 1)) % 5  # noqa: E731
+    assert_same(case, policy, 1, reorder=reorder, period=period, windowed=True)
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])

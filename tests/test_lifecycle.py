@@ -18,7 +18,7 @@ from fastsched.model.failures import FailureModel
 from fastsched.model.lifecycle import REQUEUE_DELAY, Lifecycle, goodput
 from fastsched.engine.requeue import REQUEUE_DELAY as ENGINE_DELAY
 from fastsched.tools.testing import lifecycles, node_event_rows
-from test_constraints import SETTINGS, constrained_cases, engine_inputs
+from test_constraints import SETTINGS, WindowedReorder, constrained_cases, engine_inputs
 
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
@@ -51,6 +51,28 @@ def test_failures_and_requeues_match_twin(data, policy, depth):
     assert got == sorted(killed)
     event(f"killed attempts: {min(len(killed), 3)}, requeued: "
           f"{min(sum(int(x) for x in a.restarts), 2)}")
+
+
+@SETTINGS
+@given(data=st.data(), period=st.integers(1, 15))
+def test_failures_with_recomputed_priorities_match_twin(data, period):
+    """A job killed and requeued between two recomputations keeps the rank the last one
+    gave it (running jobs are in the queue window)."""
+    cluster, available, jobs, parts, deps, groups, caps, _ = data.draw(constrained_cases())
+    rows = data.draw(node_event_rows(cluster.num_nodes, max_events=8, max_time=60,
+                                     kinds=("down", "down", "up", "drain", "resume")))
+    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
+    ids = [int(j) for j in jobs.job_id]
+    reorder = lambda b, j: (j * 5 + b) % 7  # noqa: E731
+    run = run_nodes(cluster, jobs, "easy", 1, available, partitions=pc, dependencies=dp,
+                    limits=lg, reorder=WindowedReorder(reorder, ids), period=period,
+                    events=NodeEvents.from_rows(rows, cluster.num_nodes),
+                    lifecycle=Lifecycle.of(len(jobs)))
+    out, _ = naive_nodes.simulate(
+        cluster, naive_nodes.jobs_from_table(jobs), "easy", 1, available, partitions=parts,
+        deps=deps, groups=groups, caps=caps, events=rows, period=period,
+        reorder=lambda b, s, e, el: {j: reorder(b, j) for j in ids})
+    naive_nodes.assert_same_records(run, ids, out)
 
 
 def _jobs(runtime, nodes, gpus=8):

@@ -104,6 +104,9 @@ class CountsLoop:
     def requeue_waiting(self) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)          # no node failures in this model
 
+    def end_times(self) -> np.ndarray:
+        return self.arrays["end"]
+
     def start_times(self) -> np.ndarray:
         return self.arrays["start"]
 

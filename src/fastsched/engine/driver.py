@@ -99,21 +99,24 @@ def _resort(rank, queue, qlen: int) -> None:
 
 class QueueWindow:
     """The jobs that may be queued before a time (submit order): every job submitted
-    before it that has not started, the queued ones and the requeued attempts
-    waiting. Kept from one recomputation to the next, so each costs the jobs
-    pending or submitted since, not every job ever submitted; ``base``: the next
-    unused queue rank (the loops start with ranks 0..n-1)."""
+    before it that has not started, the queued ones, the requeued attempts waiting,
+    and the running ones (a node failure may requeue them). Kept from one
+    recomputation to the next, so each costs the jobs pending, running or
+    submitted since, not every job ever submitted; ``base``: the next unused queue
+    rank (the loops start with ranks 0..n-1)."""
 
     def __init__(self, n: int):
         self.rows = np.zeros(0, dtype=np.int64)
         self.seen = 0
         self.base = n
 
-    def advance(self, loop, t_hi: int) -> np.ndarray:
+    def advance(self, loop, t_lo: int, t_hi: int) -> np.ndarray:
+        """The window from ``t_lo`` (jobs ended by then leave) to ``t_hi``."""
         hi = max(self.seen, int(np.searchsorted(loop.submit, t_hi, side="left")))
         rows = np.unique(np.concatenate([self.rows, np.arange(self.seen, hi, dtype=np.int64),
                                          loop.queued_jobs(), loop.requeue_waiting()]))
-        self.rows = rows[loop.start_times()[rows] < 0]
+        start, end = loop.start_times()[rows], loop.end_times()[rows]
+        self.rows = rows[(start < 0) | (end > t_lo)]
         self.seen = hi
         return self.rows
 
@@ -148,7 +151,7 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
     if resume is not None:
         loop, reorder, last = resume["loop"], resume["reorder"], resume["last"]
         e = resume.get("event", 0)
-    window = QueueWindow(loop.n) if resume is None else resume["window"]
+    window = (resume or {}).get("window") or QueueWindow(loop.n)
     if reorder is not None and (period is None or period < 1):
         raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
     if resume is None and rank is not None:
@@ -202,7 +205,7 @@ def _reorder(loop, jobs, reorder, window, b: int, t_hi: int) -> None:
     if not hasattr(reorder, "ranks"):
         loop.set_rank(_unique_rank(reorder(b, loop.progress()), jobs))
         return
-    rows = window.advance(loop, t_hi)
+    rows = window.advance(loop, b, t_hi)
     window.rank(loop, reorder.ranks(b, loop.progress(), loop.order[rows]))
 
 

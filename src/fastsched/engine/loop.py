@@ -429,6 +429,9 @@ class _EventLoop:
     def requeue_waiting(self) -> np.ndarray:
         return np.array([j for _, j in self.requeues.waiting], dtype=np.int64)
 
+    def end_times(self) -> np.ndarray:
+        return self.out.end
+
     def start_times(self) -> np.ndarray:
         return self.out.start
 

@@ -80,7 +80,7 @@ class SitePriority:
 
     def keys(self, now, progress, rows):
         """The keys of jobs ``rows`` at ``now`` (every job that may be queued before
-        the next call, and so every job that starts before it)."""
+        the next call, and so every job that starts before it; running ones too)."""
         if self.asked is None or now < self.now:
             started = None
         else:
