@@ -559,7 +559,8 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     (:class:`fastsched.engine.requeue.Attempts`) log the killed attempts. ``blocked``:
     ``(start, end, node)`` arrays of windows over which a node is held whole (advance
     reservations: :meth:`fastsched.model.reservations.Reservations.windows`); no job
-    starts there if it would still run when one opens, and none is planned across one. ``checked``: ``partitions`` is what
+    starts there if it would still run when one opens, and none is planned across one.
+    ``checked``: ``partitions`` is what
     :func:`fastsched.engine.inputs.check_node_jobs` returned for these inputs (the
     caller checked them, e.g. before compiling), so it is not run again.
     """
