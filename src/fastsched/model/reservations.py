@@ -19,6 +19,8 @@ from .errors import InputError, UnsupportedError
 #: Slurm's reservation flags that the model takes; the others are refused by name
 FLAGS = ("MAINT", "IGNORE_JOBS", "DAILY", "WEEKLY", "SPEC_NODES", "OVERLAP")
 _REPEAT = {"DAILY": 86_400, "WEEKLY": 7 * 86_400}
+#: windows end before this (2**40 s, some 35,000 years: the engine packs times below it)
+_LATEST = 1 << 40
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,9 @@ class Reservations:
             if r.name in self._names:
                 raise InputError(f"{where} is defined twice", field="ReservationName")
             self._names[r.name] = r
-            if int(r.end) <= int(r.start) or int(r.start) < 0:
-                raise InputError(f"{where}: end {r.end} must be after start {r.start} >= 0",
-                                 field="EndTime")
+            if int(r.end) <= int(r.start) or int(r.start) < 0 or int(r.end) >= _LATEST:
+                raise InputError(f"{where}: end {r.end} must be after start {r.start} >= 0 "
+                                 f"and before {_LATEST} s", field="EndTime")
             if not len(r.nodes):
                 raise InputError(f"{where} has no nodes", field="Nodes")
             bad = [x for x in r.nodes if not 0 <= int(x) < self.num_nodes]
