@@ -69,6 +69,7 @@ def test_a_job_waits_for_the_window_and_backfill_goes_around_it():
     maint = Reservations((Reservation("maint", 50, 80, (0,), flags=("MAINT",)),), 4)
     r = simulate(_cluster(), _jobs(), "easy", advance_reservations=maint)
     assert r.schedule.start_time.tolist() == [80, 0, 5]
+    assert r.summary["advance_reservations"] == 1 and r.summary["reservations"] == "nodes"
     assert r.schedule.nodes_of(1).tolist() == [0]   # job 2 (0..50) ends as the window opens
     assert r.schedule.nodes_of(2).tolist() != [0]   # job 3 (5..55) would overlap it
     report = verify(r.cluster, r.workload, r.schedule, advance_reservations=maint)
