@@ -79,6 +79,7 @@ def test_compile_all_compiles_every_entry_point_called_from_python(capsys):
     assert main(["compile", "--quiet"]) == 0
     assert capsys.readouterr().out == ""
     entry_points = [loop._run, loop._complete, loop._release, passes._pass, profile._build_all,
+                    profile._block, profile._advance_nodes,
                     slurmplan._cycle, fairshare._fair_tree_ranks,
                     fairshare._level_fs, fairshare._sum_up, priority._multifactor_kernel,
                     metrics._sweep]

@@ -27,7 +27,8 @@ from .interrupt import call as _call, new_control
 from .leafkernel import leaf_kernel
 from .limits import NCAPS, _charge, _count_submitted, _submit_held
 from .passes import _pass
-from .profile import _advance, _give_back, _on_grid, block_windows, new_profile, profile_of
+from .profile import (_advance, _advance_nodes, _give_back, _on_grid, block_windows,
+                      new_profile, profile_of)
 from .requeue import Requeues
 from .running import _take_running
 from .state import (Deps, Events, Jobs, Limits, Profile, Rules, Running, Topology,
@@ -391,12 +392,11 @@ class _EventLoop:
         first is at or before now), and a closing one makes the loop visit ``t``."""
         times, nodes, closes = self.window_edges
         k = self.next_edge
-        while k < len(times) and times[k] == t:
-            _advance(np.int64(nodes[k]), np.int64(t), self.p)
-            if closes[k]:
-                self.sc[5] = min(int(self.sc[5]), int(t))
-            k += 1
-        self.next_edge = k
+        k2 = int(np.searchsorted(times, t, side="right"))
+        _advance_nodes(nodes[k:k2], np.int64(t), self.p)
+        if closes[k:k2].any():
+            self.sc[5] = min(int(self.sc[5]), int(t))
+        self.next_edge = k2
 
     def requeue_time(self) -> int:
         """When the next requeued attempt becomes eligible (-1: none waits)."""

@@ -205,6 +205,13 @@ def _advance(x, now, p):
     WT[o] = now
 
 
+@njit(cache=True)
+def _advance_nodes(nodes, now, p):
+    """:func:`_advance` for each node of ``nodes``."""
+    for i in range(nodes.shape[0]):
+        _advance(nodes[i], now, p)
+
+
 @leaf_kernel
 def _merge_at(x, k, p):
     """Remove breakpoint k (>= 1) of node x when it no longer changes anything."""

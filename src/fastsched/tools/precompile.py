@@ -46,7 +46,7 @@ def _run_every_path() -> None:
         lifecycle = Lifecycle(np.full(len(jobs), requeue), zeros, zeros)
         simulate(cluster, jobs, "conservative", reservations="nodes", events=events,
                  lifecycle=lifecycle)
-    maint = Reservations((Reservation("maint", 20, 30, (1,)),), cluster.num_nodes)
+    maint = Reservations((Reservation("maint", 3, 30, (1,)),), cluster.num_nodes)
     simulate(cluster, jobs, "easy", advance_reservations=maint)
     simulate(cluster, jobs, "conservative", reservations="slurm")
     sched = Scheduler(cluster, "conservative", reservations="nodes")
