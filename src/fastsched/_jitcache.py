@@ -23,7 +23,7 @@ import os
 KERNEL_SOURCES = ("engine/blocks", "engine/earliest", "engine/freenow", "engine/heap",
                   "engine/limits", "engine/loop", "engine/passes", "engine/placement",
                   "engine/prefetch", "engine/profile", "engine/runindex", "engine/running",
-                  "engine/slurmplan",
+                  "engine/slurmplan", "engine/wholenode",
                   "policy/fairshare", "policy/priority", "sim/metrics",
                   "engine/driver", "engine/inputs", "engine/requeue", "engine/interrupt",
                   "engine/leafkernel", "engine/state", "model/cluster", "model/constraints",

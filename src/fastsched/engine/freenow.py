@@ -23,12 +23,17 @@ def _tcount_update(x, og, oc, om, free, types, nodes):
     partitions) they are recounted."""
     if free.bval[x] != free.fg[x]:
         _move_to_list(x, free.fg[x], free)
+    g, c, m = free.fg[x], free.fc[x], free.fm[x]
+    bit = np.uint64(1) << np.uint64(x & 63)
+    if g == nodes.capG[x] and c == nodes.capC[x] and m == nodes.capM[x]:
+        free.idle[x >> 6] |= bit
+    else:
+        free.idle[x >> 6] &= ~bit
     tcount = free.tcount
     if nodes.pbits.shape[0] == 0:
         tcount[:] = -1
         return
     bits = nodes.pbits[x]
-    g, c, m = free.fg[x], free.fc[x], free.fm[x]
     for ty in range(tcount.shape[0]):
         if tcount[ty] < 0 or not (bits >> np.uint64(types.p[ty])) & np.uint64(1):
             continue

@@ -152,7 +152,12 @@ def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None,
 
 
 def _permute_csr(offsets, values, order):
-    """CSR rows reordered: new row k is old row ``order[k]``; (offsets, values)."""
+    """CSR rows reordered: new row k is old row ``order[k]``; (offsets, values). The
+    identity order (jobs given in submit order) returns the arrays as they are: no
+    gather of every allocated node."""
+    order = np.asarray(order)
+    if len(order) == len(offsets) - 1 and (order == np.arange(len(order))).all():
+        return np.asarray(offsets, dtype=np.int64), np.asarray(values)
     new_off, index = csr_take(offsets, order)
     return new_off, np.asarray(values)[index]
 

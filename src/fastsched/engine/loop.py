@@ -31,6 +31,7 @@ from .profile import (_advance, _advance_nodes, _give_back, _on_grid, block_wind
                       new_profile, profile_of)
 from .requeue import Requeues
 from .running import _take_running
+from .wholenode import _end_whole, _whole_pass, whole_node_run
 from .state import (Deps, Events, Jobs, Limits, Profile, Rules, Running, Topology,
                     as_i64, new_free, new_outputs, new_request_types, new_scratch)
 
@@ -39,6 +40,9 @@ _INF = np.int64(1) << np.int64(62)
 #: event loop (< 0: never); its passes are many and mostly short. Read at each
 #: call, so tests can force either path.
 _INDEX_AFTER = 16
+#: whole-node runs take :func:`fastsched.engine.wholenode._whole_pass` (tests turn it
+#: off to compare it with the general pass)
+WHOLE_NODE_PASS = True
 
 
 @leaf_kernel
@@ -87,7 +91,13 @@ def _release(j, started, ok, now, deps, ev, eligible, qlen):
 @njit(cache=True)
 def _complete(j, now, rules, jobs, types, nodes, free, p, run, lim, topo, out):
     """Job ``j`` ends at ``now``: its nodes, GPUs, held profile, running entries,
-    leaf groups (--exclusive=topo) and limit usage come back."""
+    leaf groups (--exclusive=topo) and limit usage come back (a whole-node run
+    keeps only idle bits: :mod:`fastsched.engine.wholenode`)."""
+    _charge(j, -1, jobs, lim)
+    _count_submitted(j, -1, lim)
+    if rules.whole:
+        _end_whole(j, jobs, free, out)
+        return
     g, c, m = jobs.rg[j], jobs.rc[j], jobs.rm[j]
     held_end = _on_grid(out.start[j] + jobs.limit[j], rules.res)
     for q in range(jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]):
@@ -104,8 +114,6 @@ def _complete(j, now, rules, jobs, types, nodes, free, p, run, lim, topo, out):
         _release_blocks(j, now, out.alloc_nodes[jobs.offsets[j]:jobs.offsets[j] + jobs.nn[j]],
                         topo, free, p, run)
         free.tcount[:] = -1      # recounted when next asked
-    _charge(j, -1, jobs, lim)
-    _count_submitted(j, -1, lim)
 
 
 @leaf_kernel
@@ -200,8 +208,13 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
             if qlen == 0:
                 break
             pass_id += 1
-            nstarted, p, run = _pass(now, ev.queue, qlen, rules, jobs, types, nodes, free, p,
-                                     run, lim, topo, out, scratch, ctl)
+            if rules.whole:
+                nstarted, p, run = _whole_pass(now, ev.queue, qlen, rules, jobs, types, nodes,
+                                               free, p, run, lim, topo, out, scratch, ctl, evj,
+                                               nev)
+            else:
+                nstarted, p, run = _pass(now, ev.queue, qlen, rules, jobs, types, nodes, free,
+                                         p, run, lim, topo, out, scratch, ctl)
             if nstarted < 0:
                 break
             passes += 1
@@ -218,11 +231,14 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
 class _EventLoop:
     """The compiled event loop's state between calls: lets a caller stop the
     clock (``run(t_stop)``), change the queue order (``set_rank``) and go on.
-    Everything is indexed in submit order (``self.order`` maps to the caller's)."""
+    Everything is indexed in submit order (``self.order`` maps to the caller's).
+    ``node_events=False`` promises that :meth:`apply_node_event` will not be called:
+    a whole-node run then keeps idle bits instead of profiles and running lists
+    (:mod:`fastsched.engine.wholenode`)."""
 
     def __init__(self, cluster, jobs, policy, reserve_depth, available, partitions,
                  dependencies, limits, resolution=1, window=None, placement=None,
-                 lifecycle=None, blocked=None):
+                 lifecycle=None, blocked=None, node_events=True):
         n = len(jobs)
         self.n = n
         res, window = _grid(resolution, window)
@@ -235,7 +251,7 @@ class _EventLoop:
         self.jobs, self.types = _loop_jobs(jobs, partitions, order, self.nodes)
         stop_at_head, depth = get_policy(policy).kernel_rules(reserve_depth)
         self.rules = Rules(stop_at_head, np.int64(depth), False, res, window,
-                           np.int64(_INDEX_AFTER), True)
+                           np.int64(_INDEX_AFTER), True, False)
         self.deps = loop_deps(dependencies, inverse, n)
         jg_off, jg = _permute_csr(limits.offsets, limits.group, order)
         caps = as_i64(limits.caps).reshape(-1, NCAPS)
@@ -253,6 +269,11 @@ class _EventLoop:
         if blocked is not None and len(blocked[0]):
             _check_asks_something(jobs)
         self.p = block_windows(self.p, blocked, nd.capG, nd.capC, nd.capM)
+        if WHOLE_NODE_PASS and not node_events and whole_node_run(
+                nd, self.types, self.jobs, self.topo, stop_at_head, depth,
+                blocked is not None and len(blocked[0]) > 0):
+            self.rules = self.rules._replace(whole=True)
+            self.free.tcount[0] = cluster.num_nodes       # every node idle
         self.window_edges = _window_edges(blocked)
         self.next_edge = 0
 
@@ -264,7 +285,7 @@ class _EventLoop:
         fmask = np.where(g >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
                          (np.uint64(1) << g) - np.uint64(1)).astype(np.uint64)
         self.free = new_free(nodes.capG.copy(), nodes.capC.copy(), nodes.capM.copy(), fmask,
-                             len(self.types.p), int(nodes.capG.max(initial=0)))
+                             len(self.types.p), int(nodes.capG.max(initial=0)), nodes)
         # the kept work profile: every node wholly free (one segment, from time 0)
         p = new_profile(np.full(X, 8, dtype=np.int64))
         p.WG[p.wo], p.WC[p.wo], p.WM[p.wo] = nodes.capG, nodes.capC, nodes.capM
@@ -309,6 +330,8 @@ class _EventLoop:
         if self.topo.excl.any():     # leaf groups held whole are released by their node lists
             raise UnsupportedError("node events with --exclusive=topo jobs are not "
                                    "modelled yet")
+        if self.rules.whole:
+            raise UnsupportedError("this event loop was built without node events")
         nodes = np.asarray(nodes, dtype=np.int64)
         if kind == "down":
             self._kill(int(t), self._jobs_on(int(t), nodes))
@@ -452,6 +475,8 @@ class _EventLoop:
 
     def profile(self, x: int):
         """Node x's kept work profile: (breakpoints, free GPUs, CPUs, MB) views."""
+        if self.rules.whole:
+            raise UnsupportedError("a whole-node run keeps no work profiles")
         return profile_of(self.p, x)
 
     def result(self) -> EngineRun:
@@ -580,7 +605,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     if resume is None:
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
                           dependencies, limits, resolution, window, placement, lifecycle,
-                          blocked)
+                          blocked, node_events=events is not None)
     return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
                  checkpoints=checkpoints, resume=resume, events=events)
 

@@ -15,7 +15,7 @@ from .interrupt import REQUEST as _REQUEST, STOP as _STOP
 from .leafkernel import leaf_kernel
 from .limits import _charge, _held, _min_limits
 from .profile import _give_back, _on_grid, _prefetch_node, _room, _split, _take
-from .running import _add_running
+from .running import _insert_running, _running_room
 from .runindex import (MAX_SLOTS as _MAX_SLOTS, ix_hold, ix_new_job, ix_packable, ix_touched,
                        new_meta, tr_empty, tr_reserve)
 from .state import Ask, Index
@@ -309,12 +309,9 @@ def _hold_nodes(ask, t, held_end, p, ix, chosen):
                                 ix.last, ix.ids, ix.ibuf)
 
 
-@njit(cache=True)
-def _take_gpus(free_bits, want, gmasks):
-    """The GPU bits a start of ``want`` GPUs takes from ``free_bits``: by GPU groups
-    when given, else the lowest free indices."""
-    if gmasks.shape[0] > 0:
-        return choose_gpus_kernel(free_bits, want, gmasks)
+@leaf_kernel
+def _lowest_gpus(free_bits, want):
+    """The ``want`` lowest free GPU bits of ``free_bits``."""
     taken = np.uint64(0)
     left = want
     b = 0
@@ -332,23 +329,36 @@ def _start(j, now, held_end, jobs, types, nodes, free, run, lim, topo, out, chos
     """Start job ``j`` now on ``chosen`` (its plan already held in the profile):
     its outputs, GPUs, free-now state, limit usage and running lists. Returns the
     running lists (maybe widened)."""
-    g, c, m = jobs.rg[j], jobs.rc[j], jobs.rm[j]
     out.start[j] = now
     out.end[j] = now + min(jobs.runtime[j], jobs.limit[j])
     _charge(j, 1, jobs, lim)
+    grouped = topo.gmasks.shape[0] > 0 and jobs.rg[j] > 0
+    if grouped:         # GPUs by groups (that choice allocates: not in the leaf loop)
+        for i in range(jobs.nn[j]):
+            out.alloc_mask[jobs.offsets[j] + i] = choose_gpus_kernel(
+                free.fmask[chosen[i]], jobs.rg[j], topo.gmasks)
+    run = _running_room(run, chosen, jobs.nn[j])
+    _take_nodes(j, held_end, grouped, jobs, types, nodes, free, run, out, chosen)
+    return run
+
+
+@leaf_kernel
+def _take_nodes(j, held_end, grouped, jobs, types, nodes, free, run, out, chosen):
+    """The per-node part of :func:`_start` (GPU bits: the lowest free, or
+    ``alloc_mask`` as chosen by groups when ``grouped``; running lists with room)."""
+    g, c, m = jobs.rg[j], jobs.rc[j], jobs.rm[j]
     for i in range(jobs.nn[j]):
         x = chosen[i]
         o = jobs.offsets[j] + i
         out.alloc_nodes[o] = x
-        taken = _take_gpus(free.fmask[x], g, topo.gmasks)
+        taken = out.alloc_mask[o] if grouped else _lowest_gpus(free.fmask[x], g)
         out.alloc_mask[o] = taken
         free.fmask[x] &= ~taken
         free.fg[x] -= g
         free.fc[x] -= c
         free.fm[x] -= m
         _tcount_update(x, free.fg[x] + g, free.fc[x] + c, free.fm[x] + m, free, types, nodes)
-        run = _add_running(x, held_end, g, c, m, j, run)
-    return run
+        _insert_running(x, held_end, g, c, m, j, run)
 
 
 @leaf_kernel

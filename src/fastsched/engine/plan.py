@@ -129,7 +129,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     lim = Limits(jg_off, as_i64(jg), as_i64(limits.caps).reshape(-1, NCAPS), usage)
     out = new_outputs(n, int(jobs.offsets[-1]), -1)
     p = new_profile(wcap)
-    free = new_free(*free_now, len(types.p), int(nodes.capG.max(initial=0)))
+    free = new_free(*free_now, len(types.p), int(nodes.capG.max(initial=0)), nodes)
     _build_all(np.int64(now), p, run, free)
     p = block_windows(p, blocked, nodes.capG, nodes.capC, nodes.capM, now)
     stop_at_head, depth = get_policy(policy).kernel_rules(reserve_depth)
@@ -137,7 +137,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
                      free) if n else 0
     if n:
         rules = Rules(stop_at_head, np.int64(depth), bool(full), res, win,
-                      np.int64(_INDEX_AFTER_PASS), False)
+                      np.int64(_INDEX_AFTER_PASS), False, False)
         topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order], pl.leaf_wait[order],
                         pl.gpu_groups, *_exclusive(pl, avail, order))
         control = new_control()

@@ -169,15 +169,36 @@ def _widen(A, width):
 def _add_running(x, pe, g, c, m, jid, run):
     """Node x's running list gets (held end ``pe``, g, c, m, ``jid``), kept sorted by
     held end. Returns the lists (twice as wide when full)."""
+    if run.rlen[x] + 1 > run.RT.shape[1]:
+        run = _widened(run)
+    _insert_running(x, pe, g, c, m, jid, run)
+    return run
+
+
+@njit(cache=True)
+def _running_room(run, nodes, count):
+    """The running lists with room for one more entry on each of ``nodes[:count]``
+    (twice as wide when one is full): then :func:`_insert_running` needs no check,
+    and a start's loop over its nodes no reference-counted call."""
+    width = run.RT.shape[1]
+    for i in range(count):
+        if run.rlen[nodes[i]] + 1 > width:
+            return _widened(run)
+    return run
+
+
+@njit(cache=True)
+def _widened(run):
     RT, RG, RC, RM, RJ, rlen = run
-    if rlen[x] + 1 > RT.shape[1]:
-        R = 2 * RT.shape[1]
-        RT = _widen(RT, R)
-        RG = _widen(RG, R)
-        RC = _widen(RC, R)
-        RM = _widen(RM, R)
-        RJ = _widen(RJ, R)
-        run = Running(RT, RG, RC, RM, RJ, rlen)
+    R = 2 * RT.shape[1]
+    return Running(_widen(RT, R), _widen(RG, R), _widen(RC, R), _widen(RM, R), _widen(RJ, R),
+                   rlen)
+
+
+@leaf_kernel
+def _insert_running(x, pe, g, c, m, jid, run):
+    """:func:`_add_running` where the row has room."""
+    RT, RG, RC, RM, RJ, rlen = run
     r = rlen[x]
     while r > 0 and RT[x, r - 1] > pe:
         RT[x, r] = RT[x, r - 1]
@@ -192,7 +213,6 @@ def _add_running(x, pe, g, c, m, jid, run):
     RM[x, r] = m
     RJ[x, r] = jid
     rlen[x] += 1
-    return run
 
 
 @leaf_kernel

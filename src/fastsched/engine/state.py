@@ -38,9 +38,11 @@ Nodes = namedtuple("Nodes", ["capG", "capC", "capM", "poff", "pflat", "pbits"])
 #: it (``tcount``, -1: not counted yet; :mod:`fastsched.engine.freenow`); the
 #: nodes by free GPUs: linked lists ``bnext``/``bprev`` from ``bhead[v]``, node x
 #: in list ``bval[x]`` (its free GPUs, kept at every start and end; topology
-#: blocks change free GPUs without moving nodes, and never read the lists)
+#: blocks change free GPUs without moving nodes, and never read the lists); the
+#: idle nodes (free-now = capacity) as bits ``idle[x >> 6] >> (x & 63)``, kept with
+#: the lists (read by :mod:`fastsched.engine.wholenode` only)
 FreeNow = namedtuple("FreeNow", ["fg", "fc", "fm", "fmask", "tcount", "bhead", "bnext",
-                                 "bprev", "bval"])
+                                 "bprev", "bval", "idle"])
 
 #: the distinct (partition, gpus, cpus, mem) requests, one row each, and how many
 #: available nodes of the partition can hold each (``cap``: a job of more nodes
@@ -76,9 +78,10 @@ Outputs = namedtuple("Outputs", ["start", "end", "planned", "alloc_nodes", "allo
 #: queue), the time grid ``res``, the planning ``window``, after how
 #: many plans a request type gets a run index (< 0: never), and ``keep``
 #: (undo the pass's reservations at its end: the caller plans from the profile
-#: again)
+#: again), ``whole``: the event loop's passes run
+#: :func:`fastsched.engine.wholenode._whole_pass` (see its conditions)
 Rules = namedtuple("Rules", ["stop_at_head", "depth", "full", "res", "window", "index_after",
-                             "keep"])
+                             "keep", "whole"])
 
 #: one job's request as the planners take it: per-node (g, c, m), duration
 #: ``d`` and node count ``need``
@@ -103,9 +106,10 @@ def as_i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
-def new_free(fg, fc, fm, fmask, num_types: int, max_gpus: int) -> FreeNow:
+def new_free(fg, fc, fm, fmask, num_types: int, max_gpus: int, nodes: Nodes) -> FreeNow:
     """Free-now state from per-node free GPUs, CPUs, MB and GPU bits; no type counted
-    yet; ``max_gpus``: the most GPUs a node has (the lists go up to it)."""
+    yet; ``max_gpus``: the most GPUs a node has (the lists go up to it); idle bits
+    against the capacities of ``nodes``."""
     fg = as_i64(fg)
     n = len(fg)
     by = np.argsort(fg, kind="stable")
@@ -118,8 +122,16 @@ def new_free(fg, fc, fm, fmask, num_types: int, max_gpus: int) -> FreeNow:
     bhead = np.full(max(int(max_gpus), int(v[-1]) if n else 0) + 1, -1, dtype=np.int64)
     first = np.concatenate([[True], ~same]) if n else np.zeros(0, dtype=bool)
     bhead[v[first]] = by[first]
+    idle = (fg == nodes.capG) & (as_i64(fc) == nodes.capC) & (as_i64(fm) == nodes.capM)
     return FreeNow(fg, as_i64(fc), as_i64(fm), fmask, np.full(num_types, -1, dtype=np.int64),
-                   bhead, bnext, bprev, fg.copy())
+                   bhead, bnext, bprev, fg.copy(), idle_bits(idle))
+
+
+def idle_bits(idle: np.ndarray) -> np.ndarray:
+    """Bools per node as uint64 words, node x at bit x & 63 of word x >> 6."""
+    words = np.zeros((len(idle) + 63) // 64 * 64, dtype=bool)
+    words[:len(idle)] = idle
+    return np.packbits(words.reshape(-1, 8)[:, ::-1]).view("<u8").astype(np.uint64)
 
 
 def new_outputs(n: int, total: int, nodes_fill=None) -> Outputs:

@@ -193,7 +193,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     if model == "counts" and dependencies is None and limits is None and priority is None:
         extra["partition"] = None      # one pool, no reasons: the records need no such columns
     wall = time.perf_counter() - wall - compile_seconds
-    summary = summarize(cluster, jobs, schedule, exclusive=engine == "pool")
+    summary = summarize(cluster, jobs, schedule,
+                        exclusive=engine == "pool" or _whole_node_jobs(cluster, jobs))
     if attempts is not None:
         summary["lifecycle"] = lifecycle_summary(jobs, attempts, lifecycle)
     skipped = list(skipped or [])
@@ -352,6 +353,15 @@ def _check_slurm_run(policy, priority, dependencies, limits, checkpoints, resume
         given.append("a priority function (give an array)")
     if given:
         raise UnsupportedError(f"reservations='slurm' takes no {', '.join(given)} yet")
+
+
+def _whole_node_jobs(cluster: Cluster, jobs: JobTable) -> bool:
+    """Does every job take all of each of its nodes, on nodes all alike (so no two
+    jobs ever share a node)?"""
+    caps = (cluster.gpus, cluster.cpus, cluster.mem_mb)
+    asks = (jobs.gpus_per_node, jobs.cpus_per_node, jobs.mem_per_node)
+    return bool(cluster.num_nodes and all((c == c[0]).all() and (a == c[0]).all()
+                                          for c, a in zip(caps, asks)))
 
 
 def _started_schedule(jobs: JobTable, run, model: str) -> Schedule:
