@@ -23,7 +23,7 @@ decision.
   jobs started / window; ``profile`` (profile x 2), the availability profile if running
   jobs end at their estimates: for each of the next ``profile`` estimated ends, time
   until it / 12 h and the nodes free from then / nodes (rows past the last: 0, 1);
-  ``profile=0`` leaves it out (it costs about half the steps/s).
+  ``profile=0`` leaves it out.
 - Action: the row of the job to run; a row past the queue wraps around (row modulo the
   number queued; ``info["action_mask"]`` marks the real rows). With
   ``backfill="agent"`` the action is a pair (row, backfill flag for this head).
@@ -33,6 +33,13 @@ decision.
 
 Where the queue holds more than ``queue_size`` jobs RLScheduler's observation mixes in
 jobs picked by other orders and an unseeded shuffle; this one shows the oldest.
+
+Speed: a step is one call of a compiled kernel (:class:`fastsched.tools.rlfast.FastWindow`,
+``env.win``) that runs the decision and writes the next observation into fresh arrays;
+about 200k-300k steps/s on one core with a trivial policy on Lublin-1, backfilling or
+not, with or without the profile (``fastsched bench rl-env``; benchmarks/RESULTS.md).
+The first environment of a process loads the kernels from Numba's cache (``fastsched
+compile`` fills it), or compiles them (seconds).
 """
 from __future__ import annotations
 

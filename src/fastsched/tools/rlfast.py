@@ -115,17 +115,20 @@ class FastWindow:
 
     # ---------------------------------------------------------------- reading
 
-    now = property(lambda self: int(self.state[NOW]))
-    free = property(lambda self: int(self.state[FREE]))
-    decisions = property(lambda self: int(self.state[DECISIONS]))
-    first = property(lambda self: int(self.state[FIRST]))
-    stop = property(lambda self: int(self.state[STOP]))
-    done = property(lambda self: not self.state[NQ])
-    queue = property(lambda self: self.lists[QUEUE, :self.state[NQ]].tolist())
-    running = property(lambda self: self.lists[RUNNING, :self.state[NR]].tolist())
+    now = property(lambda self: int(self.state[NOW]), doc="The clock.")
+    free = property(lambda self: int(self.state[FREE]), doc="Free nodes.")
+    decisions = property(lambda self: int(self.state[DECISIONS]), doc="Heads chosen so far.")
+    first = property(lambda self: int(self.state[FIRST]), doc="The window's first job.")
+    stop = property(lambda self: int(self.state[STOP]), doc="One past its last job.")
+    done = property(lambda self: not self.state[NQ], doc="True when nothing is queued.")
+    queue = property(lambda self: self.lists[QUEUE, :self.state[NQ]].tolist(),
+                     doc="Queued jobs in (submit, job) order.")
+    running = property(lambda self: self.lists[RUNNING, :self.state[NR]].tolist(),
+                       doc="Running jobs in RLScheduler's list order.")
 
     @property
     def started(self) -> list[tuple[int, int]]:
+        """Every start so far as (job, time), in order."""
         n = self.state[NS]
         return list(zip(self.lists[SJOB, :n].tolist(), self.lists[STIME, :n].tolist()))
 
