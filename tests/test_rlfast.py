@@ -79,6 +79,13 @@ def test_a_fast_window_refuses_a_job_not_queued_and_a_window_outside_the_trace()
     with pytest.raises(ValueError, match="not queued"):
         fast.run(1)
     assert (fast.queue, fast.started, fast.free) == ([0], [], 2)    # nothing changed
+    arrays = (np.empty((128, 5), np.float32), np.empty(3, np.float32),
+              np.empty((8, 2), np.float32), np.empty(128, np.int8))
+    while not fast.step(0, None, *arrays):
+        pass
+    with pytest.raises(ValueError, match="nothing is queued"):
+        fast.step(0, None, *arrays)
+    assert [t for _, t in fast.started] == [0, 10, 20]
 
 
 gymnasium = pytest.importorskip("gymnasium")

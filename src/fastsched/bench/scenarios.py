@@ -308,8 +308,8 @@ SUMMARIES = {
     "place-512": "a 512-node job placed with topology constraints on ai-100k",
     "easy-100k-topo": "B2 with topology-aware starts",
     "ai-mix-1m": "B5, 1M ai-mix jobs on ai-100k under multifactor priorities and EASY",
-    "rl-env": "fastsched.gym steps/s (trivial policy) beside the RLScheduler research "
-              "simulator alone, Lublin-1",
+    "rl-env": "fastsched.gym steps/s (trivial policy; target 100k) beside the plain "
+              "RLScheduler simulator alone, Lublin-1",
 }
 
 

@@ -101,7 +101,8 @@ class FastWindow:
 
     def step(self, row: int, backfill: bool | None, jobs, cluster, profile, mask) -> bool:
         """Run the job in observation row ``row`` (modulo the rows shown), then write the
-        next observation into the given arrays (:meth:`observe`); True when done."""
+        next observation into the given arrays (:meth:`observe`); True when done.
+        Raises ValueError when nothing is queued (done, or before :meth:`reset`)."""
         fill = self.backfill if backfill is None else backfill
         return _step(self.table, self.state, self.lists, self.times, self.features, row,
                      fill, jobs, cluster, profile, mask)
@@ -304,6 +305,8 @@ def _profile(tr, st, lists, times, out):
 def _step(tr, st, lists, times, features, row, fill, jobs, cluster, profile, mask):
     """Run the job in observation row ``row`` (Python's modulo by the rows shown), then
     observe; True when the window is done."""
+    if st[NQ] == 0:
+        raise ValueError("the window is done (or not begun): nothing is queued")
     done = _run(tr, st, lists, times, row % min(st[NQ], st[QSIZE]), fill)
     _observe(tr, st, lists, times, features, jobs, cluster, profile, mask)
     return done
