@@ -101,8 +101,10 @@ def test_the_bench_scenario_measures_env_and_simulator_side_by_side():
     from fastsched.bench.scenarios import run_scenario
     fig = run_scenario("rl-env", repeat=1, windows=2)
     for key in ("sim_steps_per_s", "env_steps_per_s", "env_steps_per_s_noprofile",
-                "sim_steps_per_s_backfill", "env_steps_per_s_backfill"):
+                "sim_steps_per_s_backfill", "env_steps_per_s_backfill",
+                "env_steps_per_s_cpu", "sim_steps_per_s_backfill_cpu"):
         assert fig[key] > 0
+    assert fig["env_steps_per_s_vs_sim"] > 0 and "-" in fig["env_steps_per_s_spread"]
 
 
 def test_the_profile_is_the_free_nodes_after_each_estimated_end(lublin):

@@ -75,6 +75,7 @@ _PUBLIC_BY_MODULE = {
     "tools.generate": ('ai_cluster', 'ai_mix', 'nodes_for_load',),
     "tools.rlscheduler": ('RLTable', 'read_rl_trace', ('reproduce_rlscheduler', 'reproduce'),),
     "tools.rlsim": ('RLJobs', 'RLWindow',),
+    "tools.rlfast": (('RLFastWindow', 'FastWindow'),),
     "tools.sweepfile": ('SweepGrid', 'load_sweep', 'parse_sweep',),
     "tools.sweep": ('run_sweep', ('read_sweep_results', 'read_results'),),
     "tools.plots": (('plot_gantt', 'gantt'), ('plot_utilisation', 'utilisation'),

@@ -24,11 +24,12 @@ KERNEL_SOURCES = ("engine/blocks", "engine/earliest", "engine/freenow", "engine/
                   "engine/limits", "engine/loop", "engine/passes", "engine/placement",
                   "engine/prefetch", "engine/profile", "engine/runindex", "engine/running",
                   "engine/slurmplan", "engine/wholenode",
-                  "policy/fairshare", "policy/priority", "sim/metrics",
+                  "policy/fairshare", "policy/priority", "sim/metrics", "tools/rlfast",
                   "engine/driver", "engine/inputs", "engine/requeue", "engine/interrupt",
                   "engine/leafkernel", "engine/state", "model/cluster", "model/constraints",
                   "model/errors", "model/events", "model/jobs", "model/policies", "model/progress",
-                  "model/schedule", "model/settings", "model/topology", "model/validation")
+                  "model/schedule", "model/settings", "model/topology", "model/validation",
+                  "tools/rlsim")
 
 
 def sources_stamp(package_dir: str, modules) -> tuple:

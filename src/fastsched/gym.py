@@ -23,7 +23,7 @@ decision.
   jobs started / window; ``profile`` (profile x 2), the availability profile if running
   jobs end at their estimates: for each of the next ``profile`` estimated ends, time
   until it / 12 h and the nodes free from then / nodes (rows past the last: 0, 1);
-  ``profile=0`` leaves it out (it costs about half the steps/s).
+  ``profile=0`` leaves it out.
 - Action: the row of the job to run; a row past the queue wraps around (row modulo the
   number queued; ``info["action_mask"]`` marks the real rows). With
   ``backfill="agent"`` the action is a pair (row, backfill flag for this head).
@@ -33,6 +33,13 @@ decision.
 
 Where the queue holds more than ``queue_size`` jobs RLScheduler's observation mixes in
 jobs picked by other orders and an unseeded shuffle; this one shows the oldest.
+
+Speed: a step is one call of a compiled kernel (:class:`fastsched.tools.rlfast.FastWindow`,
+``env.win``) that runs the decision and writes the next observation into fresh arrays;
+about 200k-300k steps/s on one core with a trivial policy on Lublin-1, backfilling or
+not, with or without the profile (``fastsched bench rl-env``; benchmarks/RESULTS.md).
+The first environment of a process loads the kernels from Numba's cache (``fastsched
+compile`` fills it), or compiles them (seconds).
 """
 from __future__ import annotations
 
@@ -41,14 +48,13 @@ import numpy as np
 from gymnasium import spaces
 
 from .model.errors import InputError
+from .tools.rlfast import JOB_FEATURES, MAX_WAIT, FastWindow, job_features  # noqa: F401
 from .tools.rlscheduler import read_rl_trace, trace_path, window_bsld, window_utilisation
-from .tools.rlsim import RLJobs, RLWindow, columns
+from .tools.rlsim import RLJobs, columns
 
 __all__ = ["RLSchedulerEnv", "ENV_ID"]
 
 ENV_ID = "fastsched/RLScheduler-v0"
-MAX_WAIT = 12 * 3600          # RLScheduler's MAX_WAIT_TIME: waits are scaled by 12 h
-JOB_FEATURES = 5
 METRICS = ("bsld", "wait", "utilisation")
 
 
@@ -77,8 +83,7 @@ class RLSchedulerEnv(gymnasium.Env):
         self.window, self.queue_size, self.profile = int(window), int(queue_size), int(profile)
         self.metric, self.backfill = metric, backfill
         self._cols = columns(self.jobs)
-        self._features = _job_features(self.jobs)
-        self._nodes = np.asarray(self._cols[3], dtype=np.int64)
+        self._features = job_features(self.jobs)
         self.observation_space = spaces.Dict({
             "jobs": spaces.Box(0.0, 1.0, (self.queue_size, JOB_FEATURES), np.float32),
             "cluster": spaces.Box(0.0, 1.0, (3,), np.float32),
@@ -86,66 +91,49 @@ class RLSchedulerEnv(gymnasium.Env):
                if self.profile else {})})
         self.action_space = (spaces.MultiDiscrete([self.queue_size, 2])
                              if backfill == "agent" else spaces.Discrete(self.queue_size))
-        self.win: RLWindow | None = None
-        self._visible: list[int] = []
+        #: the window being run (None before the first reset)
+        self.win: FastWindow | None = None
+        self._done = True                    # until the first reset
+        self._fill = backfill is True
+        self._agent = backfill == "agent"
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         start = (options or {}).get("start")
         if start is None:
             start = int(self.np_random.integers(self.window, len(self.jobs) - self.window - 1))
-        self.win = RLWindow(self.jobs, int(start), self.window, backfill=self.backfill is True,
-                            _columns=self._cols)
-        return self._observe(), self._info()
+        if self.win is None:
+            self.win = FastWindow(self.jobs, self.window, backfill=self._fill,
+                                  queue_size=self.queue_size, profile=self.profile,
+                                  _columns=self._cols, _features=self._features)
+        self.win.reset(int(start))
+        self._done = False
+        obs, mask = self._buffers()
+        self.win.observe(obs["jobs"], obs["cluster"], obs.get("profile", _NO_PROFILE), mask)
+        return obs, self._info(mask)
 
     def step(self, action):
-        if self.win is None or self.win.done:
+        if self._done:
             raise gymnasium.error.ResetNeeded("call reset() before step()")
-        row, fill = (int(action[0]), bool(action[1])) if self.backfill == "agent" \
-            else (int(action), None)
-        done = self.win.run(self._visible[row % len(self._visible)], fill)
+        row, fill = (int(action[0]), bool(action[1])) if self._agent else (int(action), None)
+        obs, mask = self._buffers()
+        self._done = done = self.win.step(row, fill, obs["jobs"], obs["cluster"],
+                                          obs.get("profile", _NO_PROFILE), mask)
         reward = self._reward() if done else 0.0
-        return self._observe(), reward, done, False, self._info()
+        return obs, reward, done, False, self._info(mask)
 
     # ------------------------------------------------------------------ helpers
 
-    def _observe(self) -> dict:
-        win = self.win
-        win.queue.sort(key=win.submit.__getitem__)
-        self._visible = win.queue[:self.queue_size]
-        jobs = np.zeros((self.queue_size, JOB_FEATURES), dtype=np.float32)
-        if self._visible:
-            idx = np.array(self._visible)
-            n = len(idx)
-            jobs[:n] = self._features[idx]
-            jobs[:n, 0] = np.minimum((win.now - self.jobs.submit[idx]) / MAX_WAIT, 1.0)
-            jobs[:n, 3] = self._nodes[idx] <= win.free
-        started = len(win.started) / self.window
-        cluster = np.array([win.free / self.jobs.machine_nodes,
-                            min(len(win.queue) / self.queue_size, 1.0), started],
-                           dtype=np.float32)
-        if not self.profile:
-            return {"jobs": jobs, "cluster": cluster}
-        return {"jobs": jobs, "cluster": cluster, "profile": self._profile()}
+    def _buffers(self) -> tuple[dict, np.ndarray]:
+        """Fresh observation arrays (the kernels write every element) and action mask."""
+        obs = {"jobs": np.empty((self.queue_size, JOB_FEATURES), dtype=np.float32),
+               "cluster": np.empty(3, dtype=np.float32)}
+        if self.profile:
+            obs["profile"] = np.empty((self.profile, 2), dtype=np.float32)
+        return obs, np.empty(self.queue_size, dtype=np.int8)
 
-    def _profile(self) -> np.ndarray:
-        win = self.win
-        out = np.zeros((self.profile, 2), dtype=np.float32)
-        out[:, 1] = 1.0
-        if win.running:
-            # sorted copies: the running list's own order decides RLScheduler's tie order
-            est = np.fromiter(map(win.estimate.__getitem__, win.running), np.int64)
-            order = np.argsort(est, kind="stable")[:self.profile]
-            k = len(order)
-            out[:k, 0] = np.clip((est[order] - win.now) / MAX_WAIT, 0.0, 1.0)
-            freed = np.cumsum(self._nodes[np.array(win.running)[order]]) + win.free
-            out[:k, 1] = freed / self.jobs.machine_nodes
-        return out
-
-    def _info(self) -> dict:
-        mask = np.zeros(self.queue_size, dtype=np.int8)
-        mask[:len(self._visible)] = 1
-        return {"action_mask": mask, "now": int(self.win.now)}
+    def _info(self, mask) -> dict:
+        return {"action_mask": mask, "now": self.win.now}
 
     def _reward(self) -> float:
         win = self.win
@@ -156,14 +144,7 @@ class RLSchedulerEnv(gymnasium.Env):
         return window_utilisation(win, self.jobs.machine_procs)
 
 
-def _job_features(jobs: RLJobs) -> np.ndarray:
-    """Every job's observation row with its fixed features: requested time / longest
-    runtime, procs / machine procs, and the row-is-a-job flag (wait and fits-now: 0)."""
-    rows = np.zeros((len(jobs), JOB_FEATURES), dtype=np.float32)
-    rows[:, 1] = np.minimum(jobs.request / max(int(jobs.run.max()), 1), 1.0)
-    rows[:, 2] = np.minimum(jobs.procs / jobs.machine_procs, 1.0)
-    rows[:, 4] = 1.0
-    return rows
+_NO_PROFILE = np.zeros((0, 2), dtype=np.float32)
 
 
 if ENV_ID not in gymnasium.registry:

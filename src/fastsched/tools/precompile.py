@@ -27,6 +27,7 @@ def compile_all(announce: bool | None = None) -> float:
     with announcing(MESSAGE, announce):
         warm_up(False)
         _run_every_path()
+        _run_rl_window()
     return time.perf_counter() - start
 
 
@@ -57,3 +58,23 @@ def _run_every_path() -> None:
     for fairshare in (fair_tree, level_fairshare, classic):
         fairshare(tree, usage)
     multifactor(jobs, 3, PriorityWeights(), cluster=cluster)
+
+
+def _run_rl_window() -> None:
+    """A three-job RLScheduler window through the fast window's kernels (fastsched.gym's
+    steps and observations, and its run), backfilling on."""
+    from .rlfast import JOB_FEATURES, FastWindow
+    from .rlsim import RLJobs
+    jobs = RLJobs("compile", np.arange(1, 4), np.array([0, 1, 2]), np.array([5, 5, 5]),
+                  np.array([5, 6, 7]), np.array([2, 2, 1]), 2, 2)
+    win = FastWindow(jobs, 3, backfill=True, queue_size=2, profile=2)
+
+    def arrays():
+        return (np.empty((2, JOB_FEATURES), np.float32), np.empty(3, np.float32),
+                np.empty((2, 2), np.float32), np.empty(2, np.int8))
+    win.reset(0)
+    win.observe(*arrays())
+    while not win.step(0, None, *arrays()):
+        pass
+    win.reset(0)
+    win.run(0)
