@@ -12,6 +12,12 @@ time and the ratios of the medians:
   expanded to one node index per allocated node (the EngineRun the simulator
   takes today; O(sum of job sizes) memory);
 * ``textbook``: start times only, from plain rows (converted outside the timing);
+* ``nodes`` and ``simulate-nodes``: the nodes model (reservations on concrete
+  nodes), :func:`fastsched.engine.run_nodes` and the whole
+  ``simulate(..., reservations="nodes")`` with its summary; its starts are the
+  nodes model's (not the textbook's), so they are not compared here (whole-node
+  runs: tests/test_wholenode.py); ``--general`` adds ``nodes-general``, the same
+  run through the general pass instead of the whole-node one (slow on big machines);
 * ``before`` (with ``--old DIR``): ``run_counts`` of an earlier commit, imported as
   the package ``fastsched_old`` from DIR (``git archive C | tar -x -C D``,
   ``python setup.py build_ext --inplace`` in D, ``cp -r D/src/fastsched
@@ -67,8 +73,12 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--only", nargs="*", default=["kth-sp2", "lanl-cm5", "mira", "big-50k"])
     ap.add_argument("--old", help="a directory holding the package fastsched_old")
+    ap.add_argument("--general", action="store_true",
+                    help="also time the nodes model's general pass (nodes-general)")
     args = ap.parse_args(argv)
-    from fastsched import Cluster
+    from fastsched import Cluster, simulate
+    from fastsched.engine import loop as engine_loop
+    from fastsched.engine import run_nodes
     from fastsched.engine.counts import run_counts, run_counts_runs
     old = None
     if args.old:                      # after fastsched: the other way round, Cython mixes them
@@ -80,13 +90,22 @@ def main(argv=None) -> None:
         rows = textbook_easy.jobs_from_table(jobs)
         runners = {"textbook": lambda: textbook_easy.simulate_easy(rows, nodes),
                    "engine": lambda: run_counts_runs(cluster, jobs, "easy"),
-                   "run_counts": lambda: run_counts(cluster, jobs, "easy")}
+                   "run_counts": lambda: run_counts(cluster, jobs, "easy"),
+                   "nodes": lambda: run_nodes(cluster, jobs, "easy"),
+                   "simulate-nodes": lambda: simulate(cluster, jobs, "easy",
+                                                      reservations="nodes")}
+        if args.general:
+            runners["nodes-general"] = lambda: _general(engine_loop, run_nodes, cluster, jobs)
         if old is not None:
             old_cluster = OldCluster.homogeneous(nodes)
             runners["before"] = lambda: old(old_cluster, jobs, "easy")
         outs = {k: f() for k, f in runners.items()}          # warm-up, and the check
         same = (np.array_equal(np.asarray(outs["textbook"]), outs["engine"].start)
                 and np.array_equal(outs["engine"].start, outs["run_counts"].start))
+        if args.general:
+            a, b = outs["nodes"], outs["nodes-general"]
+            same = same and all(np.array_equal(getattr(a, f), getattr(b, f)) for f in
+                                ("start", "end", "alloc_offsets", "alloc_nodes"))
         if old is not None:
             a, b = outs["before"], outs["run_counts"]
             same = same and all(np.array_equal(getattr(a, f), getattr(b, f)) for f in
@@ -106,7 +125,8 @@ def main(argv=None) -> None:
                 wall[k].append(w)
                 cpu[k].append(c)
         runs = run_counts_runs(cluster, jobs, "easy").nodes
-        checked = "same starts" + (" and nodes as before" if old else "")
+        checked = "same starts" + (" and nodes as before" if old else "") + \
+            (", nodes model: same records from both passes" if args.general else "")
         print(f"{name}: {nodes} nodes, {len(jobs)} jobs, {int(jobs.num_nodes.sum())} node "
               f"slots, {len(runs.first)} runs; {checked}: {same}")
         for k in runners:
@@ -116,6 +136,14 @@ def main(argv=None) -> None:
         for k in [k for k in runners if k != "textbook"]:
             print(f"  textbook / {k}: x{tb / statistics.median(wall[k]):.1f} wall, "
                   f"x{statistics.median(cpu['textbook']) / statistics.median(cpu[k]):.1f} cpu")
+
+
+def _general(engine_loop, run_nodes, cluster, jobs):
+    engine_loop.WHOLE_NODE_PASS = False
+    try:
+        return run_nodes(cluster, jobs, "easy")
+    finally:
+        engine_loop.WHOLE_NODE_PASS = True
 
 
 if __name__ == "__main__":

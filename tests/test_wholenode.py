@@ -119,6 +119,20 @@ def test_a_reservation_keeps_its_idle_nodes_from_a_long_backfill_job():
     _assert_same_runs(run, _run(case, "easy", 1, False))
 
 
+@pytest.mark.parametrize("limit,starts", [(98, 2), (99, 150)])
+def test_a_backfill_job_may_end_at_the_reservation_start_not_after(limit, starts):
+    # job 2 reserves every node from 100; job 3, submitted at 2, may take an idle one
+    # if it ends by 100 (2 + 98), not if it would end a second later
+    cluster = Cluster.homogeneous(4, cpus=1)
+    jobs = JobTable.from_arrays(job_id=[1, 2, 3], submit_time=[0, 1, 2],
+                                time_limit=[100, 50, limit], runtime=[100, 50, limit],
+                                num_nodes=[2, 4, 1])
+    case = (cluster, jobs, {}, {}, [], None, 1, None)
+    run = _run(case, "easy", 1, True)
+    assert run.start.tolist() == [0, 100, starts]
+    _assert_same_runs(run, _run(case, "easy", 1, False))
+
+
 @pytest.mark.parametrize("why", ["conservative", "partial-node", "mixed-nodes", "events"])
 def test_runs_that_are_not_whole_node_take_the_general_pass(why):
     cluster = Cluster.homogeneous(4, cpus=2)

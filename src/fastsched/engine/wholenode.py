@@ -126,10 +126,12 @@ def _start_whole(j, now, jobs, free, lim, out, chosen):
     out.planned[j] = now
     out.part_used[j] = jobs.pc_part[jobs.pc_off[j]]
     _charge(j, 1, jobs, lim)
+    gpus = jobs.rg[j] > 0       # (else the masks stay zero: their pages untouched)
     for i in range(need):
         x = chosen[i]
         out.alloc_nodes[jobs.offsets[j] + i] = x
-        out.alloc_mask[jobs.offsets[j] + i] = free.fmask[x]
+        if gpus:
+            out.alloc_mask[jobs.offsets[j] + i] = free.fmask[x]
         free.idle[x >> 6] &= ~(np.uint64(1) << np.uint64(x & 63))
     free.tcount[jobs.pc_type[jobs.pc_off[j]]] -= need
 
