@@ -536,7 +536,8 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
     taking one id per task. ``--dependency`` ids refer to those ids.
     ``--partition`` lists, ``--qos`` (default ``normal``), ``--account``
     (default ``account``), ``--job-name`` and ``--array`` map exactly as in a
-    workload CSV (:mod:`fastsched.io.submission`). All requests are ``user``'s.
+    workload CSV (:mod:`fastsched.io.submission`); pyxis ``--container-image`` is
+    the job's ``container_image``. All requests are ``user``'s.
     Errors name the request as ``request <index>``.
     """
     items = list(items)
