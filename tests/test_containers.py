@@ -16,25 +16,22 @@ from fastsched.engine import run_nodes
 from fastsched.io.workload import read_workload, write_workload
 from fastsched.model.errors import InputError, UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
-from fastsched.tools.testing import lifecycles, node_event_rows
+from fastsched.sim.images import engine_images
+from fastsched.tools.testing import containers, lifecycles, node_event_rows
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 
 
-@st.composite
-def image_models(draw, n):
-    """(image id per job (-1: none), pull seconds per image id, capacity)."""
-    k = draw(st.integers(1, 3))
-    ids = np.array(draw(st.lists(st.integers(-1, k - 1), min_size=n, max_size=n)),
-                   dtype=np.int64)
-    seconds = np.array(draw(st.lists(st.integers(0, 12), min_size=k, max_size=k)),
-                       dtype=np.int64)
-    return ids, seconds, draw(st.integers(0, 3))
+def _images(data, n):
+    """(engine images, twin images) of a drawn :func:`fastsched.tools.testing.containers`."""
+    c = data.draw(containers(n))
+    ids, seconds, capacity = engine_images(c)
+    return (ids, seconds, capacity), c
 
 
-def _twin_images(ids, images):
-    image_id, seconds, capacity = images
-    return ({j: int(image_id[i]) for i, j in enumerate(ids) if image_id[i] >= 0},
-            {k: int(v) for k, v in enumerate(seconds)}, capacity, {})
+def _twin_images(ids, c):
+    return ({j: c.image[i] for i, j in enumerate(ids) if c.image[i]},
+            {name: c.pull.seconds.get(name, c.pull.default) for name in set(c.image.tolist())},
+            c.pull.capacity, {})
 
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
@@ -43,13 +40,13 @@ def _twin_images(ids, images):
 @given(data=st.data())
 def test_image_pulls_match_twin(data, policy, depth):
     cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
-    images = data.draw(image_models(len(jobs)))
+    images, c = _images(data, len(jobs))
     pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
     ids = [int(j) for j in jobs.job_id]
     key = None if rank is None else np.array([rank[j] for j in ids])
     run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
                     limits=lg, rank=key, images=images)
-    twin = _twin_images(ids, images)
+    twin = _twin_images(ids, c)
     out, _ = naive_nodes.simulate(
         cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
         deps=deps, groups=groups, caps=caps, rank=rank, images=twin)
@@ -69,14 +66,14 @@ def test_image_pulls_with_failures_and_requeues_match_twin(data, policy):
     rows = data.draw(node_event_rows(cluster.num_nodes, max_events=8, max_time=60,
                                      kinds=("down", "down", "down", "up", "drain", "resume")))
     lc = data.draw(lifecycles(len(jobs)))
-    images = data.draw(image_models(len(jobs)))
+    images, c = _images(data, len(jobs))
     pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
     ids = [int(j) for j in jobs.job_id]
     run = run_nodes(cluster, jobs, policy, 1, available, partitions=pc, dependencies=dp,
                     limits=lg, events=NodeEvents.from_rows(rows, cluster.num_nodes),
                     lifecycle=lc, images=images)
     killed = []
-    twin = _twin_images(ids, images)
+    twin = _twin_images(ids, c)
     out, _ = naive_nodes.simulate(
         cluster, naive_nodes.jobs_from_table(jobs), policy, 1, available, partitions=parts,
         deps=deps, groups=groups, caps=caps, events=rows,
@@ -109,7 +106,7 @@ def test_without_images_the_run_is_unchanged(data):
     held = np.repeat(plain.start >= 0, np.diff(plain.alloc_offsets))   # the rest: unset
     for name in ("alloc_nodes", "alloc_gpu_mask"):
         assert np.array_equal(getattr(plain, name)[held], getattr(with_model, name)[held])
-    assert plain.pull is not None and not plain.pull.any()
+    assert plain.pull is None and not with_model.pull.any()
 
 
 def _jobs(runtime, nodes, limit=1000, submit=0):
@@ -262,3 +259,51 @@ def test_cli_image_pull(tmp_path, capsys):
     assert main(["check", str(out), "--trace", str(w), "--cluster", str(conf)]) == 0
     with pytest.raises(SystemExit):
         main(["simulate", str(w), "--cluster", str(conf), "--image-pull", "cache=x"])
+
+
+def test_a_run_with_images_resumes_from_any_checkpoint_exactly():
+    """The image caches are part of the saved state: a resumed run pulls as an
+    uninterrupted one does."""
+    import pickle
+
+    import cloudpickle
+    import fastsched as fs
+    from fastsched.model.failures import FailureModel
+    from fastsched.sim.checkpoint import Checkpoints
+
+    class EveryPause(Checkpoints):
+        def __init__(self):
+            super().__init__("/dev/null", 0)
+            self.states = []
+
+        def save(self, state):
+            self.states.append(cloudpickle.dumps(state))
+
+    cluster = fs.ai_cluster("ai-8k")
+    w = fs.ai_mix(cluster, 300, seed=4)
+    images = np.array(["a", "b", "c", ""], dtype=object)[np.arange(len(w.jobs)) % 4]
+    c = Containers.of(images, "default=10m,cache=2,c=1m")
+    lc = Lifecycle.of(len(w.jobs), checkpoint_interval=600, checkpoint_cost=30)
+    failures = FailureModel.parse("mtbf=20d,repair=2h,seed=5")
+
+    def run(**kw):
+        return simulate(cluster, w.jobs, "easy", failures=failures, lifecycle=lc,
+                        containers=c, **kw)
+    whole = run()
+    assert whole.summary["images"]["pulls"] > 20 and whole.verify().ok
+    assert (whole.jobs.pull_time == 0).sum() > len(w.jobs) // 4   # cache hits, no image
+    keep = EveryPause()
+    run(checkpoints=keep)
+    assert len(keep.states) > 3
+    for k in (1, len(keep.states) // 2, len(keep.states) - 1):
+        resumed = run(resume=pickle.loads(keep.states[k]))
+        assert resumed.jobs.equals(whole.jobs)
+        assert resumed.summary["images"] == whole.summary["images"]
+
+
+def test_runs_with_failures_and_no_pull_model_have_no_pull_columns():
+    jobs = _jobs([500, 300], [1, 1])
+    r = simulate(_cluster(2), jobs, "easy", lifecycle=Lifecycle.of(2),
+                 events=NodeEvents.from_rows([(100, "down", [0])], 2))
+    assert "pull_time" not in r.jobs.columns and r.attempts["pull"] is None
+    assert "pull_gpu_hours" not in r.summary["lifecycle"] and "images" not in r.summary

@@ -260,6 +260,7 @@ class _EventLoop:
         self.p = block_windows(self.p, blocked, nd.capG, nd.capC, nd.capM)
         self.window_edges = _window_edges(blocked)
         self.next_edge = 0
+        self.with_images = images is not None
         self.images = new_image_cache(n, cluster.num_nodes) if images is None else \
             new_image_cache(n, cluster.num_nodes, np.asarray(images[0])[order], images[1],
                             images[2])
@@ -473,7 +474,8 @@ class _EventLoop:
                        reason=self.out.reason[inv], never=self.deps.never[inv],
                        eligible=self.jobs.eligible[inv], passes=int(self.sc[4]),
                        attempts=self.requeues.attempts(self.order, inv, self.jobs.runtime),
-                       pull=self.images.pull[inv], images_pulled=int(self.images.count[1]))
+                       pull=self.images.pull[inv] if self.with_images else None,
+                       images_pulled=int(self.images.count[1]))
 
 
 def _check_asks_something(jobs: JobTable) -> None:
