@@ -307,3 +307,33 @@ def test_runs_with_failures_and_no_pull_model_have_no_pull_columns():
                  events=NodeEvents.from_rows([(100, "down", [0])], 2))
     assert "pull_time" not in r.jobs.columns and r.attempts["pull"] is None
     assert "pull_gpu_hours" not in r.summary["lifecycle"] and "images" not in r.summary
+
+
+def test_cli_check_reads_pull_times_with_and_without_failures(tmp_path, capsys):
+    import pandas as pd
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("NodeName=gpu[001-003] CPUs=8 RealMemory=1000 Gres=gpu:8\n"
+                    "PartitionName=gpu Nodes=ALL Default=YES MaxTime=UNLIMITED\n")
+    w = tmp_path / "w.csv"
+    w.write_text("job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,"
+                 "cpus_per_node,mem_per_node,partition,user,account,container_image,"
+                 "checkpoint_interval\n"
+                 "1,0,2000,1000,2,8,8,0,gpu,u,a,img,100\n2,0,1000,100,1,8,8,0,gpu,u,a,img,0\n"
+                 "3,50,1000,100,1,8,8,0,gpu,u,a,other,0\n")
+    events = tmp_path / "events.csv"
+    events.write_text("time,event,nodes\n500,down,gpu001\n")
+    for extra, name in (([], "plain"), (["--events", str(events)], "failures")):
+        out = tmp_path / f"{name}.csv"
+        assert main(["simulate", str(w), "--cluster", str(conf), "--image-pull",
+                     "default=30,cache=1", "--jobs-out", str(out), "--no-progress"] + extra) == 0
+        assert main(["check", str(out), "--trace", str(w), "--cluster", str(conf)]
+                    + extra) == 0
+        f = pd.read_csv(out)
+        assert (f.pull_time > 0).any()
+        if name == "failures":
+            assert "NODE_FAIL" in f.state.tolist()
+        f.loc[f.pull_time > 0, "pull_time"] += 7          # the ends no longer add up
+        f.to_csv(out, index=False)
+        assert main(["check", str(out), "--trace", str(w), "--cluster", str(conf)]
+                    + extra) == 1
+    capsys.readouterr()
