@@ -35,9 +35,17 @@ is free on node n at instant t?") is answered by summing over intervals.
   full capacity free in the plan), and never falls back to plain best fit. While it
   runs it holds every available node of its leaf groups in full; reservations keep
   the plain rule.
+* Container images (``images``): each node keeps an ordered list of images, most
+  recently used last, at most ``capacity`` long. A job with an image starting at t
+  pulls it for ``pull_seconds[image]`` when any of its nodes lacks it (else 0), and
+  ends at t + min(pull + runtime, d); then on each of its nodes the image moves to the
+  end of the list (added if missing, the first dropped beyond capacity). Starts at
+  one instant are taken in the order the pass started them. Checkpoints count from
+  the pull's end.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import naive_topology
@@ -55,9 +63,10 @@ class NaiveNodeJob:
     limit: int = 1      # >= 1, what planning uses
     runtime: int = 0    # >= 0, what really happens (capped at limit)
     partition: int = 0  # index into cluster.partitions
+    pull: int = 0       # its image pull at its start (set when it starts)
 
     def duration(self) -> int:
-        return min(self.runtime, self.limit)
+        return min(self.runtime + self.pull, self.limit)
 
 
 def jobs_from_table(table) -> list[NaiveNodeJob]:
@@ -342,7 +351,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
              partitions=None, deps=None, groups=None, caps=None, rank=None,
              reorder=None, period=None, resolution=1, window=None, placement=None,
              events=None, requeue=None, checkpoint=None, delay=121, attempts=None,
-             blocked=()):
+             blocked=(), images=None):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
@@ -369,7 +378,11 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     the kill, not COMPLETED (NODE_FAIL). ``attempts`` (a list): each killed attempt
     is appended as (job id, attempt number, start, end, [node indices]). ``blocked``:
     (start, end, node) windows over which the node is held whole (advance
-    reservations); the loop visits each window's end while jobs wait.
+    reservations); the loop visits each window's end while jobs wait. ``images``:
+    (image by job id (absent: none), pull seconds by image, images a node caches):
+    container pulls (see the module); ``attempts`` entries then get the attempt's
+    pull as a sixth item, and each started job's pull is in ``images_out`` (a dict
+    by job id, when given as a fourth item of ``images``).
 
     Returns (job_id -> (start, end, [node indices ascending], [[GPU indices]
     per node], partition) for started jobs, job_id -> "never" | "waiting" |
@@ -407,6 +420,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                for p in parts_of(job)):
             raise ValueError(f"job {job.job_id} can never fit")
 
+    caches = [OrderedDict() for _ in nodes]      # per node: image -> None, LRU first
     future = sorted(jobs, key=lambda j: (j.submit, j.job_id))
     arrived, rejected, eligible, never = [], {}, {}, set()
     running = []     # (job, start, [nodes], [[gpu indices] per node])
@@ -430,7 +444,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         done = [r for r in running if (r[1] + r[0].duration() == now if zero_ids is None
                                        else r[0].job_id in zero_ids)]
         for r in done:
-            ended[r[0].job_id] = r[0].runtime <= r[0].limit
+            ended[r[0].job_id] = r[0].runtime + r[0].pull <= r[0].limit
         running = [r for r in running if r not in done]
 
     events = sorted(events or [], key=lambda e: e[0])
@@ -449,14 +463,17 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             running.remove(r)
             i = job.job_id
             if attempts is not None:
-                attempts.append((i, restarts.get(i, 0), start, now, chosen))
+                attempts.append((i, restarts.get(i, 0), start, now, chosen)
+                                + ((job.pull,) if images is not None else ()))
             if not requeue.get(i, True):
                 result[i] = (start, now, chosen, gpus, result[i][4])
                 ended[i] = False
                 continue
             every = checkpoint.get(i, 0)
-            saved = (now - start) // every * every if every else 0
-            arrived[arrived.index(job)] = replace(job, runtime=job.runtime - saved)
+            ran = max(now - start - job.pull, 0)
+            saved = ran // every * every if every else 0
+            k = next(k for k, a in enumerate(arrived) if a.job_id == i)
+            arrived[k] = replace(job, runtime=job.runtime - saved, pull=0)
             del result[i], eligible[i]
             hold[i] = now + delay
             restarts[i] = restarts.get(i, 0) + 1
@@ -494,7 +511,12 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             queue = queue_now(now)
             started = _pass(policy, reserve_depth, now, queue, nodes, running, parts_of,
                             groups, caps, held, resolution, window, topo_of, blocked)
-            for job, chosen, p in started:
+            for k, (job, chosen, p) in enumerate(started):
+                if images is not None:
+                    job = replace(job, pull=_pull(job, chosen, images, caches))
+                    started[k] = (job, chosen, p)
+                    if len(images) > 3:
+                        images[3][job.job_id] = job.pull
                 gpus = [_lowest_free_gpus(n, nodes[n], running, job.gpus, gpu_groups)
                         for n in chosen]
                 running.append((job, now, chosen, gpus))
@@ -512,6 +534,22 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                                    or ("never" if job.job_id in never else None)
                                    or held.get(job.job_id) or "waiting")
     return result, waiting
+
+
+def _pull(job, chosen, images, caches):
+    """The pull of ``job`` starting on ``chosen``; its image is then on every one of
+    them, the most recently used there."""
+    image_of, seconds, capacity = images[0], images[1], images[2]
+    image = image_of.get(job.job_id)
+    if image is None:
+        return 0
+    missing = any(image not in caches[x] for x in chosen)
+    for x in chosen:
+        caches[x].pop(image, None)
+        caches[x][image] = None
+        while len(caches[x]) > capacity:
+            caches[x].popitem(last=False)
+    return seconds[image] if missing else 0
 
 
 def assert_same_records(run, ids, out) -> None:

@@ -46,6 +46,7 @@ _PUBLIC_BY_MODULE = {
     "model.events": ('NodeEvents',),
     "model.reservations": ('Reservation', 'Reservations',),
     "model.failures": ('FailureModel',),
+    "model.images": ('Containers', 'ImagePull',),
     "model.lifecycle": ('Lifecycle', 'goodput',),
     "model.errors": ('ConfigWarning', 'FastschedError', 'InputError', 'UnsupportedError',),
     "model.jobs": ('JobRequest', 'JobTable',),

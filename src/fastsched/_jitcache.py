@@ -21,7 +21,7 @@ import os
 
 #: modules with compiled code, then the package modules they import
 KERNEL_SOURCES = ("engine/blocks", "engine/earliest", "engine/freenow", "engine/heap",
-                  "engine/limits", "engine/loop", "engine/passes", "engine/placement",
+                  "engine/images", "engine/limits", "engine/loop", "engine/passes", "engine/placement",
                   "engine/prefetch", "engine/profile", "engine/runindex", "engine/running",
                   "engine/slurmplan", "engine/wholenode",
                   "policy/fairshare", "policy/priority", "sim/metrics", "tools/rlfast",

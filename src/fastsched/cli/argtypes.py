@@ -88,6 +88,16 @@ def _fail(message: str):
     raise argparse.ArgumentTypeError(message)
 
 
+def image_pull(text: str):
+    """A :class:`fastsched.model.images.ImagePull` from ``default=120s,cache=4,...``."""
+    from ..model.errors import InputError
+    from ..model.images import ImagePull
+    try:
+        return ImagePull.parse(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(e.reason) from None
+
+
 def failure_model(text: str):
     """A :class:`fastsched.model.failures.FailureModel` from ``mtbf=30d,repair=4h,...``."""
     from ..model.errors import InputError

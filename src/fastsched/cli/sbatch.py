@@ -33,8 +33,10 @@ jobs: only --test-only is supported.
   -h, --help             this help
 
 pyxis/enroot options (--container-image, --container-mounts, --container-workdir,
---container-name, --no-container-mount-home, ...) are accepted and shown, not
-modelled. Unknown options on the command line are errors, as sbatch's are.
+--container-name, --no-container-mount-home, ...) are accepted and shown; a
+workload built from scripts keeps --container-image (column container_image, whose
+pulls `simulate --image-pull` models). Unknown options on the command line are
+errors, as sbatch's are.
 """
 
 

@@ -9,10 +9,11 @@ import numpy as np
 
 from ..io.events import read_node_events
 from ..model.errors import InputError
+from ..sim.images import images_line
 from ..sim.lifecycle import has_failures, lifecycle_line, run_lifecycle
 from ..sim.simulator import simulate
 from . import build_parser
-from .argtypes import duration, failure_model, machine_size, seconds
+from .argtypes import duration, failure_model, image_pull, machine_size, seconds
 from .outputs import check_outputs, output_args, write_outputs
 from .common import (GPU_TRACE_FORMATS, format_args, gpu_options, load_trace,
                      placement_from_args, policy_args,
@@ -53,6 +54,12 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "Duration=4:00:00 Nodes=gpu[001-016] Flags=MAINT (DAILY, WEEKLY "
                         "repeat); no job runs on their nodes while they are open, and "
                         "backfill plans none across them (nodes model)")
+    parser.add_argument("--image-pull", metavar="SPEC", type=image_pull,
+                        help="container image pulls (the workload's container_image column, "
+                        "sbatch --container-image): default=120s,cache=4[,IMAGE=SECONDS...]: "
+                        "a job starting on nodes where any lacks its image pulls it first, "
+                        "inside its run and time limit; each node caches `cache` images, least "
+                        "recently used evicted (nodes model; docs/lifecycle.md)")
     requeue = parser.add_mutually_exclusive_group()
     requeue.add_argument("--requeue", dest="requeue", action="store_true", default=None,
                          help="a job a node failure kills goes back to the queue unless its "
@@ -99,6 +106,11 @@ def run(args) -> int:
     if args.resv_file:
         from ..io.reservations import read_reservations
         options["advance_reservations"] = read_reservations(args.resv_file, cluster)
+    if args.image_pull is not None:
+        if workload is None:
+            raise InputError("--image-pull needs a workload CSV (its container_image column)",
+                             field="--image-pull")
+        options["containers"] = workload.containers(args.image_pull)
     if args.failures is not None or has_failures(events):
         options["lifecycle"] = run_lifecycle(cluster, jobs, workload, args.requeue)
     if resume is not None or args.checkpoint:       # (a digest of every job: only then)
@@ -147,6 +159,8 @@ def run(args) -> int:
               f"of {p['multi_node_jobs']:,} multi-node jobs on one leaf")
     if "lifecycle" in result.summary:
         print(lifecycle_line(result.summary))
+    if "images" in result.summary:
+        print(images_line(result.summary))
     if result.summary.get("never_started") and result.partition is not None:
         names, counts = np.unique(result.reasons()[result.schedule.start_time < 0],
                                   return_counts=True)

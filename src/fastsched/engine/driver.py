@@ -38,7 +38,9 @@ class EngineRun:
     satisfied) or still waiting for a dependency. ``eligible[i]``: when it
     entered the queue (-1: never). ``attempts``: the attempts node failures
     killed (:class:`fastsched.engine.requeue.Attempts`; the record above is each
-    job's last attempt), None from a loop without node failures.
+    job's last attempt), None from a loop without node failures. ``pull``: the
+    image pull each job's last attempt paid (seconds, part of its run), and
+    ``images_pulled`` the pulls node by node (None and 0 from a loop without images).
     """
 
     start: np.ndarray
@@ -52,6 +54,8 @@ class EngineRun:
     eligible: np.ndarray
     passes: int
     attempts: object = None
+    pull: np.ndarray | None = None
+    images_pulled: int = 0
 
 
 def submit_order(jobs: JobTable) -> tuple[np.ndarray, np.ndarray]:

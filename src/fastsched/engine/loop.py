@@ -16,6 +16,7 @@ from ..model.jobs import JobTable
 from ..model.policies import get_policy
 from .blocks import _exclusive, _release_blocks
 from .heap import _heap_pop, _heap_push
+from .images import new_image_cache, start_pull
 from .freenow import _tcount_update
 from .driver import (EngineRun, Progress, drive, loop_deps, set_queue_rank, set_rows_rank,
                      submit_order)
@@ -133,9 +134,10 @@ def _arrive(j, now, qlen, ev, deps, jobs, lim, out):
 
 
 @leaf_kernel
-def _after_pass(now, qlen, nev, ev, deps, jobs, out):
-    """Move the jobs a pass started from the queue to the completion heap, then
-    release their dependents. Returns (queue length, events, whether any
+def _after_pass(now, qlen, nev, ev, deps, jobs, out, im):
+    """Move the jobs a pass started from the queue to the completion heap (each
+    start's image pull first, in start order: :func:`fastsched.engine.images.start_pull`),
+    then release their dependents. Returns (queue length, events, whether any
     dependent was queued)."""
     queue = ev.queue
     w = 0
@@ -146,6 +148,7 @@ def _after_pass(now, qlen, nev, ev, deps, jobs, out):
             queue[w] = j
             w += 1
         else:
+            start_pull(j, jobs, out, im)
             nev = _heap_push(ev.evk, ev.evj, nev, out.end[j], j)
             ev.newly[k] = j
             k += 1
@@ -160,7 +163,7 @@ def _after_pass(now, qlen, nev, ev, deps, jobs, out):
 
 @njit(cache=True, nogil=True)
 def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, topo, out,
-         scratch, ctl):
+         scratch, ctl, im):
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
@@ -176,7 +179,9 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
     next instant and cuts a pass short; a pause request returns before the next
     instant once this call has run one (so that pausing always makes progress),
     and the loop can go on from there as if it never stopped. The loop writes
-    the time and the jobs finished into it for progress bars.
+    the time and the jobs finished into it for progress bars. ``im``: the nodes'
+    image caches (:mod:`fastsched.engine.images`); a job that pulled ended OK when
+    its pull plus runtime fit its limit.
     """
     n = ev.submit.shape[0]
     evk, evj = ev.evk, ev.evj
@@ -200,8 +205,8 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
                 nev = _heap_pop(evk, evj, nev)
                 ctl[_DONE] += 1
                 _complete(j, now, rules, jobs, types, nodes, free, p, run, lim, topo, out)
-                qlen = _release(j, False, jobs.runtime[j] <= jobs.limit[j], now, deps, ev,
-                                jobs.eligible, qlen)
+                qlen = _release(j, False, jobs.runtime[j] + im.pull[j] <= jobs.limit[j], now,
+                                deps, ev, jobs.eligible, qlen)
             while a < n and ev.submit[a] == now:
                 qlen = _arrive(a, now, qlen, ev, deps, jobs, lim, out)
                 a += 1
@@ -220,7 +225,7 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
             passes += 1
             released = False
             if nstarted > 0:
-                qlen, nev, released = _after_pass(now, qlen, nev, ev, deps, jobs, out)
+                qlen, nev, released = _after_pass(now, qlen, nev, ev, deps, jobs, out, im)
             # zero-length jobs end now, or starts released dependents: pass again
             if not released and (nev == 0 or evk[0] != now):
                 break
@@ -238,7 +243,7 @@ class _EventLoop:
 
     def __init__(self, cluster, jobs, policy, reserve_depth, available, partitions,
                  dependencies, limits, resolution=1, window=None, placement=None,
-                 lifecycle=None, blocked=None, node_events=True):
+                 lifecycle=None, blocked=None, images=None, node_events=True):
         n = len(jobs)
         self.n = n
         res, window = _grid(resolution, window)
@@ -276,6 +281,10 @@ class _EventLoop:
             self.free.tcount[0] = cluster.num_nodes       # every node idle
         self.window_edges = _window_edges(blocked)
         self.next_edge = 0
+        self.with_images = images is not None
+        self.images = new_image_cache(n, cluster.num_nodes) if images is None else \
+            new_image_cache(n, cluster.num_nodes, np.asarray(images[0])[order], images[1],
+                            images[2])
 
     def _allocate(self, X):
         n = self.n
@@ -387,7 +396,7 @@ class _EventLoop:
             lo, hi = jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]
             left = self.requeues.kill(j, t, int(out.start[j]), int(out.part_used[j]),
                                       out.alloc_nodes[lo:hi], out.alloc_mask[lo:hi],
-                                      int(jobs.runtime[j]))
+                                      int(jobs.runtime[j]), int(self.images.pull[j]))
             jj = np.int64(j)
             _complete(jj, now, self.rules, jobs, self.types, self.nodes, self.free, self.p,
                       self.run_lists, self.lim, self.topo, out)
@@ -470,7 +479,7 @@ class _EventLoop:
         self.p, self.run_lists = _call(
             _run, np.int64(t_stop), self.sc, self.rules, self.ev, self.deps, self.jobs,
             self.types, self.nodes, self.free, self.p, self.run_lists, self.lim, self.topo,
-            self.out, self.scratch, control,
+            self.out, self.scratch, control, self.images,
             control=control, tick=None if tick is None else (lambda: tick(control)))
 
     def profile(self, x: int):
@@ -489,7 +498,9 @@ class _EventLoop:
                        partition=self.out.part_used[inv].astype(np.int32),
                        reason=self.out.reason[inv], never=self.deps.never[inv],
                        eligible=self.jobs.eligible[inv], passes=int(self.sc[4]),
-                       attempts=self.requeues.attempts(self.order, inv, self.jobs.runtime))
+                       attempts=self.requeues.attempts(self.order, inv, self.jobs.runtime),
+                       pull=self.images.pull[inv] if self.with_images else None,
+                       images_pulled=int(self.images.count[1]))
 
 
 def _check_asks_something(jobs: JobTable) -> None:
@@ -548,7 +559,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
               window: int | None = None, placement=None, tick=None, checkpoints=None,
-              resume=None, events=None, lifecycle=None, blocked=None,
+              resume=None, events=None, lifecycle=None, blocked=None, images=None,
               checked: bool = False) -> EngineRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
@@ -585,7 +596,10 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     ``(start, end, node)`` arrays of windows over which a node is held whole (advance
     reservations: :meth:`fastsched.model.reservations.Reservations.windows`); no job
     starts there if it would still run when one opens, and none is planned across one.
-    ``checked``: ``partitions`` is what
+    ``images``: ``(image id per job in the caller's order (-1: none), pull seconds per
+    image id, images a node caches)``: a start on nodes lacking its image runs the
+    pull first (:mod:`fastsched.engine.images`); the run's ``pull`` has each job's
+    last attempt's pull, ``images_pulled`` the pulls node by node. ``checked``: ``partitions`` is what
     :func:`fastsched.engine.inputs.check_node_jobs` returned for these inputs (the
     caller checked them, e.g. before compiling), so it is not run again.
     """
@@ -605,7 +619,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     if resume is None:
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
                           dependencies, limits, resolution, window, placement, lifecycle,
-                          blocked, node_events=events is not None)
+                          blocked, images, node_events=events is not None)
     return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
                  checkpoints=checkpoints, resume=resume, events=events)
 

@@ -7,7 +7,8 @@ new attempt of the same job index: its begin time is ``delay`` seconds later
 + 1, ``AuthInfo=cred_expire`` defaulting to 120 s in ``slurm_cred.c``), and its
 runtime is what is left after its last checkpoint: an attempt that ran ``e``
 seconds of a job checkpointing every ``I`` seconds keeps ``e // I * I`` of
-progress (none without checkpoints). Any other killed job ends there, NODE_FAIL.
+progress (none without checkpoints), ``e`` counted after the attempt's image pull
+(:mod:`fastsched.model.images`: the job's work starts once its container is up). Any other killed job ends there, NODE_FAIL.
 
 This module holds the loop's bookkeeping in plain arrays and lists (killed
 attempts are few); the loop applies the kills to its compiled state
@@ -33,7 +34,7 @@ class Attempts:
     ``attempt[k]`` (0 = first), ran ``[start[k], end[k])`` in partition
     ``partition[k]`` on ``alloc_nodes[alloc_offsets[k]:alloc_offsets[k+1]]`` with
     GPU bits ``alloc_gpu_mask`` there, and had checkpointed ``saved[k]`` seconds
-    of its runtime then. Per job: ``restarts`` (its requeues: the last attempt's
+    of its runtime then, after an image pull of ``pull[k]`` seconds. Per job: ``restarts`` (its requeues: the last attempt's
     number), ``node_fail`` (its last attempt was killed and not requeued: it
     ended NODE_FAIL), ``runtime`` (what its last attempt had left to run).
     """
@@ -50,6 +51,7 @@ class Attempts:
     restarts: np.ndarray
     node_fail: np.ndarray
     runtime: np.ndarray
+    pull: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.job)
@@ -69,16 +71,20 @@ class Requeues:
         self.restarts = np.zeros(n, dtype=np.int64)
         self.node_fail = np.zeros(n, dtype=bool)
         self.waiting: list[tuple[int, int]] = []
-        self.log: list[tuple] = []      # (job, attempt, start, end, partition, saved, nodes, masks)
+        self.log: list[tuple] = []      # (job, attempt, start, end, partition, saved, nodes,
+        #                                  masks, pull)
 
     def kill(self, j: int, t: int, start: int, partition: int, nodes, masks,
-             runtime: int) -> int:
-        """Log job j's attempt killed at t; returns the runtime a requeued attempt
-        has left, or -1 when the job is not requeued (it ended NODE_FAIL)."""
+             runtime: int, pull: int = 0) -> int:
+        """Log job j's attempt killed at t (it pulled its image for ``pull`` seconds
+        first); returns the runtime a requeued attempt has left, or -1 when the job
+        is not requeued (it ended NODE_FAIL)."""
         interval = int(self.interval[j])
-        saved = (t - start) // interval * interval if interval > 0 else 0
+        ran = max(t - start - pull, 0)
+        saved = ran // interval * interval if interval > 0 else 0
         self.log.append((j, int(self.restarts[j]), start, t, partition, saved,
-                         np.array(nodes, dtype=np.int64), np.array(masks, dtype=np.uint64)))
+                         np.array(nodes, dtype=np.int64), np.array(masks, dtype=np.uint64),
+                         int(pull)))
         if not self.requeue[j]:
             self.node_fail[j] = True
             return -1
@@ -117,4 +123,4 @@ class Requeues:
                         alloc_offsets=offsets, alloc_nodes=cat(6, np.int64),
                         alloc_gpu_mask=cat(7, np.uint64), restarts=self.restarts[inverse],
                         node_fail=self.node_fail[inverse],
-                        runtime=np.asarray(runtime)[inverse])
+                        runtime=np.asarray(runtime)[inverse], pull=col(8))

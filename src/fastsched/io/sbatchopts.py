@@ -17,7 +17,9 @@ and sbatch/srun argument lists into a :class:`SlurmRequest` (options as spelled;
   ``--[no-]container-remap-root``, ``--[no-]container-entrypoint``,
   ``--container-entrypoint-log``, ``--container-writable``, ``--container-readonly``)
   are accepted and kept as given (``NormalisedRequest.container``): a container
-  changes no scheduling decision.
+  changes no scheduling decision; ``--container-image`` becomes the job's
+  ``container_image`` in a workload (:func:`fastsched.io.workload.requests_to_workload`),
+  whose pull a simulation may model (:mod:`fastsched.model.images`).
 * An unknown option (a site's SPANK plugin option, a newer Slurm's, a typo) on an
   ``#SBATCH`` line is a :class:`~fastsched.model.errors.ConfigWarning` naming
   file:line and is kept in ``SlurmRequest.unknown`` (listed as ignored); with
@@ -90,7 +92,8 @@ UNSUPPORTED = {"gpus-per-socket", "ntasks-per-gpu", "ntasks-per-socket", "ntasks
                "clusters", "cluster-constraint", "tres-per-task"}
 
 #: pyxis/enroot container options (NVIDIA's pyxis SPANK plugin, its ``args.c`` option
-#: table): kept on the request (``NormalisedRequest.container``), not modelled
+#: table): kept on the request (``NormalisedRequest.container``); only the image is
+#: modelled (its pull at the job's start: :mod:`fastsched.model.images`)
 CONTAINER = {
     "container-image": (None, REQ), "container-mounts": (None, REQ),
     "container-workdir": (None, REQ), "container-name": (None, REQ),

@@ -38,6 +38,9 @@ order after the required ones; any other extra column is ignored):
   groups are its alone while it runs) or empty; anything else is an error.
 * ``requeue``, ``checkpoint_interval``, ``checkpoint_cost``: what a node failure does
   to the job (:mod:`fastsched.io.lifecycle`).
+* ``container_image``: the job's container image (pyxis ``--container-image``; empty:
+  none), pulled on its nodes at its start when a run has a pull model
+  (:mod:`fastsched.model.images`).
 
 A ``.parquet`` (``.pq``) file holds the same columns, typed (:mod:`fastsched.io.parquet`;
 needs the extra ``fastsched[parquet]``).
@@ -75,11 +78,12 @@ _NAME_COLUMNS = ["partition", "user", "account"]
 DEFAULT_QOS = "normal"
 _TASK_COLUMNS = ["array_job_id", "array_task_id", "array_task_throttle"]
 _TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array", "exclusive",
-                                 "requeue", "checkpoint_interval", "checkpoint_cost"]
+                                 "requeue", "checkpoint_interval", "checkpoint_cost",
+                                 "container_image"]
 #: the optional Workload fields (None = the default)
 _OPTIONAL = ("qos", "qos_names", "name", "dependencies", "partitions", "array_job",
              "array_task", "limits", "exclusive_topo", "requeue", "checkpoint_interval",
-             "checkpoint_cost")
+             "checkpoint_cost", "container_image")
 
 
 @dataclass
@@ -95,7 +99,8 @@ class Workload:
     the array job id and task index of array tasks, -1 otherwise;
     ``exclusive_topo`` (bool per job): ``--exclusive=topo``; ``requeue`` (int8 per
     job: 1 --requeue, 0 --no-requeue, -1 the cluster's default),
-    ``checkpoint_interval`` and ``checkpoint_cost`` (seconds; :meth:`lifecycle`). Everything
+    ``checkpoint_interval`` and ``checkpoint_cost`` (seconds; :meth:`lifecycle`);
+    ``container_image`` (str per job, "" = none; :meth:`containers`). Everything
     after ``org_names`` is optional and defaults to "not used" (``name``,
     ``array_job`` and ``array_task`` then are read-only constant views).
     """
@@ -118,6 +123,7 @@ class Workload:
     requeue: np.ndarray | None = None
     checkpoint_interval: np.ndarray | None = None
     checkpoint_cost: np.ndarray | None = None
+    container_image: np.ndarray | None = None
     #: rows of the file left out because they can never run on the cluster
     #: (:class:`fastsched.io.swf.SkippedJob`, by file line), as SWF traces list theirs
     skipped: list = field(default_factory=list)
@@ -173,6 +179,8 @@ class Workload:
                     np.ascontiguousarray(value, dtype=np.int64))
         if self.limits is None:
             self.limits = no_limits(n)
+        self.container_image = _constant("", n, object) if self.container_image is None else \
+            np.asarray(self.container_image, dtype=object)
         self.exclusive_topo = _constant(False, n, np.bool_) if self.exclusive_topo is None \
             else np.ascontiguousarray(self.exclusive_topo, dtype=np.bool_)
         for attr, fill, dtype in (("requeue", -1, np.int8), ("checkpoint_interval", 0, np.int64),
@@ -208,6 +216,13 @@ class Workload:
         return Lifecycle(np.where(self.requeue < 0, bool(requeue), self.requeue > 0),
                          self.checkpoint_interval, self.checkpoint_cost,
                          REQUEUE_DELAY if delay is None else delay)
+
+    def containers(self, pull=None):
+        """Each job's container image with the pull model ``pull``
+        (:class:`fastsched.model.images.ImagePull` or its text; None: the defaults), as
+        :func:`fastsched.simulate` takes them (:class:`fastsched.model.images.Containers`)."""
+        from ..model.images import Containers
+        return Containers.of(np.asarray(self.container_image, dtype=object), pull)
 
     def __repr__(self) -> str:
         return (f"Workload({len(self)} jobs, {len(self.user_names)} users, "
@@ -322,6 +337,8 @@ def _optional_columns(w: Workload) -> dict:
     if w.exclusive_topo.any():
         out["exclusive"] = np.where(w.exclusive_topo, "topo", "").astype(object)
     out.update(lifecycle_text(w.requeue, w.checkpoint_interval, w.checkpoint_cost))
+    if (w.container_image != "").any():
+        out["container_image"] = np.asarray(w.container_image, dtype=object)
     throttle = array_throttle(w.limits) if len(w.limits.caps) else np.zeros(len(w), np.int64)
     is_task = w.array_job >= 0
     if (throttle[~is_task] != 0).any():
@@ -400,6 +417,8 @@ def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
     if "exclusive" in frame.columns:
         per_row["exclusive_topo"] = _exclusive_column(frame["exclusive"], fname)
     per_row.update(read_lifecycle_columns(frame, fname))
+    if "container_image" in frame.columns:
+        per_row["container_image"] = _image_column(frame["container_image"], fname)
     dependency = _parse_sparse(frame, "dependency", parse_dependency, fname)
     arrays = _parse_sparse(frame, "array", parse_array, fname)
     tasks = _task_columns(frame, fname)
@@ -517,7 +536,8 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
     taking one id per task. ``--dependency`` ids refer to those ids.
     ``--partition`` lists, ``--qos`` (default ``normal``), ``--account``
     (default ``account``), ``--job-name`` and ``--array`` map exactly as in a
-    workload CSV (:mod:`fastsched.io.submission`). All requests are ``user``'s.
+    workload CSV (:mod:`fastsched.io.submission`); pyxis ``--container-image`` is
+    the job's ``container_image``. All requests are ``user``'s.
     Errors name the request as ``request <index>``.
     """
     items = list(items)
@@ -562,6 +582,9 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
     topo = np.array([norm.exclusive == "topo" for norm, _, _ in items], dtype=np.bool_)
     if topo.any():
         per_row["exclusive_topo"] = topo
+    images = [norm.container.get("container-image") or "" for norm, _, _ in items]
+    if any(images):
+        per_row["container_image"] = np.array(images + [None], dtype=object)[:-1]
     if any(norm.requeue is not None for norm, _, _ in items):
         per_row["requeue"] = np.array([-1 if norm.requeue is None else int(norm.requeue)
                                        for norm, _, _ in items], dtype=np.int8)
@@ -606,7 +629,8 @@ def _assemble(built: dict, user_names, account_names, org_of_account, org_names,
                     array_task=built["array_task"], limits=built["limits"],
                     exclusive_topo=built.get("exclusive_topo"), requeue=built.get("requeue"),
                     checkpoint_interval=built.get("checkpoint_interval"),
-                    checkpoint_cost=built.get("checkpoint_cost"))
+                    checkpoint_cost=built.get("checkpoint_cost"),
+                    container_image=built.get("container_image"))
 
 
 def _partition_choices(codes, uniques: list[str], cluster: Cluster,
@@ -679,6 +703,19 @@ def _task_columns(frame, fname: str):
         raise InputError("array_job_id, array_task_id (and array_task_throttle) must be "
                          "given together", file=fname, line=i + 2, field="array_task_id")
     return array_job, array_task, throttle
+
+
+def _image_column(series, fname: str) -> np.ndarray:
+    """Container image names (str per row, "" = none); a name with a comma or blank
+    inside is an InputError naming the line (pyxis takes one image reference)."""
+    text = series.fillna("").astype(str).str.strip().to_numpy(dtype=object)
+    bad = np.array([("," in v) or any(c.isspace() for c in v) for v in text.tolist()],
+                   dtype=bool)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{text[i]!r} is not one image reference", file=fname, line=i + 2,
+                         field="container_image")
+    return text
 
 
 def _exclusive_column(series, fname: str) -> np.ndarray:

@@ -93,21 +93,30 @@ def checkpoints_written(elapsed, interval):
     return np.where(interval > 0, elapsed // np.maximum(interval, 1), 0)
 
 
-def goodput(elapsed, gpus, interval, cost, killed) -> dict:
+def goodput(elapsed, gpus, interval, cost, killed, pull=None) -> dict:
     """GPU-hours of a set of attempts: ``elapsed`` seconds each on ``gpus`` GPUs,
     checkpointing every ``interval`` (cost ``cost`` each), ``killed`` (bool: a
-    node failure ended it). Returns allocated, lost (killed attempts' work
-    after their last checkpoint), checkpoint overhead and useful GPU-hours, and
-    goodput = useful / allocated (None: nothing allocated)."""
+    node failure ended it), the first ``pull`` seconds of each pulling its
+    container image (None: none; the checkpoints count from the pull's end).
+    Returns allocated, lost (killed attempts' work after their last checkpoint),
+    checkpoint overhead, image pull (``pull_gpu_hours``, only with ``pull``) and
+    useful GPU-hours, and goodput = useful / allocated (None: nothing allocated)."""
     elapsed = np.asarray(elapsed, dtype=np.int64)
     g = np.asarray(gpus, dtype=np.float64)
-    lost = np.where(killed, elapsed - saved_progress(elapsed, interval), 0)
-    overhead = checkpoints_written(elapsed, interval) * np.asarray(cost, dtype=np.int64)
+    pulled = np.zeros(len(elapsed), dtype=np.int64) if pull is None else \
+        np.minimum(np.asarray(pull, dtype=np.int64), elapsed)
+    ran = elapsed - pulled
+    lost = np.where(killed, ran - saved_progress(ran, interval), 0)
+    overhead = checkpoints_written(ran, interval) * np.asarray(cost, dtype=np.int64)
     hours = 3600.0
     allocated = float(np.dot(g, elapsed)) / hours
     lost_h = float(np.dot(g, lost)) / hours
     over_h = float(np.dot(g, overhead)) / hours
-    useful = allocated - lost_h - over_h
-    return {"allocated_gpu_hours": allocated, "lost_gpu_hours": lost_h,
-            "checkpoint_gpu_hours": over_h, "useful_gpu_hours": useful,
-            "goodput": useful / allocated if allocated > 0 else None}
+    pull_h = float(np.dot(g, pulled)) / hours
+    useful = allocated - lost_h - over_h - pull_h
+    out = {"allocated_gpu_hours": allocated, "lost_gpu_hours": lost_h,
+           "checkpoint_gpu_hours": over_h, "useful_gpu_hours": useful,
+           "goodput": useful / allocated if allocated > 0 else None}
+    if pull is not None:
+        out["pull_gpu_hours"] = pull_h
+    return out

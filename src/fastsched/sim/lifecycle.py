@@ -46,7 +46,9 @@ def attempt_table(run) -> dict:
     attempt) order: the killed ones of ``run.attempts`` and each job's last one.
     Keys: row (the job's index), attempt, start, end, elapsed, killed, node_fail (a
     killed attempt not requeued), partition, alloc_offsets / alloc_nodes /
-    alloc_gpu_mask; and per job: last_runtime (what its last attempt had left to
+    alloc_gpu_mask, pull (its image pull, seconds; None from a run without images); and
+    per job:
+    last_runtime (what its last attempt had left to
     run), node_fail_job (its last attempt ended NODE_FAIL)."""
     a = run.attempts
     last = np.flatnonzero(run.start >= 0)
@@ -61,6 +63,9 @@ def attempt_table(run) -> dict:
     # keep the logged one, with its saved progress
     keep = np.concatenate([np.ones(k, dtype=bool), ~last_killed])
     partition = np.concatenate([a.partition, run.partition[last]])
+    pull = np.concatenate([np.zeros(k, dtype=np.int64) if a.pull is None else a.pull,
+                           np.zeros(len(last), dtype=np.int64) if run.pull is None
+                           else run.pull[last]])
     counts = np.concatenate([np.diff(a.alloc_offsets), np.diff(run.alloc_offsets)[last]])
     last_entries = csr_take(run.alloc_offsets, last)[1]
     nodes = np.concatenate([a.alloc_nodes, run.alloc_nodes[last_entries]])
@@ -77,6 +82,7 @@ def attempt_table(run) -> dict:
     return {"row": row[rows], "attempt": attempt[rows], "start": start[rows],
             "end": end[rows], "elapsed": end[rows] - start[rows], "killed": killed[rows],
             "node_fail": node_fail[rows], "partition": partition[rows],
+            "pull": None if run.pull is None else pull[rows],
             "alloc_offsets": off, "alloc_nodes": nodes[entries], "alloc_gpu_mask": masks[entries],
             "last_runtime": a.runtime, "node_fail_job": a.node_fail}
 
@@ -91,7 +97,7 @@ def lifecycle_summary(jobs: JobTable, table: dict, lifecycle: Lifecycle) -> dict
            "node_fail_jobs": int(table["node_fail"].sum()),
            "requeue_delay": int(lifecycle.delay)}
     out.update(goodput(table["elapsed"], gpus, lifecycle.checkpoint_interval[row],
-                       lifecycle.checkpoint_cost[row], table["killed"]))
+                       lifecycle.checkpoint_cost[row], table["killed"], table["pull"]))
     return out
 
 

@@ -64,6 +64,9 @@ class SimulationResult:
     lifecycle: object = None
     #: the node events the run applied (a failure model's included), or None
     events: object = None
+    #: with container images: the seconds each job's last attempt pulled its image
+    #: (part of its run; records' column ``pull_time``); None otherwise
+    pull: np.ndarray | None = None
 
     @cached_property
     def jobs(self):
@@ -73,7 +76,9 @@ class SimulationResult:
         wait or run time (empty in CSV). With node failures, one record per attempt
         (like ``sacct --duplicates``), in job order then column ``attempt``: a
         killed attempt ends NODE_FAIL, and a requeued attempt's ``submit_time`` is
-        when the previous one was killed (Slurm resets it at a requeue)."""
+        when the previous one was killed (Slurm resets it at a requeue). With container
+        images, column ``pull_time``: the seconds the attempt pulled its image (inside
+        its run time)."""
         import pandas as pd
         from ..io.hostlist import compress_rows
         w, s = self.workload, self.schedule
@@ -102,6 +107,8 @@ class SimulationResult:
                                                   [s.planning or ""]),
             **self._constraint_columns(),
         })
+        if self.pull is not None:
+            frame["pull_time"] = times(self.pull)
         if self.attempts is None:
             return frame
         return _attempt_records(self, frame)
@@ -112,6 +119,8 @@ class SimulationResult:
         REJECTED (over a submit limit)."""
         w, s = self.workload, self.schedule
         runtime = w.runtime if self.attempts is None else self.attempts["last_runtime"]
+        if self.pull is not None:        # the pull runs inside the job, against its limit
+            runtime = runtime + self.pull
         state = np.where(runtime > w.time_limit, "TIMEOUT", "COMPLETED").astype(object)
         if self.attempts is not None:
             state[self.attempts["node_fail_job"]] = "NODE_FAIL"
@@ -197,8 +206,10 @@ class SimulationResult:
             t = self.attempts
             return verify_attempts(self.cluster, self.workload, Attempts(
                 t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
-                t["alloc_nodes"]), self.events, self.lifecycle)
-        return verify(self.cluster, self.workload, self.schedule, policy=policy,
+                t["alloc_nodes"], t.get("pull")), self.events, self.lifecycle)
+        from .images import pull_workload      # the pull is part of each job's run
+        return verify(self.cluster, pull_workload(self.workload, self.pull), self.schedule,
+                      policy=policy,
                       reserve_depth=reserve_depth, dependencies=self.dependencies,
                       limits=self.limits, partitions=self.partitions, placement=self.placement,
                       priority=self.priority)
@@ -274,6 +285,8 @@ def _attempt_records(result, frame):
     killed["nodes"] = compress_rows(names, off, t["alloc_nodes"][entries])
     killed["gpu_ids"] = gpu_id_rows(names, off, t["alloc_nodes"][entries], masks)
     killed["attempt"] = t["attempt"][k]
+    if t.get("pull") is not None:
+        killed["pull_time"] = pd.array(t["pull"][k], dtype="Int64")
     if "partition" in killed.columns:
         part_names = np.array([p.name for p in result.cluster.partitions] + [""], dtype=object)
         killed["partition"] = part_names[t["partition"][k]]

@@ -27,8 +27,10 @@ from ..model.policies import (RESERVATION_MODELS, check_reservations, check_rese
 from .results import BSLD_TAU, SimulationResult, summarize
 from ..model.constraints import Dependencies, LimitGroups, PartitionChoices, check_covers
 from ..model.events import NodeEvents
+from ..model.images import Containers
 from ..model.lifecycle import Lifecycle
 from ..model.reservations import Reservations
+from .images import check_containers, engine_images, images_summary, pull_workload
 from .lifecycle import attempt_table, has_failures, lifecycle_summary, run_events
 from ..engine.counts import CountsLoop, run_counts
 from ..engine.inputs import check_node_jobs, ever_available
@@ -70,7 +72,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              resume=None, reservations: str | None = None,
              events: NodeEvents | None = None, failures=None,
              lifecycle: Lifecycle | None = None,
-             advance_reservations: Reservations | None = None) -> SimulationResult:
+             advance_reservations: Reservations | None = None,
+             containers: Containers | None = None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -130,6 +133,13 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     them (nodes model). Repeating ones (DAILY, WEEKLY) repeat up to the last
     submission plus the longest time limit.
 
+    ``containers`` (:class:`fastsched.model.images.Containers`): each job's container
+    image (pyxis ``--container-image``) and the pull model (seconds per image, images
+    a node caches, least recently used evicted). A job starting on nodes where any
+    lacks its image pulls it first: it runs pull + runtime, capped by its limit
+    (TIMEOUT past it). Records get column ``pull_time`` and the summary ``images``
+    (nodes model; docs/lifecycle.md).
+
     ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the
     event loop's state now and then; ``resume`` (a state from such a file) goes on
     from it: the result is identical to an uninterrupted run's.
@@ -139,6 +149,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     if lifecycle is not None and len(lifecycle) != len(jobs):
         raise InputError(f"lifecycle covers {len(lifecycle)} jobs, the table has {len(jobs)}",
                          field="lifecycle")
+    check_containers(containers, jobs)
     if lifecycle is None and has_failures(events):
         lifecycle = Lifecycle.of(len(jobs))
     spec = get_policy(policy)
@@ -147,7 +158,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     nodes_only = [name for name, value in (
         ("partitions", partitions), ("window", window), ("placement", placement),
         ("resolution", None if resolution == 1 else resolution), ("events", events),
-        ("lifecycle", lifecycle),
+        ("lifecycle", lifecycle), ("containers", containers),
         ("advance_reservations", advance_reservations if advance_reservations else None))
         if value is not None]
     if events is not None:
@@ -175,6 +186,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         constraints.update(partitions=choices, resolution=resolution, window=window,
                            placement=placement, events=events, lifecycle=lifecycle,
                            blocked=_blocked(advance_reservations, jobs), checked=True)
+        if containers is not None:
+            constraints["images"] = engine_images(containers)
     try:
         run, prio, priority = _run_engine(model, cluster, jobs, spec.name, reserve_depth,
                                           priority, period, **constraints)
@@ -183,20 +196,23 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
             bar.close()
     schedule = _started_schedule(jobs, run, model)
     attempts = None if lifecycle is None else attempt_table(run)
+    pull = None if containers is None else run.pull
     passes = run.passes
     extra = {"partition": run.partition, "reason_code": run.reason, "never": run.never,
              "eligible": run.eligible, "priority": prio, "limits": limits,
              "partitions": partitions, "dependencies": dependencies, "placement": placement,
-             "attempts": attempts, "lifecycle": lifecycle, "events": events,
+             "attempts": attempts, "lifecycle": lifecycle, "events": events, "pull": pull,
              "priority_at": _PriorityAt(priority, run) if callable(priority) else
              (None if priority is None else _FixedPriority(priority))}
     if model == "counts" and dependencies is None and limits is None and priority is None:
         extra["partition"] = None      # one pool, no reasons: the records need no such columns
     wall = time.perf_counter() - wall - compile_seconds
-    summary = summarize(cluster, jobs, schedule,
+    summary = summarize(cluster, pull_workload(jobs, pull), schedule,
                         exclusive=engine == "pool" or _whole_node_jobs(cluster, jobs))
     if attempts is not None:
         summary["lifecycle"] = lifecycle_summary(jobs, attempts, lifecycle)
+    if containers is not None:
+        summary["images"] = images_summary(jobs, run, attempts, containers)
     skipped = list(skipped or [])
     summary.update({
         "policy": spec.name,

@@ -27,6 +27,7 @@ except ImportError as e:
 
 from ..model.cluster import Cluster
 from ..model.events import NODE_EVENT_KINDS
+from ..model.images import Containers, ImagePull
 from ..model.jobs import JobTable
 from ..model.lifecycle import Lifecycle
 
@@ -140,3 +141,17 @@ def lifecycles(draw, n: int, max_interval: int = 20, max_delay: int = 10):
     cost = [draw(st.integers(0, i - 1)) if i > 0 else 0 for i in interval]
     return Lifecycle.of(n, requeue=requeue, checkpoint_interval=interval, checkpoint_cost=cost,
                         delay=draw(st.integers(0, max_delay)))
+
+
+@st.composite
+def containers(draw, n: int, max_images: int = 3, max_pull: int = 12, max_cache: int = 3):
+    """A :class:`fastsched.model.images.Containers` for ``n`` jobs: each job one of
+    1..``max_images`` images or none, pulls of 0..``max_pull`` s (a default and some
+    per image) and a node cache of 0..``max_cache`` images (0: every start pulls)."""
+    names = [f"img{k}" for k in range(draw(st.integers(1, max_images)))]
+    image = draw(st.lists(st.sampled_from([""] + names), min_size=n, max_size=n))
+    seconds = {name: draw(st.integers(0, max_pull)) for name in names
+               if draw(st.booleans())}
+    return Containers.of(image, ImagePull(default=draw(st.integers(0, max_pull)),
+                                          capacity=draw(st.integers(0, max_cache)),
+                                          seconds=seconds))

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..model.cluster import Cluster
 from ..model.errors import InputError
+from ..model.images import with_pull
 from ..model.jobs import JobTable
 from ..model.schedule import Schedule
 from .report import VerifyReport
@@ -90,6 +91,10 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
     :class:`fastsched.model.lifecycle.Lifecycle`; None: no checkpoints, Slurm's
     requeue delay): :mod:`fastsched.verify.lifecycle`, without policy or constraint
     checks (asking for them is an UnsupportedError).
+
+    A ``pull_time`` column (a run with container images) is the seconds each record
+    pulled its image first, inside its run: its end is then start + min(pull +
+    runtime, limit).
     """
     if "attempt" in df.columns:
         from ..model.errors import UnsupportedError
@@ -128,9 +133,25 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
         schedule = schedule_from_frame(cluster, ordered)
     except InputError as e:
         raise InputError(e.reason, file=source, field=e.field) from None
+    jobs = with_pull(jobs, _pull(ordered, source))
     from . import verify
     return verify(cluster, jobs, schedule, policy=policy, reserve_depth=reserve_depth,
                   reservations=reservations, priority=_priority(ordered), **constraints)
+
+
+def _pull(df, source: str):
+    """The ``pull_time`` column as int64 seconds (empty: 0), or None without one."""
+    if "pull_time" not in df.columns:
+        return None
+    values = df["pull_time"].replace("", 0)
+    try:
+        raw = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raw = np.array([np.nan])
+    if not (np.isfinite(raw) & (raw >= 0) & (raw == np.round(raw))).all():
+        raise InputError("column 'pull_time' must hold whole seconds >= 0", file=source,
+                         field="pull_time")
+    return raw.astype(np.int64)
 
 
 def _priority(df):
@@ -175,7 +196,10 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
     ran = schedule.start_time >= 0
     keep = np.flatnonzero(ran)
     offsets, nodes = take_rows(schedule.alloc_offsets, schedule.alloc_nodes, keep)
+    pull = _pull(df, source)
     return verify_attempts(cluster, jobs, Attempts(row[keep], attempt[keep],
                                                    schedule.start_time[keep],
                                                    schedule.end_time[keep], killed[keep],
-                                                   offsets, nodes), events, lifecycle)
+                                                   offsets, nodes,
+                                                   None if pull is None else pull[keep]),
+                           events, lifecycle)

@@ -21,7 +21,9 @@ What each check GUARANTEES when it passes:
     a + 1 what attempt a had left minus the progress it had saved (its run rounded
     down to a multiple of the checkpoint interval; nothing without checkpoints):
     the last attempt ends at start + min(that, time limit). An attempt that ran
-    less resumed from beyond its last checkpoint.
+    less resumed from beyond its last checkpoint. With container images, an
+    attempt's image pull (its ``pull_time``) comes first: it runs pull + what it had
+    left (capped at its limit), and saves progress only of its run after the pull.
 
 Resources (``overcommit``, ``bad_allocation``, ``early_start``) are checked by
 :func:`fastsched.verify.verify` over all attempts together, each as a job whose
@@ -49,7 +51,8 @@ class Attempts:
     """Every attempt of a schedule: attempt k of job row ``row[k]`` (in the jobs'
     order), number ``attempt[k]``, ran ``[start[k], end[k])`` (-1: never started) on
     ``alloc_nodes[alloc_offsets[k]:alloc_offsets[k+1]]``; ``killed[k]``: it ended
-    NODE_FAIL."""
+    NODE_FAIL; ``pull[k]``: the seconds it pulled its container image first (None:
+    no pulls)."""
 
     row: np.ndarray
     attempt: np.ndarray
@@ -58,6 +61,7 @@ class Attempts:
     killed: np.ndarray
     alloc_offsets: np.ndarray
     alloc_nodes: np.ndarray
+    pull: np.ndarray | None = None
 
 
 def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
@@ -70,7 +74,9 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     a = Attempts(*(np.asarray(x)[order] for x in (attempts.row, attempts.attempt,
                                                    attempts.start, attempts.end,
                                                    attempts.killed)),
-                 *take_rows(attempts.alloc_offsets, attempts.alloc_nodes, order))
+                 *take_rows(attempts.alloc_offsets, attempts.alloc_nodes, order),
+                 pull=np.zeros(len(order), dtype=np.int64) if attempts.pull is None
+                 else np.asarray(attempts.pull, dtype=np.int64)[order])
     out: list[Violation] = []
     submit, runtime = _sequences(jobs, a, lifecycle, out)
     _node_states(cluster, jobs, a, events, out)
@@ -116,13 +122,14 @@ def _sequences(jobs, a, lifecycle, out):
             submit[k], left[k] = jobs.submit_time[j], jobs.runtime[j]
         else:
             submit[k] = a.end[k - 1] + delay
-            left[k] = left[k - 1] - int(saved_progress(a.end[k - 1] - a.start[k - 1],
-                                                       lifecycle.checkpoint_interval[j]))
+            ran = max(int(a.end[k - 1] - a.start[k - 1] - a.pull[k - 1]), 0)
+            left[k] = left[k - 1] - int(saved_progress(ran, lifecycle.checkpoint_interval[j]))
         _order(jid, a, k, first, last, submit, delay, out)
         if a.start[k] >= 0:
-            _work(jid, a, k, int(left[k]), int(jobs.time_limit[j]), int(jobs.runtime[j]), out)
+            _work(jid, a, k, int(left[k] + a.pull[k]), int(jobs.time_limit[j]),
+                  int(jobs.runtime[j]), out)
     ran = np.where(a.start >= 0, a.end - a.start, 0)
-    return submit, np.where(a.killed, ran, left)
+    return submit, np.where(a.killed, ran, left + a.pull)
 
 
 def _order(jid, a, k, first, last, submit, delay, out):
@@ -155,7 +162,7 @@ def _work(jid, a, k, left, limit, runtime, out):
         out.append(Violation("resumed_work", jid, int(a.start[k]),
                              f"job {jid}: attempt {a.attempt[k]} ran {ran} s, but had {need} "
                              f"s left (runtime {runtime} s less the progress its earlier "
-                             "attempts checkpointed" + (", capped at its limit)"
+                             "attempts checkpointed, plus its image pull" + (", capped at its limit)"
                                                         if need == limit else ")")))
 
 
