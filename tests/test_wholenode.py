@@ -52,7 +52,7 @@ def whole_node_cases(draw):
     return cluster, jobs, deps, groups, caps, rank, res, window
 
 
-def _run(case, policy, depth, whole: bool):
+def _run(case, policy, depth, whole: bool, images=None):
     """run_nodes through the whole-node pass or the general one; asserts which ran."""
     cluster, jobs, deps, groups, caps, rank, res, window = case
     ids = [int(j) for j in jobs.job_id]
@@ -67,7 +67,7 @@ def _run(case, policy, depth, whole: bool):
     with mock.patch.object(engine_loop, "WHOLE_NODE_PASS", whole), \
             mock.patch.object(engine_loop, "whole_node_run", spy):
         run = run_nodes(cluster, jobs, policy, depth, partitions=pc, dependencies=dp,
-                        limits=lg, rank=key, resolution=res, window=window)
+                        limits=lg, rank=key, resolution=res, window=window, images=images)
     assert took == ([True] if whole else []), "the run did not take the pass under test"
     return run
 
@@ -81,6 +81,9 @@ def _assert_same_runs(a, b):
         sb = slice(b.alloc_offsets[i], b.alloc_offsets[i + 1])
         assert a.alloc_nodes[sa].tolist() == b.alloc_nodes[sb].tolist(), i
         assert a.alloc_gpu_mask[sa].tolist() == b.alloc_gpu_mask[sb].tolist(), i
+    if a.pull is not None or b.pull is not None:
+        np.testing.assert_array_equal(a.pull, b.pull)
+        assert a.images_pulled == b.images_pulled
 
 
 @pytest.mark.parametrize("policy,depth", POLICIES)
@@ -88,6 +91,19 @@ def _assert_same_runs(a, b):
 @given(case=whole_node_cases())
 def test_whole_node_pass_matches_the_general_pass(case, policy, depth):
     _assert_same_runs(_run(case, policy, depth, True), _run(case, policy, depth, False))
+
+
+@pytest.mark.parametrize("policy,depth", POLICIES)
+@SETTINGS
+@given(case=whole_node_cases(), data=st.data())
+def test_whole_node_pass_with_image_pulls_matches_the_general_pass(case, data, policy, depth):
+    # a pull lengthens a run after its start: the whole-node pass plans with held ends
+    n = len(case[1])
+    images = (np.array(data.draw(st.lists(st.integers(-1, 2), min_size=n, max_size=n))),
+              np.array(data.draw(st.lists(st.integers(0, 30), min_size=3, max_size=3))),
+              data.draw(st.integers(0, 2)))
+    _assert_same_runs(_run(case, policy, depth, True, images),
+                      _run(case, policy, depth, False, images))
 
 
 @pytest.mark.parametrize("policy,depth", POLICIES)
