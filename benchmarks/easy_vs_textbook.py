@@ -47,14 +47,14 @@ import swf_like  # noqa: E402
 import textbook_easy  # noqa: E402
 
 
-def workloads(names):
+def workloads(names, count=None):
     import fastsched
     for name in names:
         if name == "kth-sp2":
             trace = fastsched.read_swf(fastsched.bundled_trace("KTH-SP2"))
             yield name, trace.procs, trace.jobs
         else:
-            nodes, jobs = swf_like.generate(name)
+            nodes, jobs = swf_like.generate(name, jobs=count)
             yield name, nodes, jobs
 
 
@@ -73,6 +73,7 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--only", nargs="*", default=["kth-sp2", "lanl-cm5", "mira", "big-50k"])
     ap.add_argument("--old", help="a directory holding the package fastsched_old")
+    ap.add_argument("--jobs", type=int, help="only the first N jobs of the SWF-like workloads")
     ap.add_argument("--general", action="store_true",
                     help="also time the nodes model's general pass (nodes-general)")
     args = ap.parse_args(argv)
@@ -85,7 +86,7 @@ def main(argv=None) -> None:
         sys.path.insert(0, args.old)
         from fastsched_old.engine.counts import run_counts as old
         from fastsched_old import Cluster as OldCluster
-    for name, nodes, jobs in workloads(args.only):
+    for name, nodes, jobs in workloads(args.only, args.jobs):
         cluster = Cluster.homogeneous(nodes)
         rows = textbook_easy.jobs_from_table(jobs)
         runners = {"textbook": lambda: textbook_easy.simulate_easy(rows, nodes),

@@ -71,12 +71,7 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
         if ctl[_REQUEST] == _STOP:
             break
         j = queue[q]
-        held = _held(j, jobs, lim)
-        if held >= 0:
-            out.reason[j] = held
-            continue
-        out.reason[j] = -1
-        mode = _plan_mode(j, reserved, rules, jobs, free, types, nodes)
+        mode = _job_mode(j, reserved, rules, jobs, free, types, nodes, lim, out)
         if mode == _STOP_WALK:
             break
         if mode == _SKIP:
@@ -152,6 +147,17 @@ def _last_to_walk(queue, qlen, rules, jobs, free, types, nodes):
         if _fits_now_somewhere(queue[q], jobs, free, types, nodes):
             return q
     return -1
+
+
+@leaf_kernel
+def _job_mode(j, reserved, rules, jobs, free, types, nodes, lim, out):
+    """:func:`_plan_mode`, or ``_SKIP`` when a limit holds job ``j``; its ``reason``
+    set (the cap that holds it, or -1)."""
+    held = _held(j, jobs, lim)
+    out.reason[j] = held
+    if held >= 0:
+        return _SKIP
+    return _plan_mode(j, reserved, rules, jobs, free, types, nodes)
 
 
 @leaf_kernel

@@ -34,8 +34,8 @@ from numba import njit
 from .freenow import _type_count
 from .interrupt import REQUEST as _REQUEST, STOP as _STOP
 from .leafkernel import leaf_kernel
-from .limits import _charge, _held
-from .passes import _SKIP, _STOP_WALK, _last_to_walk, _plan_mode
+from .limits import _charge
+from .passes import _SKIP, _STOP_WALK, _job_mode, _last_to_walk
 from .profile import _on_grid
 
 
@@ -73,12 +73,7 @@ def _whole_pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, 
         if ctl[_REQUEST] == _STOP:
             break
         j = queue[q]
-        held = _held(j, jobs, lim)
-        if held >= 0:
-            out.reason[j] = held
-            continue
-        out.reason[j] = -1
-        mode = _plan_mode(j, reserved, rules, jobs, free, types, nodes)
+        mode = _job_mode(j, reserved, rules, jobs, free, types, nodes, lim, out)
         if mode == _STOP_WALK:
             break
         if mode == _SKIP:
