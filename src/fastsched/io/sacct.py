@@ -229,7 +229,7 @@ def _drop_steps(rows: _Rows) -> int:
     """Parse JobIDs; drop step rows (returning how many) and malformed ones."""
     col = rows.index["jobid"]
     table = rows.table
-    width = int((table.ends[:, col] - table.starts[:, col]).max(initial=0)) + 1
+    width = int(table.lengths(col).max(initial=0)) + 1
     m, length = table.matrix(col, min(width, 64))
     base, task, het, step, pending, ok = job_ids_from_bytes(m, length)
     ok &= length < 64

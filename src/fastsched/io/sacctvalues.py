@@ -63,6 +63,8 @@ def _leading_digits(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for j in range(min(m.shape[1], 19)):
         d = m[:, j] - np.uint8(48)                      # wraps below '0': > 9
         active &= d <= 9
+        if not active.any():
+            break
         value = np.where(active, value * 10 + d, value)
         count += active
     return value, count
