@@ -69,6 +69,7 @@ REQUIRED_FIELDS = ("JobID", "Submit", "Start", "End", "Timelimit", "NNodes", "No
                    "State")
 _TEXT_FIELDS = ("User", "Account", "Partition", "QOS", "ExitCode", "Reservation",
                 "Dependency", "JobIDRaw", "Eligible", "Priority", "AllocTRES", "ReqTRES")
+_TIME_FIELDS = ("Submit", "Eligible", "Start", "End")
 
 
 def is_sacct(path) -> bool:
@@ -242,12 +243,26 @@ def _drop_steps(rows: _Rows) -> int:
     return int((step & ok).sum())
 
 
-def _times(rows: _Rows, name: str, tz: str):
+def _iso_columns(rows: _Rows, names) -> dict:
+    """(seconds, ok) of the ISO times of each of ``names`` the dump has, adjacent
+    columns read together."""
+    cols = sorted(rows.index[n.lower()] for n in names if rows.has(n))
+    out, run = {}, []
+    for c in cols + [None]:
+        if run and (c is None or c != run[-1] + 1):
+            out.update(rows.table.iso_time_columns(run))
+            run = []
+        if c is not None:
+            run.append(c)
+    return out
+
+
+def _times(rows: _Rows, name: str, tz: str, iso: dict):
     """(int64 epoch seconds, -1 for no value; bool per row: malformed)."""
     n = len(rows.table)
     if not rows.has(name):
         return np.full(n, -1, np.int64), np.zeros(n, bool)
-    secs, ok = rows.table.iso_times(rows.index[name.lower()])
+    secs, ok = iso[rows.index[name.lower()]]
     if tz not in ("UTC", "utc", "Z") and ok.any():
         secs[ok] = localize(secs[ok], tz)
     bad = np.zeros(n, bool)
@@ -261,8 +276,9 @@ def _columns(rows: _Rows, cluster: Cluster, tz: str) -> dict:
     """Every value the log needs, parsed, as arrays over the rows."""
     c = {}
     bad = np.zeros(len(rows.table), bool)
-    for name in ("Submit", "Eligible", "Start", "End"):
-        c[name], wrong = _times(rows, name, tz)
+    iso = _iso_columns(rows, _TIME_FIELDS)
+    for name in _TIME_FIELDS:
+        c[name], wrong = _times(rows, name, tz, iso)
         bad |= _check(rows, wrong, name, lambda i, name=name:
                       f"{rows.value(name, i)[:40]!r} is not a time")
     codes, limits, bad_limit = _per_unique(rows, "Timelimit", parse_limit)

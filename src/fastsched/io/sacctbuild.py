@@ -283,6 +283,8 @@ def _replayed_dependencies(rows, cols, r, kept, submit, jobs, array_job, array_t
     """(Dependencies of ``jobs``, ``jobs`` with the submit time of each job whose
     dependencies are all replayed set back to its Submit; rules in io.sacctdeps)."""
     codes, parsed = cols["deps"]
+    if all(d is None for d in parsed):
+        return Dependencies.none(len(jobs)), jobs
     per_job = [parsed[c] for c in codes[r[kept]].tolist()]
     if not any(d is not None for d in per_job):
         return Dependencies.none(len(jobs)), jobs
