@@ -122,32 +122,41 @@ class ByteTable:
         reach = [1.0] + [float((length > 8 * j).mean()) if len(s) else 0.0
                          for j in range(1, nwords)]
         common = sum(1 for r in reach if r >= 0.75)
-        step = np.arange(0, 8 * common, 8)
-        first = self._word(s[:, None] + step, length[:, None] - step)
+        pos = np.empty((len(s), common), np.int64)
+        for j in range(common):
+            np.add(s, 8 * j, out=pos[:, j])
+        first = self._word(pos, length, 0)
         if common == nwords:
             return first, length
         out = np.zeros((len(s), nwords), np.uint64)
         out[:, :common] = first
         for j in range(common, nwords):
             at = np.flatnonzero(length > 8 * j)
-            out[at, j] = self._word(s[at] + 8 * j, length[at] - 8 * j)
+            out[at, j] = self._word(s[at] + 8 * j, length[at], 8 * j)
         return out, length
 
-    def _word(self, pos: np.ndarray, left: np.ndarray) -> np.ndarray:
-        """The 8 bytes at each of ``pos``, of which the first ``left`` (clipped to 0-8)
-        are kept."""
+    def _word(self, pos: np.ndarray, length: np.ndarray, offset: int) -> np.ndarray:
+        """The 8 bytes at each of ``pos`` (rows x words, or one word per row), of a field
+        of ``length`` bytes (per row) read from byte ``offset`` on: bytes past the field's
+        end are zeroed."""
         limit = len(self.buf) - 8
         if self._u64 is None and limit >= 0:            # a word at every byte offset
             self._u64 = np.ndarray((limit + 1,), dtype="<u8", buffer=self.buf,
                                    strides=(1,))
         late = np.flatnonzero(pos > limit)              # reading past the buffer's end
-        word = self._u64[np.minimum(pos, limit)] if limit >= 0 else \
-            np.zeros(pos.shape, np.uint64)
+        if len(late):
+            flat_pos = pos.reshape(-1)
+            late_pos = flat_pos[late].copy()
+            flat_pos[late] = max(limit, 0)
+        word = self._u64[pos] if limit >= 0 else np.zeros(pos.shape, np.uint64)
         flat = word.reshape(-1)
-        for i in late.tolist():
-            p = int(pos.reshape(-1)[i])
+        for i, p in zip(late.tolist(), late_pos.tolist() if len(late) else []):
             flat[i] = np.frombuffer(bytes(self.buf[p:p + 8]).ljust(8, b"\0"), "<u8")[0]
-        word &= _MASKS[np.clip(left, 0, 8)]
+        if word.ndim == 1:
+            word &= _MASKS[np.clip(length - offset, 0, 8)]
+        else:                                           # one column at a time: less memory
+            for j in range(word.shape[1]):
+                word[:, j] &= _MASKS[np.clip(length - (offset + 8 * j), 0, 8)]
         return word
 
     def matrix(self, col: int, width: int | None = None, rows=None):
@@ -241,7 +250,7 @@ class ByteTable:
         start = self._column(cols[0])[0][full]
         nwords = -(-span // 8)
         step = np.arange(0, 8 * nwords, 8)
-        w = self._word(start[:, None] + step, np.full((1, nwords), 8))
+        w = self._word(start[:, None] + step, np.full(1, 8 * nwords), 0)
         out = {}
         other = np.flatnonzero(~full)
         for k, c in enumerate(cols):
