@@ -276,7 +276,8 @@ def _workload(rows, cols, r, raw, part, limit, elapsed, attempt, req, cluster, u
     return Workload(jobs, account, users[0], account_names,
                     np.arange(len(account_names), dtype=np.int32), list(account_names),
                     qos=qos, qos_names=qos_names, array_job=array_job[sort],
-                    array_task=array_task[sort], dependencies=_permuted(deps, sort))
+                    array_task=array_task[sort], dependencies=_permuted(deps, sort),
+                    gpu_type=req["type"][rows_kept])
 
 
 def _replayed_dependencies(rows, cols, r, kept, submit, jobs, array_job, array_task):

@@ -11,7 +11,7 @@ The CSV format (``.csv`` or ``.csv.gz``) has one row per submission, with header
 
     job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,cpus_per_node,
     mem_per_node,partition,user,account[,org][,qos][,name][,dependency][,array]
-    [,array_job_id,array_task_id[,array_task_throttle]]
+    [,array_job_id,array_task_id[,array_task_throttle]][,gpu_type]
 
 Times are integer seconds, memory is MB per node; ``partition``, ``user``,
 ``account``, ``org`` and ``qos`` are names. A job whose ``runtime`` exceeds its
@@ -38,6 +38,12 @@ order after the required ones; any other extra column is ignored):
   groups are its alone while it runs) or empty; anything else is an error.
 * ``requeue``, ``checkpoint_interval``, ``checkpoint_cost``: what a node failure does
   to the job (:mod:`fastsched.io.lifecycle`).
+* ``gpu_type``: the GPU type of ``--gres=gpu:TYPE:N`` (``a100``; Slurm's TRES spelling
+  ``gres/gpu:a100`` and ``gpu:a100`` mean the same); empty: any type. A type no node
+  of the cluster has is an error (:mod:`fastsched.io.workloadgpu`); a typed row that
+  no node of its partitions with the type can hold is skipped. Simulated on the nodes
+  with the type through derived partitions ``P:T``:
+  :func:`fastsched.sim.gputypes.typed_workload` (``fastsched simulate`` does it).
 
 A ``.parquet`` (``.pq``) file holds the same columns, typed (:mod:`fastsched.io.parquet`;
 needs the extra ``fastsched[parquet]``).
@@ -59,6 +65,7 @@ from .lifecycle import lifecycle_text, read_lifecycle_columns
 from .parquet import is_parquet, read_parquet_frame, write_parquet_frame
 from .sbatch import parse_array, parse_dependency
 from .submission import build_jobs
+from .workloadgpu import GPU_TYPE_COLUMN, read_gpu_types, request_groups
 from ..model.validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS, request_capacity
 
 __all__ = ["Workload", "write_workload", "read_workload", "requests_to_workload",
@@ -75,11 +82,12 @@ _NAME_COLUMNS = ["partition", "user", "account"]
 DEFAULT_QOS = "normal"
 _TASK_COLUMNS = ["array_job_id", "array_task_id", "array_task_throttle"]
 _TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array", "exclusive",
-                                 "requeue", "checkpoint_interval", "checkpoint_cost"]
+                                 "requeue", "checkpoint_interval", "checkpoint_cost",
+                                 GPU_TYPE_COLUMN]
 #: the optional Workload fields (None = the default)
 _OPTIONAL = ("qos", "qos_names", "name", "dependencies", "partitions", "array_job",
              "array_task", "limits", "exclusive_topo", "requeue", "checkpoint_interval",
-             "checkpoint_cost")
+             "checkpoint_cost", "gpu_type")
 
 
 @dataclass
@@ -95,7 +103,8 @@ class Workload:
     the array job id and task index of array tasks, -1 otherwise;
     ``exclusive_topo`` (bool per job): ``--exclusive=topo``; ``requeue`` (int8 per
     job: 1 --requeue, 0 --no-requeue, -1 the cluster's default),
-    ``checkpoint_interval`` and ``checkpoint_cost`` (seconds; :meth:`lifecycle`). Everything
+    ``checkpoint_interval`` and ``checkpoint_cost`` (seconds; :meth:`lifecycle`);
+    ``gpu_type`` (str per job, "" untyped): the GPU type asked for. Everything
     after ``org_names`` is optional and defaults to "not used" (``name``,
     ``array_job`` and ``array_task`` then are read-only constant views).
     """
@@ -118,6 +127,7 @@ class Workload:
     requeue: np.ndarray | None = None
     checkpoint_interval: np.ndarray | None = None
     checkpoint_cost: np.ndarray | None = None
+    gpu_type: np.ndarray | None = None
     #: rows of the file left out because they can never run on the cluster
     #: (:class:`fastsched.io.swf.SkippedJob`, by file line), as SWF traces list theirs
     skipped: list = field(default_factory=list)
@@ -175,6 +185,8 @@ class Workload:
             self.limits = no_limits(n)
         self.exclusive_topo = _constant(False, n, np.bool_) if self.exclusive_topo is None \
             else np.ascontiguousarray(self.exclusive_topo, dtype=np.bool_)
+        self.gpu_type = _constant("", n, object) if self.gpu_type is None else \
+            np.asarray(self.gpu_type, dtype=object)
         for attr, fill, dtype in (("requeue", -1, np.int8), ("checkpoint_interval", 0, np.int64),
                                   ("checkpoint_cost", 0, np.int64)):
             value = getattr(self, attr)
@@ -322,6 +334,8 @@ def _optional_columns(w: Workload) -> dict:
     if w.exclusive_topo.any():
         out["exclusive"] = np.where(w.exclusive_topo, "topo", "").astype(object)
     out.update(lifecycle_text(w.requeue, w.checkpoint_interval, w.checkpoint_cost))
+    if (w.gpu_type != "").any():
+        out[GPU_TYPE_COLUMN] = np.asarray(w.gpu_type, dtype=object)
     throttle = array_throttle(w.limits) if len(w.limits.caps) else np.zeros(len(w), np.int64)
     is_task = w.array_job >= 0
     if (throttle[~is_task] != 0).any():
@@ -400,10 +414,14 @@ def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
     if "exclusive" in frame.columns:
         per_row["exclusive_topo"] = _exclusive_column(frame["exclusive"], fname)
     per_row.update(read_lifecycle_columns(frame, fname))
+    if GPU_TYPE_COLUMN in frame.columns:
+        per_row["gpu_type"] = read_gpu_types(frame[GPU_TYPE_COLUMN], cols["gpus_per_node"],
+                                             cluster, fname)
     dependency = _parse_sparse(frame, "dependency", parse_dependency, fname)
     arrays = _parse_sparse(frame, "array", parse_array, fname)
     tasks = _task_columns(frame, fname)
-    keep, skipped = _runnable_rows(cluster, cols, partitions, fname, strict)
+    keep, skipped = _runnable_rows(cluster, cols, partitions, fname, strict,
+                                   per_row.get("gpu_type"))
     lines = np.flatnonzero(keep) + 2
     if skipped:
         cols, per_row, tasks, dependency, arrays, partitions = _take_rows(
@@ -417,16 +435,17 @@ def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
 
 
 def _runnable_rows(cluster: Cluster, cols: dict, partitions: PartitionChoices, fname: str,
-                   strict: bool):
+                   strict: bool, gpu_type=None):
     """(bool per row: can run on ``cluster``, SkippedJob list of the others).
 
     A row can run when one of its partitions has ``num_nodes`` nodes that each hold
-    its per-node request. One count per distinct (partition, request): a loop over
-    request types, not rows."""
+    its per-node request (of them, a typed row counts the nodes with its GPU type).
+    One count per distinct (partition, request): a loop over request types, not rows."""
     from .swf import SkippedJob
     rows = np.repeat(np.arange(len(cols["job_id"])), np.diff(partitions.offsets))
+    groups, entry_group = request_groups(cluster, partitions, gpu_type)
     entry_capacity = request_capacity(
-        [p.nodes for p in cluster.partitions], partitions.partition,
+        groups, entry_group,
         cols["gpus_per_node"][rows], cols["cpus_per_node"][rows], cols["mem_per_node"][rows],
         cluster)
     fits = cols["num_nodes"][rows] <= entry_capacity
@@ -435,7 +454,9 @@ def _runnable_rows(cluster: Cluster, cols: dict, partitions: PartitionChoices, f
     for i in np.flatnonzero(~keep).tolist():
         entries = slice(partitions.offsets[i], partitions.offsets[i + 1])
         names = ",".join(cluster.partitions[p].name for p in partitions.partition[entries])
-        reason = (f"needs {cols['num_nodes'][i]} node(s) with {cols['gpus_per_node'][i]} GPUs, "
+        typed = f" ({gpu_type[i]})" if gpu_type is not None and gpu_type[i] else ""
+        reason = (f"needs {cols['num_nodes'][i]} node(s) with {cols['gpus_per_node'][i]} "
+                  f"GPUs{typed}, "
                   f"{cols['cpus_per_node'][i]} CPUs and {cols['mem_per_node'][i]} MB; partition "
                   f"{names!r} has {entry_capacity[entries].max()} such node(s)")
         if strict:
@@ -606,7 +627,8 @@ def _assemble(built: dict, user_names, account_names, org_of_account, org_names,
                     array_task=built["array_task"], limits=built["limits"],
                     exclusive_topo=built.get("exclusive_topo"), requeue=built.get("requeue"),
                     checkpoint_interval=built.get("checkpoint_interval"),
-                    checkpoint_cost=built.get("checkpoint_cost"))
+                    checkpoint_cost=built.get("checkpoint_cost"),
+                    gpu_type=built.get("gpu_type"))
 
 
 def _partition_choices(codes, uniques: list[str], cluster: Cluster,
