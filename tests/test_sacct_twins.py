@@ -119,3 +119,45 @@ def test_node_lists_together_equal_one_by_one(texts, data):
     # fails there or is of a shape the fast path does not take
     for k in slow.tolist():
         assert k in wanted
+
+
+TRES_ITEMS = st.one_of(
+    st.builds("{}={}".format, st.sampled_from(["cpu", "node", "gres/gpu", "gres/gpu:a100",
+                                               "gres/gpu:h100", "gres/gpufoo", "billing",
+                                               "energy", "fs/disk", "license/x"]),
+              st.one_of(st.integers(0, 10**13).map(str),
+                        st.sampled_from(["", "x", "1.5", "1=2", "²", "007", " 4", "4\r"]))),
+    st.builds("mem={}{}".format, st.one_of(st.integers(0, 10**6).map(str),
+                                           st.sampled_from(["1.5", "0.25", "x", ""])),
+              st.sampled_from(["", "K", "M", "G", "T", "P", "g", "X"])),
+    st.sampled_from(["", "cpu", " cpu=2", "\tnode=1", "é=1", "Unknown", "cpu=１"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(TRES_ITEMS, max_size=7).map(",".join), max_size=12))
+def test_tres_together_equal_one_by_one(texts):
+    """parse_tres_many gives parse_tres's value for every text it parses, and leaves
+    every text that parse_tres refuses to it."""
+    from fastsched.io.sacctvalues import parse_tres, parse_tres_many
+    from fastsched.model.errors import InputError
+    table, types, done = parse_tres_many(texts)
+    for k, text in enumerate(texts):
+        try:
+            want = parse_tres(text)
+        except (InputError, ValueError):
+            assert not done[k]
+            continue
+        if done[k]:
+            assert tuple(table[k].tolist()) == want[:3] + want[4:] and types[k] == want[3]
+
+
+def test_tres_usual_forms_are_parsed_together():
+    from fastsched.io.sacctvalues import parse_tres, parse_tres_many
+    texts = ["billing=8,cpu=8,gres/gpu:a100=2,gres/gpu=2,mem=32G,node=1", "cpu=4,mem=3900M,node=1",
+             "cpu=4,gres/gpu:v100=1,gres/gpu:t4=2", "billing=1,cpu=1,energy=12,mem=0.5G,node=1",
+             "cpu=2,node=1,gres/gpu:h100=8"]
+    table, types, done = parse_tres_many(texts)
+    assert done.all()
+    for k, text in enumerate(texts):
+        want = parse_tres(text)
+        assert tuple(table[k].tolist()) == want[:3] + want[4:] and types[k] == want[3]

@@ -87,13 +87,21 @@ class ByteTable:
         self.lines = self.lines[mask]
         self._ranges.clear()
 
+    def _delimiter(self, j: int) -> np.ndarray:
+        """Position of every row's j-th delimiter (0: the one before its first field;
+        field k lies between delimiters k and k + 1), read once per j."""
+        key = ("delimiter", j)
+        if key not in self._ranges:
+            self._ranges[key] = self.delim[self.row + j].astype(np.int64)
+        return self._ranges[key]
+
     def _column(self, col: int) -> tuple[np.ndarray, np.ndarray]:
         """(start, length) of every row's field ``col`` (int64)."""
         if col not in self._ranges:
-            start = self.delim[self.row + col].astype(np.int64) + 1
-            end = self.delim[self.row + col + 1].astype(np.int64)
+            start = self._delimiter(col) + 1
+            end = self._delimiter(col + 1)
             if col == self.ncols - 1:                   # a CR before the newline
-                end -= (end > start) & (self.buf[np.maximum(end - 1, 0)] == _CR)
+                end = end - ((end > start) & (self.buf[np.maximum(end - 1, 0)] == _CR))
             self._ranges[col] = (start, end - start)
         return self._ranges[col]
 

@@ -60,7 +60,7 @@ from .bytetable import ByteTable
 from .sacctbuild import SacctLog, build_log
 from .sacctdeps import parse_recorded_dependency
 from .sacctvalues import NO_VALUE, job_ids_from_bytes, parse_limit, parse_times, parse_tres, \
-    state_word
+    parse_tres_many, state_word
 from .swf import SkippedJob
 
 __all__ = ["SacctLog", "read_sacct", "is_sacct", "REQUIRED_FIELDS"]
@@ -315,20 +315,20 @@ def _tres(rows: _Rows):
         if not rows.has(name) or not len(todo):
             continue
         codes, uniques = rows.table.factorize(rows.index[name.lower()], todo)
-        parsed = []
-        for k, text in enumerate(uniques):
+        table, parsed_types, done = parse_tres_many(uniques)
+        for k in np.flatnonzero(~done).tolist():        # rare forms, and errors
             try:
-                parsed.append(parse_tres(text))
+                t = parse_tres(uniques[k])
+                table[k], parsed_types[k] = t[:3] + t[4:], t[3]
             except InputError as e:
-                parsed.append((-1, -1, 0, "", -1))
+                table[k], parsed_types[k] = (-1, -1, 0, -1), ""
                 where = np.zeros(n, bool)
                 where[todo[codes == k]] = True
                 bad |= _check(rows, where, name, lambda i, r=e.reason: r)
         empty = np.array([u.strip() in NO_VALUE for u in uniques], bool)[codes]
         got = todo[~empty]
-        table = np.array([t[:3] + t[4:] for t in parsed], np.int64).reshape(-1, 4)
         ints[got] = table[codes[~empty]]
-        types[got] = np.array([t[3] for t in parsed] + [""], dtype=object)[codes[~empty]]
+        types[got] = np.array(parsed_types + [""], dtype=object)[codes[~empty]]
         todo = todo[empty]
     return (ints, types), bad
 
