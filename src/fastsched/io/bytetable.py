@@ -30,7 +30,7 @@ _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], np.u
 def delimiters(buf: np.ndarray) -> np.ndarray:
     """Sorted positions of every ``|`` and newline in ``buf``, then ``len(buf)`` when
     the buffer does not end with a newline (int32 when positions fit)."""
-    dtype = np.int32 if len(buf) < 2**31 - 1 else np.int64
+    dtype = np.int32 if len(buf) < 2**31 - 2**20 else np.int64   # room for word offsets
     found = np.empty(min(len(buf), _SLICE), bool)
     other = np.empty(min(len(buf), _SLICE), bool)
     parts = []
@@ -92,11 +92,12 @@ class ByteTable:
         field k lies between delimiters k and k + 1), read once per j."""
         key = ("delimiter", j)
         if key not in self._ranges:
-            self._ranges[key] = self.delim[self.row + j].astype(np.int64)
+            self._ranges[key] = self.delim[self.row + j]
         return self._ranges[key]
 
     def _column(self, col: int) -> tuple[np.ndarray, np.ndarray]:
-        """(start, length) of every row's field ``col`` (int64)."""
+        """(start, length) of every row's field ``col`` (the delimiters' integer type:
+        int32 below 2 GB)."""
         if col not in self._ranges:
             start = self._delimiter(col) + 1
             end = self._delimiter(col + 1)
