@@ -56,6 +56,12 @@ def _parse(texts, wanted, names_index, prefixes):
     slow = []
     for k in wanted:
         text = texts[k]
+        if "[" not in text and "," not in text:         # one name: the common case
+            plain_t.append(k)
+            plain_n.append(names_index.get(text, -1))
+            if plain_n[-1] < 0:
+                slow.append(k)
+            continue
         pos, items = 0, []
         for m in _ITEM.finditer(text):
             if m.start() != pos or m.end() == m.start():
