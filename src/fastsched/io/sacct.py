@@ -267,7 +267,12 @@ def _times(rows: _Rows, name: str, tz: str, iso: dict):
         secs[ok] = localize(secs[ok], tz)
     bad = np.zeros(n, bool)
     other = np.flatnonzero(~ok)
-    if len(other):
+    if len(other):                                      # Unknown, None...: no value
+        codes, uniques = rows.table.factorize(rows.index[name.lower()], other)
+        none = np.array([u in NO_VALUE for u in uniques], bool)[codes]
+        secs[other[none]] = -1
+        other = other[~none]
+    if len(other):                                      # offsets, odd forms, errors
         secs[other], bad[other] = parse_times(rows.strings(name, other), tz)
     return secs, bad
 
