@@ -98,8 +98,9 @@ def sacct(repeat: int, rows: int, folder: Path, old: str | None) -> None:
     for label, r in runs.items():
         wall, cpu = _median([x[:2] for x in r])
         print(f"read_sacct {dump.name} ({dump.stat().st_size / 1e6:.0f} MB, {r[0][2]:,} runs) "
-              f"[{label}]: {wall:.2f} s wall (min {min(x[0] for x in r):.2f}) / {cpu:.2f} s "
-              f"CPU (min {min(x[1] for x in r):.2f}), {repeat} runs")
+              f"[{label}]: {wall:.2f} s wall ({min(x[0] for x in r):.2f}-"
+              f"{max(x[0] for x in r):.2f}) / {cpu:.2f} s CPU ({min(x[1] for x in r):.2f}-"
+              f"{max(x[1] for x in r):.2f}), {repeat} runs")
 
 
 def processes(repeat: int) -> None:

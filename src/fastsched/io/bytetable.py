@@ -59,8 +59,8 @@ class ByteTable:
         buf = np.frombuffer(raw, np.uint8)
         self.buf, self.ncols = buf, ncols
         delim = delimiters(buf)
-        at_nl = buf[np.minimum(delim, max(len(buf) - 1, 0))] == _NL
-        at_nl[-1] = True                                # a newline or the buffer's end
+        at_nl = np.ones(len(delim), bool)               # the last: a newline or the end
+        np.equal(buf[delim[:-1]], _NL, out=at_nl[:-1])
         ends = np.flatnonzero(at_nl)                    # index in delim of each line's end
         prev, last = ends[:-1], ends[1:]                # data lines: the header is line 1
         start = delim[prev].astype(np.int64) + 1
@@ -197,13 +197,15 @@ class ByteTable:
         import pandas as pd
         _, length = self._range(col, rows)
         short = length <= _LONG
-        if not short.all():
+        every = bool(short.all())
+        if not every:
             rows = np.arange(len(self)) if rows is None else rows
-        sub = rows if short.all() else rows[short]
+        sub = rows if every else rows[short]
         codes = np.full(len(length), -1, np.int64)
         uniques: list[str] = []
         if short.any():
-            words, lens = self.words(col, int(length[short].max(initial=0)), sub)
+            longest = length.max() if every else length[short].max()
+            words, lens = self.words(col, int(longest), sub)
             h = lens.astype(np.uint64)
             with np.errstate(over="ignore"):
                 for j in range(words.shape[1]):
@@ -217,8 +219,10 @@ class ByteTable:
                 c = _exact_codes(words)
                 first = np.unique(c, return_index=True)[1]
                 distinct = words[first]
-            codes[short] = c
             uniques = _texts(distinct, lens[first])
+            if every:
+                return c.astype(np.int64, copy=False), uniques
+            codes[short] = c
         seen = {u: k for k, u in enumerate(uniques)}
         for i in np.flatnonzero(~short).tolist():
             t = self.text(col, int(rows[i]))
