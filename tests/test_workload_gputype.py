@@ -98,6 +98,15 @@ def test_written_back_and_read_again(site, rows, suffix):
                                   else pd.read_csv(out)).columns
 
 
+def test_a_parquet_null_is_untyped(site):
+    folder, cluster = site
+    frame = pd.read_csv(folder / "w.csv", keep_default_na=False)
+    frame["gpu_type"] = ["v100", None, "v100", None]
+    frame.to_parquet(folder / "w.parquet")
+    assert read_workload(folder / "w.parquet", cluster).gpu_type.tolist() == \
+        ["v100", "", "v100", ""]
+
+
 def test_api_places_typed_jobs_on_their_nodes(site):
     folder, cluster = site
     w = read_workload(folder / "w.csv", cluster)

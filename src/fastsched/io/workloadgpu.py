@@ -42,11 +42,11 @@ def read_gpu_types(series, gpus_per_node: np.ndarray, cluster: Cluster,
                    fname: str) -> np.ndarray:
     """The ``gpu_type`` column as a type per row ("" untyped), checked (module docs)."""
     import pandas as pd
-    codes, uniques = pd.factorize(series.astype(str), use_na_sentinel=False)
+    codes, uniques = pd.factorize(series.fillna("").astype(str), use_na_sentinel=False)
     values = [gpu_type_value(u) for u in uniques]
     known = set(cluster_gpu_types(cluster))
     for k, (raw, t) in enumerate(zip(uniques, values)):
-        if t and (t not in known or t in ("nan", "<NA>")):
+        if t and t not in known:
             i = int(np.flatnonzero(codes == k)[0])
             have = ", ".join(sorted(known)) or "none: its nodes' Gres name no GPU type"
             raise InputError(f"GPU type {raw!r} is not a GPU type of the cluster (it has "
