@@ -15,13 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastsched as fs
+import shared_dir
 from fastsched.cli import main
 from fastsched.io.gpureaders import sniff_gpu_format
 from fastsched.io.gputrace import LIMIT_STEPS, derive_limits, read_gpu_trace, read_pai_nodes
 from fastsched.model.errors import ConfigWarning, InputError
 
 DATA = Path(__file__).parent / "data" / "gpu"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "traces" / "gpu"
+SHARED = shared_dir.SHARED / "traces" / "gpu"
 
 
 def epoch(text: str) -> int:

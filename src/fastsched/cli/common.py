@@ -216,6 +216,11 @@ def load_trace(path: str, *, procs=None, strict=False, cluster_spec=None, fmt="a
         from ..tools.generate import load_cluster
         cluster = load_cluster(cluster_spec)
         workload = read_workload(path, cluster, strict=strict)
+        if (workload.gpu_type != "").any():             # gpu_type column: typed placement
+            from ..sim.gputypes import typed_workload
+            cluster, workload, placed = typed_workload(cluster, workload)
+            for note in placed.notes:
+                print(f"note: {path}: {note}")
         return cluster, workload, workload.jobs, workload.skipped
     if cluster_spec:
         raise InputError("--cluster is for workload CSVs; an SWF trace runs on its own machine "

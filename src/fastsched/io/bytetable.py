@@ -1,10 +1,16 @@
 """A ``|``-separated text table (``sacct --parsable2``) read column by column from its
-bytes with NumPy: no Python object per cell, so a million rows read in about a second.
+bytes with NumPy: no Python object per cell.
 
-Each field is a (start, end) byte range. A column is read as a padded byte matrix
-(rows x longest field), from which integers, ISO times and distinct texts are
-computed with vectorised operations; texts are grouped by a 64-bit hash and then
-compared byte for byte, so equal codes always mean equal texts.
+The buffer is scanned once, in slices that stay in cache, for the positions of its
+``|`` and newline bytes; a row is the index of its line's first delimiter in that
+array, so a field is two look-ups and dropping rows moves one index per row. A column
+is read as 64-bit words gathered from the buffer (rows x words, zeroed past each
+field's end), from which integers, ISO times and distinct texts are computed with
+vectorised operations; texts are grouped by a 64-bit hash and then compared word for
+word, so equal codes always mean equal texts.
+
+Large temporaries are few on purpose: a fresh array of hundreds of MB costs more in
+page faults (huge pages on this kernel) than the arithmetic done on it.
 """
 from __future__ import annotations
 
@@ -15,6 +21,31 @@ __all__ = ["ByteTable"]
 #: fields longer than this are grouped one by one in Python (a malformed line, not data)
 _LONG = 256
 _PIPE, _NL, _CR = ord("|"), ord("\n"), ord("\r")
+#: bytes scanned per slice when looking for delimiters
+_SLICE = 1 << 20
+#: _MASKS[k]: the low k bytes of a little-endian word
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], np.uint64)
+
+
+def delimiters(buf: np.ndarray) -> np.ndarray:
+    """Sorted positions of every ``|`` and newline in ``buf``, then ``len(buf)`` when
+    the buffer does not end with a newline (int32 when positions fit)."""
+    dtype = np.int32 if len(buf) < 2**31 - 2**20 else np.int64   # room for word offsets
+    found = np.empty(min(len(buf), _SLICE), bool)
+    other = np.empty(min(len(buf), _SLICE), bool)
+    parts = []
+    for at in range(0, len(buf), _SLICE):
+        piece = buf[at:at + _SLICE]
+        f, o = found[:len(piece)], other[:len(piece)]
+        np.equal(piece, _PIPE, out=f)
+        np.equal(piece, _NL, out=o)
+        np.logical_or(f, o, out=f)
+        hits = np.flatnonzero(f)
+        hits += at
+        parts.append(hits.astype(dtype))
+    if not len(buf) or buf[-1] != _NL:
+        parts.append(np.array([len(buf)], dtype))
+    return np.concatenate(parts)
 
 
 class ByteTable:
@@ -26,79 +57,133 @@ class ByteTable:
 
     def __init__(self, raw: bytes, ncols: int):
         buf = np.frombuffer(raw, np.uint8)
-        self.buf = buf
-        nl = np.flatnonzero(buf == _NL)
-        if len(buf) and buf[-1] != _NL:
-            nl = np.append(nl, len(buf))
-        start = np.r_[0, nl[:-1] + 1].astype(np.int64)
-        end = nl.astype(np.int64)
-        cr = (end > start) & (buf[np.maximum(end - 1, 0)] == _CR)
-        end = end - cr
-        start, end = start[1:], end[1:]                  # the header is line 1
-        pipes = np.flatnonzero(buf == _PIPE)
-        first = np.searchsorted(pipes, start)
-        count = np.searchsorted(pipes, end) - first
+        self.buf, self.ncols = buf, ncols
+        delim = delimiters(buf)
+        at_nl = np.ones(len(delim), bool)               # the last: a newline or the end
+        np.equal(buf[delim[:-1]], _NL, out=at_nl[:-1])
+        ends = np.flatnonzero(at_nl)                    # index in delim of each line's end
+        prev, last = ends[:-1], ends[1:]                # data lines: the header is line 1
+        start = delim[prev].astype(np.int64) + 1
+        end = delim[last].astype(np.int64)
+        end -= (end > start) & (buf[np.maximum(end - 1, 0)] == _CR)
+        count = last - prev - 1                         # '|' in the line
         blank = end == start
         good = (count == ncols - 1) & ~blank
         line = np.arange(len(start), dtype=np.int64) + 2
         self.wrong = list(zip(line[~good & ~blank].tolist(),
                               (count[~good & ~blank] + 1).tolist()))
         self.lines = line[good]
-        f = first[good]
-        starts = np.empty((len(f), ncols), np.int64, order="F")   # columns contiguous
-        ends = np.empty((len(f), ncols), np.int64, order="F")
-        starts[:, 0] = start[good]
-        ends[:, -1] = end[good]
-        if ncols > 1:
-            at = pipes[f[:, None] + np.arange(ncols - 1)]
-            ends[:, :-1] = at
-            starts[:, 1:] = at + 1
-        self.starts, self.ends = starts, ends
-        self._padded = None
+        self.delim = delim
+        self.row = prev[good]                           # the delimiter before field 0
+        self._ranges: dict = {}
+        self._u64 = None
 
     def __len__(self) -> int:
         return len(self.lines)
 
     def keep(self, mask: np.ndarray) -> None:
         """Keep only the rows where ``mask`` holds."""
-        self.starts = self.starts.T[:, mask].T          # one copy, columns contiguous
-        self.ends = self.ends.T[:, mask].T
+        self.row = self.row[mask]
         self.lines = self.lines[mask]
+        self._ranges.clear()
+
+    def _delimiter(self, j: int) -> np.ndarray:
+        """Position of every row's j-th delimiter (0: the one before its first field;
+        field k lies between delimiters k and k + 1), read once per j."""
+        key = ("delimiter", j)
+        if key not in self._ranges:
+            self._ranges[key] = self.delim[self.row + j]
+        return self._ranges[key]
+
+    def _column(self, col: int) -> tuple[np.ndarray, np.ndarray]:
+        """(start, length) of every row's field ``col`` (the delimiters' integer type:
+        int32 below 2 GB)."""
+        if col not in self._ranges:
+            start = self._delimiter(col) + 1
+            end = self._delimiter(col + 1)
+            if col == self.ncols - 1:                   # a CR before the newline
+                end = end - ((end > start) & (self.buf[np.maximum(end - 1, 0)] == _CR))
+            self._ranges[col] = (start, end - start)
+        return self._ranges[col]
+
+    def _range(self, col: int, rows):
+        s, length = self._column(col)
+        if rows is not None:
+            s, length = s[rows], length[rows]
+        return s, length
+
+    def lengths(self, col: int) -> np.ndarray:
+        """Byte length of every row's field ``col``."""
+        return self._column(col)[1]
 
     def text(self, col: int, row: int) -> str:
         """One field as text."""
-        return bytes(self.buf[self.starts[row, col]:self.ends[row, col]]).decode(
-            "utf-8", "replace")
+        s, length = self._column(col)
+        return bytes(self.buf[s[row]:s[row] + length[row]]).decode("utf-8", "replace")
 
-    def _range(self, col: int, rows):
-        s, e = self.starts[:, col], self.ends[:, col]
-        if rows is not None:
-            s, e = s[rows], e[rows]
-        return s, e - s
+    def words(self, col: int, width: int, rows=None):
+        """(little-endian uint64 rows x ceil(width / 8) matrix of the column's first
+        ``width`` bytes, zero past each field's end; lengths). The words most fields
+        reach are gathered together (a row's words share its cache lines); a word few
+        fields reach is read for those rows only."""
+        s, length = self._range(col, rows)
+        nwords = max(1, -(-width // 8))
+        reach = [1.0] + [float((length > 8 * j).mean()) if len(s) else 0.0
+                         for j in range(1, nwords)]
+        common = sum(1 for r in reach if r >= 0.75)
+        pos = np.empty((len(s), common), np.int64)
+        for j in range(common):
+            np.add(s, 8 * j, out=pos[:, j])
+        first = self._word(pos, length, 0)
+        if common == nwords:
+            return first, length
+        out = np.zeros((len(s), nwords), np.uint64)
+        out[:, :common] = first
+        for j in range(common, nwords):
+            at = np.flatnonzero(length > 8 * j)
+            out[at, j] = self._word(s[at] + 8 * j, length[at], 8 * j)
+        return out, length
+
+    def _word(self, pos: np.ndarray, length: np.ndarray, offset: int) -> np.ndarray:
+        """The 8 bytes at each of ``pos`` (rows x words, or one word per row), of a field
+        of ``length`` bytes (per row) read from byte ``offset`` on: bytes past the field's
+        end are zeroed."""
+        limit = len(self.buf) - 8
+        if self._u64 is None and limit >= 0:            # a word at every byte offset
+            self._u64 = np.ndarray((limit + 1,), dtype="<u8", buffer=self.buf,
+                                   strides=(1,))
+        late = np.flatnonzero(pos > limit)              # reading past the buffer's end
+        if len(late):
+            flat_pos = pos.reshape(-1)
+            late_pos = flat_pos[late].copy()
+            flat_pos[late] = max(limit, 0)
+        word = self._u64[pos] if limit >= 0 else np.zeros(pos.shape, np.uint64)
+        flat = word.reshape(-1)
+        for i, p in zip(late.tolist(), late_pos.tolist() if len(late) else []):
+            flat[i] = np.frombuffer(bytes(self.buf[p:p + 8]).ljust(8, b"\0"), "<u8")[0]
+        if word.ndim == 1:
+            word &= _MASKS[np.clip(length - offset, 0, 8)]
+        else:                                           # one column at a time: less memory
+            for j in range(word.shape[1]):
+                word[:, j] &= _MASKS[np.clip(length - (offset + 8 * j), 0, 8)]
+        return word
 
     def matrix(self, col: int, width: int | None = None, rows=None):
-        """(uint8 rows x width matrix of the column's bytes, 0-padded; lengths). A
-        row of the matrix is a copy of the bytes at the field's start (a strided view
-        of the buffer, indexed by the starts), cleared past the field's end."""
-        s, length = self._range(col, rows)
-        w = int(length.max(initial=0)) if width is None else width
-        w = max(8, -(-w // 8) * 8)                      # whole uint64 words
-        if self._padded is None or len(self._padded) < len(self.buf) + w:
-            self._padded = np.concatenate([self.buf, np.zeros(w + _LONG, np.uint8)])
-        view = np.lib.stride_tricks.as_strided(self._padded, shape=(len(self.buf) + 1, w),
-                                               strides=(1, 1), writeable=False)
-        m = view[s]
-        np.multiply(m, np.arange(w) < length[:, None], out=m)
-        return m, length
+        """(uint8 rows x width matrix of the column's bytes, 0-padded; lengths); width
+        is rounded up to whole words."""
+        if width is None:
+            width = int(self._range(col, rows)[1].max(initial=0))
+        w, length = self.words(col, max(width, 1), rows)
+        return w.view(np.uint8), length
 
     def strings(self, col: int, rows: np.ndarray | None = None) -> np.ndarray:
         """The column (or ``rows`` of it) as an object array of str."""
         s, length = self._range(col, rows)
-        w = min(int(length.max(initial=0)), _LONG)
+        w = max(min(int(length.max(initial=0)), _LONG), 1)
         m, _ = self.matrix(col, w, rows)
-        out = np.ascontiguousarray(m[:, :max(w, 1)]).view(f"S{max(w, 1)}").ravel()
+        out = np.ascontiguousarray(m[:, :w]).view(f"S{w}").ravel()
         try:
-            text = out.astype(f"U{max(w, 1)}").astype(object)      # ASCII: the usual case
+            text = out.astype(f"U{w}").astype(object)  # ASCII: the usual case
         except UnicodeDecodeError:
             text = np.char.decode(out, "utf-8", "replace").astype(object)
         for i in np.flatnonzero(length > _LONG).tolist():
@@ -110,28 +195,36 @@ class ByteTable:
         """(int64 code per row, or per one of ``rows``; distinct texts): equal codes hold
         equal bytes."""
         import pandas as pd
-        rows = np.arange(len(self)) if rows is None else rows
-        n = len(rows)
         _, length = self._range(col, rows)
-        short = np.flatnonzero(length <= _LONG)
-        codes = np.full(n, -1, np.int64)
+        short = length <= _LONG
+        every = bool(short.all())
+        if not every:
+            rows = np.arange(len(self)) if rows is None else rows
+        sub = rows if every else rows[short]
+        codes = np.full(len(length), -1, np.int64)
         uniques: list[str] = []
-        if len(short):
-            m, _ = self.matrix(col, int(length[short].max(initial=0)), rows[short])
-            words = m.view(np.uint64)
-            h = length[short].astype(np.uint64)
+        if short.any():
+            longest = length.max() if every else length[short].max()
+            words, lens = self.words(col, int(longest), sub)
+            h = lens.astype(np.uint64)
             with np.errstate(over="ignore"):
                 for j in range(words.shape[1]):
-                    h = (h ^ words[:, j]) * np.uint64(1099511628211) + np.uint64(j)
+                    h ^= words[:, j]
+                    h *= np.uint64(1099511628211)
+                    h += np.uint64(j)
             c = pd.factorize(h)[0]
             first = _first_rows(c)
-            if not (words == words[first[c]]).all():   # a hash collision: group exactly
-                c = _exact_codes(m)
+            distinct = words[first]
+            if not (words == distinct[c]).all():        # a hash collision: group exactly
+                c = _exact_codes(words)
                 first = np.unique(c, return_index=True)[1]
+                distinct = words[first]
+            uniques = _texts(distinct, lens[first])
+            if every:
+                return c.astype(np.int64, copy=False), uniques
             codes[short] = c
-            uniques = [self.text(col, int(rows[short[i]])) for i in first.tolist()]
         seen = {u: k for k, u in enumerate(uniques)}
-        for i in np.flatnonzero(length > _LONG).tolist():
+        for i in np.flatnonzero(~short).tolist():
             t = self.text(col, int(rows[i]))
             codes[i] = seen.setdefault(t, len(uniques))
             if codes[i] == len(uniques):
@@ -140,10 +233,11 @@ class ByteTable:
 
     def digits(self, col: int, maxlen: int = 18):
         """(int64 value, bool ok) of fields made only of 1..maxlen digits."""
-        m, length = self.matrix(col, maxlen)
+        longest = min(maxlen, int(self._range(col, None)[1].max(initial=0)))
+        m, length = self.matrix(col, longest)
         value = np.zeros(len(length), np.int64)
         ok = (length > 0) & (length <= maxlen)
-        for j in range(maxlen):
+        for j in range(longest):
             inside = j < length
             d = m[:, j] - np.uint8(48)                  # wraps below '0': > 9
             ok &= (d <= 9) | ~inside
@@ -153,25 +247,125 @@ class ByteTable:
     def iso_times(self, col: int):
         """(int64 seconds since the epoch of naive ``YYYY-MM-DDTHH:MM:SS`` fields, bool
         per row: the field has that form)."""
-        m, length = self.matrix(col, 19)
-        d = m[:, :19] - np.uint8(48)                    # wraps below '0': > 9
-        ok = (length == 19) & (d[:, [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]]
-                               <= 9).all(axis=1)
-        ok &= (m[:, 4] == 45) & (m[:, 7] == 45) & (m[:, 10] == 84) & (m[:, 13] == 58) \
-            & (m[:, 16] == 58)
+        w, length = self.words(col, 19)
+        return _iso_seconds(w, length)
 
-        def num(a, b):
-            out = np.zeros(len(length), np.int64)
-            for k in range(a, b):
-                out = out * 10 + d[:, k]
-            return out
-        year, month, day = num(0, 4), num(5, 7), num(8, 10)
-        hh, mm, ss = num(11, 13), num(14, 16), num(17, 19)
-        ok &= (month >= 1) & (month <= 12) & (day >= 1) & (hh < 24) & (mm < 60) & (ss < 61)
-        ok &= day <= _days_in_month(year, month)
-        days = _days_from_civil(np.where(ok, year, 1970), np.where(ok, month, 1),
-                                np.where(ok, day, 1))
-        return np.where(ok, days * 86400 + hh * 3600 + mm * 60 + ss, -1), ok
+    def iso_time_columns(self, cols: list[int]) -> dict:
+        """:meth:`iso_times` of several adjacent columns (``cols`` consecutive): the
+        rows where every one is 19 bytes long are read with one gather of their
+        79-byte span, the others column by column."""
+        if len(cols) < 2:
+            return {c: self.iso_times(c) for c in cols}
+        span = 20 * len(cols) - 1
+        full = np.ones(len(self), bool)
+        for c in cols:
+            full &= self.lengths(c) == 19
+        start = self._column(cols[0])[0][full]
+        nwords = -(-span // 8)
+        step = np.arange(0, 8 * nwords, 8)
+        w = self._word(start[:, None] + step, np.full(1, 8 * nwords), 0)
+        out = {}
+        other = np.flatnonzero(~full)
+        for k, c in enumerate(cols):
+            secs = np.empty(len(self), np.int64)
+            ok = np.empty(len(self), bool)
+            secs[full], ok[full] = _iso_seconds(_shifted(w, 20 * k), np.full(len(start), 19))
+            if len(other):
+                secs[other], ok[other] = _iso_seconds(*self.words(c, 19, other))
+            out[c] = (secs, ok)
+        return out
+
+
+def _shifted(w: np.ndarray, offset: int) -> np.ndarray:
+    """The three words starting ``offset`` bytes into each row of ``w``, the third cut
+    to its first 3 bytes (19 in all)."""
+    q, r = divmod(offset, 8)
+    part = w[:, q:q + 4] if r else w[:, q:q + 3]
+    if r and part.shape[1] < 4:                         # the span's end: no fourth word
+        part = np.concatenate([part, np.zeros((len(part), 4 - part.shape[1]), np.uint64)],
+                              axis=1)
+    if r:
+        lo = part[:, :3] >> np.uint64(8 * r)
+        hi = part[:, 1:4] << np.uint64(64 - 8 * r)
+        part = lo | hi
+    else:
+        part = part.copy()
+    part[:, 2] &= _MASKS[3]
+    return part
+
+
+def _texts(words: np.ndarray, lengths: np.ndarray) -> list[str]:
+    """The text of each row of a word matrix (its first ``lengths`` bytes)."""
+    raw = words.view(f"S{8 * words.shape[1]}").ravel().tolist()   # trailing NULs dropped
+    out = []
+    for b, n in zip(raw, lengths.tolist()):
+        out.append((b[:n] if len(b) >= n else b.ljust(n, b"\0")).decode("utf-8", "replace"))
+    return out
+
+
+def _iso_seconds(w: np.ndarray, length: np.ndarray):
+    """Seconds and validity of ``YYYY-MM-DDTHH:MM:SS`` held in three words per row:
+    the bytes of each word are checked and turned into two-digit numbers eight at a
+    time (no byte is 0x80 or above, so adding below 0x80 to each never carries into
+    the next, and digits 0-9 times 10 stay below 256)."""
+    ok = length == 19
+    pairs = []
+    for k in range(3):
+        word = w[:, k]
+        ok &= (word & _SEP_MASK[k]) == _SEP_WORD[k]
+        ok &= (word & _HIGH) == 0
+        at_least_0 = word + _PLUS_50                    # high bit: byte >= '0'
+        above_9 = word + _PLUS_46                       # high bit: byte > '9'
+        ok &= ((~at_least_0 | above_9) & _HIGH & _DIGIT_SLOTS[k]) == 0
+        d = (word - _BIAS[k]) & _DIGIT_SLOTS[k]         # digit bytes -> 0..9, others 0
+        pair = d * np.uint64(10)
+        pair += d >> np.uint64(8)                       # byte i: 10 x digit i + digit i+1
+        pairs.append(pair)
+
+    def pair(k: int, b: int) -> np.ndarray:
+        return ((pairs[k] >> np.uint64(8 * b)) & np.uint64(0xFF)).astype(np.int32)
+    year, month, day = pair(0, 0) * 100 + pair(0, 2), pair(0, 5), pair(1, 0)
+    hh, mm, ss = pair(1, 3), pair(1, 6), pair(2, 1)
+    ok &= (month >= 1) & (month <= 12) & (day >= 1) & (hh < 24) & (mm < 60) & (ss < 61)
+    month_index = np.where(ok, year * 12 + month - 1, 0)
+    first_day, days = _month_tables()
+    ok &= day <= days[month_index]
+    seconds = (first_day[month_index] + (day - 1)) * 86400 + (hh * 3600 + mm * 60 + ss)
+    return np.where(ok, seconds, -1), ok
+
+
+_MONTHS: tuple = ()
+
+
+def _month_tables() -> tuple[np.ndarray, np.ndarray]:
+    """(days since 1970-01-01 of the first of each month, days in it), indexed by
+    year * 12 + month - 1 for years 0-9999 (proleptic Gregorian)."""
+    global _MONTHS
+    if not _MONTHS:
+        year = np.repeat(np.arange(10000), 12)
+        month = np.tile(np.arange(1, 13), 10000)
+        _MONTHS = (_days_from_civil(year, month, 1).astype(np.int64),
+                   _days_in_month(year, month).astype(np.int32))
+    return _MONTHS
+
+
+def _word(pattern: bytes) -> np.uint64:
+    return np.frombuffer(pattern.ljust(8, b"\0"), "<u8")[0]
+
+
+def _per_byte(pattern: bytes, digit: int, other) -> np.uint64:
+    """A word with ``digit`` at the digit bytes (D) of ``pattern`` and ``other(c)`` at
+    the rest (the bytes past its end are neither: 0)."""
+    return _word(bytes(digit if c == 68 else other(c) for c in pattern))
+
+
+# "YYYY-MM-DDTHH:MM:SS" as three words: digits (D) and separators at fixed bytes
+_LAYOUT = (b"DDDD-DD-", b"DDTDD:DD", b":DD")
+_SEP_MASK = [_per_byte(p, 0, lambda c: 0xFF) for p in _LAYOUT]
+_SEP_WORD = [_per_byte(p, 0, lambda c: c) for p in _LAYOUT]
+_DIGIT_SLOTS = [_per_byte(p, 0xFF, lambda c: 0) for p in _LAYOUT]
+_BIAS = [_per_byte(p, 0x30, lambda c: 0) for p in _LAYOUT]
+_PLUS_50, _PLUS_46, _HIGH = (_word(bytes([b] * 8)) for b in (0x50, 0x46, 0x80))
 
 
 def _first_rows(codes: np.ndarray) -> np.ndarray:

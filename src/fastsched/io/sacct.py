@@ -60,7 +60,7 @@ from .bytetable import ByteTable
 from .sacctbuild import SacctLog, build_log
 from .sacctdeps import parse_recorded_dependency
 from .sacctvalues import NO_VALUE, job_ids_from_bytes, parse_limit, parse_times, parse_tres, \
-    state_word
+    parse_tres_many, state_word
 from .swf import SkippedJob
 
 __all__ = ["SacctLog", "read_sacct", "is_sacct", "REQUIRED_FIELDS"]
@@ -69,6 +69,7 @@ REQUIRED_FIELDS = ("JobID", "Submit", "Start", "End", "Timelimit", "NNodes", "No
                    "State")
 _TEXT_FIELDS = ("User", "Account", "Partition", "QOS", "ExitCode", "Reservation",
                 "Dependency", "JobIDRaw", "Eligible", "Priority", "AllocTRES", "ReqTRES")
+_TIME_FIELDS = ("Submit", "Eligible", "Start", "End")
 
 
 def is_sacct(path) -> bool:
@@ -229,7 +230,7 @@ def _drop_steps(rows: _Rows) -> int:
     """Parse JobIDs; drop step rows (returning how many) and malformed ones."""
     col = rows.index["jobid"]
     table = rows.table
-    width = int((table.ends[:, col] - table.starts[:, col]).max(initial=0)) + 1
+    width = int(table.lengths(col).max(initial=0)) + 1
     m, length = table.matrix(col, min(width, 64))
     base, task, het, step, pending, ok = job_ids_from_bytes(m, length)
     ok &= length < 64
@@ -242,17 +243,36 @@ def _drop_steps(rows: _Rows) -> int:
     return int((step & ok).sum())
 
 
-def _times(rows: _Rows, name: str, tz: str):
+def _iso_columns(rows: _Rows, names) -> dict:
+    """(seconds, ok) of the ISO times of each of ``names`` the dump has, adjacent
+    columns read together."""
+    cols = sorted(rows.index[n.lower()] for n in names if rows.has(n))
+    out, run = {}, []
+    for c in cols + [None]:
+        if run and (c is None or c != run[-1] + 1):
+            out.update(rows.table.iso_time_columns(run))
+            run = []
+        if c is not None:
+            run.append(c)
+    return out
+
+
+def _times(rows: _Rows, name: str, tz: str, iso: dict):
     """(int64 epoch seconds, -1 for no value; bool per row: malformed)."""
     n = len(rows.table)
     if not rows.has(name):
         return np.full(n, -1, np.int64), np.zeros(n, bool)
-    secs, ok = rows.table.iso_times(rows.index[name.lower()])
+    secs, ok = iso[rows.index[name.lower()]]
     if tz not in ("UTC", "utc", "Z") and ok.any():
         secs[ok] = localize(secs[ok], tz)
     bad = np.zeros(n, bool)
     other = np.flatnonzero(~ok)
-    if len(other):
+    if len(other):                                      # Unknown, None...: no value
+        codes, uniques = rows.table.factorize(rows.index[name.lower()], other)
+        none = np.array([u in NO_VALUE for u in uniques], bool)[codes]
+        secs[other[none]] = -1
+        other = other[~none]
+    if len(other):                                      # offsets, odd forms, errors
         secs[other], bad[other] = parse_times(rows.strings(name, other), tz)
     return secs, bad
 
@@ -261,8 +281,9 @@ def _columns(rows: _Rows, cluster: Cluster, tz: str) -> dict:
     """Every value the log needs, parsed, as arrays over the rows."""
     c = {}
     bad = np.zeros(len(rows.table), bool)
-    for name in ("Submit", "Eligible", "Start", "End"):
-        c[name], wrong = _times(rows, name, tz)
+    iso = _iso_columns(rows, _TIME_FIELDS)
+    for name in _TIME_FIELDS:
+        c[name], wrong = _times(rows, name, tz, iso)
         bad |= _check(rows, wrong, name, lambda i, name=name:
                       f"{rows.value(name, i)[:40]!r} is not a time")
     codes, limits, bad_limit = _per_unique(rows, "Timelimit", parse_limit)
@@ -299,20 +320,20 @@ def _tres(rows: _Rows):
         if not rows.has(name) or not len(todo):
             continue
         codes, uniques = rows.table.factorize(rows.index[name.lower()], todo)
-        parsed = []
-        for k, text in enumerate(uniques):
+        table, parsed_types, done = parse_tres_many(uniques)
+        for k in np.flatnonzero(~done).tolist():        # rare forms, and errors
             try:
-                parsed.append(parse_tres(text))
+                t = parse_tres(uniques[k])
+                table[k], parsed_types[k] = t[:3] + t[4:], t[3]
             except InputError as e:
-                parsed.append((-1, -1, 0, "", -1))
+                table[k], parsed_types[k] = (-1, -1, 0, -1), ""
                 where = np.zeros(n, bool)
                 where[todo[codes == k]] = True
                 bad |= _check(rows, where, name, lambda i, r=e.reason: r)
         empty = np.array([u.strip() in NO_VALUE for u in uniques], bool)[codes]
         got = todo[~empty]
-        table = np.array([t[:3] + t[4:] for t in parsed], np.int64).reshape(-1, 4)
         ints[got] = table[codes[~empty]]
-        types[got] = np.array([t[3] for t in parsed] + [""], dtype=object)[codes[~empty]]
+        types[got] = np.array(parsed_types + [""], dtype=object)[codes[~empty]]
         todo = todo[empty]
     return (ints, types), bad
 

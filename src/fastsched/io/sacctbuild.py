@@ -13,6 +13,7 @@ from ..model.jobs import UNLIMITED, JobTable
 from ..model.schedule import Schedule
 from ..model.errors import InputError
 from ..model.validation import request_capacity
+from .hostindex import index_lists
 from .hostlist import expand
 from .sacctdeps import resolve_dependencies
 from .sacctvalues import NO_VALUE, PARTITION_LIMIT
@@ -56,18 +57,25 @@ class SacctLog:
 
 def _node_lists(rows, ran: np.ndarray, cluster: Cluster):
     """Per distinct NodeList: (code per row, bad, node count, CSR offsets and node
-    indices); ran rows with an unknown node are reported and cleared from ``ran``."""
-    index = {nm: k for k, nm in enumerate(cluster.node_names)}
+    indices); ran rows with an unknown node are reported and cleared from ``ran``.
+    The simple shapes are resolved together (:mod:`fastsched.io.hostindex`), the
+    rest one by one with :func:`~fastsched.io.hostlist.expand`."""
     codes, uniques = rows.codes("NodeList")
     used = np.zeros(len(uniques) + 1, bool)
     used[codes[ran]] = True
-    arrays, bad_code = [], np.zeros(len(uniques), bool)
-    for k, text in enumerate(uniques):
-        arrays.append(np.zeros(0, np.int64))
-        if not used[k] or text.strip() in NO_VALUE:
-            continue
+    wanted = [k for k in np.flatnonzero(used[:-1]).tolist()
+              if uniques[k].strip() not in NO_VALUE]
+    fast_off, fast_val, slow = index_lists(uniques, np.array(wanted, np.int64),
+                                           cluster.node_names)
+    index = {nm: k for k, nm in enumerate(cluster.node_names)} if len(slow) else {}
+    bad_code = np.zeros(len(uniques), bool)
+    lens = np.diff(fast_off)
+    arrays = {}
+    for k in slow.tolist():
+        text = uniques[k]
         try:
             arrays[k] = np.array(sorted({index[h] for h in expand(text)}), np.int64)
+            lens[k] = len(arrays[k])
             continue
         except KeyError as e:
             message = f"node {e.args[0]!r} is not a node of the cluster"
@@ -76,10 +84,11 @@ def _node_lists(rows, ran: np.ndarray, cluster: Cluster):
         bad_code[k] = True
         for i in np.flatnonzero(ran & (codes == k)).tolist():
             rows.bad(rows.lines[i], "NodeList", message, rows.value("JobID", i))
-    lens = np.array([len(a) for a in arrays], np.int64)
+    if not arrays:
+        return codes, bad_code, lens, fast_off, fast_val
     u_off = np.concatenate(([0], np.cumsum(lens)))
-    u_val = np.concatenate(arrays + [np.zeros(0, np.int64)])
-    return codes, bad_code, lens, u_off, u_val
+    pieces = [arrays.get(k, fast_val[fast_off[k]:fast_off[k + 1]]) for k in range(len(lens))]
+    return codes, bad_code, lens, u_off, np.concatenate(pieces + [np.zeros(0, np.int64)])
 
 
 def _raw_ids(rows, ran: np.ndarray) -> np.ndarray:
@@ -267,13 +276,16 @@ def _workload(rows, cols, r, raw, part, limit, elapsed, attempt, req, cluster, u
     return Workload(jobs, account, users[0], account_names,
                     np.arange(len(account_names), dtype=np.int32), list(account_names),
                     qos=qos, qos_names=qos_names, array_job=array_job[sort],
-                    array_task=array_task[sort], dependencies=_permuted(deps, sort))
+                    array_task=array_task[sort], dependencies=_permuted(deps, sort),
+                    gpu_type=req["type"][rows_kept])
 
 
 def _replayed_dependencies(rows, cols, r, kept, submit, jobs, array_job, array_task):
     """(Dependencies of ``jobs``, ``jobs`` with the submit time of each job whose
     dependencies are all replayed set back to its Submit; rules in io.sacctdeps)."""
     codes, parsed = cols["deps"]
+    if all(d is None for d in parsed):
+        return Dependencies.none(len(jobs)), jobs
     per_job = [parsed[c] for c in codes[r[kept]].tolist()]
     if not any(d is not None for d in per_job):
         return Dependencies.none(len(jobs)), jobs

@@ -15,7 +15,7 @@ from ..model.jobs import UNLIMITED
 from .times import parse_time
 
 __all__ = ["NO_VALUE", "parse_job_ids", "job_ids_from_bytes", "parse_times", "parse_limit", "parse_tres",
-           "state_word", "PARTITION_LIMIT"]
+           "parse_tres_many", "state_word", "PARTITION_LIMIT"]
 
 #: what sacct prints for a value it does not have
 NO_VALUE = frozenset({"", "Unknown", "None", "INVALID", "(null)", "None assigned", "n/a"})
@@ -63,6 +63,8 @@ def _leading_digits(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for j in range(min(m.shape[1], 19)):
         d = m[:, j] - np.uint8(48)                      # wraps below '0': > 9
         active &= d <= 9
+        if not active.any():
+            break
         value = np.where(active, value * 10 + d, value)
         count += active
     return value, count
@@ -188,6 +190,98 @@ def parse_tres(text: str) -> tuple[int, int, int, str, int]:
         gpus = sum(typed.values())
     gpu_type = next(iter(typed)) if len(typed) == 1 else ""
     return nodes, cpus, gpus, gpu_type, mem
+
+
+def parse_tres_many(texts: list[str]):
+    """:func:`parse_tres` of many TRES strings at once: (int64 rows x 4 of nodes, CPUs,
+    GPUs, memory MB; GPU type per text; bool per text: parsed here). The items of all
+    texts are cut at ``,`` and ``=`` together and their counts read with NumPy; a
+    text with a malformed item, spaces, or non-ASCII bytes is not parsed here
+    (``False``): :func:`parse_tres` gives its value or its exact error."""
+    n = len(texts)
+    out = np.tile(np.array([-1, -1, 0, -1], np.int64), (n, 1))
+    types = [""] * n
+    if not n:
+        return out, types, np.zeros(0, bool)
+    ok = np.array([t.isascii() and t.strip() not in NO_VALUE for t in texts], bool)
+    blob = "\n".join(t if good else "" for t, good in zip(texts, ok.tolist()))
+    data = np.frombuffer(blob.encode("ascii"), np.uint8)  # byte i is character i
+    newlines = np.flatnonzero(data == 10)
+    spaced = np.flatnonzero((data <= 32) & (data != 10))  # parse_tres strips items
+    ok[np.searchsorted(newlines, spaced, side="right")] = False
+    cut = np.flatnonzero((data == 44) | (data == 10))   # ',' and the text separators
+    item_end = np.r_[cut, len(data)]
+    item_start = np.r_[0, cut + 1]
+    owner = np.searchsorted(newlines, item_end)         # an item ends at or before its text's end
+    eq = np.flatnonzero(data == 61)                     # '='
+    at = np.searchsorted(eq, item_start)
+    eq_pos = np.where(at < len(eq), eq[np.minimum(at, max(len(eq) - 1, 0))], -1) \
+        if len(eq) else np.full(len(item_start), -1)
+    has_eq = (eq_pos >= 0) & (eq_pos < item_end)
+    ok[owner[~has_eq]] = False                          # an item that is not name=count
+    keys = [blob[a:b] for a, b in zip(item_start.tolist(), np.where(has_eq, eq_pos, item_end)
+                                      .tolist())]
+    kind = np.array([_tres_kind(k) for k in keys], np.int64)
+    value_start = eq_pos + 1
+    counted = has_eq & (kind >= 0) & (kind != 1)        # cpu, node, gres/gpu[:T]
+    count, good = _counts(data, value_start[counted], item_end[counted])
+    ok[owner[counted][~good]] = False
+    mem = np.flatnonzero(has_eq & (kind == 1))
+    mem_mb = np.zeros(len(mem), np.int64)
+    for k, i in enumerate(mem.tolist()):                # few distinct amounts
+        try:
+            mem_mb[k] = _mem_mb(blob[value_start[i]:item_end[i]])
+        except InputError:
+            ok[owner[i]] = False
+    # last item of a kind wins, as in parse_tres; typed GPUs summed per text
+    items = np.flatnonzero(counted)
+    for column, which in ((0, 2), (1, 0), (2, 3)):      # node, cpu, gres/gpu
+        sel = kind[items] == which
+        out[owner[items[sel]], column] = count[sel]
+    out[owner[mem], 3] = mem_mb
+    typed = items[kind[items] >= 4]
+    if len(typed):
+        _typed_gpus(out, types, owner, typed, count[kind[items] >= 4], keys)
+    return out, types, ok
+
+
+#: TRES item names read by parse_tres_many (-1: ignored, 4: gres/gpu:TYPE)
+_TRES_KINDS = {"cpu": 0, "mem": 1, "node": 2, "gres/gpu": 3}
+
+
+def _tres_kind(key: str) -> int:
+    if key in _TRES_KINDS:
+        return _TRES_KINDS[key]
+    return 4 if key.startswith("gres/gpu") else -1
+
+
+def _counts(data: np.ndarray, start: np.ndarray, end: np.ndarray):
+    """(int64 value, ok) of the 1-12 digit numbers data[start:end]."""
+    length = end - start
+    ok = (length >= 1) & (length <= 12)
+    value = np.zeros(len(start), np.int64)
+    for j in range(12):
+        inside = ok & (j < length)
+        if not inside.any():
+            break
+        d = data[np.minimum(start + j, len(data) - 1)].astype(np.int64) - 48
+        ok &= ~inside | ((d >= 0) & (d <= 9))
+        value = np.where(inside, value * 10 + d, value)
+    return value, ok
+
+
+def _typed_gpus(out, types, owner, typed, count, keys) -> None:
+    """GPUs of texts without ``gres/gpu=`` as the sum of their ``gres/gpu:TYPE=`` items
+    (the last item of each type counting), and the type of texts with exactly one."""
+    per_text: dict[int, dict[str, int]] = {}
+    for i, c in zip(typed.tolist(), count.tolist()):
+        per_text.setdefault(int(owner[i]), {})[keys[i].partition(":")[2]] = c
+    has_total = set(owner[[i for i in range(len(keys)) if keys[i] == "gres/gpu"]].tolist()) \
+        if any(k == "gres/gpu" for k in keys) else set()
+    for t, kinds in per_text.items():
+        if t not in has_total:
+            out[t, 2] = sum(kinds.values())
+        types[t] = next(iter(kinds)) if len(kinds) == 1 else ""
 
 
 def state_word(text: str) -> str:

@@ -11,7 +11,7 @@ The CSV format (``.csv`` or ``.csv.gz``) has one row per submission, with header
 
     job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,cpus_per_node,
     mem_per_node,partition,user,account[,org][,qos][,name][,dependency][,array]
-    [,array_job_id,array_task_id[,array_task_throttle]]
+    [,array_job_id,array_task_id[,array_task_throttle]][,gpu_type]
 
 Times are integer seconds, memory is MB per node; ``partition``, ``user``,
 ``account``, ``org`` and ``qos`` are names. A job whose ``runtime`` exceeds its
@@ -41,6 +41,12 @@ order after the required ones; any other extra column is ignored):
 * ``container_image``: the job's container image (pyxis ``--container-image``; empty:
   none), pulled on its nodes at its start when a run has a pull model
   (:mod:`fastsched.model.images`).
+* ``gpu_type``: the GPU type of ``--gres=gpu:TYPE:N`` (``a100``; Slurm's TRES spelling
+  ``gres/gpu:a100`` and ``gpu:a100`` mean the same); empty: any type. A type no node
+  of the cluster has is an error (:mod:`fastsched.io.workloadgpu`); a typed row that
+  no node of its partitions with the type can hold is skipped. Simulated on the nodes
+  with the type through derived partitions ``P:T``:
+  :func:`fastsched.sim.gputypes.typed_workload` (``fastsched simulate`` does it).
 
 A ``.parquet`` (``.pq``) file holds the same columns, typed (:mod:`fastsched.io.parquet`;
 needs the extra ``fastsched[parquet]``).
@@ -62,6 +68,8 @@ from .lifecycle import lifecycle_text, read_lifecycle_columns
 from .parquet import is_parquet, read_parquet_frame, write_parquet_frame
 from .sbatch import parse_array, parse_dependency
 from .submission import build_jobs
+from .workloadgpu import GPU_TYPE_COLUMN, read_gpu_types, request_groups
+from .workloadimage import read_image_column
 from ..model.validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS, request_capacity
 
 __all__ = ["Workload", "write_workload", "read_workload", "requests_to_workload",
@@ -79,11 +87,11 @@ DEFAULT_QOS = "normal"
 _TASK_COLUMNS = ["array_job_id", "array_task_id", "array_task_throttle"]
 _TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array", "exclusive",
                                  "requeue", "checkpoint_interval", "checkpoint_cost",
-                                 "container_image"]
+                                 "container_image", GPU_TYPE_COLUMN]
 #: the optional Workload fields (None = the default)
 _OPTIONAL = ("qos", "qos_names", "name", "dependencies", "partitions", "array_job",
              "array_task", "limits", "exclusive_topo", "requeue", "checkpoint_interval",
-             "checkpoint_cost", "container_image")
+             "checkpoint_cost", "container_image", "gpu_type")
 
 
 @dataclass
@@ -100,7 +108,8 @@ class Workload:
     ``exclusive_topo`` (bool per job): ``--exclusive=topo``; ``requeue`` (int8 per
     job: 1 --requeue, 0 --no-requeue, -1 the cluster's default),
     ``checkpoint_interval`` and ``checkpoint_cost`` (seconds; :meth:`lifecycle`);
-    ``container_image`` (str per job, "" = none; :meth:`containers`). Everything
+    ``container_image`` (str per job, "" = none; :meth:`containers`); ``gpu_type`` (str
+    per job, "" untyped): the GPU type asked for. Everything
     after ``org_names`` is optional and defaults to "not used" (``name``,
     ``array_job`` and ``array_task`` then are read-only constant views).
     """
@@ -124,6 +133,7 @@ class Workload:
     checkpoint_interval: np.ndarray | None = None
     checkpoint_cost: np.ndarray | None = None
     container_image: np.ndarray | None = None
+    gpu_type: np.ndarray | None = None
     #: rows of the file left out because they can never run on the cluster
     #: (:class:`fastsched.io.swf.SkippedJob`, by file line), as SWF traces list theirs
     skipped: list = field(default_factory=list)
@@ -183,6 +193,8 @@ class Workload:
             np.asarray(self.container_image, dtype=object)
         self.exclusive_topo = _constant(False, n, np.bool_) if self.exclusive_topo is None \
             else np.ascontiguousarray(self.exclusive_topo, dtype=np.bool_)
+        self.gpu_type = _constant("", n, object) if self.gpu_type is None else \
+            np.asarray(self.gpu_type, dtype=object)
         for attr, fill, dtype in (("requeue", -1, np.int8), ("checkpoint_interval", 0, np.int64),
                                   ("checkpoint_cost", 0, np.int64)):
             value = getattr(self, attr)
@@ -339,6 +351,8 @@ def _optional_columns(w: Workload) -> dict:
     out.update(lifecycle_text(w.requeue, w.checkpoint_interval, w.checkpoint_cost))
     if (w.container_image != "").any():
         out["container_image"] = np.asarray(w.container_image, dtype=object)
+    if (w.gpu_type != "").any():
+        out[GPU_TYPE_COLUMN] = np.asarray(w.gpu_type, dtype=object)
     throttle = array_throttle(w.limits) if len(w.limits.caps) else np.zeros(len(w), np.int64)
     is_task = w.array_job >= 0
     if (throttle[~is_task] != 0).any():
@@ -418,11 +432,15 @@ def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
         per_row["exclusive_topo"] = _exclusive_column(frame["exclusive"], fname)
     per_row.update(read_lifecycle_columns(frame, fname))
     if "container_image" in frame.columns:
-        per_row["container_image"] = _image_column(frame["container_image"], fname)
+        per_row["container_image"] = read_image_column(frame["container_image"], fname)
+    if GPU_TYPE_COLUMN in frame.columns:
+        per_row["gpu_type"] = read_gpu_types(frame[GPU_TYPE_COLUMN], cols["gpus_per_node"],
+                                             cluster, fname)
     dependency = _parse_sparse(frame, "dependency", parse_dependency, fname)
     arrays = _parse_sparse(frame, "array", parse_array, fname)
     tasks = _task_columns(frame, fname)
-    keep, skipped = _runnable_rows(cluster, cols, partitions, fname, strict)
+    keep, skipped = _runnable_rows(cluster, cols, partitions, fname, strict,
+                                   per_row.get("gpu_type"))
     lines = np.flatnonzero(keep) + 2
     if skipped:
         cols, per_row, tasks, dependency, arrays, partitions = _take_rows(
@@ -436,16 +454,17 @@ def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
 
 
 def _runnable_rows(cluster: Cluster, cols: dict, partitions: PartitionChoices, fname: str,
-                   strict: bool):
+                   strict: bool, gpu_type=None):
     """(bool per row: can run on ``cluster``, SkippedJob list of the others).
 
     A row can run when one of its partitions has ``num_nodes`` nodes that each hold
-    its per-node request. One count per distinct (partition, request): a loop over
-    request types, not rows."""
+    its per-node request (of them, a typed row counts the nodes with its GPU type).
+    One count per distinct (partition, request): a loop over request types, not rows."""
     from .swf import SkippedJob
     rows = np.repeat(np.arange(len(cols["job_id"])), np.diff(partitions.offsets))
+    groups, entry_group = request_groups(cluster, partitions, gpu_type)
     entry_capacity = request_capacity(
-        [p.nodes for p in cluster.partitions], partitions.partition,
+        groups, entry_group,
         cols["gpus_per_node"][rows], cols["cpus_per_node"][rows], cols["mem_per_node"][rows],
         cluster)
     fits = cols["num_nodes"][rows] <= entry_capacity
@@ -454,7 +473,9 @@ def _runnable_rows(cluster: Cluster, cols: dict, partitions: PartitionChoices, f
     for i in np.flatnonzero(~keep).tolist():
         entries = slice(partitions.offsets[i], partitions.offsets[i + 1])
         names = ",".join(cluster.partitions[p].name for p in partitions.partition[entries])
-        reason = (f"needs {cols['num_nodes'][i]} node(s) with {cols['gpus_per_node'][i]} GPUs, "
+        typed = f" ({gpu_type[i]})" if gpu_type is not None and gpu_type[i] else ""
+        reason = (f"needs {cols['num_nodes'][i]} node(s) with {cols['gpus_per_node'][i]} "
+                  f"GPUs{typed}, "
                   f"{cols['cpus_per_node'][i]} CPUs and {cols['mem_per_node'][i]} MB; partition "
                   f"{names!r} has {entry_capacity[entries].max()} such node(s)")
         if strict:
@@ -630,7 +651,8 @@ def _assemble(built: dict, user_names, account_names, org_of_account, org_names,
                     exclusive_topo=built.get("exclusive_topo"), requeue=built.get("requeue"),
                     checkpoint_interval=built.get("checkpoint_interval"),
                     checkpoint_cost=built.get("checkpoint_cost"),
-                    container_image=built.get("container_image"))
+                    container_image=built.get("container_image"),
+                    gpu_type=built.get("gpu_type"))
 
 
 def _partition_choices(codes, uniques: list[str], cluster: Cluster,
@@ -703,19 +725,6 @@ def _task_columns(frame, fname: str):
         raise InputError("array_job_id, array_task_id (and array_task_throttle) must be "
                          "given together", file=fname, line=i + 2, field="array_task_id")
     return array_job, array_task, throttle
-
-
-def _image_column(series, fname: str) -> np.ndarray:
-    """Container image names (str per row, "" = none); a name with a comma or blank
-    inside is an InputError naming the line (pyxis takes one image reference)."""
-    text = series.fillna("").astype(str).str.strip().to_numpy(dtype=object)
-    bad = np.array([("," in v) or any(c.isspace() for c in v) for v in text.tolist()],
-                   dtype=bool)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{text[i]!r} is not one image reference", file=fname, line=i + 2,
-                         field="container_image")
-    return text
 
 
 def _exclusive_column(series, fname: str) -> np.ndarray:

@@ -126,11 +126,13 @@ def _notes(cluster: Cluster, gpu_type, typed, skipped, derived, typed_nodes) -> 
     return notes
 
 
-def typed_workload(cluster: Cluster, workload, gpu_type):
+def typed_workload(cluster: Cluster, workload, gpu_type=None):
     """(cluster, workload, TypedPlacement): ``workload`` with its typed jobs' partitions
-    mapped (:func:`place_gpu_types`); the same objects when no job is typed. A job
-    whose type no node of its partitions has is an InputError (nothing changes)."""
-    gpu_type = np.asarray(gpu_type, dtype=object)
+    mapped (:func:`place_gpu_types`); the same objects when no job is typed.
+    ``gpu_type`` (str per job): by default the workload's own ``gpu_type`` (a workload
+    CSV's column, a sacct dump's AllocTRES). A job whose type no node of its
+    partitions has is an InputError (nothing changes)."""
+    gpu_type = np.asarray(workload.gpu_type if gpu_type is None else gpu_type, dtype=object)
     choices = workload.partitions if workload.partitions is not None else \
         one_partition_each(workload.jobs.partition)
     placed = place_gpu_types(cluster, gpu_type, choices)

@@ -207,9 +207,14 @@ def _inputs(spec, seed):
         cluster = load_cluster(spec.cluster)
         if is_sacct(path):
             log = read_sacct(path, cluster)
-            return cluster, log.workload, log.workload.jobs, log.skipped
-        workload = read_workload(path, cluster)
-        return cluster, workload, workload.jobs, workload.skipped
+            workload, skipped = log.workload, log.skipped
+        else:
+            workload = read_workload(path, cluster)
+            skipped = workload.skipped
+        if (workload.gpu_type != "").any():             # typed GPUs on typed nodes
+            from ..sim.gputypes import typed_workload
+            cluster, workload, _ = typed_workload(cluster, workload)
+        return cluster, workload, workload.jobs, skipped
     if spec.cluster is not None:
         raise InputError("an SWF trace runs on its own machine: no cluster", file=path)
     trace = read_swf(path, procs=spec.procs)
