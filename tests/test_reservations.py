@@ -6,13 +6,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import naive_nodes
-from fastsched import Cluster, JobTable, simulate, verify
+from fastsched import Cluster, InputError, JobRequest, JobTable, simulate, verify
 from fastsched.cli import main
 from fastsched.engine import run_nodes
 from fastsched.io.reservations import read_reservations
-from fastsched.model.errors import InputError, UnsupportedError
+from fastsched.model.errors import UnsupportedError
 from fastsched.model.reservations import Reservation, Reservations
+from fastsched.sim.scheduler import Scheduler
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
+from test_nodeplan import node_cases
+from test_scheduler import drive_all, expected_of
 
 
 def windows_of(draw, num_nodes):
@@ -195,3 +198,49 @@ def test_cli_simulate_and_check_with_reservations(tmp_path, capsys):
     assert main(["check", str(plain), "--trace", str(jobs), "--cluster", str(conf),
                  "--resv-file", str(resv)]) != 0
     assert "maint" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@SETTINGS
+@given(case=node_cases(), data=st.data())
+def test_the_scheduler_holds_reservations_as_the_simulator(case, data, policy):
+    cluster, available, jobs = case
+    jobs = jobs.take(np.arange(len(jobs)))      # every job asks for a CPU, as Slurm's do
+    jobs.cpus_per_node = np.maximum(jobs.cpus_per_node, 1).astype(jobs.cpus_per_node.dtype)
+    blocked = windows_of(data.draw, cluster.num_nodes)
+    resv = Reservations(tuple(Reservation(f"r{k}", s, e, (x,), flags=("OVERLAP",))
+                              for k, (s, e, x) in enumerate(blocked)), cluster.num_nodes)
+    run = run_nodes(cluster, jobs, policy, 1, available, blocked=resv.windows(0))
+    got = drive_all(Scheduler(cluster, policy, reservations="nodes", available=available,
+                              advance_reservations=resv), jobs,
+                    instants={e for _, e, _ in blocked})
+    assert got == expected_of(run.start, run.alloc_offsets, run.alloc_nodes,
+                              run.alloc_gpu_mask, jobs)
+
+
+def test_the_scheduler_takes_reservations_on_the_node_engine_only():
+    resv = Reservations((Reservation("maint", 50, 80, (0,), flags=("MAINT",)),), 4)
+    for model in ("counts", "slurm"):
+        with pytest.raises(UnsupportedError, match="node engine"):
+            Scheduler(_cluster(), "conservative", reservations=model,
+                      advance_reservations=resv)
+    with pytest.raises(InputError, match="4 nodes"):
+        Scheduler(Cluster.homogeneous(3), advance_reservations=resv)
+    s = Scheduler(_cluster(), "easy", advance_reservations=resv)
+    assert s.engine == "nodes"
+    with pytest.raises(UnsupportedError, match="no CPU"):
+        s.submit(JobRequest(job_id=9, submit_time=0, time_limit=10, runtime=5, num_nodes=1,
+                            cpus_per_node=0))
+    s.submit(_jobs().take(np.array([0, 1])))
+    d = s.schedule(0)              # job 1 (4 nodes, 100 s) would overlap the window on g1
+    assert d.start_time.tolist() == [80, 0] and d.starts.tolist() == [2]
+
+
+def test_a_pass_holds_the_windows_its_plans_can_reach():
+    daily = Reservations((Reservation("d", 100, 200, (0,), flags=("DAILY",)),), 1)
+    # a plan ending by 86,400 s is pushed 100 s by the first window: it ends as the second
+    # opens; a second later, the second window is held too
+    assert daily.windows_for_pass(0, 86_400)[0].tolist() == [100]
+    assert daily.windows_for_pass(0, 86_401)[0].tolist() == [100, 86_500]
+    assert daily.windows_for_pass(300, 10)[0].tolist() == []       # the first one is over
+    assert daily.windows_for_pass(300, 86_300)[0].tolist() == [86_500]

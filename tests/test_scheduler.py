@@ -9,17 +9,20 @@ from fastsched.sim.scheduler import Scheduler
 from fastsched.tools.testing import cluster_and_workload
 
 
-def drive_all(scheduler, jobs, one_by_one=False):
+def drive_all(scheduler, jobs, one_by_one=False, instants=()):
     """Drive ``scheduler`` through ``jobs`` with the simulator's event order; returns
     (start, nodes, gpu masks) per job (caller's order). Jobs ending at an instant are
-    completed with one complete() call, or one call each with ``one_by_one``."""
+    completed with one complete() call, or one call each with ``one_by_one``.
+    ``instants``: more times to pass at (advance reservations' window ends)."""
     got = {}
     ends = {}
     duration = {int(j): int(min(r, lim)) for j, r, lim in
                 zip(jobs.job_id, jobs.runtime, jobs.time_limit)}
     pending_times = set(jobs.submit_time.tolist())
-    while pending_times or ends:
-        now = min(list(pending_times) + list(ends.values()))
+    visits = set(instants)
+    while pending_times or ends or (visits and len(got) < len(jobs)):
+        now = min(list(pending_times) + list(ends.values()) + list(visits))
+        visits.discard(now)
         first = True
         while True:
             done = [j for j, e in ends.items() if e == now]

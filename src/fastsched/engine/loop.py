@@ -14,6 +14,7 @@ from ..model.errors import InputError, UnsupportedError
 from ..model.events import NODE_EVENT_KINDS
 from ..model.jobs import JobTable
 from ..model.policies import get_policy
+from ..model.reservations import check_jobs_held_off
 from .blocks import _exclusive, _release_blocks
 from .heap import _heap_pop, _heap_push
 from .images import new_image_cache, start_pull
@@ -272,7 +273,7 @@ class _EventLoop:
         self._allocate(cluster.num_nodes)
         nd = self.nodes
         if blocked is not None and len(blocked[0]):
-            _check_asks_something(jobs)
+            check_jobs_held_off(jobs)
         self.p = block_windows(self.p, blocked, nd.capG, nd.capC, nd.capM)
         if WHOLE_NODE_PASS and not node_events and whole_node_run(
                 nd, self.types, self.jobs, self.topo, stop_at_head, depth,
@@ -501,16 +502,6 @@ class _EventLoop:
                        attempts=self.requeues.attempts(self.order, inv, self.jobs.runtime),
                        pull=self.images.pull[inv] if self.with_images else None,
                        images_pulled=int(self.images.count[1]))
-
-
-def _check_asks_something(jobs: JobTable) -> None:
-    """A reserved node is held whole: a job asking for no CPU, GPU or MB would still fit
-    there, so such a job is refused (Slurm's jobs hold at least one CPU)."""
-    nothing = (jobs.cpus_per_node == 0) & (jobs.gpus_per_node == 0) & (jobs.mem_per_node == 0)
-    if nothing.any():
-        raise UnsupportedError(f"job {int(jobs.job_id[np.argmax(nothing)])} asks for no CPU, "
-                               "GPU or memory: advance reservations cannot keep it off their "
-                               "nodes")
 
 
 def _window_edges(blocked):

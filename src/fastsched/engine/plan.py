@@ -11,6 +11,7 @@ from ..model.constraints import LimitGroups, PartitionChoices
 from ..model.errors import InputError
 from ..model.jobs import JobTable
 from ..model.policies import get_policy
+from ..model.reservations import check_jobs_held_off
 from .blocks import _exclusive, _with_held_blocks
 from .inputs import (_check_policy, _grid, _permute_csr, _placement,
                      _request_types, _unique_rank, check_node_jobs, new_nodes, node_availability)
@@ -131,6 +132,8 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     p = new_profile(wcap)
     free = new_free(*free_now, len(types.p), int(nodes.capG.max(initial=0)), nodes)
     _build_all(np.int64(now), p, run, free)
+    if blocked is not None and len(blocked[0]):
+        check_jobs_held_off(pending)
     p = block_windows(p, blocked, nodes.capG, nodes.capC, nodes.capM, now)
     stop_at_head, depth = get_policy(policy).kernel_rules(reserve_depth)
     walked = _walked(stop_at_head, bool(full), jobs.pc_off, jobs.pc_type, jobs.nn, types, nodes,

@@ -90,6 +90,22 @@ class Reservations:
         a = np.array([row[:3] for row in self._rows(horizon)], dtype=np.int64).reshape(-1, 3)
         return a[:, 0].copy(), a[:, 1].copy(), a[:, 2].copy()
 
+    def windows_for_pass(self, now: int, span: int):
+        """The windows a single pass at ``now`` holds, as :meth:`windows` has them, when
+        every plan it makes would end by ``now + span`` without reservations: a window
+        a plan waits for pushes it later by at most the window's length, so the horizon
+        grows by the time covered by the windows it reaches, until it stops growing (16
+        rounds at most: repeating windows far beyond may be left out)."""
+        horizon = now + span
+        for _ in range(16):
+            start, end, node = self.windows(horizon)
+            keep = end > now
+            grown = now + span + _covered(np.maximum(start[keep], now), end[keep])
+            if grown <= horizon:
+                break
+            horizon = grown
+        return start[keep], end[keep], node[keep]
+
     def overlapping(self, start, end, alloc_offsets, alloc_nodes, horizon: int):
         """``(job, reservation name, node)`` for each started job (``start``/``end``
         arrays; its nodes ``alloc_nodes[alloc_offsets[i]:alloc_offsets[i + 1]]``) that ran
@@ -121,3 +137,27 @@ class Reservations:
                     break
         rows.sort()
         return rows
+
+
+def _covered(start, end) -> int:
+    """The length of the union of the intervals [start, end)."""
+    order = np.argsort(start, kind="stable")
+    total, reach = 0, None
+    for s, e in zip(start[order].tolist(), end[order].tolist()):
+        if reach is None or s > reach:
+            total += e - s
+            reach = e
+        elif e > reach:
+            total += e - reach
+            reach = e
+    return total
+
+
+def check_jobs_held_off(jobs) -> None:
+    """UnsupportedError for a job asking for no CPU, GPU or MB: a reserved node is held
+    whole, and such a job would still fit there (Slurm's jobs hold at least one CPU)."""
+    nothing = (jobs.cpus_per_node == 0) & (jobs.gpus_per_node == 0) & (jobs.mem_per_node == 0)
+    if nothing.any():
+        raise UnsupportedError(f"job {int(jobs.job_id[np.argmax(nothing)])} asks for no CPU, "
+                               "GPU or memory: advance reservations cannot keep it off their "
+                               "nodes")

@@ -27,6 +27,7 @@ from ..model.errors import InputError, UnsupportedError
 from ..model.jobs import JOB_FIELDS, JobRequest, JobTable
 from ..model.policies import (RESERVATION_MODELS, check_reservations, check_reserve_depth,
                               get_policy)
+from ..model.reservations import Reservations, check_jobs_held_off
 from ..model.validation import check_jobs, reject
 from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, ConstraintState,
                           QueuePriority, csr_offsets, first_duplicate)
@@ -54,7 +55,10 @@ class Scheduler:
     for good; :attr:`engine` says which runs; unlike :func:`fastsched.simulate`,
     dependencies and limits start it on nodes: its counts pass applies no limits). ``available``: node availability (see
     :func:`fastsched.engine.node_availability`); :meth:`fail_nodes` and
-    :meth:`resume_nodes` change it later.
+    :meth:`resume_nodes` change it later. ``advance_reservations``
+    (:class:`fastsched.model.reservations.Reservations`): nodes held over time windows,
+    as :func:`fastsched.simulate` holds them (node engine); each pass holds the windows
+    its plans can reach (``Reservations.windows_for_pass``).
 
     Everything :func:`fastsched.simulate` takes is taken here with the same
     meaning, checks and errors: ``partitions``, ``dependencies``, ``limits``,
@@ -77,7 +81,8 @@ class Scheduler:
                  partitions: PartitionChoices | None = None,
                  dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
                  priority=None, period: int | None = None, resolution: int = 1,
-                 window: int | None = None, placement: Placement | None = None):
+                 window: int | None = None, placement: Placement | None = None,
+                 advance_reservations: Reservations | None = None):
         self.cluster = cluster
         self.policy = get_policy(policy)
         self.reserve_depth = check_reserve_depth(reserve_depth)
@@ -87,6 +92,7 @@ class Scheduler:
         self._configured = self.available.copy()     # what submitted jobs are checked against
         self.resolution, self.window = resolution, window
         _grid(resolution, window)
+        self._reservations = _checked_reservations(advance_reservations, cluster, engine)
         per_job = {"partitions": partitions, "dependencies": dependencies, "limits": limits,
                    "priority": priority, "placement": placement}
         given = [name for name, value in per_job.items() if value is not None]
@@ -98,7 +104,8 @@ class Scheduler:
         # the counts model takes a queue order, not node-level options nor (in a single
         # pass) limits and dependencies
         self.engine = self._first_engine(engine, constrained=bool(set(given) - {"priority"})
-                                         or resolution != 1 or window is not None)
+                                         or resolution != 1 or window is not None
+                                         or self._reservations is not None)
         self._auto = engine == "auto"
         self._catalog = Catalog(JobTable.from_requests([]) if jobs is None else jobs,
                                  fixed=jobs is not None)
@@ -168,6 +175,8 @@ class Scheduler:
         when it is satisfied."""
         table = JobTable.from_requests([jobs]) if isinstance(jobs, JobRequest) else jobs
         engine = self.engine if self._catalog.fixed else self._engine_for(table)
+        if self._reservations is not None:
+            check_jobs_held_off(table)
         active = np.concatenate([self._catalog.job_id(self._queued), self._running.job_id])
         clash = np.intersect1d(table.job_id, active)
         if len(clash) or len(np.unique(table.job_id)) != len(table):
@@ -447,7 +456,7 @@ class Scheduler:
             d = plan_nodes(self.cluster, self._running, jobs.take(runnable), now, policy, depth,
                            self.available, full=full, resolution=self.resolution,
                            window=self.window, limit_usage=self._usage,
-                           rank=priority.rank(rows[runnable]),
+                           rank=priority.rank(rows[runnable]), blocked=self._windows(now, jobs),
                            **self._constraints.of_rows(rows[runnable], self._catalog))
             outcome, planned, offsets, nodes, masks, part = _widen(d, runnable)
             held[runnable] = np.where((d.outcome == BLOCKED) & (d.reason != "Priority"),
@@ -460,6 +469,17 @@ class Scheduler:
                          gpu_mask=masks, num_nodes=jobs.num_nodes.astype(np.int64),
                          partition=partition, engine=self.engine, cluster=self.cluster,
                          held=held, rows=rows)
+
+    def _windows(self, now: int, jobs: JobTable):
+        """The advance reservations' windows a pass at ``now`` over the queued ``jobs``
+        holds (None: none): every plan of the pass would end, without them, by the
+        running jobs' last planned end plus the queued jobs' time limits one after
+        another (:meth:`fastsched.model.reservations.Reservations.windows_for_pass`)."""
+        if self._reservations is None:
+            return None
+        ends = self._running.planned_end
+        span = int(jobs.time_limit.sum()) + max(int(ends.max(initial=now)) - now, 0)
+        return self._reservations.windows_for_pass(now, span)
 
     def _plan_slurm(self, now: int, jobs: JobTable):
         """Slurm's backfill cycle (:func:`fastsched.sim.plan.slurm_pass`): its starts take
@@ -492,6 +512,21 @@ class Scheduler:
                                   jobs.num_nodes.astype(np.int64),
                                   jobs.time_limit.astype(np.int64),
                                   *policy.kernel_rules(depth))
+
+
+def _checked_reservations(reservations: Reservations | None, cluster: Cluster,
+                          engine: str) -> Reservations | None:
+    """``reservations`` when there are any (None else), checked against the cluster and
+    the engine asked for (only the node engine holds them)."""
+    if not reservations:
+        return None
+    if reservations.num_nodes != cluster.num_nodes:
+        raise InputError(f"advance reservations are for {reservations.num_nodes} nodes, the "
+                         f"cluster has {cluster.num_nodes}", field="advance_reservations")
+    if engine in ("pool", "slurm"):
+        raise UnsupportedError("advance reservations need the node engine "
+                               "(reservations=\"nodes\")")
+    return reservations
 
 
 def _widen(d: NodeDecisions, planned: np.ndarray):
