@@ -55,7 +55,7 @@ assert (d.outcome == 1).sum() > 50          # reservations: holds updated the in
 kernels = _leaf_kernels()
 compiled = {{name for name, k in kernels if k.nopython_signatures}}
 # (profile._split and _take are inlined into _hold_nodes: no signature of their own)
-for hot in ("runindex.ix_hold", "runindex.tr_succ", "passes._hold_nodes",
+for hot in ("runindex.ix_hold", "treap.tr_succ", "passes._hold_nodes",
             "earliest._plan_indexed"):
     assert hot in compiled, hot
 print(len(compiled), _array_returning(kernels))

@@ -80,7 +80,7 @@ def test_unpackable_cluster_plans_the_same_by_scanning(monkeypatch):
     import dataclasses
     from fastsched import JobTable
     from fastsched.bench.state import busy_state, run_pass
-    from fastsched.engine.runindex import ix_packable
+    from fastsched.engine.treap import ix_packable
     monkeypatch.setattr(engine_plan, "_INDEX_AFTER_PASS", 0)
     state = busy_state("ai-8k", pending=600, seed=5)
     scale = 4096                                    # 2,000,000 MB x 4096 > 2**31

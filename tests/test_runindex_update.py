@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from fastsched.engine.profile import _hold, _room, _split, new_profile, profile_of
 from fastsched.engine.state import Profile
-from fastsched.engine.runindex import (_A, _MK, _MX, _LF, _LN, _NX, _PV, _RT, _UP,
-                                _INF, NFIELDS, _add, _delete_at, _get, _next, _prio, add_slot,
-                                ix_add_slot, ix_hold, ix_new_job, ix_packable, ix_touched,
-                                new_table, tr_key, tr_reserve, tr_succ)
+from fastsched.engine.runindex import ix_add_slot, ix_hold, ix_new_job, ix_touched
+from fastsched.engine.treap import (_A, _MK, _MX, _LF, _LN, _NX, _PV, _RT, _UP, _INF, NFIELDS,
+                                    _add, _delete_at, _get, _next, _prio, add_slot,
+                                    ix_packable, new_table, tr_key, tr_reserve, tr_succ)
 
 INF = int(_INF)
 

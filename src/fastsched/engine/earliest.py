@@ -19,7 +19,8 @@ from .blocks import _in_idle_blocks
 from .heap import _heap_pop, _heap_push
 from .leafkernel import leaf_kernel
 from .profile import _segment_at
-from .runindex import _A, _LN, add_slot, ix_add_slot, tr_node, tr_reserve, tr_succ
+from .runindex import ix_add_slot
+from .treap import _A, _LN, add_slot, tr_node, tr_reserve, tr_succ
 
 _INF = np.int64(1) << np.int64(62)
 

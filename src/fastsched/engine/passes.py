@@ -16,8 +16,8 @@ from .leafkernel import leaf_kernel
 from .limits import _charge, _held, _min_limits
 from .profile import _give_back, _on_grid, _prefetch_node, _room, _split, _take
 from .running import _insert_running, _running_room
-from .runindex import (MAX_SLOTS as _MAX_SLOTS, ix_hold, ix_new_job, ix_packable, ix_touched,
-                       new_meta, tr_empty, tr_reserve)
+from .runindex import ix_hold, ix_new_job, ix_touched
+from .treap import MAX_SLOTS as _MAX_SLOTS, ix_packable, new_meta, tr_empty, tr_reserve
 from .state import Ask, Index
 
 # what a pass does with a job (_plan_mode)
