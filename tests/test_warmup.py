@@ -75,12 +75,12 @@ def test_compile_all_compiles_every_entry_point_called_from_python(capsys):
     from fastsched.cli import main
     from fastsched.engine import loop, passes, plan, profile, slurmplan
     from fastsched.policy import fairshare, priority
-    from fastsched.sim import metrics
+    from fastsched.sim import gpusweep
     assert main(["compile", "--quiet"]) == 0
     assert capsys.readouterr().out == ""
     entry_points = [loop._run, loop._complete, loop._release, passes._pass, profile._build_all,
                     profile._block, profile._advance_nodes,
                     slurmplan._cycle, fairshare._fair_tree_ranks,
                     fairshare._level_fs, fairshare._sum_up, priority._multifactor_kernel,
-                    metrics._sweep]
+                    gpusweep._sweep]
     assert [k.py_func.__name__ for k in entry_points if not k.signatures] == []

@@ -24,12 +24,12 @@ KERNEL_SOURCES = ("engine/blocks", "engine/earliest", "engine/freenow", "engine/
                   "engine/images", "engine/limits", "engine/loop", "engine/passes", "engine/placement",
                   "engine/prefetch", "engine/profile", "engine/runindex", "engine/running",
                   "engine/slurmplan", "engine/treap", "engine/wholenode",
-                  "policy/fairshare", "policy/priority", "sim/metrics", "tools/rlfast",
+                  "policy/fairshare", "policy/priority", "sim/gpusweep", "tools/rlfast",
                   "engine/driver", "engine/inputs", "engine/requeue", "engine/interrupt",
                   "engine/leafkernel", "engine/state", "model/cluster", "model/constraints",
                   "model/errors", "model/events", "model/jobs", "model/policies", "model/progress",
                   "model/reservations",
-                  "model/schedule", "model/settings", "model/topology", "model/validation",
+                  "model/settings", "model/topology", "model/validation",
                   "tools/rlsim")
 
 

@@ -1,9 +1,9 @@
-"""Cluster-level metrics of a finished schedule that need a sweep over time."""
+"""Cluster-level metrics of a finished schedule that need a sweep over time (the
+compiled sweep of GPU use is :mod:`fastsched.sim.gpusweep`, loaded when a cluster has
+GPUs)."""
 from __future__ import annotations
 
-from .. import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
 import numpy as np
-from numba import njit
 
 from ..model.cluster import Cluster
 from ..model.jobs import JobTable
@@ -59,37 +59,8 @@ def gpu_fragmentation(cluster: Cluster, jobs: JobTable, schedule: Schedule) -> f
     nodes = np.concatenate([node, node])
     deltas = np.concatenate([gpus[keep], -gpus[keep]])
     order = np.lexsort((deltas, times))         # at one instant, releases before holds
+    from .gpusweep import _sweep            # (compiled: Numba only loads for GPU clusters)
     first, last = int(jobs.submit_time.min()), int(schedule.end_time.max())
     stranded, free = _sweep(times[order], nodes[order], deltas[order],
                             cluster.gpus.astype(np.int64), first, last)
     return stranded / free if free > 0 else None
-
-
-@njit(cache=True)
-def _sweep(times, nodes, deltas, capacity, first, last):
-    """Integrals of stranded and of all free GPUs over [first, last).
-
-    times, nodes, deltas : int64[e]  GPU holds (+) and releases (-) per node, sorted by time
-    capacity : int64[n]              GPUs per node
-    """
-    used = np.zeros(len(capacity), dtype=np.int64)
-    free = capacity.sum()
-    stranded = 0
-    total_stranded = 0.0
-    total_free = 0.0
-    t = first
-    for k in range(len(times)):
-        if times[k] > t:
-            total_stranded += stranded * (times[k] - t)
-            total_free += free * (times[k] - t)
-            t = times[k]
-        n = nodes[k]
-        before = capacity[n] - used[n] if used[n] > 0 else 0
-        used[n] += deltas[k]
-        after = capacity[n] - used[n] if used[n] > 0 else 0
-        stranded += after - before
-        free -= deltas[k]
-    if last > t:
-        total_stranded += stranded * (last - t)
-        total_free += free * (last - t)
-    return total_stranded, total_free

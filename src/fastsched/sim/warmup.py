@@ -43,7 +43,7 @@ def _run_tiny() -> None:
     import numpy as np
     from ..model.cluster import Cluster
     from ..model.jobs import JobTable
-    from .metrics import _sweep
+    from .gpusweep import _sweep
     from ..engine import run_nodes
     cluster = Cluster(["g1"], cpus=[2], gpus=[2], mem_mb=[0])
     jobs = JobTable.from_arrays(job_id=[1, 2], submit_time=[0, 1], time_limit=[10, 10],
