@@ -118,6 +118,11 @@ def test_a_checkpoint_file_is_written_whole_and_loaded(tmp_path):
     (tmp_path / "junk").write_bytes(b"\x80\x04junk")
     with pytest.raises(InputError, match="not a fastsched checkpoint"):
         load(tmp_path / "junk")
+    # a file of the previous format (a loop state of another shape) is refused by name
+    (tmp_path / "old").write_bytes(pickle.dumps({"format": "fastsched-checkpoint-1",
+                                                 "header": {}, "state": {}}))
+    with pytest.raises(InputError, match="another version"):
+        load(tmp_path / "old")
 
 
 # --------------------------------------------------------------------------- the CLI
