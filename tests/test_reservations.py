@@ -244,3 +244,26 @@ def test_a_pass_holds_the_windows_its_plans_can_reach():
     assert daily.windows_for_pass(0, 86_401)[0].tolist() == [100, 86_500]
     assert daily.windows_for_pass(300, 10)[0].tolist() == []       # the first one is over
     assert daily.windows_for_pass(300, 86_300)[0].tolist() == [86_500]
+
+
+@SETTINGS
+@given(data=st.data())
+def test_windows_are_every_occurrence_on_every_node_by_start(data):
+    items = tuple(Reservation(f"r{k}", s, s + data.draw(st.integers(1, 5000)),
+                              tuple(data.draw(st.lists(st.integers(0, 9), min_size=1,
+                                                       max_size=3, unique=True))),
+                              flags=data.draw(st.sampled_from([(), ("DAILY",), ("WEEKLY",)])))
+                  for k, s in enumerate(data.draw(st.lists(st.integers(0, 300_000),
+                                                           max_size=4))))
+    resv = Reservations(items, 10)
+    for horizon in data.draw(st.lists(st.integers(0, 2_000_000), min_size=1, max_size=3)):
+        expect = []          # the plain enumeration: each window, then each repeat
+        for r in items:
+            s = r.start
+            while True:
+                expect += [(s, s + r.end - r.start, x) for x in r.nodes]
+                s += r.period
+                if not r.period or s >= horizon:
+                    break
+        got = list(zip(*(a.tolist() for a in resv.windows(horizon))))
+        assert got == sorted(expect)

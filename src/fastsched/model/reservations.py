@@ -51,6 +51,7 @@ class Reservations:
     items: tuple = ()
     num_nodes: int = 0
     _names: dict = field(default_factory=dict, compare=False, repr=False)
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         for r in self.items:
@@ -87,8 +88,14 @@ class Reservations:
         """``(start, end, nodes)`` arrays of every window that opens before ``horizon``
         (repeats included), one row per (window, node), by start: what the engine
         holds."""
-        a = np.array([row[:3] for row in self._rows(horizon)], dtype=np.int64).reshape(-1, 3)
-        return a[:, 0].copy(), a[:, 1].copy(), a[:, 2].copy()
+        if "once" not in self._cache:       # the windows that do not repeat, built once
+            self._cache["once"] = _joined([_occurrences(r, 0) for r in self.items
+                                           if not r.period])
+        parts = [self._cache["once"]] + [_occurrences(r, horizon) for r in self.items
+                                         if r.period]
+        start, end, node = _joined(parts)
+        order = np.lexsort((node, end, start))
+        return start[order], end[order], node[order]
 
     def windows_for_pass(self, now: int, span: int):
         """The windows a single pass at ``now`` holds, as :meth:`windows` has them, when
@@ -139,18 +146,33 @@ class Reservations:
         return rows
 
 
+def _occurrences(r: Reservation, horizon: int):
+    """``(start, end, node)`` arrays of ``r``'s windows: the first, then each repeat
+    that opens before ``horizon``, on each of its nodes."""
+    first, length, step = int(r.start), int(r.end) - int(r.start), r.period
+    count = 1 if not step else 1 + max(0, -(-(horizon - first) // step) - 1)
+    starts = first + step * np.arange(count, dtype=np.int64)
+    nodes = np.asarray(r.nodes, dtype=np.int64)
+    start = np.repeat(starts, len(nodes))
+    return start, start + length, np.tile(nodes, count)
+
+
+def _joined(parts):
+    """``(start, end, node)`` arrays of several such triples, end to end."""
+    if not parts:
+        return tuple(np.zeros(0, dtype=np.int64) for _ in range(3))
+    return tuple(np.concatenate([p[k] for p in parts]) for k in range(3))
+
+
 def _covered(start, end) -> int:
     """The length of the union of the intervals [start, end)."""
+    if not len(start):
+        return 0
     order = np.argsort(start, kind="stable")
-    total, reach = 0, None
-    for s, e in zip(start[order].tolist(), end[order].tolist()):
-        if reach is None or s > reach:
-            total += e - s
-            reach = e
-        elif e > reach:
-            total += e - reach
-            reach = e
-    return total
+    start, end = start[order], end[order]
+    reach = np.maximum.accumulate(end)          # furthest end covered so far
+    before = np.concatenate(([start[0]], reach[:-1]))
+    return int(np.maximum(end - np.maximum(start, before), 0).sum())
 
 
 def check_jobs_held_off(jobs) -> None:
