@@ -1,4 +1,4 @@
-"""The SWF reader as it was before the vectorised tokenizer (fastsched.io.swfparse): the
+"""The SWF reader as it was before the one-pass tokenizer (fastsched.io.swfparse): the
 obviously-correct twin of :func:`fastsched.io.swf.read_swf` and ``read_swf_fields``.
 
 Lines are split by Python (``str.splitlines``, ``str.split``), numbers parsed by

@@ -1,4 +1,4 @@
-"""The vectorised SWF reader (fastsched.io.swf + io.swfparse) against its twin, the line-by-line
+"""The fast SWF reader (fastsched.io.swf + io.swfparse) against its twin, the line-by-line
 reader it replaced (tests/naive_swf.py): the same tables, skips, header, warnings counts and
 the same errors (message, line, field) on generated traces and on the bundled ones."""
 from __future__ import annotations
@@ -96,7 +96,8 @@ _COMMENT = st.sampled_from(["; Version: 2.2", "; MaxProcs: 16", "; MaxNodes: 8",
                             "; Note: x", ";", "  ; Computer: test", "; Computer: tést",
                             ";MaxProcs:4", "; Preemption: No ; done", "\t;\tUnixStartTime: 1"])
 _NOISE = st.sampled_from(["", "  ", "\t", "\x0b", "\x1c", "\x00", "\x85", "\u2028", "1\x0c2",
-                          "\ufeff; Version", "é"])
+                          "\ufeff; Version", "é", "\x7f", "3\x7f", "-\x7f", "1\r2", "; x\x7f",
+                          "; x\ry"])
 
 
 @st.composite
@@ -134,9 +135,8 @@ def test_random_bytes(tmp_path, data):
     assert_same(path)
 
 
-def test_pieces_join_across_many_lines(tmp_path, monkeypatch):
-    """Lines spread over many pieces parse as one block, whatever the piece size."""
-    monkeypatch.setattr(swfparse, "_PIECE", 97)
+def test_many_lines_and_a_short_one(tmp_path):
+    """A long block parses whole; a short line in it is named."""
     lines = ["; MaxProcs: 64"] + [f"{j} {j * 7} -1 {j % 50} 4 -1 -1 {j % 9 - 1} 600 -1 1 "
                                   f"{j % 5} -1 -1 -1 -1 -1 -1" for j in range(1, 400)]
     path = tmp_path / "t.swf"
@@ -157,7 +157,7 @@ def test_parse_numbers_digits():
     toks += ["0"] * (-len(toks) % 4)
     text = "\n".join(" ".join(toks[i:i + 4]) for i in range(0, len(toks), 4)).encode()
     blob = np.frombuffer(text, dtype=np.uint8)
-    values, rows = swfparse.parse_numbers(blob, np.flatnonzero(blob == 10), 4)
+    values, rows = swfparse.parse_numbers(blob, 4)
     assert values.ravel().tolist() == [float(t) for t in toks]
     assert [np.signbit(v) for v in values.ravel()] == [t.startswith("-") for t in toks]
     assert rows.tolist() == list(range(len(toks) // 4))

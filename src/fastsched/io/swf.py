@@ -17,8 +17,8 @@ Every other non-blank line is one job with 18 numeric fields (``-1`` = missing):
 ====  =======================  ====  =======================
 
 :func:`read_swf` turns a trace into a :class:`~fastsched.model.jobs.JobTable` of
-one-CPU "nodes" (one per processor). The job lines are tokenized and parsed with NumPy
-in one go (:mod:`fastsched.io.swfparse`); only when that finds a problem is the file
+one-CPU "nodes" (one per processor). The job lines are tokenized and parsed in one
+compiled pass (:mod:`fastsched.io.swfparse`); only when that finds a problem is the file
 rescanned line by line, to name the exact line and field in the
 :class:`~fastsched.model.errors.InputError`.
 """
@@ -35,7 +35,7 @@ from ..model.errors import InputError
 
 from ..model.jobs import JobTable
 from ..model.validation import MAX_COUNT, MAX_NODES, MAX_SECONDS
-from .swfparse import is_clean, parse_numbers, split_lines
+from .swfparse import is_clean, parse_numbers, parse_text
 from .textfile import read_decompressed
 
 __all__ = ["SkippedJob", "SWFTrace", "SWFFields", "read_swf", "read_swf_fields",
@@ -116,17 +116,16 @@ def _decode(raw: bytes) -> str:
 def _load(raw: bytes):
     """(header, header_lines, (n, 18) float array or None if a line is malformed, the
     1-based line of each row)."""
-    split = split_lines(raw)
-    if split is None:
+    scanned = parse_text(raw, _NFIELDS)
+    if scanned is None:
         header, header_lines, data, lineno = _split(_decode(raw))
         return header, header_lines, _parse_block(data), lineno
-    comments, blob, nl = split
+    comments, parsed = scanned
     header: dict[str, str] = {}
     header_lines: list[str] = []
     for _, ln in comments:
         header_lines.append(ln)
         _header_entry(header, ln.lstrip())
-    parsed = parse_numbers(blob, nl, _NFIELDS)
     if parsed is None:
         return header, header_lines, None, None
     arr, rows = parsed
@@ -313,7 +312,7 @@ def _parse_block(data: list[str]):
     blob = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
     if not is_clean(blob):
         return None
-    parsed = parse_numbers(blob, np.flatnonzero(blob == 10), _NFIELDS)
+    parsed = parse_numbers(blob, _NFIELDS)
     if parsed is None or len(parsed[1]) != len(data):
         return None
     return parsed[0]
