@@ -9,13 +9,15 @@ from fastsched.sim.scheduler import Scheduler
 from fastsched.tools.testing import cluster_and_workload
 
 
-def drive_all(scheduler, jobs, one_by_one=False, instants=()):
+def drive_all(scheduler, jobs, one_by_one=False, instants=(), events=()):
     """Drive ``scheduler`` through ``jobs`` with the simulator's event order; returns
     (start, nodes, gpu masks) per job (caller's order). Jobs ending at an instant are
     completed with one complete() call, or one call each with ``one_by_one``.
-    ``instants``: more times to pass at (advance reservations' window ends)."""
+    ``instants``: more times to pass at (advance reservations' window ends);
+    ``events``: (time, "drain" or "resume", node indices), applied before their instant."""
     got = {}
     ends = {}
+    instants = set(instants) | {int(t) for t, _, _ in events}
     duration = {int(j): int(min(r, lim)) for j, r, lim in
                 zip(jobs.job_id, jobs.runtime, jobs.time_limit)}
     pending_times = set(jobs.submit_time.tolist())
@@ -23,6 +25,9 @@ def drive_all(scheduler, jobs, one_by_one=False, instants=()):
     while pending_times or ends or (visits and len(got) < len(jobs)):
         now = min(list(pending_times) + list(ends.values()) + list(visits))
         visits.discard(now)
+        for t, kind, nodes in events:
+            if t == now:
+                (scheduler.drain_nodes if kind == "drain" else scheduler.resume_nodes)(nodes)
         first = True
         while True:
             done = [j for j, e in ends.items() if e == now]
@@ -42,7 +47,7 @@ def drive_all(scheduler, jobs, one_by_one=False, instants=()):
                 ends[j] = now + duration[j]
             if now not in ends.values():
                 break
-    return [got[int(j)] for j in jobs.job_id]
+    return [got.get(int(j)) for j in jobs.job_id]
 
 
 def drive(cluster, jobs, policy, reserve_depth=1):

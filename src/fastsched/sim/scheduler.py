@@ -53,9 +53,10 @@ class Scheduler:
     1 day; started jobs take each node's lowest free GPUs) or None (counts while every
     submitted job fits it and nothing below but a priority asks for more, then nodes
     for good; :attr:`engine` says which runs; unlike :func:`fastsched.simulate`,
-    dependencies and limits start it on nodes: its counts pass applies no limits). ``available``: node availability (see
-    :func:`fastsched.engine.node_availability`); :meth:`fail_nodes` and
-    :meth:`resume_nodes` change it later. ``advance_reservations``
+    dependencies and limits start it on nodes: its counts pass applies no limits).
+    ``available``: node availability (see
+    :func:`fastsched.engine.node_availability`); :meth:`fail_nodes`,
+    :meth:`drain_nodes` and :meth:`resume_nodes` change it later. ``advance_reservations``
     (:class:`fastsched.model.reservations.Reservations`): nodes held over time windows,
     as :func:`fastsched.simulate` holds them (node engine); each pass holds the windows
     its plans can reach (``Reservations.windows_for_pass``).
@@ -255,8 +256,24 @@ class Scheduler:
         self.state.state[down] = NodeState.DOWN
         return ended
 
+    def drain_nodes(self, nodes) -> None:
+        """Nodes ``nodes`` (indices) are drained (``scontrol update State=DRAIN``): no job
+        starts or is planned on them, the jobs running there go on. Pending jobs that
+        cannot run without them wait (reason ReqNodeNotAvail); :meth:`resume_nodes`
+        undoes it."""
+        drained = self._node_indices(nodes)
+        if self.engine == "pool" and not self._auto:
+            raise UnsupportedError("the pool engine has no unavailable nodes; use the "
+                                   "node engine")
+        self.engine = "nodes"
+        self.available[drained] = False
+        self.state.state[drained] = np.where(self.state.state[drained] == NodeState.DOWN,
+                                             NodeState.DOWN, NodeState.DRAIN)
+        self._version += 1
+
     def resume_nodes(self, nodes) -> None:
-        """Nodes ``nodes`` (indices) are back: planning uses them again."""
+        """Nodes ``nodes`` (indices) are back, up or no longer drained: planning uses
+        them again."""
         up = self._node_indices(nodes)
         self.available[up] = self._configured[up]
         self.state.state[up] = np.where(self._configured[up], NodeState.UP, NodeState.DOWN)
