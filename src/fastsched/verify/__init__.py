@@ -130,15 +130,16 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     ``power`` (:class:`fastsched.model.power.PowerSaving`) with ``configure`` (seconds
     per job it waited CONFIGURING for boots: records' ``configure_time``): every other
     check sees each job from its allocation (start - configure, holding its nodes
-    configure seconds longer), and :mod:`.power` adds ``not_booted``,
-    ``needless_configure`` and ``resume_rate``.
+    configure seconds longer once running: a pass plans a job with its limit, and its
+    wait for boots is known after the pass that started it), and :mod:`.power` adds
+    ``not_booted``, ``needless_configure`` and ``resume_rate``.
     """
     model = _check_arguments(schedule, policy, reserve_depth, dependencies, limits,
                              reservations)
     check_inputs(cluster, jobs, schedule)
-    booted = None
+    booted = plan_limit = None
     if power is not None:       # every check below sees each job from its allocation
-        booted = schedule
+        booted, plan_limit = schedule, jobs.time_limit
         jobs, schedule = allocation_view(jobs, schedule, _configure(configure, len(jobs)))
     start = np.ascontiguousarray(schedule.start_time, dtype=np.int64)
     end = np.ascontiguousarray(schedule.end_time, dtype=np.int64)
@@ -181,7 +182,7 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
             skipped = ": partition choices and topology placement are not modelled"
         else:
             skipped = _policy(cluster, jobs, schedule, start, end, policy, reserve_depth,
-                              model, priority, node_check_limit, out)
+                              model, priority, node_check_limit, out, plan_limit)
         (not_checked if skipped else checks).append(name + skipped)
     rank = {k: r for r, k in enumerate(VIOLATION_KINDS)}
     out.sort(key=lambda v: (v.time, rank[v.kind], v.job_id))
@@ -240,7 +241,7 @@ def _constraint_checks(jobs, start, end, dependencies, limits, out, checks):
 
 
 def _policy(cluster, jobs, schedule, start, end, policy, reserve_depth, model, priority,
-            node_check_limit, out) -> str:
+            node_check_limit, out, plan_limit=None) -> str:
     """Runs the policy check in ``model``; returns "" or why it was not run."""
     eligible = start >= 0
     check = eligible & (start >= jobs.submit_time)
@@ -264,5 +265,6 @@ def _policy(cluster, jobs, schedule, start, end, policy, reserve_depth, model, p
                     f"the limit {node_check_limit:.2g} (node_check_limit=None, or check "
                     f"--node-check-limit 0, lifts it)")
     nodes_policy.check(cluster, jobs, schedule, start, end, policy, reserve_depth, eligible,
-                       check, qorder, out, report_order=priority is not None)
+                       check, qorder, out, report_order=priority is not None,
+                       plan_limit=plan_limit)
     return ""

@@ -12,8 +12,8 @@ excluded); it then boots no sooner than ``max(a, e + SuspendTime + SuspendTimeou
     a job started before one of its nodes could be ready (powered down at its
     allocation, or still booting for a job allocated before it).
 ``needless_configure``
-    a job waited CONFIGURING (``configure_time > 0``) although every node of it was
-    up and ready at its allocation.
+    a job waited CONFIGURING (``configure_time > 0``) although no node of it was
+    powered down or booting at its allocation.
 ``resume_rate``
     the power-ups (one per powered-down node at an allocation) cannot have had
     ResumeRate's tokens (one every 60000 / ResumeRate ms, in allocation order; those
@@ -45,28 +45,32 @@ def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
     order = np.lexsort((job, alloc[job], node))
     st = power.suspend_time
     ready_lb = np.full(len(start), np.iinfo(np.int64).min)     # per job: its nodes' readiness
+    booting = np.zeros(len(start), dtype=bool)      # per job: a node of it was not yet up
     ups = []                                                    # (release, deadline, job)
-    last, busy_until, ready, fresh = -1, 0, 0, True
+    # per node: jobs end by busy_until; its last boot ended at ready or later, and by
+    # booted (the start of the job it booted for: tokens may delay a boot)
+    last, busy_until, ready, booted, fresh = -1, 0, 0, 0, True
     for k in order.tolist():
         x, j = int(node[k]), int(job[k])
         a = int(alloc[j])
         if x != last:
-            last, busy_until, ready, fresh = x, 0, 0, bool(cloud[x])
+            last, busy_until, ready, booted, fresh = x, 0, 0, 0, bool(cloud[x])
         if busy_until <= a:
             idle = busy_until
             if fresh or (st is not None and not excluded[x] and a >= idle + st):
                 boot_at = a if fresh else max(a, idle + st + power.suspend_timeout)
-                ready = boot_at + power.boot
+                ready, booted = boot_at + power.boot, int(start[j])
                 ups.append((a, int(start[j]) - power.boot, j))
         fresh = False
         ready_lb[j] = max(ready_lb[j], ready)
+        booting[j] |= booted > a
         busy_until = max(busy_until, int(end[j]))
     for j in np.flatnonzero(ran & (start < ready_lb)).tolist():
         out.append(violation("not_booted", int(schedule.job_id[j]), int(start[j]),
                              f"job {int(schedule.job_id[j])} started at {int(start[j])}, before "
                              f"its nodes could boot (ready at {int(ready_lb[j])} at the "
                              "earliest)"))
-    for j in np.flatnonzero(ran & (conf > 0) & (ready_lb <= alloc)).tolist():
+    for j in np.flatnonzero(ran & (conf > 0) & ~booting).tolist():
         out.append(violation("needless_configure", int(schedule.job_id[j]), int(start[j]),
                              f"job {int(schedule.job_id[j])} was CONFIGURING {int(conf[j])} s "
                              "although its nodes were up"))
