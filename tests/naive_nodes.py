@@ -42,6 +42,16 @@ is free on node n at instant t?") is answered by summing over intervals.
   end of the list (added if missing, the first dropped beyond capacity). Starts at
   one instant are taken in the order the pass started them. Checkpoints count from
   the pull's end.
+* Power saving (``power``): a job started at t (in the order the pass started them,
+  before its pull) on a node with no job running is given a powered-down node when
+  that node is CLOUD and never ran a job, or (not excluded, SuspendTime set) every job
+  it ran ended at least SuspendTime before t. Each such node takes a resume token: the
+  k-th power-up of the run at ms r_k = max(1000 t, r_{k-1} + period), in seconds
+  ceil(r_k / 1000); it boots from then, but not before SuspendTimeout after its
+  power-down began (its last end + SuspendTime), and is ready ``boot`` seconds later.
+  The job's boot wait is its nodes' latest readiness (a node still booting for another
+  job counts) minus t; it starts then and ends boot + min(pull + runtime, d) after t,
+  holding its nodes over [t, t + boot + d) in the passes after the one that started it.
 """
 from __future__ import annotations
 
@@ -64,9 +74,10 @@ class NaiveNodeJob:
     runtime: int = 0    # >= 0, what really happens (capped at limit)
     partition: int = 0  # index into cluster.partitions
     pull: int = 0       # its image pull at its start (set when it starts)
+    boot: int = 0       # its wait for powered-down nodes (set when it starts)
 
     def duration(self) -> int:
-        return min(self.runtime + self.pull, self.limit)
+        return self.boot + min(self.runtime + self.pull, self.limit)
 
 
 def jobs_from_table(table) -> list[NaiveNodeJob]:
@@ -281,7 +292,7 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
         if e > now:
             plan[x].append((s, e, nodes[x].gpus, nodes[x].cpus, nodes[x].mem))
     for job, start, chosen, _ in running:
-        until = _on_grid(start + job.limit, res)
+        until = _on_grid(start + job.boot + job.limit, res)
         if _exclusive(topo_of, job, now):
             for y in _group_nodes(nodes, topo_of(job, now)[0], chosen):
                 plan[y].append((start, until, nodes[y].gpus, nodes[y].cpus, nodes[y].mem))
@@ -351,7 +362,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
              partitions=None, deps=None, groups=None, caps=None, rank=None,
              reorder=None, period=None, resolution=1, window=None, placement=None,
              events=None, requeue=None, checkpoint=None, delay=121, attempts=None,
-             blocked=(), images=None):
+             blocked=(), images=None, power=None):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
@@ -382,7 +393,11 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     (image by job id (absent: none), pull seconds by image, images a node caches):
     container pulls (see the module); ``attempts`` entries then get the attempt's
     pull as a sixth item, and each started job's pull is in ``images_out`` (a dict
-    by job id, when given as a fourth item of ``images``).
+    by job id, when given as a fourth item of ``images``). ``power``: dict with
+    ``suspend_time`` (None: never), ``suspend_timeout``, ``boot``, ``period_ms`` (0: no
+    limit), ``cloud`` and ``excluded`` (sets of nodes): power saving (see the module);
+    each started job's boot wait goes into ``power["boot_out"]`` (a dict by job id) when
+    given. Result starts are the job's start after its boot wait.
 
     Returns (job_id -> (start, end, [node indices ascending], [[GPU indices]
     per node], partition) for started jobs, job_id -> "never" | "waiting" |
@@ -421,6 +436,26 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             raise ValueError(f"job {job.job_id} can never fit")
 
     caches = [OrderedDict() for _ in nodes]      # per node: image -> None, LRU first
+    history = [[] for _ in nodes]      # per node: the end of every job started on it
+    ready = [0] * len(nodes)           # per node: when its last boot ended
+    token = [None]                     # the last power-up's ms
+
+    def boot_wait(now, chosen):
+        for x in chosen:
+            if any(x in r[2] for r in running):
+                continue
+            fresh = x in power["cloud"] and not history[x]
+            last = max(history[x], default=0)
+            st = power["suspend_time"]
+            if fresh or (st is not None and x not in power["excluded"] and now >= last + st):
+                r_ms = now * 1000 if token[0] is None else \
+                    max(now * 1000, token[0] + power["period_ms"])
+                token[0] = r_ms
+                begin = -(-r_ms // 1000)
+                if not fresh:
+                    begin = max(begin, last + st + power["suspend_timeout"])
+                ready[x] = begin + power["boot"]
+        return max([0] + [ready[x] - now for x in chosen])
     future = sorted(jobs, key=lambda j: (j.submit, j.job_id))
     arrived, rejected, eligible, never = [], {}, {}, set()
     running = []     # (job, start, [nodes], [[gpu indices] per node])
@@ -512,6 +547,10 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             started = _pass(policy, reserve_depth, now, queue, nodes, running, parts_of,
                             groups, caps, held, resolution, window, topo_of, blocked)
             for k, (job, chosen, p) in enumerate(started):
+                if power is not None:
+                    job = replace(job, boot=boot_wait(now, chosen))
+                    started[k] = (job, chosen, p)
+                    power.setdefault("boot_out", {})[job.job_id] = job.boot
                 if images is not None:
                     job = replace(job, pull=_pull(job, chosen, images, caches))
                     started[k] = (job, chosen, p)
@@ -520,7 +559,9 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                 gpus = [_lowest_free_gpus(n, nodes[n], running, job.gpus, gpu_groups)
                         for n in chosen]
                 running.append((job, now, chosen, gpus))
-                result[job.job_id] = (now, now + job.duration(), chosen, gpus, p)
+                for x in chosen:
+                    history[x].append(now + job.duration())
+                result[job.job_id] = (now + job.boot, now + job.duration(), chosen, gpus, p)
                 started_ever.add(job.job_id)
             zero = {job.job_id for job, _, _ in started if job.duration() == 0}
             end_now(now, zero)

@@ -47,6 +47,8 @@ _PUBLIC_BY_MODULE = {
     "model.reservations": ('Reservation', 'Reservations',),
     "model.failures": ('FailureModel',),
     "model.images": ('Containers', 'ImagePull',),
+    "model.power": ('PowerSaving',),
+    "io.slurmpower": ('power_saving',),
     "model.lifecycle": ('Lifecycle', 'goodput',),
     "model.errors": ('ConfigWarning', 'FastschedError', 'InputError', 'UnsupportedError',),
     "model.jobs": ('JobRequest', 'JobTable',),

@@ -88,6 +88,17 @@ def _fail(message: str):
     raise argparse.ArgumentTypeError(message)
 
 
+def power_text(text: str) -> str:
+    """The ``--power`` text, checked (the cluster's slurm.conf keys apply under it)."""
+    from ..model.errors import InputError
+    from ..model.power import PowerSaving
+    try:
+        PowerSaving.parse(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(e.reason) from None
+    return text
+
+
 def image_pull(text: str):
     """A :class:`fastsched.model.images.ImagePull` from ``default=120s,cache=4,...``."""
     from ..model.errors import InputError

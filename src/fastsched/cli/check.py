@@ -12,7 +12,7 @@ from ..model.policies import POLICIES
 from ..verify import check_frame
 from ..io.events import read_node_events
 from ..sim.lifecycle import run_events, run_lifecycle
-from .argtypes import failure_model, machine_size, non_negative_int, positive_int
+from .argtypes import failure_model, machine_size, non_negative_int, positive_int, power_text
 from ..verify import verify
 from .common import (add_topology_args, config_limits, format_args, gpu_options, load_sacct,
                      load_trace, placement_from_args, print_skipped, trace_format)
@@ -60,6 +60,12 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--resv-file", metavar="FILE",
                         help="the advance reservations of the run (simulate --resv-file): also "
                         "check that no job ran on a reserved node while it was open")
+    parser.add_argument("--power", metavar="SPEC", type=power_text,
+                        help="the power saving of the run (simulate --power, over --cluster's "
+                        "slurm.conf keys): records with a configure_time column are checked "
+                        "for jobs started before their nodes booted and power-ups over "
+                        "ResumeRate (such records get these checks under the slurm.conf keys "
+                        "even without --power)")
     format_args(parser)
     parser.set_defaults(run=run, switches=None, segment=None, gres_conf=None)
 
@@ -100,6 +106,9 @@ def run(args) -> int:
             report.not_checked.append(f"{args.policy}: records with attempts (node "
                                       "failures) are checked without policy")
         return _print_report(report)
+    if args.power is not None or "configure_time" in frame.columns:
+        from ..io.slurmpower import power_saving
+        constraints["power"] = power_saving(cluster, args.power)
     report = check_frame(cluster, jobs, frame,
                          source=args.jobs_csv, policy=args.policy,
                          reserve_depth=args.reserve_depth, reservations=args.reservations,

@@ -10,10 +10,11 @@ import numpy as np
 from ..io.events import read_node_events
 from ..model.errors import InputError
 from ..sim.images import images_line
+from ..sim.power import power_line
 from ..sim.lifecycle import has_failures, lifecycle_line, run_lifecycle
 from ..sim.simulator import simulate
 from . import build_parser
-from .argtypes import duration, failure_model, image_pull, machine_size, seconds
+from .argtypes import duration, failure_model, image_pull, machine_size, power_text, seconds
 from .outputs import check_outputs, output_args, write_outputs
 from .common import (GPU_TRACE_FORMATS, format_args, gpu_options, load_trace,
                      placement_from_args, policy_args,
@@ -60,6 +61,15 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "a job starting on nodes where any lacks its image pulls it first, "
                         "inside its run and time limit; each node caches `cache` images, least "
                         "recently used evicted (nodes model; docs/lifecycle.md)")
+    parser.add_argument("--power", metavar="SPEC", type=power_text,
+                        help="power saving and cloud bursting, over --cluster's slurm.conf "
+                        "SuspendTime, SuspendTimeout, ResumeTimeout, ResumeRate, "
+                        "SuspendExcNodes/Parts and State=CLOUD nodes: boot=60s[,cost=PRICE"
+                        "/node-hour][,cloud-cost=PRICE][,SuspendTime=600,ResumeRate=300...]: "
+                        "idle nodes power down after SuspendTime, CLOUD nodes start down; a "
+                        "job given powered-down nodes is CONFIGURING while they boot, its "
+                        "start reset to when they are ready; prints cost vs wait (nodes "
+                        "model; docs/lifecycle.md)")
     requeue = parser.add_mutually_exclusive_group()
     requeue.add_argument("--requeue", dest="requeue", action="store_true", default=None,
                          help="a job a node failure kills goes back to the queue unless its "
@@ -111,6 +121,8 @@ def run(args) -> int:
             raise InputError("--image-pull needs a workload CSV (its container_image column)",
                              field="--image-pull")
         options["containers"] = workload.containers(args.image_pull)
+    if args.power is not None:
+        options["power"] = args.power
     if args.failures is not None or has_failures(events):
         options["lifecycle"] = run_lifecycle(cluster, jobs, workload, args.requeue)
     if resume is not None or args.checkpoint:       # (a digest of every job: only then)
@@ -161,6 +173,8 @@ def run(args) -> int:
         print(lifecycle_line(result.summary))
     if "images" in result.summary:
         print(images_line(result.summary))
+    if "power" in result.summary:
+        print(power_line(result.summary))
     if result.summary.get("never_started") and result.partition is not None:
         names, counts = np.unique(result.reasons()[result.schedule.start_time < 0],
                                   return_counts=True)

@@ -41,6 +41,10 @@ class EngineRun:
     job's last attempt), None from a loop without node failures. ``pull``: the
     image pull each job's last attempt paid (seconds, part of its run), and
     ``images_pulled`` the pulls node by node (None and 0 from a loop without images).
+    ``configure``: the seconds each job's start waited for its nodes to boot (its start
+    is when they were ready), and ``power`` the nodes' powered and busy seconds and the
+    power-ups (:meth:`fastsched.engine.loop._EventLoop._power_result`); None from a
+    loop without power saving.
     """
 
     start: np.ndarray
@@ -56,6 +60,8 @@ class EngineRun:
     attempts: object = None
     pull: np.ndarray | None = None
     images_pulled: int = 0
+    configure: np.ndarray | None = None
+    power: dict | None = None
 
 
 def submit_order(jobs: JobTable) -> tuple[np.ndarray, np.ndarray]:

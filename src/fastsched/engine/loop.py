@@ -18,6 +18,7 @@ from ..model.reservations import check_jobs_held_off
 from .blocks import _exclusive, _release_blocks
 from .heap import _heap_pop, _heap_push
 from .images import new_image_cache, start_pull
+from .power import end_power, extend_holds, new_power_state, power_totals, start_power
 from .freenow import _tcount_update
 from .driver import (EngineRun, Progress, drive, loop_deps, set_queue_rank, set_rows_rank,
                      submit_order)
@@ -135,9 +136,10 @@ def _arrive(j, now, qlen, ev, deps, jobs, lim, out):
 
 
 @leaf_kernel
-def _after_pass(now, qlen, nev, ev, deps, jobs, out, im):
+def _after_pass(now, qlen, nev, ev, deps, jobs, out, im, pw):
     """Move the jobs a pass started from the queue to the completion heap (each
-    start's image pull first, in start order: :func:`fastsched.engine.images.start_pull`),
+    start's boots then image pull first, in start order:
+    :func:`fastsched.engine.power.start_power`, :func:`fastsched.engine.images.start_pull`),
     then release their dependents. Returns (queue length, events, whether any
     dependent was queued)."""
     queue = ev.queue
@@ -149,6 +151,7 @@ def _after_pass(now, qlen, nev, ev, deps, jobs, out, im):
             queue[w] = j
             w += 1
         else:
+            start_power(j, now, jobs, out, pw)
             start_pull(j, jobs, out, im)
             nev = _heap_push(ev.evk, ev.evj, nev, out.end[j], j)
             ev.newly[k] = j
@@ -164,7 +167,7 @@ def _after_pass(now, qlen, nev, ev, deps, jobs, out, im):
 
 @njit(cache=True, nogil=True)
 def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, topo, out,
-         scratch, ctl, im):
+         scratch, ctl, im, pw):
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
@@ -182,7 +185,8 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
     and the loop can go on from there as if it never stopped. The loop writes
     the time and the jobs finished into it for progress bars. ``im``: the nodes'
     image caches (:mod:`fastsched.engine.images`); a job that pulled ended OK when
-    its pull plus runtime fit its limit.
+    its pull plus runtime fit its limit. ``pw``: power saving
+    (:mod:`fastsched.engine.power`; off: its hooks do nothing).
     """
     n = ev.submit.shape[0]
     evk, evj = ev.evk, ev.evj
@@ -206,6 +210,7 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
                 nev = _heap_pop(evk, evj, nev)
                 ctl[_DONE] += 1
                 _complete(j, now, rules, jobs, types, nodes, free, p, run, lim, topo, out)
+                end_power(j, now, jobs, out, pw)
                 qlen = _release(j, False, jobs.runtime[j] + im.pull[j] <= jobs.limit[j], now,
                                 deps, ev, jobs.eligible, qlen)
             while a < n and ev.submit[a] == now:
@@ -226,7 +231,10 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
             passes += 1
             released = False
             if nstarted > 0:
-                qlen, nev, released = _after_pass(now, qlen, nev, ev, deps, jobs, out, im)
+                qlen, nev, released = _after_pass(now, qlen, nev, ev, deps, jobs, out, im,
+                                                  pw)
+                if pw.cnt[2] > 0:
+                    p, run = extend_holds(now, rules.res, jobs, out, p, run, pw)
             # zero-length jobs end now, or starts released dependents: pass again
             if not released and (nev == 0 or evk[0] != now):
                 break
@@ -244,7 +252,7 @@ class _EventLoop:
 
     def __init__(self, cluster, jobs, policy, reserve_depth, available, partitions,
                  dependencies, limits, resolution=1, window=None, placement=None,
-                 lifecycle=None, blocked=None, images=None, node_events=True):
+                 lifecycle=None, blocked=None, images=None, node_events=True, power=None):
         n = len(jobs)
         self.n = n
         res, window = _grid(resolution, window)
@@ -275,7 +283,7 @@ class _EventLoop:
         if blocked is not None and len(blocked[0]):
             check_jobs_held_off(jobs)
         self.p = block_windows(self.p, blocked, nd.capG, nd.capC, nd.capM)
-        if WHOLE_NODE_PASS and not node_events and whole_node_run(
+        if WHOLE_NODE_PASS and not node_events and power is None and whole_node_run(
                 nd, self.types, self.jobs, self.topo, stop_at_head, depth,
                 blocked is not None and len(blocked[0]) > 0):
             self.rules = self.rules._replace(whole=True)
@@ -286,6 +294,8 @@ class _EventLoop:
         self.images = new_image_cache(n, cluster.num_nodes) if images is None else \
             new_image_cache(n, cluster.num_nodes, np.asarray(images[0])[order], images[1],
                             images[2])
+        self.with_power = power is not None
+        self.power = new_power_state(n, cluster.num_nodes, power)
 
     def _allocate(self, X):
         n = self.n
@@ -401,6 +411,7 @@ class _EventLoop:
             jj = np.int64(j)
             _complete(jj, now, self.rules, jobs, self.types, self.nodes, self.free, self.p,
                       self.run_lists, self.lim, self.topo, out)
+            end_power(jj, now, jobs, out, self.power)
             if left < 0:        # NODE_FAIL: its dependents see it end, not ok
                 out.end[j] = t
                 self.sc[1] = _release(jj, False, False, now, deps, ev, jobs.eligible,
@@ -480,7 +491,7 @@ class _EventLoop:
         self.p, self.run_lists = _call(
             _run, np.int64(t_stop), self.sc, self.rules, self.ev, self.deps, self.jobs,
             self.types, self.nodes, self.free, self.p, self.run_lists, self.lim, self.topo,
-            self.out, self.scratch, control, self.images,
+            self.out, self.scratch, control, self.images, self.power,
             control=control, tick=None if tick is None else (lambda: tick(control)))
 
     def profile(self, x: int):
@@ -501,7 +512,17 @@ class _EventLoop:
                        eligible=self.jobs.eligible[inv], passes=int(self.sc[4]),
                        attempts=self.requeues.attempts(self.order, inv, self.jobs.runtime),
                        pull=self.images.pull[inv] if self.with_images else None,
-                       images_pulled=int(self.images.count[1]))
+                       images_pulled=int(self.images.count[1]),
+                       configure=self.power.configure[inv] if self.with_power else None,
+                       power=self._power_result() if self.with_power else None)
+
+    def _power_result(self) -> dict:
+        """Per node its seconds powered and with a job up to the run's last end, and the
+        power-ups (:func:`fastsched.engine.power.power_totals`)."""
+        horizon = int(max(self.out.end.max(initial=0), 0))
+        on, busy = power_totals(self.power, horizon)
+        return {"on_seconds": on, "busy_seconds": busy, "power_ups": int(self.power.cnt[1]),
+                "horizon": horizon}
 
 
 def _window_edges(blocked):
@@ -551,7 +572,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
               window: int | None = None, placement=None, tick=None, checkpoints=None,
               resume=None, events=None, lifecycle=None, blocked=None, images=None,
-              checked: bool = False) -> EngineRun:
+              power=None, checked: bool = False) -> EngineRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -590,7 +611,13 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     ``images``: ``(image id per job in the caller's order (-1: none), pull seconds per
     image id, images a node caches)``: a start on nodes lacking its image runs the
     pull first (:mod:`fastsched.engine.images`); the run's ``pull`` has each job's
-    last attempt's pull, ``images_pulled`` the pulls node by node. ``checked``: ``partitions`` is what
+    last attempt's pull, ``images_pulled`` the pulls node by node. ``power``: power
+    saving, ``(SuspendTime or -1, SuspendTimeout, boot seconds, ms between power-ups,
+    cloud bool per node, excluded bool per node)`` (:mod:`fastsched.engine.power`): a
+    start on powered-down nodes waits for their boots, its start reset to when they are
+    ready; the run's ``configure`` has each job's wait and ``power`` the nodes' powered
+    and busy seconds and the power-ups (not with ``events``, ``blocked`` or
+    --exclusive=topo). ``checked``: ``partitions`` is what
     :func:`fastsched.engine.inputs.check_node_jobs` returned for these inputs (the
     caller checked them, e.g. before compiling), so it is not run again.
     """
@@ -610,7 +637,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     if resume is None:
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
                           dependencies, limits, resolution, window, placement, lifecycle,
-                          blocked, images, node_events=events is not None)
+                          blocked, images, node_events=events is not None, power=power)
     return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
                  checkpoints=checkpoints, resume=resume, events=events)
 

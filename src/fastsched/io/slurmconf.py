@@ -16,7 +16,8 @@ parser (:mod:`fastsched.io.conflines`); keys are case-insensitive. Understood:
     (``gpu[:type]:N`` items; several types or MIG profiles on a node kept per
     node; other GRES warned about), ``Feature``/``Features``, ``Weight``
     (default 1, kept on ``Cluster.weight``), ``State`` (DOWN, DRAIN, FAIL,
-    FAILING, FUTURE: the node belongs to no partition; CLOUD and UNKNOWN: up).
+    FAILING, FUTURE: the node belongs to no partition; CLOUD and UNKNOWN: up;
+    CLOUD nodes are listed on ``settings.cloud_nodes``: powered down under ``--power``).
 ``DownNodes=`` hostlist ``State=`` (default DOWN): as a node State.
 ``NodeSet=`` name ``Nodes=`` hostlist or ``Feature=`` f: a name partitions may use
     in ``Nodes=``.
@@ -144,6 +145,8 @@ class _Reader:
         if "weight" in spec and not self.weight_where:
             self.weight_where = conf.where
         state = self.node_state(spec, conf)
+        if spec.get("state", ("", ""))[1].strip().upper().split("+")[0] == "CLOUD":
+            self.settings.cloud_nodes += tuple(hosts)
         for key in opts:
             if key in NODE_NOT_MODELLED:
                 self.warnings.add(conf.where, f"{opts[key][0]}={opts[key][1]}: "
@@ -166,8 +169,9 @@ class _Reader:
                               "partition for the whole run (no node state changes are "
                               "modelled)")
         elif word == "CLOUD":
-            self.warnings.add(conf.where, f"{key}={value}: power saving is not modelled; "
-                              "the nodes are scheduled as if always up")
+            self.warnings.add(conf.where, f"{key}={value}: powered down until first used "
+                              "only under simulate --power; else scheduled as if always "
+                              "up")
         return state
 
     def partition(self, conf: ConfLine, value: str, opts: dict) -> None:

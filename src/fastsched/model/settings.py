@@ -21,7 +21,8 @@ class SlurmSettings:
     keyed by what follows ``PriorityWeight`` (``"Age"``, ``"FairShare"``,
     ``"TRES"`` keeps its text). ``priority_decay_half_life``: seconds (None: not
     set; 0: no decay). ``other``: every other global key as written (key as spelled
-    -> value).
+    -> value). ``cloud_nodes``: the names of the nodes with ``State=CLOUD`` (powered
+    down until first used: :mod:`fastsched.model.power`).
     """
 
     cluster_name: str = ""
@@ -33,6 +34,7 @@ class SlurmSettings:
     priority_weights: dict = field(default_factory=dict)
     priority_decay_half_life: int | None = None
     other: dict = field(default_factory=dict)
+    cloud_nodes: tuple = ()
 
     def bf_resolution(self) -> int | None:
         """``bf_resolution`` in seconds (None: not set)."""

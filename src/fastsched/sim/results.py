@@ -67,6 +67,11 @@ class SimulationResult:
     #: with container images: the seconds each job's last attempt pulled its image
     #: (part of its run; records' column ``pull_time``); None otherwise
     pull: np.ndarray | None = None
+    #: with power saving: the seconds each job waited CONFIGURING for its nodes to boot
+    #: (its start is when they were ready; records' column ``configure_time``)
+    configure: np.ndarray | None = None
+    #: the power saving model it ran under (:class:`fastsched.model.power.PowerSaving`)
+    power: object = None
 
     @cached_property
     def jobs(self):
@@ -78,7 +83,8 @@ class SimulationResult:
         killed attempt ends NODE_FAIL, and a requeued attempt's ``submit_time`` is
         when the previous one was killed (Slurm resets it at a requeue). With container
         images, column ``pull_time``: the seconds the attempt pulled its image (inside
-        its run time)."""
+        its run time). With power saving, column ``configure_time``: the seconds the job
+        was CONFIGURING, its nodes booting, before its start."""
         import pandas as pd
         from ..io.hostlist import compress_rows
         w, s = self.workload, self.schedule
@@ -109,6 +115,8 @@ class SimulationResult:
         })
         if self.pull is not None:
             frame["pull_time"] = times(self.pull)
+        if self.configure is not None:
+            frame["configure_time"] = times(self.configure)
         if self.attempts is None:
             return frame
         return _attempt_records(self, frame)
@@ -199,7 +207,8 @@ class SimulationResult:
         with (dependencies, limits, partition choices, and the placement's
         --exclusive=topo jobs) and its queue order (the priorities jobs started
         with); a :class:`~fastsched.verify.VerifyReport`. A run with node failures is
-        checked attempt by attempt (:mod:`fastsched.verify.lifecycle`), without policy."""
+        checked attempt by attempt (:mod:`fastsched.verify.lifecycle`), without policy; a
+        run with power saving gets its power checks (:mod:`fastsched.verify.power`)."""
         from ..verify import verify
         if self.attempts is not None:
             from ..verify.lifecycle import Attempts, verify_attempts
@@ -212,7 +221,7 @@ class SimulationResult:
                       policy=policy,
                       reserve_depth=reserve_depth, dependencies=self.dependencies,
                       limits=self.limits, partitions=self.partitions, placement=self.placement,
-                      priority=self.priority)
+                      priority=self.priority, power=self.power, configure=self.configure)
 
     def to_csv(self, path) -> None:
         self.jobs.to_csv(path, index=False)

@@ -31,6 +31,7 @@ from ..model.images import Containers
 from ..model.lifecycle import Lifecycle
 from ..model.reservations import Reservations
 from .images import check_containers, engine_images, images_summary, pull_workload
+from .power import check_power, down_cloud, engine_power, power_summary
 from .lifecycle import attempt_table, has_failures, lifecycle_summary, run_events
 from ..engine.counts import CountsLoop, run_counts
 from ..engine.inputs import check_node_jobs, ever_available
@@ -73,7 +74,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              events: NodeEvents | None = None, failures=None,
              lifecycle: Lifecycle | None = None,
              advance_reservations: Reservations | None = None,
-             containers: Containers | None = None) -> SimulationResult:
+             containers: Containers | None = None,
+             power=None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -140,6 +142,14 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     (TIMEOUT past it). Records get column ``pull_time`` and the summary ``images``
     (nodes model; docs/lifecycle.md).
 
+    ``power`` (:class:`fastsched.model.power.PowerSaving`, or its ``--power`` text, e.g.
+    ``"boot=5m,cost=3.2,cloud-cost=6"``, over the cluster's slurm.conf keys SuspendTime,
+    ResumeRate, ... and State=CLOUD nodes): Slurm's power saving. Idle nodes power down
+    after SuspendTime, CLOUD nodes start powered down; a job given powered-down nodes is
+    CONFIGURING while they boot, and its start (hence its end) is reset to when they are
+    ready. Records get column ``configure_time`` and the summary ``power`` (node-hours
+    powered, power-ups, cost vs wait; nodes model; docs/lifecycle.md).
+
     ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the
     event loop's state now and then; ``resume`` (a state from such a file) goes on
     from it: the result is identical to an uninterrupted run's.
@@ -150,6 +160,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         raise InputError(f"lifecycle covers {len(lifecycle)} jobs, the table has {len(jobs)}",
                          field="lifecycle")
     check_containers(containers, jobs)
+    power = check_power(power, cluster, events=events, placement=placement,
+                        advance_reservations=advance_reservations)
     if lifecycle is None and has_failures(events):
         lifecycle = Lifecycle.of(len(jobs))
     spec = get_policy(policy)
@@ -158,7 +170,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     nodes_only = [name for name, value in (
         ("partitions", partitions), ("window", window), ("placement", placement),
         ("resolution", None if resolution == 1 else resolution), ("events", events),
-        ("lifecycle", lifecycle), ("containers", containers),
+        ("lifecycle", lifecycle), ("containers", containers), ("power", power),
         ("advance_reservations", advance_reservations if advance_reservations else None))
         if value is not None]
     if events is not None:
@@ -188,6 +200,11 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                            blocked=_blocked(advance_reservations, jobs), checked=True)
         if containers is not None:
             constraints["images"] = engine_images(containers)
+        if power is not None:
+            constraints["power"] = engine_power(power, cluster)
+            up = down_cloud(power, cluster)
+            if up is not None:      # CLOUD nodes that never boot: checked without them
+                constraints.update(available=up, checked=False, partitions=partitions)
     try:
         run, prio, priority = _run_engine(model, cluster, jobs, spec.name, reserve_depth,
                                           priority, period, **constraints)
@@ -202,6 +219,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              "eligible": run.eligible, "priority": prio, "limits": limits,
              "partitions": partitions, "dependencies": dependencies, "placement": placement,
              "attempts": attempts, "lifecycle": lifecycle, "events": events, "pull": pull,
+             "configure": None if power is None else run.configure, "power": power,
              "priority_at": _PriorityAt(priority, run) if callable(priority) else
              (None if priority is None else _FixedPriority(priority))}
     if model == "counts" and dependencies is None and limits is None and priority is None:
@@ -213,6 +231,10 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         summary["lifecycle"] = lifecycle_summary(jobs, attempts, lifecycle)
     if containers is not None:
         summary["images"] = images_summary(jobs, run, attempts, containers)
+    if power is not None:
+        started = schedule.start_time >= 0
+        summary["power"] = power_summary(power, cluster, run,
+                                         schedule.start_time[started] - jobs.submit_time[started])
     skipped = list(skipped or [])
     summary.update({
         "policy": spec.name,

@@ -82,6 +82,8 @@ from ..model.schedule import Schedule
 from . import constraints as vc
 from . import counts_policy, nodes_policy
 from .frames import check_frame, schedule_from_frame
+from .power import allocation_view, check_power
+from ..io.slurmpower import power_nodes
 from .report import POLICIES, VIOLATION_KINDS, ScheduleError, VerifyReport, Violation
 from .resources import allocation, basic, check_inputs, overcommit
 
@@ -101,7 +103,7 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
            reserve_depth: int = 1, dependencies=None, limits=None, partitions=None,
            placement=None, reservations: str | None = None, priority=None,
            node_check_limit: int | None = NODE_CHECK_LIMIT,
-           advance_reservations=None) -> VerifyReport:
+           advance_reservations=None, power=None, configure=None) -> VerifyReport:
     """Check ``schedule`` (rows in the order of ``jobs``) on ``cluster``.
 
     ``policy``: None (resource checks only), ``"fcfs"``, ``"easy"`` (with
@@ -124,10 +126,21 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     (:class:`fastsched.model.reservations.Reservations`) adds ``reserved_node``: no job
     runs on a reserved node while one of its windows is open (the policy checks do not
     model reservations, so they are then skipped).
+
+    ``power`` (:class:`fastsched.model.power.PowerSaving`) with ``configure`` (seconds
+    per job it waited CONFIGURING for boots: records' ``configure_time``): every other
+    check sees each job from its allocation (start - configure, holding its nodes
+    configure seconds longer once running: a pass plans a job with its limit, and its
+    wait for boots is known after the pass that started it), and :mod:`.power` adds
+    ``not_booted``, ``needless_configure`` and ``resume_rate``.
     """
     model = _check_arguments(schedule, policy, reserve_depth, dependencies, limits,
                              reservations)
     check_inputs(cluster, jobs, schedule)
+    booted = plan_limit = None
+    if power is not None:       # every check below sees each job from its allocation
+        booted, plan_limit = schedule, jobs.time_limit
+        jobs, schedule = allocation_view(jobs, schedule, _configure(configure, len(jobs)))
     start = np.ascontiguousarray(schedule.start_time, dtype=np.int64)
     end = np.ascontiguousarray(schedule.end_time, dtype=np.int64)
     out: list[Violation] = []
@@ -140,6 +153,10 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
                                           partitions).astype(np.int32)
         checks.append("partition_choices")
     a_job, a_node = allocation(cluster, jobs, schedule, start, out)
+    if power is not None:
+        cloud, excluded = power_nodes(cluster, power)
+        check_power(jobs, booted, configure, power, cloud, excluded, Violation, out)
+        checks += ["not_booted", "needless_configure", "resume_rate"]
     overcommit(cluster, jobs, start, end, a_job, a_node, out)
     if placement is not None and placement.levels.shape[0] and placement.exclusive_topo.any():
         if placement.levels.shape[1] != cluster.num_nodes:
@@ -165,11 +182,18 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
             skipped = ": partition choices and topology placement are not modelled"
         else:
             skipped = _policy(cluster, jobs, schedule, start, end, policy, reserve_depth,
-                              model, priority, node_check_limit, out)
+                              model, priority, node_check_limit, out, plan_limit)
         (not_checked if skipped else checks).append(name + skipped)
     rank = {k: r for r, k in enumerate(VIOLATION_KINDS)}
     out.sort(key=lambda v: (v.time, rank[v.kind], v.job_id))
     return VerifyReport(out, len(jobs), checks, not_checked)
+
+
+def _configure(configure, n: int) -> np.ndarray:
+    if configure is None or len(configure) != n:
+        raise InputError("power checks need configure_time per job (the records' "
+                         "configure_time column)", field="configure_time")
+    return np.asarray(configure, dtype=np.int64)
 
 
 def _reserved_nodes(schedule, start, end, reservations, out) -> None:
@@ -217,7 +241,7 @@ def _constraint_checks(jobs, start, end, dependencies, limits, out, checks):
 
 
 def _policy(cluster, jobs, schedule, start, end, policy, reserve_depth, model, priority,
-            node_check_limit, out) -> str:
+            node_check_limit, out, plan_limit=None) -> str:
     """Runs the policy check in ``model``; returns "" or why it was not run."""
     eligible = start >= 0
     check = eligible & (start >= jobs.submit_time)
@@ -241,5 +265,6 @@ def _policy(cluster, jobs, schedule, start, end, policy, reserve_depth, model, p
                     f"the limit {node_check_limit:.2g} (node_check_limit=None, or check "
                     f"--node-check-limit 0, lifts it)")
     nodes_policy.check(cluster, jobs, schedule, start, end, policy, reserve_depth, eligible,
-                       check, qorder, out, report_order=priority is not None)
+                       check, qorder, out, report_order=priority is not None,
+                       plan_limit=plan_limit)
     return ""

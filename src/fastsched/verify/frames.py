@@ -73,7 +73,7 @@ def _planning(df) -> str | None:
 def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule",
                 policy: str | None = None, reserve_depth: int = 1,
                 reservations: str | None = None, events=None, lifecycle=None,
-                **constraints) -> VerifyReport:
+                power=None, **constraints) -> VerifyReport:
     """Verify a schedule given as records (e.g. a jobs CSV) against the jobs it schedules.
 
     ``constraints`` (``dependencies``, ``limits``, ``partitions``, ``placement``)
@@ -95,6 +95,10 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
     A ``pull_time`` column (a run with container images) is the seconds each record
     pulled its image first, inside its run: its end is then start + min(pull +
     runtime, limit).
+
+    ``power`` (:class:`fastsched.model.power.PowerSaving`: a run with power saving) needs
+    a ``configure_time`` column, the seconds each job waited CONFIGURING for its nodes'
+    boots before its start: the power checks of :mod:`fastsched.verify.power`.
     """
     if "attempt" in df.columns:
         from ..model.errors import UnsupportedError
@@ -135,22 +139,34 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
         raise InputError(e.reason, file=source, field=e.field) from None
     jobs = with_pull(jobs, _pull(ordered, source))
     from . import verify
+    configure = None
+    if power is not None:
+        configure = _seconds_column(ordered, "configure_time", source)
+        if configure is None:
+            raise InputError("power checks need a 'configure_time' column (records of "
+                             "simulate --power)", file=source, field="configure_time")
     return verify(cluster, jobs, schedule, policy=policy, reserve_depth=reserve_depth,
-                  reservations=reservations, priority=_priority(ordered), **constraints)
+                  reservations=reservations, priority=_priority(ordered), power=power,
+                  configure=configure, **constraints)
 
 
 def _pull(df, source: str):
     """The ``pull_time`` column as int64 seconds (empty: 0), or None without one."""
-    if "pull_time" not in df.columns:
+    return _seconds_column(df, "pull_time", source)
+
+
+def _seconds_column(df, name: str, source: str):
+    """Column ``name`` as int64 seconds (empty: 0), or None without one."""
+    if name not in df.columns:
         return None
-    values = df["pull_time"].replace("", 0)
+    values = df[name].replace("", 0)
     try:
         raw = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         raw = np.array([np.nan])
     if not (np.isfinite(raw) & (raw >= 0) & (raw == np.round(raw))).all():
-        raise InputError("column 'pull_time' must hold whole seconds >= 0", file=source,
-                         field="pull_time")
+        raise InputError(f"column '{name}' must hold whole seconds >= 0", file=source,
+                         field=name)
     return raw.astype(np.int64)
 
 

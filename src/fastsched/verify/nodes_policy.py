@@ -134,7 +134,8 @@ def free_over(plan, nodes, request, limit) -> bool:
 class _Judge:
     """The jobs' requests and the schedule's allocations, and the pass walk."""
 
-    def __init__(self, cluster, jobs, schedule, start, end, policy, depth, report_order, out):
+    def __init__(self, cluster, jobs, schedule, start, end, policy, depth, report_order, out,
+                 plan_limit=None):
         self.cluster, self.jobs, self.start, self.end = cluster, jobs, start, end
         self.policy, self.depth, self.out = policy, depth, out
         self.report_order = report_order
@@ -143,7 +144,9 @@ class _Judge:
         self.request = np.stack([jobs.gpus_per_node, jobs.cpus_per_node,
                                  jobs.mem_per_node]).astype(np.int64)
         # any limit past 2^62 s is forever; t + limit then stays within int64
-        self.limit = np.clip(jobs.time_limit.astype(np.int64), 1, _FOREVER)
+        self.run_limit = np.clip(jobs.time_limit.astype(np.int64), 1, _FOREVER)
+        self.limit = self.run_limit if plan_limit is None else \
+            np.clip(np.asarray(plan_limit, np.int64), 1, _FOREVER)
         member = np.zeros((len(cluster.partitions), cluster.num_nodes), bool)
         for p, part in enumerate(cluster.partitions):
             member[p, np.asarray(part.nodes, np.int64)] = True
@@ -170,7 +173,7 @@ class _Judge:
         per_job = [len(x) for x in held]
         rep = np.repeat(np.asarray(running, np.int64), per_job)
         plan = _Plan(self.cap, t, np.concatenate(held) if held else np.empty(0, np.int64),
-                     self.start[rep] + self.limit[rep], self.request[:, rep])
+                     self.start[rep] + self.run_limit[rep], self.request[:, rep])
         reserved = []                                    # (job, s, nodes)
         head = None                                      # fcfs: the first waiting job
         for x in queue:
@@ -286,11 +289,16 @@ def work_estimate(cluster, jobs, start, end, policy, eligible, check, qorder) ->
 
 
 def check(cluster, jobs, schedule, start, end, policy, reserve_depth, eligible, check_mask,
-          qorder, out, *, report_order=False) -> None:
+          qorder, out, *, report_order=False, plan_limit=None) -> None:
     """The nodes-model checks; ``report_order``: also ``fcfs_order`` (for a queue
-    order other than submit order, where start times need not follow it)."""
+    order other than submit order, where start times need not follow it).
+    ``plan_limit``: per job the limit a pass plans it with, starting or reserved, when
+    it differs from the ``time_limit`` it holds once running (a run with power
+    saving: a job that waited for boots holds its nodes its wait longer, known only
+    after the pass that started it)."""
     _, depth = policy.kernel_rules(int(reserve_depth))
-    judge = _Judge(cluster, jobs, schedule, start, end, policy, depth, report_order, out)
+    judge = _Judge(cluster, jobs, schedule, start, end, policy, depth, report_order, out,
+                   plan_limit)
     for t, running, walked in instants(jobs, start, end, policy.stop_at_head, eligible,
                                        check_mask, qorder):
         judge.walk(t, running, walked)

@@ -1,0 +1,161 @@
+"""Power saving in the event loop: which nodes of a starting job are powered down,
+their resume tokens and boots, and the job's start reset to when its last node is
+ready (:mod:`fastsched.model.power` says what Slurm does).
+
+A node's power state follows from per-node arrays updated at starts and ends, never
+by a scan of all nodes: ``busy`` (jobs on it), ``idle`` (when its last job ended;
+``NEVER``: a CLOUD node never used) and ``ready`` (when its last boot ended). At a
+start a node with no job is powered down when it never ran one and is CLOUD, or was
+idle SuspendTime and is not excluded. :func:`start_power` runs once per start after
+the pass that started it, before its image pull: O(the job's nodes). The pass held the
+job's nodes over its limit from now; a job that waits for a boot holds them until its
+reset start plus its limit (:func:`extend_holds`, after the pass: its planning counts
+the boot from the next pass on).
+"""
+from __future__ import annotations
+
+from .. import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .leafkernel import leaf_kernel
+from .profile import _hold, _on_grid, _room
+from .running import _insert_running, _take_running
+
+#: ``idle`` of a CLOUD node that never ran a job: powered down since always
+NEVER = np.int64(-(1 << 60))
+
+#: ``conf`` = [on (0/1), SuspendTime (-1: NONE), SuspendTimeout, boot seconds, ms between
+#: power-ups (0: no limit)]; per node ``excl`` (never powered down), ``busy``, ``idle``,
+#: ``ready``, ``on_since`` (its last power-up or 0) and ``on_total`` (seconds powered in
+#: its closed on-periods), ``busy_since`` / ``busy_total`` (seconds with a job, from its
+#: allocation); per job ``configure`` (seconds its last start waited for boots) and
+#: ``pend`` (the jobs whose holds :func:`extend_holds` still has to lengthen);
+#: ``cnt`` = [next power-up's earliest ms, power-ups so far, jobs in ``pend``]
+PowerState = namedtuple("PowerState", ["conf", "excl", "busy", "idle", "ready", "on_since",
+                                       "on_total", "busy_since", "busy_total", "configure",
+                                       "pend", "cnt"])
+
+
+def new_power_state(n: int, num_nodes: int, power=None) -> PowerState:
+    """The state of a run of ``n`` jobs; ``power`` = (SuspendTime or -1, SuspendTimeout,
+    boot, ms between power-ups, cloud bool per node, excluded bool per node), None: off
+    (the hooks then do nothing)."""
+    X = num_nodes if power is not None else 0
+    conf = np.zeros(5, dtype=np.int64)
+    excl = np.zeros(X, dtype=np.bool_)
+    idle = np.zeros(X, dtype=np.int64)
+    if power is not None:
+        st, sto, boot, period, cloud, excluded = power
+        conf[:] = (1, st, sto, boot, period)
+        excl[:] = excluded
+        idle[np.asarray(cloud, dtype=np.bool_)] = NEVER
+    return PowerState(conf, excl, np.zeros(X, dtype=np.int64), idle,
+                      np.zeros(X, dtype=np.int64), np.zeros(X, dtype=np.int64),
+                      np.zeros(X, dtype=np.int64), np.zeros(X, dtype=np.int64),
+                      np.zeros(X, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                      np.zeros(n + 1, dtype=np.int64), np.zeros(3, dtype=np.int64))
+
+
+@leaf_kernel
+def _powered_down(x, now, pw):
+    """Whether node ``x`` (no job on it) is powered down (or powering down) at ``now``."""
+    if pw.idle[x] == NEVER:
+        return True
+    st = pw.conf[1]
+    return st >= 0 and not pw.excl[x] and now >= pw.idle[x] + st
+
+
+@leaf_kernel
+def _power_up(x, now, pw):
+    """Resume node ``x`` for a job starting at ``now``: its token (first come first
+    served, one per ``conf[4]`` ms), then its boot once its power-down is done.
+    Closes its last on-period; the node is ready at the returned time."""
+    st, sto, boot, period = pw.conf[1], pw.conf[2], pw.conf[3], pw.conf[4]
+    r_ms = max(now * 1000, pw.cnt[0])
+    pw.cnt[0] = r_ms + period
+    pw.cnt[1] += 1
+    r = (r_ms + 999) // 1000
+    if pw.idle[x] != NEVER:
+        pw.on_total[x] += pw.idle[x] + st - pw.on_since[x]
+        r = max(r, pw.idle[x] + st + sto)
+    pw.on_since[x] = r
+    pw.ready[x] = r + boot
+    return pw.ready[x]
+
+
+@leaf_kernel
+def start_power(j, now, jobs, out, pw):
+    """Job ``j`` was allocated its nodes (``out.alloc_nodes`` at ``jobs.offsets[j]``) at
+    ``now``: power up those powered down, wait for every node's boot; its start is
+    reset to when the last is ready (``configure``: the wait) and its end to that
+    plus min(runtime, limit). A job that waits joins ``pend``."""
+    if pw.conf[0] == 0:
+        return
+    ready = now
+    for q in range(jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]):
+        x = out.alloc_nodes[q]
+        if pw.busy[x] == 0:
+            if _powered_down(x, now, pw):
+                _power_up(x, now, pw)
+            pw.busy_since[x] = now
+        pw.busy[x] += 1
+        ready = max(ready, pw.ready[x])
+    pw.configure[j] = ready - now
+    if ready > now:
+        out.start[j] = ready
+        out.end[j] = ready + min(jobs.runtime[j], jobs.limit[j])
+        pw.pend[pw.cnt[2]] = j
+        pw.cnt[2] += 1
+
+
+@leaf_kernel
+def end_power(j, now, jobs, out, pw):
+    """Job ``j`` ended at ``now``: a node left without a job is idle from now."""
+    if pw.conf[0] == 0:
+        return
+    for q in range(jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]):
+        x = out.alloc_nodes[q]
+        pw.busy[x] -= 1
+        if pw.busy[x] == 0:
+            pw.idle[x] = now
+            pw.busy_total[x] += now - pw.busy_since[x]
+
+
+@njit(cache=True)
+def extend_holds(now, res, jobs, out, p, run, pw):
+    """The jobs in ``pend`` started at ``now`` and wait for boots: their nodes' holds
+    (profile and running lists), made by the pass over [now, now + limit), now last
+    until their reset start plus their limit (on the ``res`` grid). Returns (profile,
+    running lists)."""
+    for k in range(pw.cnt[2]):
+        j = pw.pend[k]
+        old = _on_grid(now + jobs.limit[j], res)
+        new = _on_grid(out.start[j] + jobs.limit[j], res)
+        if new <= old:
+            continue
+        for q in range(jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]):
+            x = out.alloc_nodes[q]
+            if p.wlen[x] + 2 > p.wcap[x]:
+                p = _room(x, p)
+            _hold(x, old, new, jobs.rg[j], jobs.rc[j], jobs.rm[j], p)
+            _, g, c, m = _take_running(x, j, run)
+            _insert_running(x, new, g, c, m, j, run)
+    pw.cnt[2] = 0
+    return p, run
+
+
+def power_totals(pw: PowerState, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """(seconds powered, seconds with a job) per node over [0, ``horizon``): a node's
+    open on-period ends SuspendTime after its last job (not excluded) or at the
+    horizon; a CLOUD node never used was never on."""
+    st = int(pw.conf[1])
+    never = pw.idle == NEVER
+    off = np.full(len(pw.idle), horizon, dtype=np.int64)
+    if st >= 0:
+        off = np.where(pw.excl, horizon, np.minimum(pw.idle + st, horizon))
+    off = np.where(pw.busy > 0, horizon, off)
+    on = pw.on_total + np.where(never, 0, np.maximum(off - pw.on_since, 0))
+    return on, pw.busy_total.copy()

@@ -1,0 +1,140 @@
+"""Power saving and cloud bursting (Slurm's ``power_save``): what a node costs while
+powered, and what a job waits while its nodes boot.
+
+Slurm (doc/html/power_save.shtml, src/slurmctld/power_save.c): a node idle for
+``SuspendTime`` seconds is powered down (``SuspendProgram``), which takes up to
+``SuspendTimeout``; nodes listed in ``SuspendExcNodes`` or in a partition of
+``SuspendExcParts`` never are. Nodes with ``State=CLOUD`` start powered down. A
+powered-down node stays allocatable: a job given one is CONFIGURING while Slurm
+resumes it (``ResumeProgram``, at most ``ResumeRate`` nodes a minute: a token
+bucket refilled every 60000 / ResumeRate ms), and when every node of the job is
+ready its start (and so its end: the time limit counts from then) is reset. A node
+not ready ``ResumeTimeout`` seconds after its resume goes DOWN.
+
+The model (fastsched's; Slurm has no key for how long a node boots): every node
+boots in ``boot`` seconds. The nodes engine applies it when a job starts
+(:mod:`fastsched.engine.power`): a node of the job that is powered down then (idle
+for SuspendTime since its last job ended, not excluded; or a CLOUD node never used)
+takes a resume token (one every 60000 / ResumeRate ms, first come first served; 0:
+no limit), waits for its power-down to finish (SuspendTimeout after it began), then
+boots; the job starts when its last node is ready. A node that is still booting for
+another job makes a job sharing it wait too. With ``boot`` over ``ResumeTimeout`` a
+powered-down node never comes up: CLOUD nodes are DOWN for the whole run (other
+nodes are refused: their failures mid-run are not modelled). ``SuspendRate`` is read
+but does not limit power-downs (each node powers down SuspendTime after its last
+job). Cost: ``cost`` per node-hour powered on (``cloud_cost`` for CLOUD nodes; a
+node is powered from its resume, or time 0 for the others, until SuspendTime after
+its last job or the end of the run).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .errors import InputError
+
+#: duration suffixes of the ``--power`` text
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+#: lower-case Slurm key -> field, for the keys that take a number of seconds or a rate
+SLURM_KEYS = {"suspendtime": "suspend_time", "suspendtimeout": "suspend_timeout",
+              "resumetimeout": "resume_timeout", "resumerate": "resume_rate",
+              "suspendrate": "suspend_rate"}
+#: lower-case ``--power`` key -> field
+_OPTION_KEYS = {"boot": "boot", "cost": "cost", "cloud-cost": "cloud_cost",
+                **{k.replace("_", "-"): v for k, v in SLURM_KEYS.items()},
+                **{v.replace("_", "-"): v for v in SLURM_KEYS.values()}}
+
+
+@dataclass(frozen=True)
+class PowerSaving:
+    """Slurm's power saving keys (defaults: Slurm's) and fastsched's boot latency and
+    prices. ``suspend_time`` None: SuspendTime=NONE (idle nodes stay up; CLOUD nodes
+    still start powered down). ``exc_nodes`` / ``exc_parts`` / ``cloud_nodes``: node
+    and partition names (SuspendExcNodes, SuspendExcParts, State=CLOUD)."""
+
+    suspend_time: int | None = None
+    suspend_timeout: int = 30
+    resume_timeout: int = 60
+    resume_rate: int = 300
+    suspend_rate: int = 60
+    boot: int = 60
+    cost: float = 0.0
+    cloud_cost: float | None = None
+    exc_nodes: tuple = ()
+    exc_parts: tuple = ()
+    cloud_nodes: tuple = field(default=())
+
+    def __post_init__(self):
+        for name in ("suspend_timeout", "resume_timeout", "resume_rate", "suspend_rate",
+                     "boot") + (("suspend_time",) if self.suspend_time is not None else ()):
+            value = getattr(self, name)
+            if isinstance(value, bool) or int(value) != value or not 0 <= value <= 2**40:
+                raise InputError(f"power: {name}={value!r} must be a whole number >= 0",
+                                 field="power")
+        if self.resume_rate > 60000:
+            raise InputError(f"power: resume_rate={self.resume_rate} is over Slurm's 60000 "
+                             "nodes a minute", field="power")
+        for name in ("cost", "cloud_cost"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float))
+                                          and 0 <= value < float("inf")):
+                raise InputError(f"power: {name}={value!r} must be a number >= 0",
+                                 field="power")
+
+    def resume_period_ms(self) -> int:
+        """Milliseconds between two power-ups (Slurm's token refill period; 0: none)."""
+        return 60000 // self.resume_rate if self.resume_rate else 0
+
+    def price(self, cloud: bool) -> float:
+        return float(self.cost if not cloud or self.cloud_cost is None else self.cloud_cost)
+
+    def with_text(self, text: str | None) -> "PowerSaving":
+        """This model with the ``--power`` text's keys: ``boot=5m,cost=3.2/node-hour,
+        cloud-cost=4.1`` and Slurm's numeric keys (``SuspendTime=600``,
+        ``suspend-time=10m``, ``ResumeRate=20``...; SuspendTime=NONE)."""
+        if text is None or not str(text).strip():
+            return self
+        out: dict = {}
+        for item in str(text).split(","):
+            key, sep, value = item.strip().partition("=")
+            name = _OPTION_KEYS.get(key.strip().lower())
+            if not sep or name is None:
+                raise InputError(f"power: {item.strip()!r} is not one of "
+                                 f"{', '.join(sorted(set(_OPTION_KEYS)))} = value",
+                                 field="power")
+            if name in out:
+                raise InputError(f"power: {key.strip()} given twice", field="power")
+            out[name] = _value(name, value.strip(), key.strip())
+        return replace(self, **out)
+
+    @classmethod
+    def parse(cls, text: str) -> "PowerSaving":
+        """From the ``--power`` text alone (every other key at Slurm's default)."""
+        return cls().with_text(text)
+
+
+def _value(name: str, text: str, key: str):
+    if name in ("cost", "cloud_cost"):
+        number = text.lower().removesuffix("/node-hour").strip()
+        try:
+            return float(number)
+        except ValueError:
+            raise InputError(f"power: {key}={text!r} is not a price per node-hour",
+                             field="power") from None
+    if name == "suspend_time" and text.upper() in ("NONE", "INFINITE", "-1"):
+        return None
+    if name in ("resume_rate", "suspend_rate"):
+        if not text.isdigit():
+            raise InputError(f"power: {key}={text!r} must be a whole number of nodes a "
+                             "minute", field="power")
+        return int(text)
+    t = text.lower()
+    unit = _UNITS.get(t[-1:]) if t else None
+    try:
+        value = float(t[:-1] if unit else t) * (unit or 1)
+    except ValueError:
+        raise InputError(f"power: {key}={text!r} is not a duration (90, 90s, 10m, 2h)",
+                         field="power") from None
+    if not 0 <= value <= 2**40 or value != int(value):
+        raise InputError(f"power: {key}={text!r} must be a whole number of seconds >= 0",
+                         field="power")
+    return int(value)

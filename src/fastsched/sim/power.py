@@ -1,0 +1,90 @@
+"""Power saving in a simulation: the engine's input and the summary's ``power`` part,
+cost vs wait (:mod:`fastsched.model.power`)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..io.slurmpower import power_nodes, power_saving
+from ..model.cluster import Cluster
+from ..model.errors import InputError, UnsupportedError
+from ..model.power import PowerSaving
+
+
+def check_power(power, cluster: Cluster, *, events=None, advance_reservations=None,
+                placement=None) -> PowerSaving | None:
+    """The run's power saving model (``power``: a PowerSaving, or the ``--power`` text
+    over the cluster's slurm.conf keys; None: off), refusing what it does not model."""
+    if power is None:
+        return None
+    if isinstance(power, str):
+        power = power_saving(cluster, power)
+    if not isinstance(power, PowerSaving):
+        raise InputError(f"power must be a fastsched.PowerSaving or its text, got "
+                         f"{type(power).__name__}", field="power")
+    other = [name for name, value in (("node events", events),
+                                      ("advance reservations", advance_reservations or None))
+             if value is not None]
+    if placement is not None and placement.exclusive_topo.any():
+        other.append("--exclusive=topo jobs")
+    if other:
+        raise UnsupportedError(f"power saving with {' and '.join(other)} is not modelled yet")
+    cloud, excluded = power_nodes(cluster, power)
+    if power.boot > power.resume_timeout and power.suspend_time is not None \
+            and not excluded[~cloud].all():
+        raise UnsupportedError(f"power: boot {power.boot} s is over ResumeTimeout "
+                               f"{power.resume_timeout} s: every node powered down would go "
+                               "DOWN at its resume, which is not modelled for non-CLOUD nodes "
+                               "(exclude them with SuspendExcNodes / SuspendExcParts)")
+    return power
+
+
+def down_cloud(power: PowerSaving, cluster: Cluster):
+    """Per node whether it is usable (None: all): with a boot over ResumeTimeout a CLOUD
+    node never comes up, so it is DOWN for the whole run."""
+    if power.boot <= power.resume_timeout:
+        return None
+    cloud, _ = power_nodes(cluster, power)
+    return ~cloud
+
+
+def engine_power(power: PowerSaving, cluster: Cluster) -> tuple:
+    """The ``power`` argument of :func:`fastsched.engine.loop.run_nodes`."""
+    cloud, excluded = power_nodes(cluster, power)
+    st = -1 if power.suspend_time is None else int(power.suspend_time)
+    return (st, int(power.suspend_timeout), int(power.boot), power.resume_period_ms(),
+            cloud, excluded)
+
+
+def power_summary(power: PowerSaving, cluster: Cluster, run, wait: np.ndarray) -> dict:
+    """The summary's ``power``: node-hours powered (CLOUD apart), with a job (from
+    allocation, boots included) and powered idle, power-ups, the jobs that waited for
+    boots and their mean wait, the cost at the given prices, and the mean wait of all
+    started jobs (``wait``): cost vs wait."""
+    cloud, _ = power_nodes(cluster, power)
+    on = run.power["on_seconds"] / 3600.0
+    busy = run.power["busy_seconds"] / 3600.0
+    conf = run.configure[run.start >= 0]
+    cost = float(on[~cloud].sum() * power.price(False) + on[cloud].sum() * power.price(True))
+    return {"node_hours_on": float(on.sum()),
+            "cloud_node_hours_on": float(on[cloud].sum()),
+            "node_hours_busy": float(busy.sum()),
+            "node_hours_idle_on": float(on.sum() - busy.sum()),
+            "power_ups": int(run.power["power_ups"]),
+            "jobs_configuring": int((conf > 0).sum()),
+            "mean_configure_seconds": float(conf[conf > 0].mean()) if (conf > 0).any() else 0.0,
+            "cost": cost,
+            "cost_per_node_hour": power.price(False),
+            "cloud_cost_per_node_hour": power.price(True),
+            "mean_wait_seconds": float(wait.mean()) if len(wait) else 0.0,
+            "suspend_time": power.suspend_time, "boot": int(power.boot),
+            "resume_rate": int(power.resume_rate), "horizon": int(run.power["horizon"])}
+
+
+def power_line(summary: dict) -> str:
+    """One line on cost vs wait (a summary's ``power``)."""
+    pw = summary["power"]
+    st = "NONE" if pw["suspend_time"] is None else f"{pw['suspend_time']} s"
+    return (f"power saving (SuspendTime {st}, boot {pw['boot']} s): {pw['node_hours_on']:,.1f} "
+            f"node-h powered ({pw['node_hours_idle_on']:,.1f} idle, "
+            f"{pw['cloud_node_hours_on']:,.1f} cloud), {pw['power_ups']:,} power-ups, "
+            f"cost {pw['cost']:,.2f} vs mean wait {pw['mean_wait_seconds']:,.0f} s")

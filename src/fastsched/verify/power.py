@@ -1,0 +1,109 @@
+"""Power saving checks, re-derived from the schedule alone (:mod:`fastsched.model.power`
+says the rules; no scheduling code is imported).
+
+A job's allocation is ``start - configure_time``: from then on it holds its nodes, its
+start being when they were all ready. Walking each node's jobs by allocation, a node
+with no job running at an allocation ``a`` is powered down when it is CLOUD and never
+ran a job, or was idle SuspendTime since its last job ended ``e`` (and is not
+excluded); it then boots no sooner than ``max(a, e + SuspendTime + SuspendTimeout)``
+(``a`` for a fresh CLOUD node) and is ready ``boot`` seconds later. Checks:
+
+``not_booted``
+    a job started before one of its nodes could be ready (powered down at its
+    allocation, or still booting for a job allocated before it).
+``needless_configure``
+    a job waited CONFIGURING (``configure_time > 0``) although no node of it was
+    powered down or booting at its allocation.
+``resume_rate``
+    the power-ups (one per powered-down node at an allocation) cannot have had
+    ResumeRate's tokens (one every 60000 / ResumeRate ms, in allocation order; those
+    of one instant in the order of their deadlines) and booted by their jobs' starts.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..model.jobs import JOB_FIELDS, JobTable
+from ..model.power import PowerSaving
+
+
+def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
+                violation, out: list) -> None:
+    """Append the violations of ``schedule`` (rows in the order of ``jobs``; ``configure``:
+    seconds per job) under ``power`` to ``out``; ``cloud`` / ``excluded``: bool per node."""
+    start = np.asarray(schedule.start_time, dtype=np.int64)
+    conf = np.asarray(configure, dtype=np.int64)
+    alloc = start - conf
+    end = np.asarray(schedule.end_time, dtype=np.int64)
+    off = np.asarray(schedule.alloc_offsets, dtype=np.int64)
+    ran = start >= 0
+    job = np.repeat(np.arange(len(start)), np.diff(off))
+    node = np.asarray(schedule.alloc_nodes, dtype=np.int64)[:off[-1]][ran[job]]
+    job = job[ran[job]]
+    order = np.lexsort((job, alloc[job], node))
+    st = power.suspend_time
+    ready_lb = np.full(len(start), np.iinfo(np.int64).min)     # per job: its nodes' readiness
+    booting = np.zeros(len(start), dtype=bool)      # per job: a node of it was not yet up
+    ups = []                                                    # (release, deadline, job)
+    # per node: jobs end by busy_until; its last boot ended at ready or later, and by
+    # booted (the start of the job it booted for: tokens may delay a boot)
+    last, busy_until, ready, booted, fresh = -1, 0, 0, 0, True
+    for k in order.tolist():
+        x, j = int(node[k]), int(job[k])
+        a = int(alloc[j])
+        if x != last:
+            last, busy_until, ready, booted, fresh = x, 0, 0, 0, bool(cloud[x])
+        if busy_until <= a:
+            idle = busy_until
+            if fresh or (st is not None and not excluded[x] and a >= idle + st):
+                boot_at = a if fresh else max(a, idle + st + power.suspend_timeout)
+                ready, booted = boot_at + power.boot, int(start[j])
+                ups.append((a, int(start[j]) - power.boot, j))
+        fresh = False
+        ready_lb[j] = max(ready_lb[j], ready)
+        booting[j] |= booted > a
+        busy_until = max(busy_until, int(end[j]))
+    for j in np.flatnonzero(ran & (start < ready_lb)).tolist():
+        out.append(violation("not_booted", int(schedule.job_id[j]), int(start[j]),
+                             f"job {int(schedule.job_id[j])} started at {int(start[j])}, before "
+                             f"its nodes could boot (ready at {int(ready_lb[j])} at the "
+                             "earliest)"))
+    for j in np.flatnonzero(ran & (conf > 0) & ~booting).tolist():
+        out.append(violation("needless_configure", int(schedule.job_id[j]), int(start[j]),
+                             f"job {int(schedule.job_id[j])} was CONFIGURING {int(conf[j])} s "
+                             "although its nodes were up"))
+    _resume_rate(ups, power.resume_period_ms(), schedule.job_id, violation, out)
+
+
+def _resume_rate(ups, period: int, job_id, violation, out) -> None:
+    """The first power-up whose token, handed out in (release, deadline) order one every
+    ``period`` ms, comes after its deadline (none when ``period`` is 0)."""
+    if not period:
+        return
+    ups.sort()
+    next_ms = None
+    for release, deadline, j in ups:
+        t = release * 1000 if next_ms is None else max(release * 1000, next_ms)
+        next_ms = t + period
+        if (t + 999) // 1000 > deadline:
+            out.append(violation("resume_rate", int(job_id[j]), release,
+                                 f"job {int(job_id[j])}: its nodes' power-ups exceed ResumeRate "
+                                 f"({60000 // period} a minute): a token at {(t + 999) // 1000} "
+                                 f"s at the earliest, too late to boot by its start"))
+            return
+
+
+def allocation_view(jobs, schedule, configure):
+    """(jobs, schedule) seen from each job's allocation: start ``start - configure``,
+    runtime and limit lengthened by ``configure`` (what the nodes engine holds: a job
+    waiting for boots holds its nodes until its reset start plus its limit)."""
+    conf = np.asarray(configure, dtype=np.int64)
+    started = np.asarray(schedule.start_time) >= 0
+    conf = np.where(started, conf, 0)
+    columns = {f: getattr(jobs, f) for f in JOB_FIELDS}
+    columns["runtime"] = jobs.runtime + conf
+    columns["time_limit"] = jobs.time_limit + conf
+    start = np.where(started, schedule.start_time - conf, schedule.start_time)
+    return JobTable(**columns), replace(schedule, start_time=start)
