@@ -41,6 +41,9 @@ class EngineRun:
     job's last attempt), None from a loop without node failures. ``pull``: the
     image pull each job's last attempt paid (seconds, part of its run), and
     ``images_pulled`` the pulls node by node (None and 0 from a loop without images).
+    ``resizes``: the shapes of elastic jobs that shrinks ended
+    (:class:`fastsched.engine.elastic.Resizes`; the record above is each job's last
+    shape, its start that of the attempt), None from a loop without elastic jobs.
     """
 
     start: np.ndarray
@@ -56,6 +59,7 @@ class EngineRun:
     attempts: object = None
     pull: np.ndarray | None = None
     images_pulled: int = 0
+    resizes: object = None
 
 
 def submit_order(jobs: JobTable) -> tuple[np.ndarray, np.ndarray]:
