@@ -136,8 +136,9 @@ def test_a_no_kill_job_shrinks_and_ends_later_and_its_records_are_its_shapes():
     gpu_s = 8 * (4 * 100 + 3 * 50 + 2 * 525) + 8 * 100
     assert lcs["allocated_gpu_hours"] == pytest.approx(gpu_s / 3600)
     assert lcs["lost_gpu_hours"] == 0 and lcs["goodput"] == pytest.approx(1.0)
-    # a kill would have lost everything so far (no checkpoints) at the width then
-    assert lcs["shrink_kept_gpu_hours"] == pytest.approx((32 * 100 + 24 * 150) / 3600)
+    # a kill would have lost everything so far (no checkpoints), at the widths it ran
+    assert lcs["shrink_kept_gpu_hours"] == pytest.approx((32 * 100 + 32 * 100 + 24 * 50) / 3600)
+    assert f.num_nodes.tolist() == [4, 3, 2] and f.gpus.tolist() == [32, 24, 16]
     assert r.verify().ok
 
 

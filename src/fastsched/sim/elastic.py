@@ -72,14 +72,29 @@ def shape_goodput_args(table: dict) -> dict:
 
 
 def shrink_summary(table: dict, jobs, interval) -> dict:
-    """The shrinks of a run: how many, the jobs shrunk, and the GPU-hours a kill instead
-    would have lost: per shrink, the seconds since the attempt's last checkpoint at the
-    width the job had just before it (``interval``: each record's checkpoint interval)."""
-    k = np.flatnonzero(table["resized"])
-    nodes = np.diff(table["alloc_offsets"])[k]
-    gpus = nodes * jobs.gpus_per_node[table["row"][k]]
-    args = shape_goodput_args(table)
-    ran = args["before"][k] + table["elapsed"][k] - args["pull"][k]
-    kept = ran - saved_progress(ran, interval[k])
-    return {"shrinks": int(len(k)), "shrunk_jobs": int(len(np.unique(table["row"][k]))),
-            "shrink_kept_gpu_hours": float(np.dot(gpus, kept)) / 3600.0}
+    """The shrinks of a run: how many, the jobs shrunk, the attempts that started again
+    (``requeues``: the first shape of each attempt after the first), and
+    ``shrink_kept_gpu_hours``: per shrink, the GPU-hours of work its attempt had done
+    since its last checkpoint (at the widths it ran), what a kill there would have
+    thrown away. Those spans overlap from one shrink to the next: the cost of
+    requeueing instead is that of a run without ``--no-kill``, not this sum."""
+    row, attempt = table["row"], table["attempt"]
+    first = np.ones(len(row), dtype=bool)
+    first[1:] = (row[1:] != row[:-1]) | (attempt[1:] != attempt[:-1])
+    gpus = np.diff(table["alloc_offsets"]) * jobs.gpus_per_node[row]
+    kept = 0
+    for k in np.flatnonzero(table["resized"]).tolist():
+        h = k
+        while not first[h]:
+            h -= 1
+        pull_end = table["start"][h] + (0 if table["pull"] is None else table["pull"][h])
+        ran = max(int(table["end"][k] - pull_end), 0)
+        since = int(pull_end + saved_progress(ran, interval[k]))   # the last checkpoint
+        for q in range(h, k + 1):
+            span = min(table["end"][q], table["end"][k]) - max(table["start"][q], since,
+                                                              pull_end)
+            kept += int(gpus[q]) * max(int(span), 0)
+    return {"requeues": int(((attempt > 0) & first).sum()),
+            "shrinks": int(table["resized"].sum()),
+            "shrunk_jobs": int(len(np.unique(row[table["resized"]]))),
+            "shrink_kept_gpu_hours": kept / 3600.0}

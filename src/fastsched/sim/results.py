@@ -290,6 +290,8 @@ def _attempt_records(result, frame):
     killed["nodes"] = compress_rows(names, off, t["alloc_nodes"][entries])
     killed["gpu_ids"] = gpu_id_rows(names, off, t["alloc_nodes"][entries], masks)
     killed["attempt"] = t["attempt"][k]
+    if resized is not None:             # a shape holds the nodes it has (sacct NNodes)
+        _widths(killed, np.diff(off))
     if t.get("pull") is not None:
         killed["pull_time"] = pd.array(t["pull"][k], dtype="Int64")
     if "partition" in killed.columns:
@@ -320,7 +322,22 @@ def _shape_times(t: dict, submit: np.ndarray, frame):
         frame["start_time"] = np.asarray(start)
         frame["start_time"] = frame["start_time"].astype("Int64")
         frame["run_time"] = frame["end_time"] - frame["start_time"]
+        frame = frame.copy()
+        width = frame["num_nodes"].to_numpy().copy()
+        width[rows] = np.diff(t["alloc_offsets"])[last][shrunk]
+        _widths(frame, width)
     return submit, frame
+
+
+def _widths(frame, nodes) -> None:
+    """Set the node counts of ``frame``'s records (and their CPUs and GPUs, per node as
+    the job asked) to ``nodes``."""
+    per_cpu = frame["procs"].to_numpy() // np.maximum(frame["num_nodes"].to_numpy(), 1)
+    per_gpu = frame["gpus"].to_numpy() // np.maximum(frame["num_nodes"].to_numpy(), 1)
+    nodes = np.asarray(nodes, dtype=np.int64)
+    frame["num_nodes"] = nodes.astype(frame["num_nodes"].dtype)
+    frame["procs"] = nodes * per_cpu
+    frame["gpus"] = nodes * per_gpu
 
 
 def _last_rows(table: dict) -> np.ndarray:
