@@ -112,7 +112,7 @@ class Shrinks:
         complete(jj, now, loop.rules, jobs, loop.types, loop.nodes, loop.free, loop.p,
                  loop.run_lists, lim, loop.topo, out)
         _count_submitted(jj, np.int64(1), lim)
-        lim.gusage[lim.jg[lim.jg_off[j]:lim.jg_off[j + 1]], 0] += 1
+        np.add.at(lim.gusage[:, 0], lim.jg[lim.jg_off[j]:lim.jg_off[j + 1]], 1)
         out.alloc_nodes[lo:lo + len(nodes) - d] = nodes[~gone]
         out.alloc_mask[lo:lo + len(nodes) - d] = masks[~gone]
         jobs.nn[j] = len(nodes) - d
@@ -139,7 +139,8 @@ class Shrinks:
         loop.requeues.saved[j] = saved
 
     def records(self, order, inverse) -> Resizes:
-        """The log in the caller's job order (:meth:`fastsched.engine.requeue.Requeues.attempts`)."""
+        """The log in the caller's job order (as
+        :meth:`fastsched.engine.requeue.Requeues.attempts` has its own)."""
         log = sorted(self.log, key=lambda r: (int(order[r[0]]), r[1], r[2]))
         counts = np.array([len(r[4]) for r in log], dtype=np.int64)
         offsets = np.zeros(len(log) + 1, dtype=np.int64)

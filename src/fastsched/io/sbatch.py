@@ -656,7 +656,8 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
         dependency_mode=mode, array=array, array_max_running=max_running,
         job_name=req.get("job-name"), gpus_total=gpus_total, other_gres=other_gres,
         switches=switches, switches_wait=switches_wait, segment=segment,
-        requeue=_requeue(req), no_kill=_no_kill(req), ignored=ignored, notes=notes, container=container)
+        requeue=_requeue(req), no_kill=_no_kill(req), ignored=ignored, notes=notes,
+        container=container)
 
 
 def _no_kill(req: SlurmRequest) -> bool:
