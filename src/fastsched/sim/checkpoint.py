@@ -22,9 +22,9 @@ import time
 from ..model.errors import InputError
 
 #: what a checkpoint file starts with (after pickling): its format, changed whenever
-#: the saved loop state changes shape (here: whole-node idle bits, image caches), so
-#: that an older file is refused by name instead of failing inside the loop
-FORMAT = "fastsched-checkpoint-2"
+#: the saved loop state changes shape (here: the shapes of elastic jobs), so that an
+#: older file is refused by name instead of failing inside the loop
+FORMAT = "fastsched-checkpoint-3"
 
 
 class Checkpoints:
