@@ -362,7 +362,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
              partitions=None, deps=None, groups=None, caps=None, rank=None,
              reorder=None, period=None, resolution=1, window=None, placement=None,
              events=None, requeue=None, checkpoint=None, delay=121, attempts=None,
-             blocked=(), images=None, power=None):
+             blocked=(), images=None, power=None, no_kill=None, nodes_min=None,
+             resized=None):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
@@ -397,7 +398,11 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     ``suspend_time`` (None: never), ``suspend_timeout``, ``boot``, ``period_ms`` (0: no
     limit), ``cloud`` and ``excluded`` (sets of nodes): power saving (see the module);
     each started job's boot wait goes into ``power["boot_out"]`` (a dict by job id) when
-    given. Result starts are the job's start after its boot wait.
+    given. Result starts are the job's start after its boot wait. Elastic jobs: a job with
+    ``no_kill`` (by job id) that keeps at least ``nodes_min`` (by job id, at least 1)
+    of its nodes when some go down shrinks onto the rest instead of being killed (see
+    :func:`_shrink`); ``resized`` (a list) gets each shape a shrink ended as (job id,
+    attempt number, start, end, [node indices]).
 
     Returns (job_id -> (start, end, [node indices ascending], [[GPU indices]
     per node], partition) for started jobs, job_id -> "never" | "waiting" |
@@ -492,11 +497,21 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     def rejoining():
         return [t for i, t in hold.items() if i not in result and i not in eligible]
 
+    no_kill, nodes_min, shapes = no_kill or {}, nodes_min or {}, {}
+
     def kill(now, which):
         for r in [r for r in running if set(r[2]) & set(which) and r[1] + r[0].duration() > now]:
             job, start, chosen, gpus = r
-            running.remove(r)
             i = job.job_id
+            keep = [x for x in chosen if x not in which]
+            if no_kill.get(i, False) and len(keep) >= max(nodes_min.get(i, 1), 1):
+                shaped = _shrink(now, r, keep, shapes.setdefault(i, _first_shape(r)),
+                                 restarts.get(i, 0), resized)
+                running[running.index(r)] = shaped
+                result[i] = (start, start + shaped[0].duration(), keep, shaped[3],
+                             result[i][4])
+                continue
+            running.remove(r)
             if attempts is not None:
                 attempts.append((i, restarts.get(i, 0), start, now, chosen)
                                 + ((job.pull,) if images is not None else ()))
@@ -507,6 +522,11 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             every = checkpoint.get(i, 0)
             ran = max(now - start - job.pull, 0)
             saved = ran // every * every if every else 0
+            if i in shapes:          # shrunk: the node-seconds done by its last checkpoint
+                shape = shapes.pop(i)
+                kept = _done(shape, start + job.pull + saved) if every else 0
+                job = replace(job, runtime=shape["runtime"], nodes=shape["width"])
+                saved = kept // shape["width"]
             k = next(k for k, a in enumerate(arrived) if a.job_id == i)
             arrived[k] = replace(job, runtime=job.runtime - saved, pull=0)
             del result[i], eligible[i]
@@ -575,6 +595,44 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                                    or ("never" if job.job_id in never else None)
                                    or held.get(job.job_id) or "waiting")
     return result, waiting
+
+
+def _first_shape(r):
+    """A running job's attempt before its first shrink."""
+    job, start, chosen, _ = r
+    return {"starts": [start], "widths": [len(chosen)], "runtime": job.runtime,
+            "width": job.nodes, "pull_end": start + job.pull}
+
+
+def _done(shape, t):
+    """Node-seconds done by ``t``, second by second: each second after the pull does
+    as many as the job has nodes then."""
+    done = 0
+    for u in range(shape["starts"][0], t):
+        if u >= shape["pull_end"]:
+            done += [w for s, w in zip(shape["starts"], shape["widths"]) if s <= u][-1]
+    return done
+
+
+def _shrink(now, r, keep, shape, attempt, resized):
+    """Running entry ``r`` loses the nodes not in ``keep`` at ``now`` (its ``shape``
+    grows by one; a second loss at the same instant replaces the shape that never
+    ran). Perfectly malleable: it needs its first runtime x width node-seconds, and
+    ends at the first second by which they are done (never after start + limit)."""
+    job, start, chosen, gpus = r
+    if now > shape["starts"][-1]:
+        if resized is not None:
+            resized.append((job.job_id, attempt, shape["starts"][-1], now, list(chosen)))
+        shape["starts"].append(now)
+        shape["widths"].append(len(keep))
+    else:
+        shape["widths"][-1] = len(keep)
+    work = shape["runtime"] * shape["width"]
+    end = max(now, shape["pull_end"])
+    while _done(shape, end) < work:
+        end += 1
+    job = replace(job, nodes=len(keep), runtime=end - start - job.pull)
+    return (job, start, keep, [g for x, g in zip(chosen, gpus) if x in keep])
 
 
 def _pull(job, chosen, images, caches):

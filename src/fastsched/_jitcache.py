@@ -26,9 +26,10 @@ KERNEL_SOURCES = ("engine/blocks", "engine/earliest", "engine/freenow", "engine/
                   "engine/prefetch", "engine/profile", "engine/runindex", "engine/running",
                   "engine/slurmplan", "engine/treap", "engine/wholenode",
                   "policy/fairshare", "policy/priority", "sim/gpusweep", "tools/rlfast",
-                  "engine/driver", "engine/inputs", "engine/requeue", "engine/interrupt",
-                  "engine/leafkernel", "engine/state", "model/cluster", "model/constraints",
-                  "model/errors", "model/events", "model/jobs", "model/policies", "model/progress",
+                  "engine/driver", "engine/elastic", "engine/inputs", "engine/requeue",
+                  "engine/interrupt", "engine/leafkernel", "engine/state", "model/cluster",
+                  "model/constraints", "model/elastic", "model/errors", "model/events",
+                  "model/jobs", "model/policies", "model/progress",
                   "model/reservations",
                   "model/settings", "model/topology", "model/validation",
                   "tools/rlsim")

@@ -43,8 +43,10 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--events", metavar="FILE.csv",
                         help="node events during the run: CSV time,event,nodes[,reason] with "
                         "event drain (no new job; running ones go on), resume, down (failed: "
-                        "its jobs are killed, and requeued when they may be) or up, nodes a "
-                        "hostlist such as gpu[001-004], time in seconds (nodes model)")
+                        "its jobs are killed, and requeued when they may be; a job whose "
+                        "workload row has no_kill=1 shrinks onto its other nodes while it "
+                        "keeps nodes_min of them) or up, nodes a hostlist such as "
+                        "gpu[001-004], time in seconds (nodes model; docs/lifecycle.md)")
     parser.add_argument("--failures", metavar="SPEC", type=failure_model,
                         help="seeded node failures: mtbf=30d,repair=4h,seed=1[,dist=weibull,"
                         "shape=0.7][,scope=node|switch][,horizon=90d] (per-node or per-leaf-"

@@ -45,6 +45,9 @@ class EngineRun:
     is when they were ready), and ``power`` the nodes' powered and busy seconds and the
     power-ups (:meth:`fastsched.engine.loop._EventLoop._power_result`); None from a
     loop without power saving.
+    ``resizes``: the shapes of elastic jobs that shrinks ended
+    (:class:`fastsched.engine.elastic.Resizes`; the record above is each job's last
+    shape, its start that of the attempt), None from a loop without elastic jobs.
     """
 
     start: np.ndarray
@@ -62,6 +65,7 @@ class EngineRun:
     images_pulled: int = 0
     configure: np.ndarray | None = None
     power: dict | None = None
+    resizes: object = None
 
 
 def submit_order(jobs: JobTable) -> tuple[np.ndarray, np.ndarray]:

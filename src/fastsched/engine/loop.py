@@ -32,6 +32,7 @@ from .limits import NCAPS, _charge, _count_submitted, _submit_held
 from .passes import _pass
 from .profile import (_advance, _advance_nodes, _give_back, _on_grid, block_windows,
                       new_profile, profile_of)
+from .elastic import Shrinks
 from .requeue import Requeues
 from .running import _take_running
 from .wholenode import _end_whole, _whole_pass, whole_node_run
@@ -278,6 +279,8 @@ class _EventLoop:
         self.requeues = Requeues(n) if lc is None else Requeues(
             n, np.asarray(lc.requeue)[order], np.asarray(lc.checkpoint_interval)[order],
             lc.delay)
+        self.elastic = None if lc is None or not lc.elastic else Shrinks(
+            np.asarray(lc.no_kill)[order], lc.min_nodes(jobs.num_nodes)[order])
         self._allocate(cluster.num_nodes)
         nd = self.nodes
         if blocked is not None and len(blocked[0]):
@@ -354,7 +357,12 @@ class _EventLoop:
             raise UnsupportedError("this event loop was built without node events")
         nodes = np.asarray(nodes, dtype=np.int64)
         if kind == "down":
-            self._kill(int(t), self._jobs_on(int(t), nodes))
+            killed = self._jobs_on(int(t), nodes)
+            if self.elastic is not None:       # --no-kill jobs shrink instead
+                killed = self.elastic.shrink(self, int(t), killed, nodes, _complete)
+            self._kill(int(t), killed)
+            if self.elastic is not None:
+                self.elastic.killed(self, killed)
         self._set_available(nodes, kind in ("resume", "up"))
         self.free.tcount[:] = -1                         # recounted when next asked
         self.sc[5] = min(int(self.sc[5]), int(t))
@@ -502,9 +510,12 @@ class _EventLoop:
 
     def result(self) -> EngineRun:
         inv = self.inverse
+        offsets, alloc, masks = self.jobs.offsets, self.out.alloc_nodes, self.out.alloc_mask
+        if self.elastic is not None:        # a shrunk job holds fewer nodes than its slot
+            offsets, alloc, masks = Shrinks.trimmed(offsets, self.jobs.nn, alloc, masks)
         # allocations are stored in submit order; the caller's order is a row permutation
-        src_off, nodes = _permute_csr(self.jobs.offsets, self.out.alloc_nodes, inv)
-        _, mask = _permute_csr(self.jobs.offsets, self.out.alloc_mask, inv)
+        src_off, nodes = _permute_csr(offsets, alloc, inv)
+        _, mask = _permute_csr(offsets, masks, inv)
         return EngineRun(start=self.out.start[inv], end=self.out.end[inv], alloc_offsets=src_off,
                        alloc_nodes=nodes, alloc_gpu_mask=mask,
                        partition=self.out.part_used[inv].astype(np.int32),
@@ -514,7 +525,9 @@ class _EventLoop:
                        pull=self.images.pull[inv] if self.with_images else None,
                        images_pulled=int(self.images.count[1]),
                        configure=self.power.configure[inv] if self.with_power else None,
-                       power=self._power_result() if self.with_power else None)
+                       power=self._power_result() if self.with_power else None,
+                       resizes=None if self.elastic is None else
+                       self.elastic.records(self.order, inv))
 
     def _power_result(self) -> dict:
         """Per node its seconds powered and with a job up to the run's last end, and the

@@ -71,6 +71,9 @@ class Requeues:
         self.restarts = np.zeros(n, dtype=np.int64)
         self.node_fail = np.zeros(n, dtype=bool)
         self.waiting: list[tuple[int, int]] = []
+        #: job -> the progress its attempt kept, where the job's runtime does not say
+        #: (a shrunk elastic job: :mod:`fastsched.engine.elastic`)
+        self.saved: dict[int, int] = {}
         self.log: list[tuple] = []      # (job, attempt, start, end, partition, saved, nodes,
         #                                  masks, pull)
 
@@ -82,6 +85,7 @@ class Requeues:
         interval = int(self.interval[j])
         ran = max(t - start - pull, 0)
         saved = ran // interval * interval if interval > 0 else 0
+        saved = self.saved.pop(j, saved)
         self.log.append((j, int(self.restarts[j]), start, t, partition, saved,
                          np.array(nodes, dtype=np.int64), np.array(masks, dtype=np.uint64),
                          int(pull)))

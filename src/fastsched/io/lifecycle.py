@@ -1,7 +1,10 @@
 """A workload's lifecycle columns: ``requeue`` (``1``/``yes``/``true``: sbatch
 --requeue; ``0``/``no``/``false``: --no-requeue; empty: the cluster's
 ``JobRequeue``), ``checkpoint_interval`` and ``checkpoint_cost`` (seconds; empty or
-0: no checkpoints). See :mod:`fastsched.model.lifecycle` for what they mean."""
+0: no checkpoints), and for elastic jobs ``no_kill`` (``1``/``yes``/``true``: sbatch
+--no-kill; empty or ``0``: not) and ``nodes_min`` (the fewest nodes it runs on after
+a node failure, at most ``num_nodes``; empty or 0: one). See
+:mod:`fastsched.model.lifecycle` and :mod:`fastsched.model.elastic` for what they mean."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,14 +13,17 @@ from ..model.errors import InputError
 
 #: the optional lifecycle columns of a workload CSV
 LIFECYCLE_COLUMNS = ("requeue", "checkpoint_interval", "checkpoint_cost")
+#: the optional elastic job columns
+ELASTIC_COLUMNS = ("no_kill", "nodes_min")
 _YES = {"1", "yes", "true", "requeue"}
 _NO = {"0", "no", "false", "no-requeue"}
 
 
-def read_lifecycle_columns(frame, fname: str) -> dict:
+def read_lifecycle_columns(frame, fname: str, num_nodes=None) -> dict:
     """The lifecycle columns the CSV ``frame`` has, as per-row arrays (``requeue``:
-    int8, -1 = the cluster's default); a bad value is an InputError naming the line."""
-    out = {}
+    int8, -1 = the cluster's default); a bad value is an InputError naming the line.
+    ``num_nodes``: each row's, which ``nodes_min`` may not exceed."""
+    out = _read_elastic(frame, fname, num_nodes)
     if "requeue" in frame.columns:
         text = frame["requeue"].astype(str).str.strip().str.lower().to_numpy(dtype=object)
         value = np.full(len(text), -1, dtype=np.int8)
@@ -45,8 +51,31 @@ def read_lifecycle_columns(frame, fname: str) -> dict:
     return out
 
 
-def _seconds_column(series, fname: str, col: str) -> np.ndarray:
-    """Whole seconds >= 0 per row (empty: 0)."""
+def _read_elastic(frame, fname: str, num_nodes) -> dict:
+    """The ``no_kill`` (bool) and ``nodes_min`` (int64) columns the frame has."""
+    out = {}
+    if "no_kill" in frame.columns:
+        text = frame["no_kill"].astype(str).str.strip().str.lower().to_numpy(dtype=object)
+        yes = np.isin(text, ["1", "yes", "true", "no-kill"])
+        bad = ~yes & ~np.isin(text, ["", "0", "no", "false"])
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"{frame['no_kill'].iloc[i]!r}: no_kill must be 1/yes/true, "
+                             "0/no/false or empty", file=fname, line=i + 2, field="no_kill")
+        out["no_kill"] = yes
+    if "nodes_min" in frame.columns:
+        low = _seconds_column(frame["nodes_min"], fname, "nodes_min", "a whole number >= 0")
+        if num_nodes is not None and (low > np.asarray(num_nodes)).any():
+            i = int(np.flatnonzero(low > np.asarray(num_nodes))[0])
+            raise InputError(f"nodes_min {low[i]} is above the job's num_nodes "
+                             f"{num_nodes[i]}", file=fname, line=i + 2, field="nodes_min")
+        out["nodes_min"] = low
+    return out
+
+
+def _seconds_column(series, fname: str, col: str,
+                    what: str = "a whole number of seconds >= 0") -> np.ndarray:
+    """Whole seconds (or counts) >= 0 per row (empty: 0)."""
     import pandas as pd
     text = series.astype(str).str.strip()
     num = pd.to_numeric(text.replace("", "0"), errors="coerce").to_numpy(
@@ -54,14 +83,18 @@ def _seconds_column(series, fname: str, col: str) -> np.ndarray:
     bad = ~np.isfinite(num) | (num != np.floor(num)) | (num < 0) | (num > 2.0 ** 40)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{series.iloc[i]!r} is not a whole number of seconds >= 0",
+        raise InputError(f"{series.iloc[i]!r} is not {what}",
                          file=fname, line=i + 2, field=col)
     return num.astype(np.int64)
 
 
-def lifecycle_text(requeue, interval, cost) -> dict:
+def lifecycle_text(requeue, interval, cost, no_kill=None, nodes_min=None) -> dict:
     """The lifecycle columns a workload needs written (none when all are defaults)."""
     out = {}
+    if no_kill is not None and no_kill.any():
+        out["no_kill"] = np.where(no_kill, "1", "").astype(object)
+    if nodes_min is not None and nodes_min.any():
+        out["nodes_min"] = np.where(nodes_min > 0, nodes_min.astype(str), "").astype(object)
     if (requeue >= 0).any():
         out["requeue"] = np.array(["", "0", "1"], dtype=object)[requeue.astype(np.int64) + 1]
     if interval.any():

@@ -16,7 +16,9 @@ Values:
 
 * Counts are whole numbers. ``-N/--nodes=<minnodes>[-maxnodes]`` ("If only one number
   is specified, this is used as both the minimum and maximum node count"); the
-  engine is given the minimum.
+  engine is given the minimum, but with ``-k/--no-kill`` the maximum, the minimum
+  being the fewest nodes the job shrinks to after node failures
+  (:mod:`fastsched.model.elastic`).
 * Time (``--time``, ``--time-min``): "Acceptable time formats include "minutes",
   "minutes:seconds", "hours:minutes:seconds", "days-hours", "days-hours:minutes" and
   "days-hours:minutes:seconds"", plus ``UNLIMITED``/``INFINITE``; "A time limit of
@@ -153,6 +155,7 @@ class NormalisedRequest:
     switches_wait: int | None = None   # --switches=count@time: seconds to wait for them
     segment: int | None = None         # --segment=N: nodes per segment (topology/block)
     requeue: bool | None = None        # --requeue / --no-requeue (the later one); None: neither
+    no_kill: bool = False              # -k/--no-kill (not --no-kill=off): shrink on node failure
     ignored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: pyxis/enroot options as given: name without dashes -> value (None: a flag)
@@ -500,13 +503,15 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
                              f"(assumed {need})")
             nodes = (need, need)
     nmin, nmax = nodes
+    # an elastic job (--no-kill) without -n keeps its node range: one task per node it has
+    keep_max = ntasks is None and _no_kill(req)
     if ntasks is None:
         ntasks = nmin * (tpn_opt or 1)          # "The default is one task per node"
     if ntasks < nmin:
         raise _err(f"-N {nmin} with -n {ntasks}: fewer tasks than nodes (Slurm would shrink "
                    f"the job to {ntasks} nodes with a warning; give -N {ntasks} or more tasks)",
                    o("nodes"), "nodes")
-    if ntasks < nmax:
+    if ntasks < nmax and not keep_max:
         nmax = ntasks
     tasks_per_node = -(-ntasks // nmin)
     if tpn_opt and tasks_per_node > tpn_opt:
@@ -651,7 +656,16 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
         dependency_mode=mode, array=array, array_max_running=max_running,
         job_name=req.get("job-name"), gpus_total=gpus_total, other_gres=other_gres,
         switches=switches, switches_wait=switches_wait, segment=segment,
-        requeue=_requeue(req), ignored=ignored, notes=notes, container=container)
+        requeue=_requeue(req), no_kill=_no_kill(req), ignored=ignored, notes=notes,
+        container=container)
+
+
+def _no_kill(req: SlurmRequest) -> bool:
+    """-k/--no-kill: "Do not automatically terminate a job if one of the nodes it has
+    been allocated fails" (``--no-kill=off`` turns it off)."""
+    if "no-kill" not in req:
+        return False
+    return (req.get("no-kill") or "").strip().lower() != "off"
 
 
 def _requeue(req: SlurmRequest) -> bool | None:

@@ -65,6 +65,7 @@ MODELLED = {
     "account": ("A", REQ), "dependency": ("d", REQ), "array": ("a", REQ),
     "job-name": ("J", REQ), "test-only": (None, NONE), "switches": (None, REQ),
     "segment": (None, REQ), "requeue": (None, NONE), "no-requeue": (None, NONE),
+    "no-kill": ("k", OPT),
 }
 #: real sbatch/srun options accepted and listed as not modelled
 IGNORED = {
@@ -76,7 +77,7 @@ IGNORED = {
     "quiet": ("Q", NONE), "verbose": ("v", NONE), "nodelist": ("w", REQ),
     "exclude": ("x", REQ), "oversubscribe": ("s", NONE), "priority": (None, REQ),
     "distribution": ("m", REQ), "hint": (None, REQ), "gpu-bind": (None, REQ),
-    "kill-on-invalid-dep": (None, REQ), "ignore-pbs": (None, NONE), "no-kill": ("k", OPT),
+    "kill-on-invalid-dep": (None, REQ), "ignore-pbs": (None, NONE),
     "propagate": (None, OPT), "get-user-env": (None, OPT),
     "label": ("l", NONE), "unbuffered": ("u", NONE), "pty": (None, NONE), "mpi": (None, REQ),
     "cpu-bind": (None, REQ), "exact": (None, NONE), "overlap": (None, NONE),

@@ -36,8 +36,8 @@ order after the required ones; any other extra column is ignored):
   task (what :func:`write_workload` writes; empty = not an array task / no %max).
 * ``exclusive``: ``topo`` (``--exclusive=topo``: with a topology, the job's leaf
   groups are its alone while it runs) or empty; anything else is an error.
-* ``requeue``, ``checkpoint_interval``, ``checkpoint_cost``: what a node failure does
-  to the job (:mod:`fastsched.io.lifecycle`).
+* ``requeue``, ``checkpoint_interval``, ``checkpoint_cost``, ``no_kill``, ``nodes_min``:
+  what a node failure does to the job (:mod:`fastsched.io.lifecycle`).
 * ``container_image``: the job's container image (pyxis ``--container-image``; empty:
   none), pulled on its nodes at its start when a run has a pull model
   (:mod:`fastsched.model.images`).
@@ -87,11 +87,11 @@ DEFAULT_QOS = "normal"
 _TASK_COLUMNS = ["array_job_id", "array_task_id", "array_task_throttle"]
 _TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array", "exclusive",
                                  "requeue", "checkpoint_interval", "checkpoint_cost",
-                                 "container_image", GPU_TYPE_COLUMN]
+                                 "no_kill", "nodes_min", "container_image", GPU_TYPE_COLUMN]
 #: the optional Workload fields (None = the default)
 _OPTIONAL = ("qos", "qos_names", "name", "dependencies", "partitions", "array_job",
              "array_task", "limits", "exclusive_topo", "requeue", "checkpoint_interval",
-             "checkpoint_cost", "container_image", "gpu_type")
+             "checkpoint_cost", "no_kill", "nodes_min", "container_image", "gpu_type")
 
 
 @dataclass
@@ -108,6 +108,8 @@ class Workload:
     ``exclusive_topo`` (bool per job): ``--exclusive=topo``; ``requeue`` (int8 per
     job: 1 --requeue, 0 --no-requeue, -1 the cluster's default),
     ``checkpoint_interval`` and ``checkpoint_cost`` (seconds; :meth:`lifecycle`);
+    ``no_kill`` (bool per job, sbatch --no-kill) and ``nodes_min`` (int64 per job, 0:
+    one): elastic jobs (:mod:`fastsched.model.elastic`);
     ``container_image`` (str per job, "" = none; :meth:`containers`); ``gpu_type`` (str
     per job, "" untyped): the GPU type asked for. Everything
     after ``org_names`` is optional and defaults to "not used" (``name``,
@@ -132,6 +134,8 @@ class Workload:
     requeue: np.ndarray | None = None
     checkpoint_interval: np.ndarray | None = None
     checkpoint_cost: np.ndarray | None = None
+    no_kill: np.ndarray | None = None
+    nodes_min: np.ndarray | None = None
     container_image: np.ndarray | None = None
     gpu_type: np.ndarray | None = None
     #: rows of the file left out because they can never run on the cluster
@@ -196,7 +200,8 @@ class Workload:
         self.gpu_type = _constant("", n, object) if self.gpu_type is None else \
             np.asarray(self.gpu_type, dtype=object)
         for attr, fill, dtype in (("requeue", -1, np.int8), ("checkpoint_interval", 0, np.int64),
-                                  ("checkpoint_cost", 0, np.int64)):
+                                  ("checkpoint_cost", 0, np.int64), ("no_kill", False, np.bool_),
+                                  ("nodes_min", 0, np.int64)):
             value = getattr(self, attr)
             setattr(self, attr, _constant(fill, n, dtype) if value is None else
                     np.ascontiguousarray(value, dtype=dtype))
@@ -225,9 +230,12 @@ class Workload:
         (:class:`fastsched.model.lifecycle.Lifecycle`): ``requeue`` for the jobs whose
         column is empty (the cluster's JobRequeue), the requeue ``delay`` (None: Slurm's)."""
         from ..model.lifecycle import REQUEUE_DELAY, Lifecycle
+        elastic = bool(self.no_kill.any())
         return Lifecycle(np.where(self.requeue < 0, bool(requeue), self.requeue > 0),
                          self.checkpoint_interval, self.checkpoint_cost,
-                         REQUEUE_DELAY if delay is None else delay)
+                         REQUEUE_DELAY if delay is None else delay,
+                         self.no_kill if elastic else None,
+                         self.nodes_min if elastic else None)
 
     def containers(self, pull=None):
         """Each job's container image with the pull model ``pull``
@@ -348,7 +356,8 @@ def _optional_columns(w: Workload) -> dict:
         out["dependency"] = _dependency_text(w)
     if w.exclusive_topo.any():
         out["exclusive"] = np.where(w.exclusive_topo, "topo", "").astype(object)
-    out.update(lifecycle_text(w.requeue, w.checkpoint_interval, w.checkpoint_cost))
+    out.update(lifecycle_text(w.requeue, w.checkpoint_interval, w.checkpoint_cost, w.no_kill,
+                              w.nodes_min))
     if (w.container_image != "").any():
         out["container_image"] = np.asarray(w.container_image, dtype=object)
     if (w.gpu_type != "").any():
@@ -430,7 +439,7 @@ def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
         per_row["name"] = frame["name"].to_numpy(dtype=object)
     if "exclusive" in frame.columns:
         per_row["exclusive_topo"] = _exclusive_column(frame["exclusive"], fname)
-    per_row.update(read_lifecycle_columns(frame, fname))
+    per_row.update(read_lifecycle_columns(frame, fname, cols["num_nodes"]))
     if "container_image" in frame.columns:
         per_row["container_image"] = read_image_column(frame["container_image"], fname)
     if GPU_TYPE_COLUMN in frame.columns:
@@ -579,7 +588,8 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
         for col, value in (("job_id", next_id), ("submit_time", submit_time),
                            ("time_limit", UNLIMITED if norm.time_limit is None
                             else norm.time_limit), ("runtime", runtime),
-                           ("num_nodes", norm.num_nodes), ("gpus_per_node", norm.gpus_per_node),
+                           ("num_nodes", norm.max_nodes if norm.no_kill else norm.num_nodes),
+                           ("gpus_per_node", norm.gpus_per_node),
                            ("cpus_per_node", norm.cpus_per_node),
                            ("mem_per_node", norm.mem_per_node)):
             rows[col][i] = int(value)
@@ -609,6 +619,12 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
     if any(norm.requeue is not None for norm, _, _ in items):
         per_row["requeue"] = np.array([-1 if norm.requeue is None else int(norm.requeue)
                                        for norm, _, _ in items], dtype=np.int8)
+    # elastic: from MAX down to MIN nodes (a single count: down to one, as Slurm does)
+    if any(norm.no_kill for norm, _, _ in items):
+        per_row["no_kill"] = np.array([norm.no_kill for norm, _, _ in items], dtype=np.bool_)
+        per_row["nodes_min"] = np.array([norm.num_nodes if norm.no_kill and
+                                         norm.max_nodes > norm.num_nodes else 0
+                                         for norm, _, _ in items], dtype=np.int64)
     built = build_jobs(rows, partitions, per_row, dependency=dependency, arrays=arrays,
                        tasks=None, where=lambda r: (f"request {r}", None))
     return _assemble(built, [user], account_names, np.arange(len(account_names)),
@@ -651,6 +667,7 @@ def _assemble(built: dict, user_names, account_names, org_of_account, org_names,
                     exclusive_topo=built.get("exclusive_topo"), requeue=built.get("requeue"),
                     checkpoint_interval=built.get("checkpoint_interval"),
                     checkpoint_cost=built.get("checkpoint_cost"),
+                    no_kill=built.get("no_kill"), nodes_min=built.get("nodes_min"),
                     container_image=built.get("container_image"),
                     gpu_type=built.get("gpu_type"))
 

@@ -14,7 +14,8 @@ saved``, and becomes eligible ``delay`` seconds after the kill (Slurm 22.05
 ``batch_requeue_fini`` sets the begin time to now + the job credential's
 lifetime + 1: ``AuthInfo=cred_expire``, 120 s by default in ``slurm_cred.c``;
 it also resets the submit and accrue times, so priority age starts again).
-A job that may not be requeued ends NODE_FAIL.
+A job that may not be requeued ends NODE_FAIL. A ``--no-kill`` job on several nodes
+shrinks instead while it keeps ``nodes_min`` of them (:mod:`fastsched.model.elastic`).
 
 GPU-time of a run splits into useful work, checkpoint overhead (``cost`` per
 checkpoint an attempt completed) and lost work (what killed attempts ran
@@ -37,12 +38,17 @@ REQUEUE_DELAY = 121
 class Lifecycle:
     """Per job (the workload's order): ``requeue`` (bool), ``checkpoint_interval``
     and ``checkpoint_cost`` (int64 seconds; interval 0 = no checkpoints), and the
-    requeue ``delay`` (seconds from the kill to the new attempt's begin time)."""
+    requeue ``delay`` (seconds from the kill to the new attempt's begin time).
+    Elastic jobs (:mod:`fastsched.model.elastic`): ``no_kill`` (bool, sbatch
+    ``--no-kill``; None: no job) and ``nodes_min`` (int64, the fewest nodes it runs
+    on after a failure; 0 or None: one)."""
 
     requeue: np.ndarray
     checkpoint_interval: np.ndarray
     checkpoint_cost: np.ndarray
     delay: int = REQUEUE_DELAY
+    no_kill: np.ndarray | None = None
+    nodes_min: np.ndarray | None = None
 
     def __post_init__(self):
         n = len(self.requeue)
@@ -60,19 +66,49 @@ class Lifecycle:
             raise InputError(f"job row {k}: checkpoint interval {interval[k]} s and cost "
                              f"{cost[k]} s: the interval must be >= 0 and the cost "
                              "below it (0 without an interval)", field="checkpoint_cost")
+        self._check_elastic(n)
         if isinstance(self.delay, bool) or int(self.delay) != self.delay or self.delay < 0:
             raise InputError(f"requeue delay must be a whole number of seconds >= 0, got "
                              f"{self.delay!r}", field="requeue_delay")
 
+    def _check_elastic(self, n: int) -> None:
+        for name in ("no_kill", "nodes_min"):
+            a = getattr(self, name)
+            if a is not None and np.asarray(a).shape != (n,):
+                raise InputError(f"{name}: {np.asarray(a).size} entries for {n} jobs",
+                                 field=name)
+        if self.nodes_min is not None and (np.asarray(self.nodes_min) < 0).any():
+            k = int(np.flatnonzero(np.asarray(self.nodes_min) < 0)[0])
+            raise InputError(f"job row {k}: nodes_min {self.nodes_min[k]} must be >= 0",
+                             field="nodes_min")
+
+    @property
+    def elastic(self) -> bool:
+        """Whether any job may shrink after a node failure (``--no-kill``)."""
+        return self.no_kill is not None and bool(np.asarray(self.no_kill).any())
+
+    def min_nodes(self, num_nodes) -> np.ndarray:
+        """The fewest nodes each job keeps running on: ``nodes_min`` (at least 1) for a
+        ``--no-kill`` job, else all its ``num_nodes`` (it never shrinks)."""
+        num_nodes = np.asarray(num_nodes, dtype=np.int64)
+        if not self.elastic:
+            return num_nodes.copy()
+        low = np.ones(len(num_nodes), dtype=np.int64) if self.nodes_min is None else \
+            np.maximum(np.asarray(self.nodes_min, dtype=np.int64), 1)
+        return np.where(np.asarray(self.no_kill, dtype=bool), low, num_nodes)
+
     @classmethod
     def of(cls, n: int, *, requeue=True, checkpoint_interval=0, checkpoint_cost=0,
-           delay: int = REQUEUE_DELAY) -> "Lifecycle":
+           delay: int = REQUEUE_DELAY, no_kill=None, nodes_min=None) -> "Lifecycle":
         """Scalars or arrays per job, for ``n`` jobs."""
         def col(v, dtype):
+            if v is None:
+                return None
             a = np.asarray(v, dtype=dtype)
             return np.full(n, a, dtype=dtype) if a.ndim == 0 else np.ascontiguousarray(a)
         return cls(col(requeue, bool), col(checkpoint_interval, np.int64),
-                   col(checkpoint_cost, np.int64), int(delay))
+                   col(checkpoint_cost, np.int64), int(delay), col(no_kill, bool),
+                   col(nodes_min, np.int64))
 
     def __len__(self) -> int:
         return len(self.requeue)
@@ -93,11 +129,17 @@ def checkpoints_written(elapsed, interval):
     return np.where(interval > 0, elapsed // np.maximum(interval, 1), 0)
 
 
-def goodput(elapsed, gpus, interval, cost, killed, pull=None) -> dict:
+def goodput(elapsed, gpus, interval, cost, killed, pull=None, before=None,
+            attempt_run=None) -> dict:
     """GPU-hours of a set of attempts: ``elapsed`` seconds each on ``gpus`` GPUs,
     checkpointing every ``interval`` (cost ``cost`` each), ``killed`` (bool: a
     node failure ended it), the first ``pull`` seconds of each pulling its
     container image (None: none; the checkpoints count from the pull's end).
+    Records that are shapes of an elastic attempt (:mod:`fastsched.model.elastic`):
+    ``before``, the seconds its attempt ran after the pull before the record began,
+    and ``attempt_run``, the attempt's whole run after the pull (its checkpoints
+    count over the attempt; ``killed``: the attempt was). None: each record is a
+    whole attempt.
     Returns allocated, lost (killed attempts' work after their last checkpoint),
     checkpoint overhead, image pull (``pull_gpu_hours``, only with ``pull``) and
     useful GPU-hours, and goodput = useful / allocated (None: nothing allocated)."""
@@ -106,8 +148,15 @@ def goodput(elapsed, gpus, interval, cost, killed, pull=None) -> dict:
     pulled = np.zeros(len(elapsed), dtype=np.int64) if pull is None else \
         np.minimum(np.asarray(pull, dtype=np.int64), elapsed)
     ran = elapsed - pulled
-    lost = np.where(killed, ran - saved_progress(ran, interval), 0)
-    overhead = checkpoints_written(ran, interval) * np.asarray(cost, dtype=np.int64)
+    if before is None:
+        lost = np.where(killed, ran - saved_progress(ran, interval), 0)
+        overhead = checkpoints_written(ran, interval) * np.asarray(cost, dtype=np.int64)
+    else:
+        before = np.asarray(before, dtype=np.int64)
+        kept = np.clip(saved_progress(attempt_run, interval) - before, 0, ran)
+        lost = np.where(killed, ran - kept, 0)
+        overhead = (checkpoints_written(before + ran, interval)
+                    - checkpoints_written(before, interval)) * np.asarray(cost, dtype=np.int64)
     hours = 3600.0
     allocated = float(np.dot(g, elapsed)) / hours
     lost_h = float(np.dot(g, lost)) / hours

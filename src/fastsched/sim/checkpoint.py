@@ -22,8 +22,8 @@ import time
 from ..model.errors import InputError
 
 #: what a checkpoint file starts with (after pickling): its format, changed whenever
-#: the saved loop state changes shape (here: whole-node idle bits, image caches), so
-#: that an older file is refused by name instead of failing inside the loop
+#: the saved loop state changes shape (here: power-saving state, the shapes of elastic
+#: jobs), so that an older file is refused by name instead of failing inside the loop
 FORMAT = "fastsched-checkpoint-3"
 
 

@@ -11,6 +11,7 @@ from ..model.constraints import csr_take
 from ..model.events import NODE_EVENT_KINDS, NodeEvents
 from ..model.jobs import JobTable
 from ..model.lifecycle import REQUEUE_DELAY, Lifecycle, goodput
+from .elastic import add_resizes, shape_goodput_args, shrink_summary
 
 
 def failure_horizon(cluster: Cluster, jobs: JobTable) -> int:
@@ -46,7 +47,9 @@ def attempt_table(run) -> dict:
     attempt) order: the killed ones of ``run.attempts`` and each job's last one.
     Keys: row (the job's index), attempt, start, end, elapsed, killed, node_fail (a
     killed attempt not requeued), partition, alloc_offsets / alloc_nodes /
-    alloc_gpu_mask, pull (its image pull, seconds; None from a run without images); and
+    alloc_gpu_mask, pull (its image pull, seconds; None from a run without images);
+    with elastic jobs (``run.resizes``) also a record per shape of a shrunk attempt,
+    rows in (job, attempt, start) order and key ``resized`` (:func:`add_resizes`); and
     per job:
     last_runtime (what its last attempt had left to
     run), node_fail_job (its last attempt ended NODE_FAIL)."""
@@ -79,12 +82,13 @@ def attempt_table(run) -> dict:
     rows = np.flatnonzero(keep)
     rows = rows[np.lexsort((attempt[rows], row[rows]))]
     off, entries = csr_take(offsets, rows)
-    return {"row": row[rows], "attempt": attempt[rows], "start": start[rows],
+    table = {"row": row[rows], "attempt": attempt[rows], "start": start[rows],
             "end": end[rows], "elapsed": end[rows] - start[rows], "killed": killed[rows],
             "node_fail": node_fail[rows], "partition": partition[rows],
             "pull": None if run.pull is None else pull[rows],
             "alloc_offsets": off, "alloc_nodes": nodes[entries], "alloc_gpu_mask": masks[entries],
             "last_runtime": a.runtime, "node_fail_job": a.node_fail}
+    return table if run.resizes is None else add_resizes(table, run.resizes)
 
 
 def lifecycle_summary(jobs: JobTable, table: dict, lifecycle: Lifecycle) -> dict:
@@ -96,8 +100,18 @@ def lifecycle_summary(jobs: JobTable, table: dict, lifecycle: Lifecycle) -> dict
            "requeues": int((table["attempt"] > 0).sum()),
            "node_fail_jobs": int(table["node_fail"].sum()),
            "requeue_delay": int(lifecycle.delay)}
-    out.update(goodput(table["elapsed"], gpus, lifecycle.checkpoint_interval[row],
-                       lifecycle.checkpoint_cost[row], table["killed"], table["pull"]))
+    interval, cost = lifecycle.checkpoint_interval[row], lifecycle.checkpoint_cost[row]
+    if "resized" not in table:
+        out.update(goodput(table["elapsed"], gpus, interval, cost, table["killed"],
+                           table["pull"]))
+        return out
+    gpus = np.diff(table["alloc_offsets"]) * jobs.gpus_per_node[row]      # per shape
+    shapes = shape_goodput_args(table)
+    out["attempts"] = int(len(row) - table["resized"].sum())
+    out.update(goodput(table["elapsed"], gpus, interval, cost, shapes["killed"],
+                       shapes["pull"] if table["pull"] is not None else None,
+                       shapes["before"], shapes["attempt_run"]))
+    out.update(shrink_summary(table, jobs, interval))
     return out
 
 
@@ -132,7 +146,11 @@ def lifecycle_line(summary: dict) -> str:
     """One line on what node failures cost a run (its summary's ``lifecycle``)."""
     lc = summary["lifecycle"]
     good = "n/a" if lc["goodput"] is None else f"{lc['goodput']:.1%}"
+    shrinks = "" if "shrinks" not in lc else (
+        f"; {lc['shrinks']:,} time(s) a --no-kill job shrank ({lc['shrunk_jobs']:,} job(s)), "
+        f"keeping {lc['shrink_kept_gpu_hours']:,.1f} GPU-h a kill would have lost")
     return (f"node failures: {lc['killed_attempts']:,} attempt(s) killed, {lc['requeues']:,} "
             f"requeued, {lc['node_fail_jobs']:,} job(s) ended NODE_FAIL; "
             f"{lc['lost_gpu_hours']:,.1f} GPU-h lost, {lc['checkpoint_gpu_hours']:,.1f} GPU-h "
-            f"checkpointing of {lc['allocated_gpu_hours']:,.1f} allocated: goodput {good}")
+            f"checkpointing of {lc['allocated_gpu_hours']:,.1f} allocated: goodput {good}"
+            + shrinks)

@@ -215,7 +215,8 @@ class SimulationResult:
             t = self.attempts
             return verify_attempts(self.cluster, self.workload, Attempts(
                 t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
-                t["alloc_nodes"], t.get("pull")), self.events, self.lifecycle)
+                t["alloc_nodes"], t.get("pull"), t.get("resized")), self.events,
+                self.lifecycle)
         from .images import pull_workload      # the pull is part of each job's run
         return verify(self.cluster, pull_workload(self.workload, self.pull), self.schedule,
                       policy=policy,
@@ -274,6 +275,9 @@ def _attempt_records(result, frame):
     row = t["row"]
     prev_end = np.concatenate([[0], t["end"][:-1]])
     submit = np.where(t["attempt"] > 0, prev_end, result.workload.submit_time[row])
+    resized = t.get("resized")
+    if resized is not None:             # the shapes of an attempt share its submit time
+        submit, frame = _shape_times(t, submit, frame)
     frame["submit_time"] = frame["submit_time"].to_numpy().copy()
     last = _last_rows(t)
     later = t["attempt"][last] > 0
@@ -290,10 +294,13 @@ def _attempt_records(result, frame):
     killed["end_time"] = pd.array(t["end"][k], dtype="Int64")
     killed["wait_time"] = pd.array(t["start"][k] - submit[k], dtype="Int64")
     killed["run_time"] = pd.array(t["elapsed"][k], dtype="Int64")
-    killed["state"] = "NODE_FAIL"
+    killed["state"] = "NODE_FAIL" if resized is None else \
+        np.where(resized[k], "RESIZING", "NODE_FAIL").astype(object)
     killed["nodes"] = compress_rows(names, off, t["alloc_nodes"][entries])
     killed["gpu_ids"] = gpu_id_rows(names, off, t["alloc_nodes"][entries], masks)
     killed["attempt"] = t["attempt"][k]
+    if resized is not None:             # a shape holds the nodes it has (sacct NNodes)
+        _widths(killed, np.diff(off))
     if t.get("pull") is not None:
         killed["pull_time"] = pd.array(t["pull"][k], dtype="Int64")
     if "partition" in killed.columns:
@@ -301,8 +308,45 @@ def _attempt_records(result, frame):
         killed["partition"] = part_names[t["partition"][k]]
     position = np.concatenate([np.arange(n), row[k]])
     out = pd.concat([frame, killed], ignore_index=True)
-    order = np.lexsort((out["attempt"].to_numpy(), position))
+    # shapes of one attempt (elastic jobs) in time order
+    order = np.lexsort((out["start_time"].fillna(-1).to_numpy(dtype=np.int64),
+                        out["attempt"].to_numpy(), position))
     return out.iloc[order].reset_index(drop=True)
+
+
+def _shape_times(t: dict, submit: np.ndarray, frame):
+    """Records of elastic jobs (:mod:`fastsched.sim.elastic`): each shape takes its
+    attempt's submit time, and a job's last record starts at its last shape's start."""
+    first = np.ones(len(t["row"]), dtype=bool)
+    first[1:] = (t["row"][1:] != t["row"][:-1]) | (t["attempt"][1:] != t["attempt"][:-1])
+    submit = submit[np.flatnonzero(first)][np.cumsum(first) - 1]
+    last = _last_rows(t)
+    # a shrunk last shape, when it is the job's record (not a killed attempt whose
+    # requeued one never started)
+    shrunk = ~first[last] & ~(t["killed"][last] & ~t["node_fail"][last])
+    if shrunk.any():
+        rows = t["row"][last][shrunk]
+        start = frame["start_time"].to_numpy(dtype=object).copy()
+        start[rows] = t["start"][last][shrunk]
+        frame["start_time"] = np.asarray(start)
+        frame["start_time"] = frame["start_time"].astype("Int64")
+        frame["run_time"] = frame["end_time"] - frame["start_time"]
+        frame = frame.copy()
+        width = frame["num_nodes"].to_numpy().copy()
+        width[rows] = np.diff(t["alloc_offsets"])[last][shrunk]
+        _widths(frame, width)
+    return submit, frame
+
+
+def _widths(frame, nodes) -> None:
+    """Set the node counts of ``frame``'s records (and their CPUs and GPUs, per node as
+    the job asked) to ``nodes``."""
+    per_cpu = frame["procs"].to_numpy() // np.maximum(frame["num_nodes"].to_numpy(), 1)
+    per_gpu = frame["gpus"].to_numpy() // np.maximum(frame["num_nodes"].to_numpy(), 1)
+    nodes = np.asarray(nodes, dtype=np.int64)
+    frame["num_nodes"] = nodes.astype(frame["num_nodes"].dtype)
+    frame["procs"] = nodes * per_cpu
+    frame["gpus"] = nodes * per_gpu
 
 
 def _last_rows(table: dict) -> np.ndarray:

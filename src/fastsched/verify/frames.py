@@ -184,7 +184,8 @@ def _priority(df):
 def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, events,
                         lifecycle) -> VerifyReport:
     """:func:`verify_attempts` of records with an ``attempt`` column (a row per
-    attempt; ``state`` NODE_FAIL marks the killed ones); rows are matched to ``jobs``
+    attempt; ``state`` NODE_FAIL marks the killed ones, RESIZING the shapes of an
+    elastic job a shrink ended); rows are matched to ``jobs``
     by ``job_id``. A record of an unknown job, or a job with no record, is an
     InputError naming ``source``."""
     from .lifecycle import Attempts, take_rows, verify_attempts
@@ -207,8 +208,10 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
                          field="attempt") from None
     except InputError as e:
         raise InputError(e.reason, file=source, field=e.field) from None
-    killed = (df["state"].astype(str) == "NODE_FAIL").to_numpy() if "state" in df.columns \
-        else np.zeros(len(df), dtype=bool)
+    state = df["state"].astype(str).to_numpy() if "state" in df.columns else \
+        np.full(len(df), "", dtype=object)
+    killed = state == "NODE_FAIL"
+    resized = state == "RESIZING"         # a shape of an elastic job (verify.elastic)
     ran = schedule.start_time >= 0
     keep = np.flatnonzero(ran)
     offsets, nodes = take_rows(schedule.alloc_offsets, schedule.alloc_nodes, keep)
@@ -217,5 +220,6 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
                                                    schedule.start_time[keep],
                                                    schedule.end_time[keep], killed[keep],
                                                    offsets, nodes,
-                                                   None if pull is None else pull[keep]),
+                                                   None if pull is None else pull[keep],
+                                                   resized[keep] if resized.any() else None),
                            events, lifecycle)

@@ -25,6 +25,9 @@ What each check GUARANTEES when it passes:
     attempt's image pull (its ``pull_time``) comes first: it runs pull + what it had
     left (capped at its limit), and saves progress only of its run after the pull.
 
+``bad_resize`` and the work of a shrunk attempt (the shapes of an elastic job):
+:mod:`fastsched.verify.elastic`.
+
 Resources (``overcommit``, ``bad_allocation``, ``early_start``) are checked by
 :func:`fastsched.verify.verify` over all attempts together, each as a job whose
 submit time is its begin time. Policy checks are not made: the plans of a
@@ -41,6 +44,7 @@ from ..model.events import NodeEvents
 from ..model.jobs import JobTable
 from ..model.lifecycle import Lifecycle, saved_progress
 from ..model.schedule import Schedule
+from .elastic import check_shapes, check_work, collapse, elastic_saved, shapes_of
 from .report import VerifyReport, Violation
 
 __all__ = ["Attempts", "verify_attempts"]
@@ -51,8 +55,9 @@ class Attempts:
     """Every attempt of a schedule: attempt k of job row ``row[k]`` (in the jobs'
     order), number ``attempt[k]``, ran ``[start[k], end[k])`` (-1: never started) on
     ``alloc_nodes[alloc_offsets[k]:alloc_offsets[k+1]]``; ``killed[k]``: it ended
-    NODE_FAIL; ``pull[k]``: the seconds it pulled its container image first (None:
-    no pulls)."""
+    NODE_FAIL; ``pull[k]``: the seconds its attempt pulled its container image first
+    (None: no pulls); ``resized[k]``: it is a shape of an elastic attempt that ended
+    RESIZING, the attempt going on in the next record (None: none did)."""
 
     row: np.ndarray
     attempt: np.ndarray
@@ -62,6 +67,7 @@ class Attempts:
     alloc_offsets: np.ndarray
     alloc_nodes: np.ndarray
     pull: np.ndarray | None = None
+    resized: np.ndarray | None = None
 
 
 def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
@@ -70,25 +76,40 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     (checkpoint intervals, requeue delay); see the module for what each check
     guarantees."""
     from . import verify
-    order = np.lexsort((attempts.attempt, attempts.row))
+    order = np.lexsort((attempts.start, attempts.attempt, attempts.row))
+    n = len(order)
     a = Attempts(*(np.asarray(x)[order] for x in (attempts.row, attempts.attempt,
                                                    attempts.start, attempts.end,
                                                    attempts.killed)),
                  *take_rows(attempts.alloc_offsets, attempts.alloc_nodes, order),
-                 pull=np.zeros(len(order), dtype=np.int64) if attempts.pull is None
-                 else np.asarray(attempts.pull, dtype=np.int64)[order])
+                 pull=np.zeros(n, dtype=np.int64) if attempts.pull is None
+                 else np.asarray(attempts.pull, dtype=np.int64)[order],
+                 resized=np.zeros(n, dtype=bool) if attempts.resized is None
+                 else np.asarray(attempts.resized, dtype=bool)[order])
     out: list[Violation] = []
-    submit, runtime = _sequences(jobs, a, lifecycle, out)
-    _node_states(cluster, jobs, a, events, out)
+    head, tail = collapse(a)
+    shapes = shapes_of(a, head, tail)
+    whole = Attempts(a.row[head], a.attempt[head], a.start[head], a.end[tail], a.killed[tail],
+                     a.alloc_offsets, a.alloc_nodes, a.pull[head])
+    submit, runtime = _sequences(jobs, whole, lifecycle, out, shapes)
+    later = np.ones(n, dtype=bool)
+    later[head] = False
+    failures = _node_states(cluster, jobs, a, events, out, later)
+    check_shapes(jobs, a, head, tail, lifecycle, failures, out)
     expanded = jobs.take(a.row)
-    expanded.submit_time = submit
-    expanded.runtime = runtime
+    group = np.repeat(np.arange(len(head)), tail - head + 1)
+    shrunk = np.isin(group, list(shapes))
+    expanded.submit_time = np.where(np.arange(n) == head[group], submit[group], a.start)
+    expanded.runtime = np.where(shrunk, a.end - a.start, runtime[group])
+    expanded.num_nodes = np.where(shrunk, np.diff(a.alloc_offsets),
+                                  expanded.num_nodes).astype(expanded.num_nodes.dtype)
     schedule = Schedule(job_id=expanded.job_id, start_time=a.start, end_time=a.end,
                         alloc_offsets=a.alloc_offsets, alloc_nodes=a.alloc_nodes)
     base = verify(cluster, expanded, schedule)
     out += base.violations
     checks = base.checks + ["on_down_node", "attempt_overlap", "killed_without_failure",
-                            "resumed_work"]
+                            "resumed_work"] + (["bad_resize"] if lifecycle.elastic or shapes
+                                               or a.resized.any() else [])
     from .report import VIOLATION_KINDS
     rank = {k: r for r, k in enumerate(VIOLATION_KINDS)}
     out.sort(key=lambda v: (v.time, rank[v.kind], v.job_id))
@@ -105,10 +126,10 @@ def take_rows(offsets, nodes, order):
     return new, np.asarray(nodes, dtype=np.int64)[index]
 
 
-def _sequences(jobs, a, lifecycle, out):
+def _sequences(jobs, a, lifecycle, out, shapes):
     """Attempt numbering, overlap and resumed work; returns each attempt's begin time
     and its runtime as the resource checks see it (a killed attempt: what it ran;
-    else what it had left)."""
+    else what it had left). ``shapes``: attempt -> (starts, widths) of the shrunk ones."""
     n = len(a.row)
     submit = np.empty(n, dtype=np.int64)
     left = np.empty(n, dtype=np.int64)
@@ -123,9 +144,17 @@ def _sequences(jobs, a, lifecycle, out):
         else:
             submit[k] = a.end[k - 1] + delay
             ran = max(int(a.end[k - 1] - a.start[k - 1] - a.pull[k - 1]), 0)
-            left[k] = left[k - 1] - int(saved_progress(ran, lifecycle.checkpoint_interval[j]))
+            interval = int(lifecycle.checkpoint_interval[j])
+            left[k] = left[k - 1] - (int(saved_progress(ran, interval)) if k - 1 not in shapes
+                                     else elastic_saved(shapes[k - 1], int(a.start[k - 1]),
+                                                        int(a.pull[k - 1]), int(a.end[k - 1]),
+                                                        interval, int(jobs.num_nodes[j])))
         _order(jid, a, k, first, last, submit, delay, out)
-        if a.start[k] >= 0:
+        if k in shapes:
+            check_work(jid, int(a.attempt[k]), shapes[k], int(a.start[k]), int(a.end[k]),
+                       int(a.pull[k]), int(left[k]), int(jobs.time_limit[j]),
+                       int(jobs.num_nodes[j]), bool(a.killed[k]), out)
+        elif a.start[k] >= 0:
             _work(jid, a, k, int(left[k] + a.pull[k]), int(jobs.time_limit[j]),
                   int(jobs.runtime[j]), out)
     ran = np.where(a.start >= 0, a.end - a.start, 0)
@@ -166,9 +195,10 @@ def _work(jid, a, k, left, limit, runtime, out):
                                                         if need == limit else ")")))
 
 
-def _node_states(cluster, jobs, a, events, out):
+def _node_states(cluster, jobs, a, events, out, later):
     """No attempt runs on a down node or starts on a drained one; a killed attempt
-    ends when one of its nodes goes down."""
+    ends when one of its nodes goes down (``later``: a record that goes on with its
+    attempt after a shrink, not a start). Returns node -> the times it went down."""
     X = cluster.num_nodes
     down_at = [[] for _ in range(X)]            # per node: (from, to, kind) intervals
     opened = {}
@@ -197,7 +227,7 @@ def _node_states(cluster, jobs, a, events, out):
             if not 0 <= x < X:
                 continue
             for t0, t1, state in down_at[x]:
-                if (state == "down" and s < t1 and e > t0) or t0 <= s < t1:
+                if (state == "down" and s < t1 and e > t0) or (t0 <= s < t1 and not later[k]):
                     out.append(Violation("on_down_node", jid, max(s, t0),
                                          f"job {jid}: attempt {a.attempt[k]} on "
                                          f"{cluster.node_names[x]} over [{s}, {e}), which was "
@@ -206,4 +236,5 @@ def _node_states(cluster, jobs, a, events, out):
             out.append(Violation("killed_without_failure", jid, e,
                                  f"job {jid}: attempt {a.attempt[k]} ended NODE_FAIL at {e}, "
                                  "when none of its nodes went down"))
+    return failures
 
