@@ -69,6 +69,8 @@ from .parquet import is_parquet, read_parquet_frame, write_parquet_frame
 from .sbatch import parse_array, parse_dependency
 from .submission import build_jobs
 from .workloadgpu import GPU_TYPE_COLUMN, read_gpu_types, request_groups
+from .workloadcolumns import (check_range, exclusive_column, int_column, name_column,
+                              parse_sparse)
 from .workloadimage import read_image_column
 from ..model.validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS, request_capacity
 
@@ -419,10 +421,10 @@ def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
     frame = _read_frame(path, fname)
     cols = {}
     for col in _INT_COLUMNS:
-        cols[col] = _int_column(frame[col], fname, col)
+        cols[col] = int_column(frame[col], fname, col)
     names = {}
     for col in _NAME_COLUMNS + ([ORG_COLUMN] if ORG_COLUMN in frame.columns else []):
-        names[col] = _name_column(frame[col], fname, col, default=cluster.default_partition
+        names[col] = name_column(frame[col], fname, col, default=cluster.default_partition
                                   if col == "partition" else None)
     _check_values(cols, fname)
 
@@ -434,19 +436,19 @@ def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
     per_row = {"user": user, "account": account}
     qos_names = None
     if "qos" in frame.columns:
-        per_row["qos"], qos_names = _name_column(frame["qos"], fname, "qos", default=DEFAULT_QOS)
+        per_row["qos"], qos_names = name_column(frame["qos"], fname, "qos", default=DEFAULT_QOS)
     if "name" in frame.columns:
         per_row["name"] = frame["name"].to_numpy(dtype=object)
     if "exclusive" in frame.columns:
-        per_row["exclusive_topo"] = _exclusive_column(frame["exclusive"], fname)
+        per_row["exclusive_topo"] = exclusive_column(frame["exclusive"], fname)
     per_row.update(read_lifecycle_columns(frame, fname, cols["num_nodes"]))
     if "container_image" in frame.columns:
         per_row["container_image"] = read_image_column(frame["container_image"], fname)
     if GPU_TYPE_COLUMN in frame.columns:
         per_row["gpu_type"] = read_gpu_types(frame[GPU_TYPE_COLUMN], cols["gpus_per_node"],
                                              cluster, fname)
-    dependency = _parse_sparse(frame, "dependency", parse_dependency, fname)
-    arrays = _parse_sparse(frame, "array", parse_array, fname)
+    dependency = parse_sparse(frame, "dependency", parse_dependency, fname)
+    arrays = parse_sparse(frame, "array", parse_array, fname)
     tasks = _task_columns(frame, fname)
     keep, skipped = _runnable_rows(cluster, cols, partitions, fname, strict,
                                    per_row.get("gpu_type"))
@@ -641,16 +643,16 @@ _MAXIMA = {"submit_time": MAX_SECONDS,
 
 
 def _check_values(cols: dict, fname: str) -> None:
-    _check_range(cols["job_id"], cols["job_id"] < 0, fname, "job_id", "must be >= 0")
-    _check_range(cols["submit_time"], cols["submit_time"] < 0, fname, "submit_time",
+    check_range(cols["job_id"], cols["job_id"] < 0, fname, "job_id", "must be >= 0")
+    check_range(cols["submit_time"], cols["submit_time"] < 0, fname, "submit_time",
                  "must be >= 0")
-    _check_range(cols["time_limit"], cols["time_limit"] < 1, fname, "time_limit", "must be >= 1")
-    _check_range(cols["runtime"], cols["runtime"] < 0, fname, "runtime", "must be >= 0")
-    _check_range(cols["num_nodes"], cols["num_nodes"] < 1, fname, "num_nodes", "must be >= 1")
+    check_range(cols["time_limit"], cols["time_limit"] < 1, fname, "time_limit", "must be >= 1")
+    check_range(cols["runtime"], cols["runtime"] < 0, fname, "runtime", "must be >= 0")
+    check_range(cols["num_nodes"], cols["num_nodes"] < 1, fname, "num_nodes", "must be >= 1")
     for col in ("gpus_per_node", "cpus_per_node", "mem_per_node"):
-        _check_range(cols[col], cols[col] < 0, fname, col, "must be >= 0")
+        check_range(cols[col], cols[col] < 0, fname, col, "must be >= 0")
     for col, most in _MAXIMA.items():
-        _check_range(cols[col], cols[col] > most, fname, col,
+        check_range(cols[col], cols[col] > most, fname, col,
                      f"is out of range (at most {most:,})")
 
 
@@ -697,24 +699,6 @@ def _partition_choices(codes, uniques: list[str], cluster: Cluster,
     return PartitionChoices(offsets, u_values[index])
 
 
-def _parse_sparse(frame, col: str, parse, fname: str) -> dict:
-    """row -> parse(text) for the non-empty cells of an optional text column
-    (a Python loop over those rows only)."""
-    if col not in frame.columns:
-        return {}
-    values = frame[col].to_numpy(dtype=object)
-    out = {}
-    for i in np.flatnonzero(values != "").tolist():
-        text = str(values[i]).strip()
-        if not text:
-            continue
-        try:
-            out[i] = parse(text)
-        except InputError as e:
-            raise InputError(e.reason, file=fname, line=i + 2, field=col) from None
-    return out
-
-
 def _task_columns(frame, fname: str):
     """(array_job, array_task, throttle) per row from the expanded-task columns, or None."""
     present = [c for c in _TASK_COLUMNS if c in frame.columns]
@@ -732,8 +716,8 @@ def _task_columns(frame, fname: str):
         series = frame[col]
         if series.dtype != np.int64:
             series = series.where(series.astype(str).str.strip() != "", str(empty))
-        values = _int_column(series, fname, col)
-        _check_range(values, values < empty, fname, col, f"must be >= {empty} (or empty)")
+        values = int_column(series, fname, col)
+        check_range(values, values < empty, fname, col, f"must be >= {empty} (or empty)")
         out.append(values)
     array_job, array_task, throttle = out
     bad = ((array_job < 0) != (array_task < 0)) | ((array_job < 0) & (throttle > 0))
@@ -742,65 +726,3 @@ def _task_columns(frame, fname: str):
         raise InputError("array_job_id, array_task_id (and array_task_throttle) must be "
                          "given together", file=fname, line=i + 2, field="array_task_id")
     return array_job, array_task, throttle
-
-
-def _exclusive_column(series, fname: str) -> np.ndarray:
-    """Per row: ``exclusive`` is ``topo`` (True) or empty (False); else InputError."""
-    text = series.astype(str).str.strip().to_numpy(dtype=object)
-    bad = (text != "topo") & (text != "")
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{series.iloc[i]!r}: exclusive must be 'topo' or empty "
-                         "(--exclusive=topo; whole-node --exclusive is a request size)",
-                         file=fname, line=i + 2, field="exclusive")
-    return text == "topo"
-
-
-def _int_column(series, fname: str, col: str) -> np.ndarray:
-    import pandas as pd
-    if series.dtype == np.int64:
-        return series.to_numpy()
-    as_str = series.astype(str).str.strip()
-    num = pd.to_numeric(as_str, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = ~np.isfinite(num) | (num != np.floor(num)) | (np.abs(num) > 2.0 ** 62)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raw = series.iloc[i]
-        shown = "" if raw is None or (isinstance(raw, float) and np.isnan(raw)) else str(raw)
-        what = ("is out of range" if np.isfinite(num[i]) and num[i] == np.floor(num[i])
-                else "is not an integer")
-        raise InputError(f"{shown[:30]!r} {what}" if shown != "" else "missing value",
-                         file=fname, line=i + 2, field=col)
-    return num.astype(np.int64)
-
-
-def _name_column(series, fname: str, col: str, default: str | None = None
-                 ) -> tuple[np.ndarray, list[str]]:
-    """(int32 codes, names): the distinct names stripped and sorted, codes index them.
-
-    Factorizes first and strips only the distinct values (1M rows hold a few
-    thousand names). An empty value is ``default``, or an error without one.
-    """
-    import pandas as pd
-    # the Series itself, not an object array: Arrow-backed strings factorize natively
-    codes, uniques = pd.factorize(series, sort=False)
-    stripped = np.array([str(u).strip() for u in uniques] + [""], dtype=object)[:-1]
-    if default is not None:
-        stripped[stripped == ""] = default
-        codes = np.where(codes < 0, len(stripped), codes)
-        stripped = np.append(stripped, default)
-    missing = codes < 0
-    empty = np.flatnonzero(stripped == "")
-    if len(empty):
-        missing |= np.isin(codes, empty)
-    if missing.any():
-        i = int(np.flatnonzero(missing)[0])
-        raise InputError("missing value", file=fname, line=i + 2, field=col)
-    remap, names = pd.factorize(stripped, sort=True)
-    return remap.astype(np.int32)[codes], [str(n) for n in names]
-
-
-def _check_range(values: np.ndarray, bad: np.ndarray, fname: str, col: str, what: str) -> None:
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{values[i]} {what}", file=fname, line=i + 2, field=col)
