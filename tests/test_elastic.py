@@ -20,6 +20,7 @@ from fastsched.model.errors import InputError
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.tools.testing import lifecycles, node_event_rows
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
+from test_lifecycle import tampered
 
 
 @st.composite
@@ -181,17 +182,6 @@ def test_without_no_kill_runs_are_as_before():
             if not k.startswith("shr")} == plain.summary["lifecycle"]
 
 
-def _tampered(r, **changes):
-    from fastsched.verify.lifecycle import Attempts, verify_attempts
-    t = dict(r.attempts)
-    for key, (k, value) in changes.items():
-        t[key] = t[key].copy()
-        t[key][k] = value
-    return verify_attempts(r.cluster, r.workload, Attempts(
-        t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
-        t["alloc_nodes"], t["pull"], t["resized"]), r.events, r.lifecycle)
-
-
 def test_the_resize_checks_catch_broken_records():
     jobs = _jobs([400, 100], [4, 1])
     lc = Lifecycle.of(2, no_kill=[True, False], nodes_min=[2, 0])
@@ -201,11 +191,11 @@ def test_the_resize_checks_catch_broken_records():
     t = r.attempts                      # rows: job 1's three shapes, then job 2
     assert t["resized"].tolist() == [True, True, False, False]
     # shapes overlap: the second starts before the first ended (counted twice)
-    assert "bad_resize" in _tampered(r, start=(1, 90)).kinds()
+    assert "bad_resize" in tampered(r, start=(1, 90)).kinds()
     # a shape that does not end RESIZING but is followed by another
-    assert "bad_resize" in _tampered(r, resized=(0, False)).kinds()
+    assert "bad_resize" in tampered(r, resized=(0, False)).kinds()
     # the job ends earlier than its node-seconds allow
-    assert "resumed_work" in _tampered(r, end=(2, 600)).kinds()
+    assert "resumed_work" in tampered(r, end=(2, 600)).kinds()
     # it shrank below its minimum / without --no-kill / when no node went down
     low = dataclasses.replace(lc, nodes_min=np.array([3, 0]))
     assert "bad_resize" in _check(r, low)
@@ -214,7 +204,7 @@ def test_the_resize_checks_catch_broken_records():
     # a node set that grows
     nodes = t["alloc_nodes"].copy()
     nodes[t["alloc_offsets"][2]] = 0               # the last shape on node 1 -> node 0
-    assert "bad_resize" in _tampered(r, alloc_nodes=(slice(None), nodes)).kinds()
+    assert "bad_resize" in tampered(r, alloc_nodes=(slice(None), nodes)).kinds()
 
 
 def _check(r, lc, events=None):

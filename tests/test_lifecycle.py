@@ -273,7 +273,8 @@ def test_runs_with_failures_pass_the_attempt_checks(data):
     assert "resumed_work" in report.checks
 
 
-def _tampered(r, **changes):
+def tampered(r, **changes):
+    """verify_attempts of ``r``'s attempts with ``changes`` (key=(index, value))."""
     from fastsched.verify.lifecycle import Attempts, verify_attempts
     t = dict(r.attempts)
     for key, (k, value) in changes.items():
@@ -281,7 +282,7 @@ def _tampered(r, **changes):
         t[key][k] = value
     return verify_attempts(r.cluster, r.workload, Attempts(
         t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
-        t["alloc_nodes"]), r.events, r.lifecycle)
+        t["alloc_nodes"], t.get("pull"), resized=t.get("resized")), r.events, r.lifecycle)
 
 
 def test_the_attempt_checks_catch_broken_records():
@@ -293,14 +294,14 @@ def test_the_attempt_checks_catch_broken_records():
     t = r.attempts                     # rows: job 1 attempts 0 and 1, then jobs 2-4
     assert t["row"].tolist()[:2] == [0, 0] and t["killed"].tolist()[:2] == [True, False]
     # the second attempt starts before the first ended + the delay
-    assert "attempt_overlap" in _tampered(r, start=(1, 150), end=(1, 590)).kinds()
+    assert "attempt_overlap" in tampered(r, start=(1, 150), end=(1, 590)).kinds()
     # it resumes more work than was checkpointed (60 s): runs 400 s instead of 440
-    assert "resumed_work" in _tampered(r, end=(1, 700)).kinds()
+    assert "resumed_work" in tampered(r, end=(1, 700)).kinds()
     # it runs on node 0 while it is down
-    bad = _tampered(r, start=(1, 150), end=(1, 590))
+    bad = tampered(r, start=(1, 150), end=(1, 590))
     assert "on_down_node" in bad.kinds()
     # a kill when no node of the attempt went down
-    assert "killed_without_failure" in _tampered(r, end=(0, 90)).kinds()
+    assert "killed_without_failure" in tampered(r, end=(0, 90)).kinds()
 
 
 def test_sbatch_requeue_options_reach_the_workload():
