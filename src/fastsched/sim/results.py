@@ -67,6 +67,9 @@ class SimulationResult:
     #: with container images: the seconds each job's last attempt pulled its image
     #: (part of its run; records' column ``pull_time``); None otherwise
     pull: np.ndarray | None = None
+    #: the preemption the run applied (:class:`fastsched.model.preemption.Preemption`),
+    #: or None
+    preemption: object = None
 
     @cached_property
     def jobs(self):
@@ -115,7 +118,8 @@ class SimulationResult:
 
     def states(self) -> np.ndarray:
         """sacct-style state per job (its last attempt): COMPLETED, TIMEOUT, NODE_FAIL
-        (killed by a node failure, not requeued), PENDING (never started) or
+        (killed by a node failure, not requeued), PREEMPTED (preempted, not requeued),
+        PENDING (never started) or
         REJECTED (over a submit limit)."""
         w, s = self.workload, self.schedule
         runtime = w.runtime if self.attempts is None else self.attempts["last_runtime"]
@@ -124,6 +128,8 @@ class SimulationResult:
         state = np.where(runtime > w.time_limit, "TIMEOUT", "COMPLETED").astype(object)
         if self.attempts is not None:
             state[self.attempts["node_fail_job"]] = "NODE_FAIL"
+            if "preempted_job" in self.attempts:
+                state[self.attempts["preempted_job"]] = "PREEMPTED"
         state[s.start_time < 0] = "PENDING"
         if self.reason_code is not None:
             state[(s.start_time < 0) & (self.reason_code >= 0)
@@ -206,7 +212,9 @@ class SimulationResult:
             t = self.attempts
             return verify_attempts(self.cluster, self.workload, Attempts(
                 t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
-                t["alloc_nodes"], t.get("pull")), self.events, self.lifecycle)
+                t["alloc_nodes"], t.get("pull"), t.get("preempted"),
+                attempt_exempt(self.preemption, t["row"], t["partition"])), self.events,
+                self.lifecycle)
         from .images import pull_workload      # the pull is part of each job's run
         return verify(self.cluster, pull_workload(self.workload, self.pull), self.schedule,
                       policy=policy,
@@ -250,6 +258,15 @@ class _ByValue:
         return pickle.loads(self.data)
 
 
+def attempt_exempt(preemption, row, partition):
+    """Each attempt's PreemptExemptTime (seconds) under ``preemption`` (None: none),
+    by the class it ran in: its partition, or its job's QOS."""
+    if preemption is None:
+        return None
+    cls = partition if preemption.job_class is None else preemption.job_class[row]
+    return np.asarray(preemption.exempt, dtype=np.int64)[cls]
+
+
 def _attempt_records(result, frame):
     """``frame`` (one record per job: its last attempt) with a record per killed
     attempt added and column ``attempt``: rows in job order, then attempt."""
@@ -281,7 +298,8 @@ def _attempt_records(result, frame):
     killed["end_time"] = pd.array(t["end"][k], dtype="Int64")
     killed["wait_time"] = pd.array(t["start"][k] - submit[k], dtype="Int64")
     killed["run_time"] = pd.array(t["elapsed"][k], dtype="Int64")
-    killed["state"] = "NODE_FAIL"
+    killed["state"] = np.where(t["preempted"][k], "PREEMPTED", "NODE_FAIL") \
+        if "preempted" in t else "NODE_FAIL"
     killed["nodes"] = compress_rows(names, off, t["alloc_nodes"][entries])
     killed["gpu_ids"] = gpu_id_rows(names, off, t["alloc_nodes"][entries], masks)
     killed["attempt"] = t["attempt"][k]

@@ -16,6 +16,7 @@ Two engines, one semantics of events and policies:
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from ..model.lifecycle import Lifecycle
 from ..model.reservations import Reservations
 from .images import check_containers, engine_images, images_summary, pull_workload
 from .lifecycle import attempt_table, has_failures, lifecycle_summary, run_events
+from .preemption import check_preemption, preemption_summary, tier_order
 from ..engine.counts import CountsLoop, run_counts
 from ..engine.inputs import check_node_jobs, ever_available
 from .progress import run_bar
@@ -73,7 +75,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              events: NodeEvents | None = None, failures=None,
              lifecycle: Lifecycle | None = None,
              advance_reservations: Reservations | None = None,
-             containers: Containers | None = None) -> SimulationResult:
+             containers: Containers | None = None,
+             preemption=None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -140,6 +143,13 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     (TIMEOUT past it). Records get column ``pull_time`` and the summary ``images``
     (nodes model; docs/lifecycle.md).
 
+    ``preemption`` (:class:`fastsched.model.preemption.Preemption`, e.g.
+    :func:`fastsched.sim.preemption.site_preemption` of a slurm.conf's PreemptType):
+    a queued job that can start only by stopping running jobs it may preempt stops
+    them (REQUEUE: requeued from their last checkpoint, as after a node failure;
+    CANCEL: they end PREEMPTED); records per attempt and ``summary["preemption"]``
+    (nodes model; docs/lifecycle.md). ``preempt/none`` changes nothing.
+
     ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the
     event loop's state now and then; ``resume`` (a state from such a file) goes on
     from it: the result is identical to an uninterrupted run's.
@@ -150,7 +160,13 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         raise InputError(f"lifecycle covers {len(lifecycle)} jobs, the table has {len(jobs)}",
                          field="lifecycle")
     check_containers(containers, jobs)
-    if lifecycle is None and has_failures(events):
+    if preemption is not None and not preemption.active:
+        preemption = None               # preempt/none, or nothing may preempt: unchanged
+    if preemption is not None:
+        check_preemption(preemption, jobs, placement)
+        if priority is None:        # Slurm's queue is PriorityTier-major: a preemptor first
+            priority = tier_order(cluster, jobs)
+    if lifecycle is None and (has_failures(events) or preemption is not None):
         lifecycle = Lifecycle.of(len(jobs))
     spec = get_policy(policy)
     reserve_depth = check_reserve_depth(reserve_depth)
@@ -158,7 +174,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     nodes_only = [name for name, value in (
         ("partitions", partitions), ("window", window), ("placement", placement),
         ("resolution", None if resolution == 1 else resolution), ("events", events),
-        ("lifecycle", lifecycle), ("containers", containers),
+        ("lifecycle", lifecycle), ("containers", containers), ("preemption", preemption),
         ("advance_reservations", advance_reservations if advance_reservations else None))
         if value is not None]
     if events is not None:
@@ -186,6 +202,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         constraints.update(partitions=choices, resolution=resolution, window=window,
                            placement=placement, events=events, lifecycle=lifecycle,
                            blocked=_blocked(advance_reservations, jobs), checked=True)
+        if preemption is not None:
+            from ..engine.preempt import Preemptor
+            constraints["preemption"] = partial(Preemptor, preemption)
         if containers is not None:
             constraints["images"] = engine_images(containers)
     try:
@@ -202,6 +221,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              "eligible": run.eligible, "priority": prio, "limits": limits,
              "partitions": partitions, "dependencies": dependencies, "placement": placement,
              "attempts": attempts, "lifecycle": lifecycle, "events": events, "pull": pull,
+             "preemption": preemption,
              "priority_at": _PriorityAt(priority, run) if callable(priority) else
              (None if priority is None else _FixedPriority(priority))}
     if model == "counts" and dependencies is None and limits is None and priority is None:
@@ -211,6 +231,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                         exclusive=engine == "pool" or _whole_node_jobs(cluster, jobs))
     if attempts is not None:
         summary["lifecycle"] = lifecycle_summary(jobs, attempts, lifecycle)
+    if preemption is not None:
+        summary["preemption"] = dict(preemption_summary(jobs, attempts, lifecycle),
+                                     type=preemption.kind)
     if containers is not None:
         summary["images"] = images_summary(jobs, run, attempts, containers)
     skipped = list(skipped or [])

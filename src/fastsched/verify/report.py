@@ -12,7 +12,8 @@ __all__ = ["Violation", "VerifyReport", "ScheduleError", "VIOLATION_KINDS", "POL
 VIOLATION_KINDS = ("not_started", "early_start", "wrong_end", "bad_allocation", "overcommit",
                    "fcfs_order", "reservation_delayed", "could_start", "dependency",
                    "limit_exceeded", "exclusive_topo", "on_down_node", "attempt_overlap",
-                   "killed_without_failure", "resumed_work", "reserved_node")
+                   "killed_without_failure", "resumed_work", "reserved_node",
+                   "preempt_exempt")
 #: the policies a check can judge: those of the one table
 POLICIES = tuple(MODEL_POLICIES)
 
