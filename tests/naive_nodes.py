@@ -363,7 +363,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
              reorder=None, period=None, resolution=1, window=None, placement=None,
              events=None, requeue=None, checkpoint=None, delay=121, attempts=None,
              blocked=(), images=None, power=None, no_kill=None, nodes_min=None,
-             resized=None):
+             resized=None, preempt=None):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
@@ -403,6 +403,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     of its nodes when some go down shrinks onto the rest instead of being killed (see
     :func:`_shrink`); ``resized`` (a list) gets each shape a shrink ended as (job id,
     attempt number, start, end, [node indices]).
+    ``preempt``: see :func:`naive_preempt` (the rule is written there);
+    ``attempts`` entries then get whether the attempt was preempted as a last item.
 
     Returns (job_id -> (start, end, [node indices ascending], [[GPU indices]
     per node], partition) for started jobs, job_id -> "never" | "waiting" |
@@ -500,6 +502,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     no_kill, nodes_min, shapes = no_kill or {}, nodes_min or {}, {}
 
     def kill(now, which):
+        """Node failure of ``which``: a --no-kill job keeping its minimum shrinks, the
+        others stop (requeued when their job allows)."""
         for r in [r for r in running if set(r[2]) & set(which) and r[1] + r[0].duration() > now]:
             job, start, chosen, gpus = r
             i = job.job_id
@@ -511,27 +515,34 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                 result[i] = (start, start + shaped[0].duration(), keep, shaped[3],
                              result[i][4])
                 continue
-            running.remove(r)
-            if attempts is not None:
-                attempts.append((i, restarts.get(i, 0), start, now, chosen)
-                                + ((job.pull,) if images is not None else ()))
-            if not requeue.get(i, True):
-                result[i] = (start, now, chosen, gpus, result[i][4])
-                ended[i] = False
-                continue
-            every = checkpoint.get(i, 0)
-            ran = max(now - start - job.pull, 0)
-            saved = ran // every * every if every else 0
-            if i in shapes:          # shrunk: the node-seconds done by its last checkpoint
-                shape = shapes.pop(i)
-                kept = _done(shape, start + job.pull + saved) if every else 0
-                job = replace(job, runtime=shape["runtime"], nodes=shape["width"])
-                saved = kept // shape["width"]
-            k = next(k for k, a in enumerate(arrived) if a.job_id == i)
-            arrived[k] = replace(job, runtime=job.runtime - saved, pull=0)
-            del result[i], eligible[i]
-            hold[i] = now + delay
-            restarts[i] = restarts.get(i, 0) + 1
+            stop(now, r, True, False)
+
+    def stop(now, r, again, preempted):
+        """End running ``r`` at ``now``: requeued when ``again`` and its job allows."""
+        job, start, chosen, gpus = r
+        running.remove(r)
+        i = job.job_id
+        if attempts is not None:
+            attempts.append((i, restarts.get(i, 0), start, now, chosen)
+                            + ((job.pull,) if images is not None else ())
+                            + ((preempted,) if preempt is not None else ()))
+        if not (again and requeue.get(i, True)):
+            result[i] = (start, now, chosen, gpus, result[i][4])
+            ended[i] = False
+            return
+        every = checkpoint.get(i, 0)
+        ran = max(now - start - job.pull, 0)
+        saved = ran // every * every if every else 0
+        if i in shapes:          # shrunk: the node-seconds done by its last checkpoint
+            shape = shapes.pop(i)
+            kept = _done(shape, start + job.pull + saved) if every else 0
+            job = replace(job, runtime=shape["runtime"], nodes=shape["width"])
+            saved = kept // shape["width"]
+        k = next(k for k, a in enumerate(arrived) if a.job_id == i)
+        arrived[k] = replace(job, runtime=job.runtime - saved, pull=0)
+        del result[i], eligible[i]
+        hold[i] = now + delay
+        restarts[i] = restarts.get(i, 0) + 1
 
     last_window = None
     closings = sorted({e for _, e, _ in blocked})
@@ -539,16 +550,27 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
 
     def closing():          # the next window end, while jobs wait
         return [t for t in closings if t > now][:1] if waiting_jobs() else []
-    while future or running or (events and waiting_jobs()) or rejoining() or closing():
+    order = {j.job_id: k for k, j in enumerate(future)}      # submit order
+    grace, wakes, waits, last = [], set(), {}, {}   # preemption (see naive_preempt)
+    while (future or running or (events and waiting_jobs()) or rejoining() or closing()
+           or grace or wakes):
         now = min([j.submit for j in future[:1]]
                   + [start + j.duration() for j, start, _, _ in running]
-                  + [e[0] for e in events[:1]] + rejoining() + closing())
+                  + [e[0] for e in events[:1]] + rejoining() + closing()
+                  + [g[0] for g in grace] + list(wakes))
         while events and events[0][0] == now:      # node events come first at an instant
             _, kind, which = events.pop(0)
             if kind == "down":
                 kill(now, which)
             for x in which:
                 nodes[x].available = kind in ("resume", "up")
+        wakes -= {w for w in wakes if w <= now}
+        for t, i in sorted((g[0], g[1]) for g in grace if g[0] == now):
+            r = [r for r in running if r[0].job_id == i and r[1] + r[0].duration() > now]
+            g = next(g for g in grace if g[:2] == (t, i))
+            if r and restarts.get(i, 0) == g[2]:
+                stop(now, r[0], preempt["mode"](i, result[i][4]) == "REQUEUE", True)
+        grace = [g for g in grace if g[0] != now]
         if reorder is not None and now // period * period != last_window:
             last_window = now // period * period
             key = reorder(last_window, {j: r[0] for j, r in result.items()},
@@ -586,7 +608,29 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             zero = {job.job_id for job, _, _ in started if job.duration() == 0}
             end_now(now, zero)
             released = len(queue_now(now)) > len(queue) - len(started)
-            if not zero and not released:
+            if zero or released:
+                continue
+            if preempt is None:
+                break
+            chosen = naive_preempt(preempt, now, queue_now(now), nodes, running, parts_of,
+                                   lambda job: _held(job, groups, caps, running) is not None,
+                                   waits, last, restarts, order, wakes, result)
+            if chosen is None:
+                break
+            j, victims = chosen
+            now_stop = []
+            for r in victims:
+                i = r[0].job_id
+                gt = preempt["grace"](i, result[i][4])
+                if gt > 0:
+                    grace.append((now + gt, i, restarts.get(i, 0)))
+                else:
+                    now_stop.append(r)
+            waits[j] = {(r[0].job_id, restarts.get(r[0].job_id, 0)) for r in victims}
+            for r in now_stop:
+                i = r[0].job_id
+                stop(now, r, preempt["mode"](i, result[i][4]) == "REQUEUE", True)
+            if not now_stop:
                 break
     waiting = {}
     for job in jobs:
@@ -633,6 +677,89 @@ def _shrink(now, r, keep, shape, attempt, resized):
         end += 1
     job = replace(job, nodes=len(keep), runtime=end - start - job.pull)
     return (job, start, keep, [g for x, g in zip(chosen, gpus) if x in keep])
+
+
+def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, last,
+                  restarts, order, wakes, result):
+    """THE DEFINITION of a preemption decision, taken after the passes of an instant.
+
+    ``preempt``: functions of (job id, partition) for a job running in a partition:
+    ``may(preemptor id, its partition, victim id, victim's partition)``, ``mode``
+    ("OFF", "CANCEL", "REQUEUE"), ``grace`` and ``exempt`` (seconds), ``level`` (its
+    class's priority tier). A victim stops ``grace`` seconds later (requeued in mode
+    REQUEUE when its job allows, else it ends PREEMPTED); the loop also visits each
+    time a running job stops being exempt for a job looked at here (``wakes``).
+
+    ``held(job)``: a limit holds the job now (after the instant's passes and their
+    starts). The first queued job (queue order) that may preempt now: not held by a limit,
+    not waiting for victims of its own still running (``waits``), not preempted at
+    this instant already (``last``). For each of its partitions p in order: if N of
+    p's available nodes fit its request with the resources free now, it does not
+    preempt. Else the candidates are the jobs running on p's available nodes that
+    are not stopping, that it may preempt, whose mode is not OFF and that ran at
+    least their exempt time, sorted by (level * 65536 + min(their nodes, 65535),
+    later start first, later in submit order first). Adding each candidate's
+    request back to the nodes of p it runs on, in that order, node x becomes
+    usable at the first k after which it fits the request (-1 if it fit already);
+    at the first k where N nodes are usable, the N usable nodes by (k, index) are
+    its nodes and its victims are the candidates up to k that run on one of them.
+    Returns (job id, victims as running entries in submit order) or None.
+    """
+    for j in list(waits):
+        waits[j] = {(v, a) for v, a in waits[j] if restarts.get(v, 0) == a
+                    and any(r[0].job_id == v and r[1] + r[0].duration() > now for r in running)}
+        if not waits[j]:
+            del waits[j]
+    stopping = {v for vs in waits.values() for v, _ in vs}
+    for job in queue:
+        i = job.job_id
+        if i in waits or last.get(i) == now or held(job):
+            continue
+        for p in parts_of(job):
+            pn = [x for x, node in enumerate(nodes) if node.available and p in node.partitions]
+            free = {}
+            for x in pn:
+                g, c, m = nodes[x].gpus, nodes[x].cpus, nodes[x].mem
+                for r in running:
+                    if x in r[2]:
+                        g, c, m = g - r[0].gpus, c - r[0].cpus, m - r[0].mem
+                free[x] = [g, c, m]
+
+            def fits(x):
+                return free[x][0] >= job.gpus and free[x][1] >= job.cpus and \
+                    free[x][2] >= job.mem
+            usable = {x: -1 for x in pn if fits(x)}
+            if len(usable) >= job.nodes:
+                break                    # it fits without preempting: no preemption
+            cand = []
+            for r in running:
+                v = r[0].job_id
+                if not set(r[2]) & set(pn) or v in stopping:
+                    continue
+                vp = result[v][4]
+                if not preempt["may"](i, p, v, vp) or preempt["mode"](v, vp) == "OFF":
+                    continue
+                until = r[1] + preempt["exempt"](v, vp)
+                if until > now:
+                    wakes.add(until)
+                else:
+                    cand.append(r)
+            cand.sort(key=lambda r: (preempt["level"](r[0].job_id, result[r[0].job_id][4])
+                                     * 65536 + min(r[0].nodes, 65535), -r[1],
+                                     -order[r[0].job_id]))
+            for k, r in enumerate(cand):
+                for x in r[2]:
+                    if x in free:
+                        free[x] = [free[x][0] + r[0].gpus, free[x][1] + r[0].cpus,
+                                   free[x][2] + r[0].mem]
+                        if x not in usable and fits(x):
+                            usable[x] = k
+                if len(usable) >= job.nodes:
+                    chosen = sorted(usable, key=lambda x: (usable[x], x))[:job.nodes]
+                    victims = [r for r in cand[:k + 1] if set(r[2]) & set(chosen)]
+                    last[i] = now
+                    return i, sorted(victims, key=lambda r: order[r[0].job_id])
+    return None
 
 
 def _pull(job, chosen, images, caches):

@@ -59,7 +59,9 @@ def site_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("site, planning and placement (workload CSVs; node engine)")
     g.add_argument("--config", metavar="CFG.toml",
                    help="scheduler configuration: multifactor priorities recomputed every "
-                   "PriorityCalcPeriod with decayed usage, QOS/association limits, PriorityTier")
+                   "PriorityCalcPeriod with decayed usage, QOS/association limits, PriorityTier; "
+                   "QOS Preempt/PreemptMode/GraceTime/PreemptExemptTime under "
+                   "PreemptType=preempt/qos")
     g.add_argument("--order", metavar="NAME",
                    help="queue order by a research policy instead of submit time: FCFS, SJF, "
                    "WFP3, UNICEP, F1-F4 (Carastan-Santos & de Camargo; scores recomputed "

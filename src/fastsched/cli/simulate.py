@@ -12,6 +12,7 @@ from ..model.errors import InputError
 from ..sim.images import images_line
 from ..sim.power import power_line
 from ..sim.lifecycle import has_failures, lifecycle_line, run_lifecycle
+from ..sim.preemption import preemption_line, site_preemption
 from ..sim.simulator import simulate
 from . import build_parser
 from .argtypes import duration, failure_model, image_pull, machine_size, power_text, seconds
@@ -33,7 +34,10 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     policy_args(parser)
     parser.add_argument("--procs", type=machine_size,
                         help="SWF machine size (default: the MaxProcs/MaxNodes header)")
-    parser.add_argument("--cluster", help="for a workload CSV: slurm.conf, or ai-8k / ai-100k / ai-1m")
+    parser.add_argument("--cluster", help="for a workload CSV: slurm.conf, or ai-8k / ai-100k / "
+                        "ai-1m; its PreemptType (preempt/partition_prio, preempt/qos with "
+                        "--config's QOS), PreemptMode (REQUEUE, CANCEL), PreemptExemptTime and "
+                        "partitions' PreemptMode/GraceTime apply (docs/lifecycle.md)")
     format_args(parser)
     parser.add_argument("--strict", action="store_true",
                         help="a job that cannot run is an error instead of being skipped")
@@ -125,7 +129,17 @@ def run(args) -> int:
         options["containers"] = workload.containers(args.image_pull)
     if args.power is not None:
         options["power"] = args.power
-    if args.failures is not None or has_failures(events):
+    config = None
+    if args.config:
+        from ..policy.config import load_config
+        config = load_config(args.config)
+    # (under the config's PriorityTier overrides, as simulate_site runs it)
+    preemption = site_preemption(cluster if config is None else config.apply_partitions(cluster),
+                                 config, None if config is None or workload is None
+                                 else config.job_qos(workload))
+    if preemption.active:
+        options["preemption"] = preemption
+    if args.failures is not None or has_failures(events) or preemption.active:
         options["lifecycle"] = run_lifecycle(cluster, jobs, workload, args.requeue)
     if resume is not None or args.checkpoint:       # (a digest of every job: only then)
         header = {"argv": args.argv, "jobs": _fingerprint(jobs)}
@@ -150,9 +164,8 @@ def run(args) -> int:
                 raise InputError("--config needs a workload CSV (with users and accounts)",
                                  field="--config")
             # the site modules (fair share, limits) only for --config: they load Numba
-            from ..policy.config import load_config
             from ..sim.site import simulate_site
-            result = simulate_site(cluster, workload, load_config(args.config), args.policy,
+            result = simulate_site(cluster, workload, config, args.policy,
                                    skipped=skipped, **options)
         else:
             result = simulate(cluster, jobs, args.policy, skipped=skipped,
@@ -171,8 +184,11 @@ def run(args) -> int:
         print(f"placement: {p['mean_groups_spanned']:.2f} leaf groups spanned per job "
               f"(p95 {p['p95_groups_spanned']:.0f}); {p['multi_node_single_group_share']:.1%} "
               f"of {p['multi_node_jobs']:,} multi-node jobs on one leaf")
-    if "lifecycle" in result.summary:
+    if "lifecycle" in result.summary and ("preemption" not in result.summary or
+                                          args.failures is not None or has_failures(events)):
         print(lifecycle_line(result.summary))
+    if "preemption" in result.summary:
+        print(preemption_line(result.summary))
     if "images" in result.summary:
         print(images_line(result.summary))
     if "power" in result.summary:

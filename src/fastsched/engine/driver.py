@@ -156,7 +156,9 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
     with nothing queued still apply while jobs wait. Requeued attempts (a loop
     with ``requeue_time``) enter the queue the same way at their begin time, after
     the node events of that time; so do the openings and closings of advance
-    reservation windows (a loop with ``window_time``).
+    reservation windows (a loop with ``window_time``), and the ends of preempted
+    jobs' grace times (``preempt_time``). A loop with a ``preemptor`` runs one instant
+    at a time and calls ``preempt_pass`` after each.
     ``tick(control)`` now and then; ``checkpoints`` pauses the loop at an
     instant boundary whenever one is due and saves ``{"loop", "reorder",
     "last", "event", "window"}``; ``resume`` (such a state) goes on from it, ``loop`` unused.
@@ -183,9 +185,11 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
             t_event = int(events.time[e]) if e < n_events else int(_INF)
             t_requeue = _requeue_time(loop)
             t_window = _external_time(loop, "window_time")
-            t_ext = min(t_event, t_requeue, t_window)
+            t_preempt = _external_time(loop, "preempt_time")
+            t_ext = min(t_event, t_requeue, t_window, t_preempt)
             if t_ext < _INF and (t_next < 0 or t_ext <= t_next):
-                if t_next < 0 and loop.queued == 0 and t_requeue >= _INF:
+                if t_next < 0 and loop.queued == 0 and t_requeue >= _INF \
+                        and t_preempt >= _INF:
                     break                   # nothing left that an event could change
                 while e < n_events and events.time[e] == t_ext:
                     loop.apply_node_event(*events.at(e))
@@ -194,10 +198,15 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
                     loop.requeue_due(t_ext)
                 if t_window == t_ext:
                     loop.window_due(t_ext)
+                if t_preempt == t_ext:
+                    loop.preempt_due(t_ext)
                 continue
             if t_next < 0:
                 break
             t_stop = min(int(_INF), t_ext - 1)
+            preempting = getattr(loop, "preemptor", None) is not None
+            if preempting:          # one instant at a time: preemption follows its passes
+                t_stop = min(t_stop, t_next)
             if reorder is not None:
                 b = t_next // period * period     # the period the next instant is in
                 if b != last:
@@ -205,6 +214,8 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
                     last = b
                 t_stop = min(t_stop, b + period - 1)
             loop.run(t_stop, watch)
+            if preempting:          # (a pause comes only after the instant t_next ran)
+                loop.preempt_pass(t_next)
             if loop.control[REQUEST] == PAUSE:
                 loop.control[REQUEST] = 0
                 checkpoints.save({"loop": loop, "reorder": reorder, "last": last, "event": e,

@@ -253,7 +253,8 @@ class _EventLoop:
 
     def __init__(self, cluster, jobs, policy, reserve_depth, available, partitions,
                  dependencies, limits, resolution=1, window=None, placement=None,
-                 lifecycle=None, blocked=None, images=None, node_events=True, power=None):
+                 lifecycle=None, blocked=None, images=None, node_events=True, power=None,
+                 preemption=None):
         n = len(jobs)
         self.n = n
         res, window = _grid(resolution, window)
@@ -286,7 +287,11 @@ class _EventLoop:
         if blocked is not None and len(blocked[0]):
             check_jobs_held_off(jobs)
         self.p = block_windows(self.p, blocked, nd.capG, nd.capC, nd.capM)
-        if WHOLE_NODE_PASS and not node_events and power is None and whole_node_run(
+        # (built by the caller's factory: the preemption rules are no kernel source)
+        self.preemptor = None if preemption is None else \
+            preemption(order, self.jobs.pc_off, self.jobs.pc_part)
+        if WHOLE_NODE_PASS and not node_events and power is None and self.preemptor is None \
+                and whole_node_run(
                 nd, self.types, self.jobs, self.topo, stop_at_head, depth,
                 blocked is not None and len(blocked[0]) > 0):
             self.rules = self.rules._replace(whole=True)
@@ -327,7 +332,7 @@ class _EventLoop:
     @property
     def done(self) -> bool:
         return (self.sc[0] >= self.n and self.sc[2] == 0 and self.sc[5] >= _INF
-                and self.requeues.next_time() < 0)
+                and self.requeues.next_time() < 0 and self.preempt_time() < 0)
 
     @property
     def queued(self) -> int:
@@ -398,11 +403,15 @@ class _EventLoop:
         held = np.unique(held[held >= 0])
         return held[self.out.end[held] > t]
 
-    def _kill(self, t: int, killed: np.ndarray) -> None:
+    def _kill(self, t: int, killed: np.ndarray, requeue=None) -> None:
         """End the jobs ``killed`` at ``t``: their resources come back now; each is
-        requeued (a new attempt waits for its begin time) or ends NODE_FAIL."""
+        requeued (a new attempt waits for its begin time) or ends NODE_FAIL.
+        ``requeue`` (bool per job): they were preempted, and whether their mode
+        requeues them (else they end PREEMPTED)."""
         if not len(killed):
             return
+        preempted = requeue is not None
+        requeue = np.ones(len(killed), dtype=bool) if requeue is None else requeue
         ev, out, jobs, deps = self.ev, self.out, self.jobs, self.deps
         nev = int(self.sc[2])          # their completions leave the heap (sorted: a heap)
         keep = ~np.isin(ev.evj[:nev], killed)
@@ -411,11 +420,12 @@ class _EventLoop:
         ev.evk[:len(by)], ev.evj[:len(by)] = k[by], v[by]
         self.sc[2] = len(by)
         now = np.int64(t)
-        for j in killed.tolist():
+        for j, rq in zip(killed.tolist(), requeue.tolist()):
             lo, hi = jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]
             left = self.requeues.kill(j, t, int(out.start[j]), int(out.part_used[j]),
                                       out.alloc_nodes[lo:hi], out.alloc_mask[lo:hi],
-                                      int(jobs.runtime[j]), int(self.images.pull[j]))
+                                      int(jobs.runtime[j]), int(self.images.pull[j]),
+                                      preempted, rq)
             jj = np.int64(j)
             _complete(jj, now, self.rules, jobs, self.types, self.nodes, self.free, self.p,
                       self.run_lists, self.lim, self.topo, out)
@@ -432,6 +442,41 @@ class _EventLoop:
             edges = slice(deps.ch_off[j], deps.ch_off[j + 1])
             deps.ch_kind[edges] = np.where(deps.ch_kind[edges] == AFTER, -1,
                                            deps.ch_kind[edges])
+
+    def preempt_time(self) -> int:
+        """When the next preempted job's grace time ends, or a running job stops being
+        exempt for a queued job that could not preempt (-1: none)."""
+        pre = getattr(self, "preemptor", None)      # (a loop saved before preemption: none)
+        return -1 if pre is None else pre.next_time()
+
+    def preempt_due(self, t: int) -> None:
+        """Stop the preempted jobs whose grace time ends at ``t`` (before the instant
+        ``t``, which the loop then visits, as it does a running job's exemption end)."""
+        victims = self.preemptor.due(t, self.requeues.restarts)
+        self._stop(t, victims[self.out.end[victims] > t])
+        self.sc[5] = min(int(self.sc[5]), int(t))
+
+    def preempt_pass(self, t: int) -> bool:
+        """After the passes of instant ``t``: the first queued job that can start by
+        preempting stops its victims (:mod:`fastsched.engine.preempt`); when some stop
+        now the loop will visit ``t`` again. Returns whether a job preempted."""
+        if self.preemptor is None or self.queued == 0:
+            return False
+        chosen = self.preemptor.step(self, t)
+        if chosen is None:
+            return False
+        now = self.preemptor.preempt(self, chosen[0], chosen[1], t)
+        if len(now):
+            self._stop(t, now)
+            self.sc[5] = min(int(self.sc[5]), int(t))
+        return True
+
+    def _stop(self, t: int, victims) -> None:
+        """Preempted ``victims`` stop at ``t``: requeued or PREEMPTED by their mode."""
+        if len(victims):
+            self._kill(t, victims, self.preemptor.requeued(victims,
+                                                            self.out.part_used[victims]))
+            self.preemptor.ended(victims)
 
     def window_time(self) -> int:
         """When the next advance reservation window opens or closes (-1: none left)."""
@@ -585,7 +630,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
               window: int | None = None, placement=None, tick=None, checkpoints=None,
               resume=None, events=None, lifecycle=None, blocked=None, images=None,
-              power=None, checked: bool = False) -> EngineRun:
+              power=None, checked: bool = False, preemption=None) -> EngineRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -633,6 +678,11 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     --exclusive=topo). ``checked``: ``partitions`` is what
     :func:`fastsched.engine.inputs.check_node_jobs` returned for these inputs (the
     caller checked them, e.g. before compiling), so it is not run again.
+    ``preemption``: ``make(order, pc_off, pc_part)`` building the loop's preemptor
+    (``functools.partial(fastsched.engine.preempt.Preemptor, rules)`` for a
+    :class:`fastsched.model.preemption.Preemption`): after each pass a queued job may
+    stop running jobs it may preempt (:mod:`fastsched.engine.preempt`); their attempts
+    are logged as node failures' are, marked ``preempted``.
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)
@@ -650,7 +700,8 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     if resume is None:
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
                           dependencies, limits, resolution, window, placement, lifecycle,
-                          blocked, images, node_events=events is not None, power=power)
+                          blocked, images, node_events=events is not None, power=power,
+                          preemption=preemption)
     return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
                  checkpoints=checkpoints, resume=resume, events=events)
 

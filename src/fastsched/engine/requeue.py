@@ -37,6 +37,10 @@ class Attempts:
     of its runtime then, after an image pull of ``pull[k]`` seconds. Per job: ``restarts`` (its requeues: the last attempt's
     number), ``node_fail`` (its last attempt was killed and not requeued: it
     ended NODE_FAIL), ``runtime`` (what its last attempt had left to run).
+    Preemption (:mod:`fastsched.engine.preempt`) stops attempts the same way:
+    ``preempted[k]`` marks those (they end PREEMPTED, not NODE_FAIL), and per job
+    ``cancelled``: its last attempt was preempted and not requeued (None: a run
+    without preemption).
     """
 
     job: np.ndarray
@@ -52,6 +56,8 @@ class Attempts:
     node_fail: np.ndarray
     runtime: np.ndarray
     pull: np.ndarray | None = None
+    preempted: np.ndarray | None = None
+    cancelled: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.job)
@@ -70,27 +76,31 @@ class Requeues:
         self.delay = int(delay)
         self.restarts = np.zeros(n, dtype=np.int64)
         self.node_fail = np.zeros(n, dtype=bool)
+        self.cancelled = np.zeros(n, dtype=bool)
         self.waiting: list[tuple[int, int]] = []
         #: job -> the progress its attempt kept, where the job's runtime does not say
         #: (a shrunk elastic job: :mod:`fastsched.engine.elastic`)
         self.saved: dict[int, int] = {}
         self.log: list[tuple] = []      # (job, attempt, start, end, partition, saved, nodes,
-        #                                  masks, pull)
+        #                                  masks, pull, preempted)
 
     def kill(self, j: int, t: int, start: int, partition: int, nodes, masks,
-             runtime: int, pull: int = 0) -> int:
+             runtime: int, pull: int = 0, preempted: bool = False,
+             requeue: bool = True) -> int:
         """Log job j's attempt killed at t (it pulled its image for ``pull`` seconds
         first); returns the runtime a requeued attempt has left, or -1 when the job
-        is not requeued (it ended NODE_FAIL)."""
+        is not requeued (it ended NODE_FAIL, or PREEMPTED when ``preempted``).
+        ``requeue``: whether the cause requeues at all (a preemption in mode CANCEL
+        does not); the job must allow it too."""
         interval = int(self.interval[j])
         ran = max(t - start - pull, 0)
         saved = ran // interval * interval if interval > 0 else 0
         saved = self.saved.pop(j, saved)
         self.log.append((j, int(self.restarts[j]), start, t, partition, saved,
                          np.array(nodes, dtype=np.int64), np.array(masks, dtype=np.uint64),
-                         int(pull)))
-        if not self.requeue[j]:
-            self.node_fail[j] = True
+                         int(pull), bool(preempted)))
+        if not (requeue and self.requeue[j]):
+            (self.cancelled if preempted else self.node_fail)[j] = True
             return -1
         self.restarts[j] += 1
         heapq.heappush(self.waiting, (t + self.delay, j))
@@ -127,4 +137,5 @@ class Requeues:
                         alloc_offsets=offsets, alloc_nodes=cat(6, np.int64),
                         alloc_gpu_mask=cat(7, np.uint64), restarts=self.restarts[inverse],
                         node_fail=self.node_fail[inverse],
-                        runtime=np.asarray(runtime)[inverse], pull=col(8))
+                        runtime=np.asarray(runtime)[inverse], pull=col(8),
+                        preempted=col(9, bool), cancelled=self.cancelled[inverse])

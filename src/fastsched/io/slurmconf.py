@@ -25,10 +25,12 @@ parser (:mod:`fastsched.io.conflines`); keys are case-insensitive. Understood:
     ``ALL``), ``Default=YES`` (the last one wins, as in Slurm; ``Cluster.default_partition``),
     ``PriorityTier`` (``Priority`` sets it too), ``MaxTime``, ``DefaultTime``,
     ``MaxNodes``, ``OverSubscribe`` (or ``Shared``), ``QOS``, ``AllowAccounts``,
-    ``AllowQos``, ``State``: kept on :class:`~fastsched.model.cluster.Partition`.
+    ``AllowQos``, ``State``, ``PreemptMode``, ``GraceTime``: kept on :class:`~fastsched.model.cluster.Partition`.
 Global keys: ``ClusterName``, ``SchedulerType``, ``SchedulerParameters`` (a dict),
     ``SelectType[Parameters]``, ``PriorityType``, ``PriorityWeight*``,
-    ``PriorityDecayHalfLife``, ``TopologyPlugin``; every other global key is kept
+    ``PriorityDecayHalfLife``, ``TopologyPlugin``; ``PreemptType``, ``PreemptMode``
+    and ``PreemptExemptTime`` are kept on ``Cluster.settings.other`` and applied by
+    :func:`fastsched.sim.preemption.site_preemption`; every other global key is kept
     as written on ``Cluster.settings.other``.
 
 A key that changes what Slurm schedules but that fastsched does not model (or keeps
@@ -358,4 +360,6 @@ def _partition(name: str, nodes: np.ndarray, opts: dict, conf: ConfLine) -> Part
                      max_nodes=None if max_nodes >= MAX_NODES else max_nodes,
                      oversubscribe=over.upper(), qos=opts.get("qos", ("QOS", ""))[1],
                      allow_accounts=names("allowaccounts"), allow_qos=names("allowqos"),
-                     state=state[1].upper())
+                     state=state[1].upper(),
+                     preempt_mode=opts.get("preemptmode", ("PreemptMode", ""))[1].strip(),
+                     grace_time=_int(opts, "gracetime", conf, 0))

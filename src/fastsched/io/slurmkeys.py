@@ -53,9 +53,9 @@ def _select_parameters(value: str) -> str:
 
 
 def _preempt(value: str) -> str:
-    if value.strip().lower() in ("", "preempt/none", "off"):
-        return ""
-    return "preemption is not modelled: no job is preempted"
+    if "suspend" in value.lower() or "gang" in value.lower():
+        return "SUSPEND/GANG preemption is not modelled: simulate refuses it"
+    return ""
 
 
 def _scheduler_parameters(value: str) -> str:
@@ -120,8 +120,6 @@ PARTITION_NOT_MODELLED = {
     "denyaccounts": "account restrictions are not enforced",
     "denyqos": "QOS restrictions are not enforced",
     "minnodes": "minimum node counts are not enforced",
-    "gracetime": "preemption is not modelled",
-    "preemptmode": "preemption is not modelled",
     "exclusiveuser": "whole-node exclusivity per user is not modelled",
     "exclusive": "whole-node exclusivity is not modelled",
     "lln": "least-loaded-node placement is not modelled (best fit is used)",

@@ -32,7 +32,9 @@ class Partition:
     MaxTime), ``max_nodes`` (MaxNodes; None: unlimited), ``oversubscribe``
     (OverSubscribe: ``NO``, ``YES[:n]``, ``FORCE[:n]``, ``EXCLUSIVE``), ``qos``
     (the partition QOS, "" for none), ``allow_accounts`` / ``allow_qos`` (None:
-    ALL) and ``state`` (``UP``, ``DOWN``, ``DRAIN``, ``INACTIVE``).
+    ALL), ``state`` (``UP``, ``DOWN``, ``DRAIN``, ``INACTIVE``), and for preemption
+    (:mod:`fastsched.model.preemption`) ``preempt_mode`` (PreemptMode as written, ""
+    = the global one) and ``grace_time`` (GraceTime, seconds).
     """
 
     name: str
@@ -46,6 +48,8 @@ class Partition:
     allow_accounts: tuple[str, ...] | None = None
     allow_qos: tuple[str, ...] | None = None
     state: str = "UP"
+    preempt_mode: str = ""
+    grace_time: int = 0
 
 
 @dataclass

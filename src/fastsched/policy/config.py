@@ -103,12 +103,19 @@ class Limits:
 
 @dataclass(frozen=True)
 class QOS:
-    """A QOS: its priority, UsageFactor and limits."""
+    """A QOS: its priority, UsageFactor and limits, and for preempt/qos
+    (:mod:`fastsched.model.preemption`) the QOS it may preempt (``Preempt``), its
+    ``PreemptMode`` as a victim ("" = the global one), ``GraceTime`` (seconds) and
+    ``PreemptExemptTime`` (seconds; None = the global one)."""
 
     name: str
     Priority: int = 0
     UsageFactor: float = 1.0
     limits: Limits = field(default_factory=Limits)
+    Preempt: tuple = ()
+    PreemptMode: str = ""
+    GraceTime: int = 0
+    PreemptExemptTime: int | None = None
 
 
 @dataclass(frozen=True)
@@ -526,13 +533,46 @@ def _parse_limits(keys: dict, allowed, where: TomlLines) -> Limits:
 
 
 def _parse_qos(cfg: SchedulerConfig, table, where: TomlLines) -> None:
-    allowed = ("Priority", "UsageFactor") + QOS_LIMIT_KEYS
+    allowed = ("Priority", "UsageFactor") + QOS_LIMIT_KEYS + _QOS_PREEMPT_KEYS
     for name, body in table.items():
         path = f"qos.{name}"
         keys = _check_keys(_table(body, path, where), allowed, path, where)
         prio = _int(*keys["Priority"], where, maximum=0xFFFFFFFF) if "Priority" in keys else 0
         factor = _number(*keys["UsageFactor"], where) if "UsageFactor" in keys else 1.0
-        cfg.qos[name] = QOS(name, prio, factor, _parse_limits(keys, QOS_LIMIT_KEYS, where))
+        cfg.qos[name] = QOS(name, prio, factor, _parse_limits(keys, QOS_LIMIT_KEYS, where),
+                            **_qos_preempt(keys, where))
+
+
+#: preempt/qos keys of a QOS (sacctmgr's spellings)
+_QOS_PREEMPT_KEYS = ("Preempt", "PreemptMode", "GraceTime", "PreemptExemptTime")
+
+
+def _qos_preempt(keys: dict, where: TomlLines) -> dict:
+    """A QOS's preemption keys: ``Preempt`` a list of QOS names (or one comma-separated
+    string, as sacctmgr takes it), ``PreemptMode`` OFF/CANCEL/REQUEUE, ``GraceTime``
+    and ``PreemptExemptTime`` Slurm times (GraceTime a number of seconds, as sacctmgr
+    takes it)."""
+    out: dict = {}
+    if "Preempt" in keys:
+        value, path = keys["Preempt"]
+        names = value.split(",") if isinstance(value, str) else value
+        if not isinstance(names, list) or not all(isinstance(v, str) and v.strip()
+                                                  for v in names):
+            raise where.error(f"must be a list of QOS names, got {value!r}", path)
+        out["Preempt"] = tuple(v.strip() for v in names)
+    if "PreemptMode" in keys:
+        value, path = keys["PreemptMode"]
+        from ..model.preemption import parse_mode
+        try:
+            parse_mode(value, field=path)
+        except InputError as e:
+            raise where.error(e.reason, path) from None
+        out["PreemptMode"] = str(value)
+    if "GraceTime" in keys:
+        out["GraceTime"] = _int(*keys["GraceTime"], where)
+    if "PreemptExemptTime" in keys:
+        out["PreemptExemptTime"] = _time(*keys["PreemptExemptTime"], where) or 0
+    return out
 
 
 def _array(value, path, where) -> list:

@@ -46,13 +46,15 @@ def attempt_table(run) -> dict:
     """Every attempt of every started job of an engine ``run``, as arrays in (job,
     attempt) order: the killed ones of ``run.attempts`` and each job's last one.
     Keys: row (the job's index), attempt, start, end, elapsed, killed, node_fail (a
-    killed attempt not requeued), partition, alloc_offsets / alloc_nodes /
+    killed attempt not requeued), preempted (stopped by preemption: PREEMPTED, not
+    NODE_FAIL), partition, alloc_offsets / alloc_nodes /
     alloc_gpu_mask, pull (its image pull, seconds; None from a run without images);
     with elastic jobs (``run.resizes``) also a record per shape of a shrunk attempt,
     rows in (job, attempt, start) order and key ``resized`` (:func:`add_resizes`); and
     per job:
     last_runtime (what its last attempt had left to
-    run), node_fail_job (its last attempt ended NODE_FAIL)."""
+    run), node_fail_job (its last attempt ended NODE_FAIL), preempted_job (its last
+    attempt was preempted and not requeued: PREEMPTED)."""
     a = run.attempts
     last = np.flatnonzero(run.start >= 0)
     k = len(a.job)
@@ -60,7 +62,8 @@ def attempt_table(run) -> dict:
     attempt = np.concatenate([a.attempt, a.restarts[last]])
     start = np.concatenate([a.start, run.start[last]])
     end = np.concatenate([a.end, run.end[last]])
-    last_killed = a.node_fail[last]
+    cancelled = np.zeros(len(a.node_fail), dtype=bool) if a.cancelled is None else a.cancelled
+    last_killed = a.node_fail[last] | cancelled[last]
     killed = np.concatenate([np.ones(k, dtype=bool), last_killed])
     # a job not requeued was logged once (killed) and is also its own last record:
     # keep the logged one, with its saved progress
@@ -77,6 +80,8 @@ def attempt_table(run) -> dict:
                             np.zeros(len(last_entries), dtype=np.uint64)])
     node_fail = np.concatenate([a.node_fail[a.job] & (a.attempt == a.restarts[a.job]),
                                 np.zeros(len(last), dtype=bool)])
+    preempted = np.concatenate([np.zeros(k, dtype=bool) if a.preempted is None
+                                else a.preempted, np.zeros(len(last), dtype=bool)])
     offsets = np.zeros(len(row) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     rows = np.flatnonzero(keep)
@@ -85,6 +90,7 @@ def attempt_table(run) -> dict:
     table = {"row": row[rows], "attempt": attempt[rows], "start": start[rows],
             "end": end[rows], "elapsed": end[rows] - start[rows], "killed": killed[rows],
             "node_fail": node_fail[rows], "partition": partition[rows],
+            "preempted": preempted[rows], "preempted_job": cancelled,
             "pull": None if run.pull is None else pull[rows],
             "alloc_offsets": off, "alloc_nodes": nodes[entries], "alloc_gpu_mask": masks[entries],
             "last_runtime": a.runtime, "node_fail_job": a.node_fail}

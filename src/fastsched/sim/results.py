@@ -72,6 +72,9 @@ class SimulationResult:
     configure: np.ndarray | None = None
     #: the power saving model it ran under (:class:`fastsched.model.power.PowerSaving`)
     power: object = None
+    #: the preemption the run applied (:class:`fastsched.model.preemption.Preemption`),
+    #: or None
+    preemption: object = None
 
     @cached_property
     def jobs(self):
@@ -123,7 +126,8 @@ class SimulationResult:
 
     def states(self) -> np.ndarray:
         """sacct-style state per job (its last attempt): COMPLETED, TIMEOUT, NODE_FAIL
-        (killed by a node failure, not requeued), PENDING (never started) or
+        (killed by a node failure, not requeued), PREEMPTED (preempted, not requeued),
+        PENDING (never started) or
         REJECTED (over a submit limit)."""
         w, s = self.workload, self.schedule
         runtime = w.runtime if self.attempts is None else self.attempts["last_runtime"]
@@ -132,6 +136,8 @@ class SimulationResult:
         state = np.where(runtime > w.time_limit, "TIMEOUT", "COMPLETED").astype(object)
         if self.attempts is not None:
             state[self.attempts["node_fail_job"]] = "NODE_FAIL"
+            if "preempted_job" in self.attempts:
+                state[self.attempts["preempted_job"]] = "PREEMPTED"
         state[s.start_time < 0] = "PENDING"
         if self.reason_code is not None:
             state[(s.start_time < 0) & (self.reason_code >= 0)
@@ -215,7 +221,9 @@ class SimulationResult:
             t = self.attempts
             return verify_attempts(self.cluster, self.workload, Attempts(
                 t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
-                t["alloc_nodes"], t.get("pull"), t.get("resized")), self.events,
+                t["alloc_nodes"], t.get("pull"), resized=t.get("resized"),
+                preempted=t.get("preempted"),
+                exempt=attempt_exempt(self.preemption, t["row"], t["partition"])), self.events,
                 self.lifecycle)
         from .images import pull_workload      # the pull is part of each job's run
         return verify(self.cluster, pull_workload(self.workload, self.pull), self.schedule,
@@ -260,6 +268,15 @@ class _ByValue:
         return pickle.loads(self.data)
 
 
+def attempt_exempt(preemption, row, partition):
+    """Each attempt's PreemptExemptTime (seconds) under ``preemption`` (None: none),
+    by the class it ran in: its partition, or its job's QOS."""
+    if preemption is None:
+        return None
+    cls = partition if preemption.job_class is None else preemption.job_class[row]
+    return np.asarray(preemption.exempt, dtype=np.int64)[cls]
+
+
 def _attempt_records(result, frame):
     """``frame`` (one record per job: its last attempt) with a record per killed
     attempt added and column ``attempt``: rows in job order, then attempt."""
@@ -294,8 +311,10 @@ def _attempt_records(result, frame):
     killed["end_time"] = pd.array(t["end"][k], dtype="Int64")
     killed["wait_time"] = pd.array(t["start"][k] - submit[k], dtype="Int64")
     killed["run_time"] = pd.array(t["elapsed"][k], dtype="Int64")
-    killed["state"] = "NODE_FAIL" if resized is None else \
-        np.where(resized[k], "RESIZING", "NODE_FAIL").astype(object)
+    killed["state"] = np.where(t["preempted"][k], "PREEMPTED", "NODE_FAIL") \
+        if "preempted" in t else np.full(len(k), "NODE_FAIL", dtype=object)
+    if resized is not None:
+        killed["state"] = np.where(resized[k], "RESIZING", killed["state"]).astype(object)
     killed["nodes"] = compress_rows(names, off, t["alloc_nodes"][entries])
     killed["gpu_ids"] = gpu_id_rows(names, off, t["alloc_nodes"][entries], masks)
     killed["attempt"] = t["attempt"][k]

@@ -16,6 +16,7 @@ Two engines, one semantics of events and policies:
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from ..model.reservations import Reservations
 from .images import check_containers, engine_images, images_summary, pull_workload
 from .power import check_power, down_cloud, engine_power, power_summary
 from .lifecycle import attempt_table, has_failures, lifecycle_summary, run_events
+from .preemption import check_preemption, check_preemption_run, preemption_summary, tier_order
 from ..engine.counts import CountsLoop, run_counts
 from ..engine.inputs import check_node_jobs, ever_available
 from .progress import run_bar
@@ -75,7 +77,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              lifecycle: Lifecycle | None = None,
              advance_reservations: Reservations | None = None,
              containers: Containers | None = None,
-             power=None) -> SimulationResult:
+             power=None, preemption=None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -149,6 +151,12 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     CONFIGURING while they boot, and its start (hence its end) is reset to when they are
     ready. Records get column ``configure_time`` and the summary ``power`` (node-hours
     powered, power-ups, cost vs wait; nodes model; docs/lifecycle.md).
+    ``preemption`` (:class:`fastsched.model.preemption.Preemption`, e.g.
+    :func:`fastsched.sim.preemption.site_preemption` of a slurm.conf's PreemptType):
+    a queued job that can start only by stopping running jobs it may preempt stops
+    them (REQUEUE: requeued from their last checkpoint, as after a node failure;
+    CANCEL: they end PREEMPTED); records per attempt and ``summary["preemption"]``
+    (nodes model; docs/lifecycle.md). ``preempt/none`` changes nothing.
 
     ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the
     event loop's state now and then; ``resume`` (a state from such a file) goes on
@@ -162,7 +170,14 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     check_containers(containers, jobs)
     power = check_power(power, cluster, events=events, placement=placement,
                         advance_reservations=advance_reservations)
-    if lifecycle is None and has_failures(events):
+    if preemption is not None and not preemption.active:
+        preemption = None               # preempt/none, or nothing may preempt: unchanged
+    if preemption is not None:
+        check_preemption(preemption, jobs, placement)
+        check_preemption_run(power, lifecycle)
+        if priority is None:        # Slurm's queue is PriorityTier-major: a preemptor first
+            priority = tier_order(cluster, jobs)
+    if lifecycle is None and (has_failures(events) or preemption is not None):
         lifecycle = Lifecycle.of(len(jobs))
     spec = get_policy(policy)
     reserve_depth = check_reserve_depth(reserve_depth)
@@ -171,6 +186,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         ("partitions", partitions), ("window", window), ("placement", placement),
         ("resolution", None if resolution == 1 else resolution), ("events", events),
         ("lifecycle", lifecycle), ("containers", containers), ("power", power),
+        ("preemption", preemption),
         ("advance_reservations", advance_reservations if advance_reservations else None))
         if value is not None]
     if events is not None:
@@ -198,6 +214,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         constraints.update(partitions=choices, resolution=resolution, window=window,
                            placement=placement, events=events, lifecycle=lifecycle,
                            blocked=_blocked(advance_reservations, jobs), checked=True)
+        if preemption is not None:
+            from ..engine.preempt import Preemptor
+            constraints["preemption"] = partial(Preemptor, preemption)
         if containers is not None:
             constraints["images"] = engine_images(containers)
         if power is not None:
@@ -220,6 +239,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              "partitions": partitions, "dependencies": dependencies, "placement": placement,
              "attempts": attempts, "lifecycle": lifecycle, "events": events, "pull": pull,
              "configure": None if power is None else run.configure, "power": power,
+             "preemption": preemption,
              "priority_at": _PriorityAt(priority, run) if callable(priority) else
              (None if priority is None else _FixedPriority(priority))}
     if model == "counts" and dependencies is None and limits is None and priority is None:
@@ -229,6 +249,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                         exclusive=engine == "pool" or _whole_node_jobs(cluster, jobs))
     if attempts is not None:
         summary["lifecycle"] = lifecycle_summary(jobs, attempts, lifecycle)
+    if preemption is not None:
+        summary["preemption"] = dict(preemption_summary(jobs, attempts, lifecycle),
+                                     type=preemption.kind)
     if containers is not None:
         summary["images"] = images_summary(jobs, run, attempts, containers)
     if power is not None:

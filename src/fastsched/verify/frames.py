@@ -103,11 +103,13 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
     if "attempt" in df.columns:
         from ..model.errors import UnsupportedError
         from ..model.lifecycle import Lifecycle
+        exempt = constraints.pop("exempt", None)
         if policy is not None or any(v is not None for v in constraints.values()):
             raise UnsupportedError("records with attempts (a run with node failures) are "
                                    "checked without policy or constraint checks")
         return check_attempt_frame(cluster, jobs, df, source=source, events=events,
-                                   lifecycle=lifecycle or Lifecycle.of(len(jobs)))
+                                   lifecycle=lifecycle or Lifecycle.of(len(jobs)),
+                                   exempt=exempt)
     if "job_id" not in df.columns:
         raise InputError("needs a 'job_id' column", file=source, field="job_id")
     try:
@@ -182,10 +184,12 @@ def _priority(df):
 
 
 def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, events,
-                        lifecycle) -> VerifyReport:
+                        lifecycle, exempt=None) -> VerifyReport:
     """:func:`verify_attempts` of records with an ``attempt`` column (a row per
-    attempt; ``state`` NODE_FAIL marks the killed ones, RESIZING the shapes of an
-    elastic job a shrink ended); rows are matched to ``jobs``
+    attempt; ``state`` NODE_FAIL or PREEMPTED marks the killed ones, RESIZING the shapes
+    of an elastic job a shrink ended; ``exempt``: a function of (the job row per record,
+    the records) giving each record's PreemptExemptTime, or None); rows are matched to
+    ``jobs``
     by ``job_id``. A record of an unknown job, or a job with no record, is an
     InputError naming ``source``."""
     from .lifecycle import Attempts, take_rows, verify_attempts
@@ -210,7 +214,8 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
         raise InputError(e.reason, file=source, field=e.field) from None
     state = df["state"].astype(str).to_numpy() if "state" in df.columns else \
         np.full(len(df), "", dtype=object)
-    killed = state == "NODE_FAIL"
+    preempted = state == "PREEMPTED"
+    killed = (state == "NODE_FAIL") | preempted
     resized = state == "RESIZING"         # a shape of an elastic job (verify.elastic)
     ran = schedule.start_time >= 0
     keep = np.flatnonzero(ran)
@@ -221,5 +226,9 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
                                                    schedule.end_time[keep], killed[keep],
                                                    offsets, nodes,
                                                    None if pull is None else pull[keep],
-                                                   resized[keep] if resized.any() else None),
+                                                   resized=resized[keep] if resized.any()
+                                                   else None,
+                                                   preempted=preempted[keep],
+                                                   exempt=None if exempt is None
+                                                   else np.asarray(exempt(row, df))[keep]),
                            events, lifecycle)

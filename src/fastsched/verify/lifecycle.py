@@ -55,9 +55,10 @@ class Attempts:
     """Every attempt of a schedule: attempt k of job row ``row[k]`` (in the jobs'
     order), number ``attempt[k]``, ran ``[start[k], end[k])`` (-1: never started) on
     ``alloc_nodes[alloc_offsets[k]:alloc_offsets[k+1]]``; ``killed[k]``: it ended
-    NODE_FAIL; ``pull[k]``: the seconds its attempt pulled its container image first
-    (None: no pulls); ``resized[k]``: it is a shape of an elastic attempt that ended
-    RESIZING, the attempt going on in the next record (None: none did)."""
+    NODE_FAIL (or PREEMPTED, then ``preempted[k]``); ``pull[k]``: the seconds it
+    pulled its container image first (None: no pulls); ``resized[k]``: it is a shape of
+    an elastic attempt that ended RESIZING, the attempt going on in the next record
+    (None: none did); ``exempt[k]``: the PreemptExemptTime it had (None: not checked)."""
 
     row: np.ndarray
     attempt: np.ndarray
@@ -68,6 +69,8 @@ class Attempts:
     alloc_nodes: np.ndarray
     pull: np.ndarray | None = None
     resized: np.ndarray | None = None
+    preempted: np.ndarray | None = None
+    exempt: np.ndarray | None = None
 
 
 def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
@@ -85,7 +88,11 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
                  pull=np.zeros(n, dtype=np.int64) if attempts.pull is None
                  else np.asarray(attempts.pull, dtype=np.int64)[order],
                  resized=np.zeros(n, dtype=bool) if attempts.resized is None
-                 else np.asarray(attempts.resized, dtype=bool)[order])
+                 else np.asarray(attempts.resized, dtype=bool)[order],
+                 preempted=np.zeros(n, dtype=bool) if attempts.preempted is None
+                 else np.asarray(attempts.preempted, dtype=bool)[order],
+                 exempt=None if attempts.exempt is None
+                 else np.asarray(attempts.exempt, dtype=np.int64)[order])
     out: list[Violation] = []
     head, tail = collapse(a)
     shapes = shapes_of(a, head, tail)
@@ -110,6 +117,9 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     checks = base.checks + ["on_down_node", "attempt_overlap", "killed_without_failure",
                             "resumed_work"] + (["bad_resize"] if lifecycle.elastic or shapes
                                                or a.resized.any() else [])
+    if a.preempted.any() or a.exempt is not None:
+        _preempted(jobs, a, out)
+        checks.append("preempt_exempt")
     from .report import VIOLATION_KINDS
     rank = {k: r for r, k in enumerate(VIOLATION_KINDS)}
     out.sort(key=lambda v: (v.time, rank[v.kind], v.job_id))
@@ -195,6 +205,19 @@ def _work(jid, a, k, left, limit, runtime, out):
                                                         if need == limit else ")")))
 
 
+def _preempted(jobs, a, out):
+    """A preempted attempt ran at least its PreemptExemptTime (where known)."""
+    if a.exempt is None:
+        return
+    for k in np.flatnonzero(a.preempted & (a.start >= 0)).tolist():
+        ran = int(a.end[k] - a.start[k])
+        if ran < a.exempt[k]:
+            jid = int(jobs.job_id[a.row[k]])
+            out.append(Violation("preempt_exempt", jid, int(a.end[k]),
+                                 f"job {jid}: attempt {a.attempt[k]} preempted after {ran} s, "
+                                 f"before its PreemptExemptTime of {a.exempt[k]} s"))
+
+
 def _node_states(cluster, jobs, a, events, out, later):
     """No attempt runs on a down node or starts on a drained one; a killed attempt
     ends when one of its nodes goes down (``later``: a record that goes on with its
@@ -232,7 +255,8 @@ def _node_states(cluster, jobs, a, events, out, later):
                                          f"job {jid}: attempt {a.attempt[k]} on "
                                          f"{cluster.node_names[x]} over [{s}, {e}), which was "
                                          f"{state} over [{t0}, {t1})"))
-        if a.killed[k] and not any(e in failures.get(x, ()) for x in nodes):
+        if a.killed[k] and not a.preempted[k] and not any(e in failures.get(x, ())
+                                                          for x in nodes):
             out.append(Violation("killed_without_failure", jid, e,
                                  f"job {jid}: attempt {a.attempt[k]} ended NODE_FAIL at {e}, "
                                  "when none of its nodes went down"))

@@ -1,0 +1,190 @@
+"""Preemption in the node engine's event loop: after each pass, the first queued job
+that could start now by stopping running jobs it may preempt
+(:mod:`fastsched.model.preemption`) chooses its victims and stops them.
+
+The rule (Slurm's ``select_nodes`` with preemptee candidates, as cons_tres'
+``_run_now`` tests them): a queued job J that is not held by a limit now (its groups'
+usage after the instant's passes, not a pass's reason, which a pass that stops early
+leaves unset), does not fit
+the free resources of a partition P of its own (else something else holds it), and
+whose victims from an earlier preemption are all gone (and that has not preempted
+at this instant already: its victims' resources may have gone to a job before it),
+takes the running jobs on P's
+available nodes it may preempt (not exempt: run at least PreemptExemptTime, mode not
+OFF, not already stopping) in the victims' order, adding each one's resources to
+the free ones until J's request fits on enough nodes. J's nodes are then the fitting
+nodes that needed no victim, then those freed by the earliest victims, then the
+lowest-numbered; the victims are the candidates taken so far that ran on those
+nodes. Each stops ``GraceTime`` seconds later (0: now): REQUEUE ones are requeued
+(:mod:`fastsched.engine.requeue`: they resume from their last checkpoint after the
+requeue delay), the others end PREEMPTED. J does not start here: it starts in a
+pass once the resources are free (Slurm's preemptor waits for its victims too),
+after the passes of the instant its victims stop. One job preempts per pass; the
+loop passes again at the instant, so several jobs may preempt at one instant, in
+queue order.
+
+Plain Python and NumPy: it runs only when preemption is on, once per pass, over
+the queued jobs that may preempt and the jobs running in their partitions.
+"""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from ..model.preemption import OFF, REQUEUE
+from .limits import _held
+
+__all__ = ["Preemptor"]
+
+
+class Preemptor:
+    """A run's preemption state (jobs in submit order): the rules, the victims in
+    their grace time (a heap of (stop time, job, attempt)) and, per preemptor, the
+    victims it still waits for."""
+
+    def __init__(self, pre, order, pc_off, pc_part):
+        self.may = np.asarray(pre.may, dtype=bool)
+        self.mode = np.asarray(pre.mode, dtype=np.int64)
+        self.grace = np.asarray(pre.grace, dtype=np.int64)
+        self.exempt = np.asarray(pre.exempt, dtype=np.int64)
+        self.level = np.asarray(pre.level, dtype=np.int64)
+        n = len(order)
+        self.qos = None if pre.job_class is None else \
+            np.asarray(pre.job_class, dtype=np.int64)[order]
+        victims = self.may & (self.mode != OFF)[None, :]
+        if self.qos is None:            # by partition: any of the job's partitions
+            part_can = victims.any(axis=1)
+            per = part_can[pc_part] if len(pc_part) else np.zeros(0, dtype=bool)
+            self.can = np.logical_or.reduceat(per, pc_off[:-1]) if len(per) else \
+                np.zeros(n, dtype=bool)
+            self.can &= np.diff(pc_off) > 0
+        else:
+            self.can = victims.any(axis=1)[self.qos]
+        self.stopping = np.zeros(n, dtype=bool)
+        self.heap: list[tuple[int, int, int]] = []
+        self.waits: dict[int, set] = {}
+        self.last = np.full(n, -1, dtype=np.int64)     # when each job last preempted
+        self.wakes: list[int] = []      # a heap of exemption ends to look again at
+
+    def next_time(self) -> int:
+        """When the next victim's grace time ends, or the next exemption end a queued
+        job waits for (-1: none)."""
+        times = self.heap[:1] and [self.heap[0][0]]
+        times += self.wakes[:1]
+        return min(times) if times else -1
+
+    def due(self, t: int, restarts) -> np.ndarray:
+        """The victims whose grace ends at ``t`` and that still run the attempt that was
+        preempted (taken off); the exemption ends up to ``t`` are taken off too."""
+        while self.wakes and self.wakes[0] <= t:
+            heapq.heappop(self.wakes)
+        out = []
+        while self.heap and self.heap[0][0] <= t:
+            _, v, attempt = heapq.heappop(self.heap)
+            if restarts[v] == attempt:
+                out.append(v)
+        return np.array(sorted(out), dtype=np.int64)
+
+    def ended(self, victims) -> None:
+        """``victims`` stopped (or ended by themselves, or a node failure ended them):
+        they no longer hold a preemptor."""
+        gone = set(np.asarray(victims, dtype=np.int64).tolist())
+        for v in gone:
+            self.stopping[v] = False
+        for j in self.waits:
+            self.waits[j] = {(v, a) for v, a in self.waits[j] if v not in gone}
+        done = [j for j, vs in self.waits.items() if not vs]
+        for j in done:
+            del self.waits[j]
+
+    def step(self, loop, t: int):
+        """The first queued job that preempts at ``t`` and its victims (submit order,
+        ascending), or None. The times at which a running job stops being exempt for a
+        job looked at join ``wakes``: the loop looks again then, though nothing else
+        happens."""
+        q = loop.queued_jobs()
+        q = q[self.can[q]]
+        if not len(q):
+            return None
+        out, restarts = loop.out, loop.requeues.restarts
+        self.ended([v for vs in self.waits.values() for v, a in vs
+                    if out.end[v] <= t or out.start[v] < 0 or restarts[v] != a])
+        for j in q.tolist():
+            if j in self.waits or self.last[j] == t or _held(j, loop.jobs, loop.lim) >= 0:
+                continue
+            victims = self.choose(loop, j, t)
+            if victims is not None:
+                self.last[j] = t
+                return j, victims
+        return None
+
+    def choose(self, loop, j: int, t: int):
+        """Job ``j``'s victims at ``t`` (see the module), or None."""
+        jobs, out, free, nd = loop.jobs, loop.out, loop.free, loop.nodes
+        g, c, m, nn = jobs.rg[j], jobs.rc[j], jobs.rm[j], int(jobs.nn[j])
+        for p in jobs.pc_part[jobs.pc_off[j]:jobs.pc_off[j + 1]].tolist():
+            nodes = nd.pflat[nd.poff[p]:nd.poff[p + 1]]
+            FG, FC, FM = free.fg[nodes].copy(), free.fc[nodes].copy(), free.fm[nodes].copy()
+            fits = (FG >= g) & (FC >= c) & (FM >= m)
+            if fits.sum() >= nn:
+                return None           # it fits without preempting: something else holds it
+            cand = self.candidates(loop, j, p, t, nodes)
+            freed_by = np.where(fits, -1, len(cand))   # the first victim a node needs
+            for k, v in enumerate(cand.tolist()):
+                lo, hi = jobs.offsets[v], jobs.offsets[v] + jobs.nn[v]
+                at = np.searchsorted(nodes, np.intersect1d(out.alloc_nodes[lo:hi], nodes))
+                FG[at] += jobs.rg[v]
+                FC[at] += jobs.rc[v]
+                FM[at] += jobs.rm[v]
+                now_fits = (FG[at] >= g) & (FC[at] >= c) & (FM[at] >= m)
+                freed_by[at[now_fits & (freed_by[at] > k)]] = k
+                if (freed_by <= k).sum() >= nn:
+                    return self._victims(loop, cand[:k + 1], nodes, freed_by, nn)
+        return None
+
+    def candidates(self, loop, j: int, p: int, t: int, nodes) -> np.ndarray:
+        """The running jobs on ``nodes`` job ``j`` (in partition ``p``) may preempt at
+        ``t``, in the victims' order."""
+        out, jobs = loop.out, loop.jobs
+        running = loop._jobs_on(t, nodes)
+        running = running[(out.start[running] >= 0) & ~self.stopping[running]]
+        mine = p if self.qos is None else self.qos[j]
+        theirs = out.part_used[running] if self.qos is None else self.qos[running]
+        may = self.may[mine, theirs] & (self.mode[theirs] != OFF)
+        until = out.start[running] + self.exempt[theirs]
+        ok = may & (until <= t)
+        for w in np.unique(until[may & (until > t)]).tolist():
+            if w not in self.wakes:
+                heapq.heappush(self.wakes, w)
+        cand, cls = running[ok], theirs[ok]
+        prio = (self.level[cls] << 16) + np.minimum(jobs.nn[cand], 0xFFFF)
+        return cand[np.lexsort((-cand, -out.start[cand], prio))]
+
+    def _victims(self, loop, cand, nodes, freed_by, nn: int) -> np.ndarray:
+        """The candidates that ran on the ``nn`` nodes chosen for the preemptor."""
+        key = np.where(freed_by < 0, -1, freed_by)
+        ok = np.flatnonzero(freed_by < len(cand))
+        chosen = nodes[ok[np.lexsort((nodes[ok], key[ok]))][:nn]]
+        jobs, out = loop.jobs, loop.out
+        hit = [v for v in cand.tolist() if np.isin(
+            out.alloc_nodes[jobs.offsets[v]:jobs.offsets[v] + jobs.nn[v]], chosen).any()]
+        return np.array(sorted(hit), dtype=np.int64)
+
+    def preempt(self, loop, j: int, victims, t: int):
+        """Job ``j`` preempts ``victims`` at ``t``: returns (those stopping now, whether
+        each is requeued); the others stop at the end of their grace time."""
+        cls = loop.out.part_used[victims] if self.qos is None else self.qos[victims]
+        grace = self.grace[cls]
+        restarts = loop.requeues.restarts
+        self.stopping[victims] = True
+        self.waits[j] = {(v, int(restarts[v])) for v in victims.tolist()}
+        for v, gt in zip(victims.tolist(), grace.tolist()):
+            if gt > 0:
+                heapq.heappush(self.heap, (t + gt, v, int(restarts[v])))
+        return victims[grace == 0]
+
+    def requeued(self, victims, part_used) -> np.ndarray:
+        """Whether each victim's mode requeues it (its job must allow requeues too)."""
+        cls = part_used if self.qos is None else self.qos[victims]
+        return self.mode[cls] == REQUEUE

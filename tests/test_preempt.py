@@ -1,0 +1,306 @@
+"""Preemption (partition_prio, qos; REQUEUE, CANCEL; GraceTime, PreemptExemptTime): the
+engine against the twin (tests/naive_nodes.py ``naive_preempt``) on random cases, with
+node failures too; slurm.conf and TOML reading; records, summary, checks; the CLI."""
+from dataclasses import replace
+from functools import partial
+
+import numpy as np
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+import naive_nodes
+from fastsched import NodeEvents, simulate
+from fastsched.cli import main
+from fastsched.engine import run_nodes
+from fastsched.engine.preempt import Preemptor
+from fastsched.io.slurmconf import read_cluster
+from fastsched.model.errors import InputError, UnsupportedError
+from fastsched.model.lifecycle import Lifecycle
+from fastsched.model.preemption import CANCEL, OFF, REQUEUE, Preemption, parse_mode
+from fastsched.sim.preemption import site_preemption
+from fastsched.tools.testing import lifecycles, node_event_rows
+from test_constraints import SETTINGS, constrained_cases, engine_inputs
+
+_MODE_NAMES = {OFF: "OFF", CANCEL: "CANCEL", REQUEUE: "REQUEUE"}
+
+
+@st.composite
+def preemptions(draw, classes: int, n: int, qos: bool):
+    """Random rules over ``classes`` classes (partitions, or QOS of ``n`` jobs); what may
+    preempt what follows a random order of the classes (a cycle is refused)."""
+    rank = draw(st.permutations(list(range(classes))))
+    may = np.array([[draw(st.booleans()) and rank[a] > rank[b] for b in range(classes)]
+                    for a in range(classes)], dtype=bool).reshape(classes, classes)
+    mode = np.array(draw(st.lists(st.sampled_from([OFF, CANCEL, REQUEUE, REQUEUE]),
+                                  min_size=classes, max_size=classes)), dtype=np.int64)
+    grace = np.array(draw(st.lists(st.sampled_from([0, 0, 3, 10]), min_size=classes,
+                                   max_size=classes)), dtype=np.int64)
+    exempt = np.array(draw(st.lists(st.sampled_from([0, 0, 5, 20]), min_size=classes,
+                                    max_size=classes)), dtype=np.int64)
+    level = np.array(draw(st.lists(st.integers(0, 2), min_size=classes, max_size=classes)),
+                     dtype=np.int64)
+    job_class = np.array(draw(st.lists(st.integers(0, classes - 1), min_size=n, max_size=n)),
+                         dtype=np.int64) if qos else None
+    kind = "preempt/qos" if qos else "preempt/partition_prio"
+    return Preemption(kind, may, mode, grace, exempt, level, job_class)
+
+
+def _twin_rules(pre, ids):
+    """The twin's functions of (job id, partition) for rules ``pre``."""
+    row = {j: i for i, j in enumerate(ids)}
+
+    def cls(j, p):
+        return p if pre.job_class is None else int(pre.job_class[row[j]])
+    return {"may": lambda i, p, v, vp: bool(pre.may[cls(i, p), cls(v, vp)]),
+            "mode": lambda v, vp: _MODE_NAMES[int(pre.mode[cls(v, vp)])],
+            "grace": lambda v, vp: int(pre.grace[cls(v, vp)]),
+            "exempt": lambda v, vp: int(pre.exempt[cls(v, vp)]),
+            "level": lambda v, vp: int(pre.level[cls(v, vp)])}
+
+
+def _check_twin(data, policy, depth, qos, with_events):
+    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
+    classes = data.draw(st.integers(1, 3)) if qos else len(cluster.partitions)
+    pre = data.draw(preemptions(classes, len(jobs), qos))
+    rows = data.draw(node_event_rows(cluster.num_nodes, max_events=4, max_time=60,
+                                     kinds=("down", "up", "drain", "resume"))) \
+        if with_events else []
+    lc = data.draw(lifecycles(len(jobs)))
+    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
+    ids = [int(j) for j in jobs.job_id]
+    key = None if rank is None else np.array([rank[j] for j in ids])
+    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
+                    limits=lg, rank=key, lifecycle=lc, preemption=partial(Preemptor, pre),
+                    events=NodeEvents.from_rows(rows, cluster.num_nodes) if rows else None)
+    killed = []
+    out, _ = naive_nodes.simulate(
+        cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
+        deps=deps, groups=groups, caps=caps, rank=rank, events=rows,
+        requeue={j: bool(lc.requeue[i]) for i, j in enumerate(ids)},
+        checkpoint={j: int(lc.checkpoint_interval[i]) for i, j in enumerate(ids)},
+        delay=lc.delay, attempts=killed, preempt=_twin_rules(pre, ids))
+    naive_nodes.assert_same_records(run, ids, out)
+    a = run.attempts
+    got = sorted((ids[a.job[k]], int(a.attempt[k]), int(a.start[k]), int(a.end[k]),
+                  a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]].tolist(),
+                  bool(a.preempted[k])) for k in range(len(a)))
+    assert got == sorted(killed)
+    event(f"preempted attempts: {min(int(a.preempted.sum()), 3)}")
+    return run
+
+
+@pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
+                                          ("conservative", 1)])
+@SETTINGS
+@given(data=st.data())
+def test_partition_prio_matches_twin(data, policy, depth):
+    _check_twin(data, policy, depth, qos=False, with_events=False)
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@SETTINGS
+@given(data=st.data())
+def test_qos_matches_twin(data, policy):
+    _check_twin(data, policy, 1, qos=True, with_events=False)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_preemption_with_node_failures_matches_twin(data):
+    _check_twin(data, data.draw(st.sampled_from(["easy", "conservative"])), 1,
+                qos=data.draw(st.booleans()), with_events=True)
+
+
+# ---- a scavenger partition preempted by a high tier -------------------------------
+
+CONF = """\
+PreemptType=preempt/partition_prio
+PreemptMode={mode}
+{extra}
+NodeName=gpu[01-04] CPUs=64 RealMemory=512000 Gres=gpu:8
+PartitionName=scavenger Nodes=ALL PriorityTier=1 Default=YES MaxTime=UNLIMITED {part}
+PartitionName=high Nodes=ALL PriorityTier=10 MaxTime=UNLIMITED
+"""
+JOBS = """\
+job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,cpus_per_node,mem_per_node,\
+partition,user,account,checkpoint_interval,checkpoint_cost
+1,0,86400,36000,2,8,64,0,scavenger,sam,lab,3600,60
+2,0,86400,36000,2,8,64,0,scavenger,sam,lab,0,0
+3,7200,14400,10800,2,8,64,0,high,alice,prod,0,0
+4,9000,14400,3600,1,8,64,0,high,alice,prod,0,0
+"""
+
+
+def _site(tmp_path, mode="REQUEUE", extra="", part=""):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(CONF.format(mode=mode, extra=extra, part=part))
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text(JOBS)
+    return conf, jobs
+
+
+def _run(tmp_path, **kw):
+    from fastsched.io.workload import read_workload
+    conf, path = _site(tmp_path, **kw)
+    cluster = read_cluster(conf)
+    w = read_workload(path, cluster)
+    return simulate(cluster, w.jobs, "easy", preemption=site_preemption(cluster),
+                    lifecycle=w.lifecycle(True, 121))
+
+
+def test_requeue_resumes_from_checkpoint_and_summary(tmp_path):
+    r = _run(tmp_path)
+    f = r.jobs
+    one = f[f.job_id == 1]
+    assert one.state.tolist() == ["PREEMPTED", "COMPLETED"]
+    assert one.end_time.tolist()[0] == 9000           # job 4 (high) preempts it at 9000
+    # 9000 s run, checkpoints every 3600 s: 7200 s kept, 28800 s left
+    assert int(one.run_time.tolist()[1]) == 36000 - 7200
+    two = f[f.job_id == 2]
+    assert two.end_time.tolist()[0] == 7200            # job 3 preempts the youngest tie
+    assert int(two.run_time.tolist()[1]) == 36000      # no checkpoints: starts over
+    p = r.summary["preemption"]
+    assert (p["preempted_attempts"], p["preempted_jobs"], p["cancelled_jobs"]) == (2, 2, 0)
+    # lost: job 1 1800 s on 16 GPUs, job 2 7200 s on 16 GPUs
+    assert p["lost_gpu_hours"] == pytest.approx((1800 + 7200) * 16 / 3600)
+    assert p["checkpointed_gpu_hours"] == pytest.approx(7200 * 16 / 3600)
+    assert r.verify().ok
+
+
+def test_cancel_ends_preempted_for_good(tmp_path):
+    r = _run(tmp_path, mode="CANCEL")
+    f = r.jobs
+    assert sorted(f[f.state == "PREEMPTED"].job_id.tolist()) == [1, 2]
+    assert r.summary["preemption"]["cancelled_jobs"] == 2
+    assert len(f) == 4 and r.verify().ok
+
+
+def test_grace_time_lets_victims_run_on(tmp_path):
+    r = _run(tmp_path, part="GraceTime=600")
+    f = r.jobs
+    assert f[f.job_id == 2].end_time.tolist()[0] == 7800     # 7200 + 600
+    assert f[f.job_id == 3].start_time.tolist()[0] == 7800
+    assert r.verify().ok
+
+
+def test_exempt_time_delays_preemption(tmp_path):
+    r = _run(tmp_path, extra="PreemptExemptTime=150")        # minutes: 9000 s
+    f = r.jobs
+    assert f[f.job_id == 3].start_time.tolist()[0] == 9000
+    assert f[(f.state == "PREEMPTED")].end_time.min() == 9000
+    assert r.verify().ok
+
+
+def test_partition_preempt_mode_off_protects(tmp_path):
+    r = _run(tmp_path, part="PreemptMode=OFF")
+    assert "PREEMPTED" not in set(r.jobs.state)
+
+
+def test_preempt_none_and_inactive_change_nothing(tmp_path):
+    from fastsched.io.workload import read_workload
+    conf, path = _site(tmp_path)
+    cluster = read_cluster(conf)
+    w = read_workload(path, cluster)
+    base = simulate(cluster, w.jobs, "easy").jobs
+    full = Preemption.partition_prio(cluster)
+    off = replace(full, mode=np.full(len(full.mode), OFF))
+    assert full.active and not off.active
+    for pre in (Preemption.none(), off):
+        same = simulate(cluster, w.jobs, "easy", preemption=pre).jobs
+        assert same.to_csv(index=False) == base.to_csv(index=False)
+
+
+def test_preempt_none_conf_gives_identical_records(tmp_path):
+    conf, path = _site(tmp_path)
+    plain = tmp_path / "plain.conf"
+    plain.write_text(conf.read_text().replace("PreemptType=preempt/partition_prio",
+                                              "PreemptType=preempt/none"))
+    bare = tmp_path / "bare.conf"
+    bare.write_text("\n".join(line for line in conf.read_text().splitlines()
+                              if not line.startswith("Preempt")))
+    outs = []
+    for c in (plain, bare):
+        out = tmp_path / f"{c.stem}.csv"
+        assert main(["simulate", str(path), "--cluster", str(c), "--jobs-out", str(out),
+                     "--no-progress"]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+
+
+def test_config_errors_are_typed(tmp_path):
+    with pytest.raises(UnsupportedError, match="SUSPEND"):
+        parse_mode("SUSPEND,GANG", field="PreemptMode")
+    with pytest.raises(InputError, match="PreemptMode"):
+        parse_mode("SOMETIMES", field="PreemptMode")
+    conf, _ = _site(tmp_path, mode="OFF")
+    with pytest.raises(InputError, match="incompatible"):
+        site_preemption(read_cluster(conf))
+    conf, _ = _site(tmp_path, mode="SUSPEND")
+    with pytest.raises(UnsupportedError, match="gang"):
+        site_preemption(read_cluster(conf))
+    conf, _ = _site(tmp_path, extra="PreemptType=preempt/qos")
+    with pytest.raises(InputError):
+        site_preemption(read_cluster(conf))       # twice given, or qos without a config
+
+
+def test_qos_from_config(tmp_path):
+    from fastsched.policy.config import load_config
+    cfg = tmp_path / "sched.toml"
+    cfg.write_text('[qos.normal]\nPriority = 10\nPreempt = ["scavenger"]\n'
+                   '[qos.scavenger]\nPreemptMode = "CANCEL"\nGraceTime = 30\n'
+                   'PreemptExemptTime = "10"\n')
+    config = load_config(cfg)
+    pre = Preemption.qos(config, np.array([0, 1]), REQUEUE)
+    k = config.qos_names
+    assert pre.may[k.index("normal"), k.index("scavenger")]
+    assert not pre.may[k.index("scavenger"), k.index("normal")]
+    assert pre.mode[k.index("scavenger")] == CANCEL and pre.grace[k.index("scavenger")] == 30
+    assert pre.exempt[k.index("scavenger")] == 600
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[qos.normal]\nPreempt = ["nope"]\n')
+    with pytest.raises(InputError, match="nope"):
+        Preemption.qos(load_config(bad), np.array([0]))
+    cyc = tmp_path / "cycle.toml"
+    cyc.write_text('[qos.normal]\nPreempt = ["low"]\n[qos.low]\nPreempt = ["normal"]\n')
+    with pytest.raises(InputError, match="cycle"):
+        Preemption.qos(load_config(cyc), np.array([0]))
+    bad.write_text('[qos.normal]\nPreemptMode = "SOMETIMES"\n')
+    with pytest.raises(InputError, match="PreemptMode"):
+        load_config(bad)
+
+
+def test_cli_simulate_and_check(tmp_path, capsys):
+    conf, path = _site(tmp_path, extra="PreemptExemptTime=10")
+    out = tmp_path / "out.csv"
+    assert main(["simulate", str(path), "--cluster", str(conf), "--jobs-out", str(out),
+                 "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "preemption: 2 attempt(s) of 2 job(s) preempted" in text
+    assert main(["check", str(out), "--trace", str(path), "--cluster", str(conf)]) == 0
+    assert "preempt_exempt" in capsys.readouterr().out
+    # a record preempted before its exempt time is caught
+    strict = tmp_path / "strict.conf"
+    strict.write_text(conf.read_text().replace("PreemptExemptTime=10",
+                                               "PreemptExemptTime=150"))
+    assert main(["check", str(out), "--trace", str(path), "--cluster", str(strict)]) == 1
+    assert "preempted after 7200 s" in capsys.readouterr().out
+
+
+def test_unverified_combinations_are_refused(tmp_path):
+    """Power saving and elastic jobs are refused with preemption; without it they run."""
+    from fastsched.io.workload import read_workload
+    from fastsched.model.power import PowerSaving
+    conf, path = _site(tmp_path)
+    cluster = read_cluster(conf)
+    w = read_workload(path, cluster)
+    pre = site_preemption(cluster)
+    lc = w.lifecycle(True, 121)
+    with pytest.raises(UnsupportedError, match="power saving"):
+        simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=lc,
+                 power=PowerSaving(suspend_time=60))
+    elastic = replace(lc, no_kill=np.ones(len(w.jobs), dtype=bool),
+                      nodes_min=np.ones(len(w.jobs), dtype=np.int64))
+    with pytest.raises(UnsupportedError, match="elastic"):
+        simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=elastic)
+    assert simulate(cluster, w.jobs, "easy", lifecycle=lc).verify().ok
