@@ -446,8 +446,7 @@ class _EventLoop:
     def preempt_time(self) -> int:
         """When the next preempted job's grace time ends, or a running job stops being
         exempt for a queued job that could not preempt (-1: none)."""
-        pre = getattr(self, "preemptor", None)      # (a loop saved before preemption: none)
-        return -1 if pre is None else pre.next_time()
+        return -1 if self.preemptor is None else self.preemptor.next_time()
 
     def preempt_due(self, t: int) -> None:
         """Stop the preempted jobs whose grace time ends at ``t`` (before the instant
