@@ -23,6 +23,12 @@ from .state import Ask, Index
 # what a pass does with a job (_plan_mode)
 _ANY_TIME, _ONLY_NOW, _SKIP, _STOP_WALK = 0, 1, 2, 3
 
+# A run index slot costs a walk over the partition's nodes; a "now?" check of a GPU
+# job walks only the nodes with enough free GPUs (earliest._fitting_now_by_gpus), so
+# such checks count this much less towards a slot: a deep queue of jobs that cannot
+# start past a reservation then no longer builds an index in every pass.
+_NOW_BY_GPUS_SHARE = 16
+
 
 @njit(cache=True, nogil=True)
 def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, out, scratch,
@@ -42,7 +48,8 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
     ``rules`` (:class:`~fastsched.engine.state.Rules`): ``full`` walks the whole
     queue (no early stop, no skipped pass); a request type's later starts come
     from a run index (:mod:`fastsched.engine.runindex`, same answers) once it
-    has been planned more than ``index_after`` times in the pass (< 0: never;
+    has been planned more than ``index_after`` times in the pass (a "now?" check
+    of a GPU job counts 1/``_NOW_BY_GPUS_SHARE`` of a plan; < 0: never;
     not with topology; the first ``MAX_SLOTS`` such types share one index,
     later ones keep the scan path). --exclusive=topo jobs start only on idle
     leaf groups and hold them whole (:mod:`fastsched.engine.blocks`). ``ctl``:
@@ -80,6 +87,7 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
         # state is reassigned only when it grows (each reassignment costs a
         # reference count per array)
         only_now = mode == _ONLY_NOW
+        now_by_gpus = only_now and jobs.rg[j] > 0 and nodes.pbits.shape[0] > 0
         ml = _switches_in_force(j, now, jobs, topo)
         t = -1
         for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
@@ -89,7 +97,7 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
             now_here = _type_count(ty, free, types, nodes) >= jobs.nn[j]
             if only_now and not now_here:
                 continue
-            if _slot_due(ty, rules, ix):
+            if _slot_due(ty, 1 if now_by_gpus else _NOW_BY_GPUS_SHARE, rules, ix):
                 ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p,
                                _nodes_of(jobs.pc_part[e], nodes), ix)
             if ix.slot[ty] >= 0:        # (inline: the hot path of a deep pass)
@@ -196,13 +204,14 @@ def _switches_in_force(j, now, jobs, topo):
 
 
 @leaf_kernel
-def _slot_due(ty, rules, ix):
-    """Count a plan of request type ``ty``; True when it is due a run index slot
-    (planned more than ``index_after`` times in the pass, slots left)."""
+def _slot_due(ty, weight, rules, ix):
+    """Count a plan of request type ``ty`` as ``weight`` (of ``_NOW_BY_GPUS_SHARE``
+    for a full plan); True when it is due a run index slot (planned more than
+    ``index_after`` times in the pass, slots left)."""
     if not ix.top[2] or ix.slot[ty] >= 0 or ix.top[1] >= _MAX_SLOTS:
         return False
-    ix.qn[ty] += 1
-    return ix.qn[ty] > rules.index_after
+    ix.qn[ty] += weight
+    return ix.qn[ty] > rules.index_after * _NOW_BY_GPUS_SHARE
 
 
 @njit(cache=True)
