@@ -233,11 +233,12 @@ class Workload:
         column is empty (the cluster's JobRequeue), the requeue ``delay`` (None: Slurm's)."""
         from ..model.lifecycle import REQUEUE_DELAY, Lifecycle
         elastic = bool(self.no_kill.any())
+        ranged = elastic or bool((self.nodes_min > 0).any())
         return Lifecycle(np.where(self.requeue < 0, bool(requeue), self.requeue > 0),
                          self.checkpoint_interval, self.checkpoint_cost,
                          REQUEUE_DELAY if delay is None else delay,
                          self.no_kill if elastic else None,
-                         self.nodes_min if elastic else None)
+                         self.nodes_min if ranged else None)
 
     def containers(self, pull=None):
         """Each job's container image with the pull model ``pull``
