@@ -59,6 +59,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import naive_topology
+from naive_elastic import done as _done, first_shape as _first_shape, shrink as _shrink
 from naive import dependencies_satisfied
 
 
@@ -276,14 +277,32 @@ def _plan(now, nodes, plan, job, parts, only_now, topo=None):
     return best
 
 
+def _narrow(now, nodes, plan, job, parts, low):
+    """A job of a node range (at least ``low`` nodes) that cannot start now on all its
+    nodes: (now, nodes, partition, the job on them) in the first of its partitions
+    where ``low`` are feasible now, on as many as are (at most its own; best fit),
+    its runtime stretched to the same node-seconds (rounded up); None otherwise."""
+    if low >= job.nodes:
+        return None
+    for p in parts:
+        jp = _in_partition(job, p)
+        w = min(len(_feasible_nodes(nodes, plan, jp, now)), job.nodes)
+        if w >= low:
+            narrow = replace(job, nodes=w, runtime=-(-job.runtime * job.nodes // w))
+            return now, _choose_nodes(now, nodes, plan, replace(jp, nodes=w), now), p, narrow
+    return None
+
+
 def _on_grid(t, res):
     """t rounded up to the absolute time grid: the next multiple of res at or after t."""
     return -(-t // res) * res
 
 
 def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, held_out,
-          res=1, window=None, topo_of=None, blocked=()):
-    """Every hold (running, started or reserved at t) ends at its end (start +
+          res=1, window=None, topo_of=None, blocked=(), low=None):
+    """A job of a node range (``low``: by job id, its fewest nodes and the partitions
+    where it may start on fewer) that does not start now on all its nodes starts on
+    fewer (:func:`_narrow`) before it reserves. Every hold (running, started or reserved at t) ends at its end (start +
     limit, t + limit) rounded up to the grid of multiples of ``res``; fitting is
     still "free over [t, t + limit)". A job whose earliest start is more than
     ``window`` after now gets no reservation (and uses none of EASY's)."""
@@ -310,12 +329,15 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
         held_out.pop(job.job_id, None)
         parts = parts_of(job)
         topo = None if topo_of is None else topo_of(job, now)
+        least, choices = (low or {}).get(job.job_id, (job.nodes, parts))
         if policy == "fcfs":
-            best = _plan(now, nodes, plan, job, parts, True, topo)
+            best = _plan(now, nodes, plan, job, parts, True, topo) or \
+                _narrow(now, nodes, plan, job, choices, least)
             if best is None:
                 break
         elif policy == "easy":
-            best = _plan(now, nodes, plan, job, parts, True, topo)
+            best = _plan(now, nodes, plan, job, parts, True, topo) or \
+                _narrow(now, nodes, plan, job, choices, least)
             if best is None and reservations < depth:
                 best = _plan(now, nodes, plan, job, parts, False, topo)
                 if best is None or best[0] > far:
@@ -325,9 +347,13 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
                 continue
         else:  # conservative
             best = _plan(now, nodes, plan, job, parts, False, topo)
+            if best is None or best[0] != now:
+                best = _narrow(now, nodes, plan, job, choices, least) or best
             if best is None or best[0] > far:
                 continue
-        t, chosen, p = best
+        if len(best) > 3:
+            job = best[3]
+        t, chosen, p = best[:3]
         if t == now and _exclusive(topo_of, job, now):
             _hold(plan, job, t, chosen, res, nodes, topo[0])
         else:
@@ -500,6 +526,14 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         return [t for i, t in hold.items() if i not in result and i not in eligible]
 
     no_kill, nodes_min, shapes = no_kill or {}, nodes_min or {}, {}
+    # node ranges start on fewer nodes, in the partitions where all could run at the
+    # start (the engine's partition choices)
+    low = {j.job_id: (nodes_min[j.job_id], [
+        p for p in parts_of(j) if sum(_eligible(x, _in_partition(j, p)) for x in nodes)
+        >= j.nodes]) for j in jobs if nodes_min.get(j.job_id, 0) > 0}
+
+    def queued(i):      # the job as it waits (all its nodes, its attempt's runtime there)
+        return next(a for a in arrived if a.job_id == i)
 
     def kill(now, which):
         """Node failure of ``which``: a --no-kill job keeping its minimum shrinks, the
@@ -509,7 +543,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             i = job.job_id
             keep = [x for x in chosen if x not in which]
             if no_kill.get(i, False) and len(keep) >= max(nodes_min.get(i, 1), 1):
-                shaped = _shrink(now, r, keep, shapes.setdefault(i, _first_shape(r)),
+                shaped = _shrink(now, r, keep, shapes.setdefault(i, _first_shape(r, queued(i))),
                                  restarts.get(i, 0), resized)
                 running[running.index(r)] = shaped
                 result[i] = (start, start + shaped[0].duration(), keep, shaped[3],
@@ -533,8 +567,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         every = checkpoint.get(i, 0)
         ran = max(now - start - job.pull, 0)
         saved = ran // every * every if every else 0
-        if i in shapes:          # shrunk: the node-seconds done by its last checkpoint
-            shape = shapes.pop(i)
+        if i in shapes or job.nodes != queued(i).nodes:   # shrunk or started narrow:
+            shape = shapes.pop(i, None) or _first_shape(r, queued(i))   # node-seconds kept
             kept = _done(shape, start + job.pull + saved) if every else 0
             job = replace(job, runtime=shape["runtime"], nodes=shape["width"])
             saved = kept // shape["width"]
@@ -587,7 +621,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         while True:
             queue = queue_now(now)
             started = _pass(policy, reserve_depth, now, queue, nodes, running, parts_of,
-                            groups, caps, held, resolution, window, topo_of, blocked)
+                            groups, caps, held, resolution, window, topo_of, blocked, low)
             for k, (job, chosen, p) in enumerate(started):
                 if power is not None:
                     job = replace(job, boot=boot_wait(now, chosen))
@@ -639,44 +673,6 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                                    or ("never" if job.job_id in never else None)
                                    or held.get(job.job_id) or "waiting")
     return result, waiting
-
-
-def _first_shape(r):
-    """A running job's attempt before its first shrink."""
-    job, start, chosen, _ = r
-    return {"starts": [start], "widths": [len(chosen)], "runtime": job.runtime,
-            "width": job.nodes, "pull_end": start + job.pull}
-
-
-def _done(shape, t):
-    """Node-seconds done by ``t``, second by second: each second after the pull does
-    as many as the job has nodes then."""
-    done = 0
-    for u in range(shape["starts"][0], t):
-        if u >= shape["pull_end"]:
-            done += [w for s, w in zip(shape["starts"], shape["widths"]) if s <= u][-1]
-    return done
-
-
-def _shrink(now, r, keep, shape, attempt, resized):
-    """Running entry ``r`` loses the nodes not in ``keep`` at ``now`` (its ``shape``
-    grows by one; a second loss at the same instant replaces the shape that never
-    ran). Perfectly malleable: it needs its first runtime x width node-seconds, and
-    ends at the first second by which they are done (never after start + limit)."""
-    job, start, chosen, gpus = r
-    if now > shape["starts"][-1]:
-        if resized is not None:
-            resized.append((job.job_id, attempt, shape["starts"][-1], now, list(chosen)))
-        shape["starts"].append(now)
-        shape["widths"].append(len(keep))
-    else:
-        shape["widths"][-1] = len(keep)
-    work = shape["runtime"] * shape["width"]
-    end = max(now, shape["pull_end"])
-    while _done(shape, end) < work:
-        end += 1
-    job = replace(job, nodes=len(keep), runtime=end - start - job.pull)
-    return (job, start, keep, [g for x, g in zip(chosen, gpus) if x in keep])
 
 
 def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, last,

@@ -139,7 +139,9 @@ def run(args) -> int:
                                  else config.job_qos(workload))
     if preemption.active:
         options["preemption"] = preemption
-    if args.failures is not None or has_failures(events) or preemption.active:
+    ranged = workload is not None and getattr(workload, "nodes_min", None) is not None \
+        and bool((workload.nodes_min > 0).any())          # node ranges start on fewer
+    if args.failures is not None or has_failures(events) or preemption.active or ranged:
         options["lifecycle"] = run_lifecycle(cluster, jobs, workload, args.requeue)
     if resume is not None or args.checkpoint:       # (a digest of every job: only then)
         header = {"argv": args.argv, "jobs": _fingerprint(jobs)}

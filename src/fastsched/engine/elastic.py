@@ -39,15 +39,26 @@ class Resizes:
 
 
 class Shrinks:
-    """Per job (submit order): whether it may shrink (``no_kill``) and its fewest
-    nodes (``low``); per job shrunk in its current attempt, its shapes so far and
-    what the attempt had to do; the log of the shapes a shrink ended."""
+    """Per job (submit order): whether it may shrink (``no_kill``), its fewest
+    nodes (``low``), the nodes it asks for (``full``) and its current attempt's
+    runtime on them (``base``: a job of a node range may start on fewer, and the
+    kernel then stretches its runtime); per job shrunk in its current attempt, its
+    shapes so far and what the attempt had to do; the log of the shapes a shrink
+    ended."""
 
-    def __init__(self, no_kill, low):
+    def __init__(self, no_kill, low, full, runtime):
         self.no_kill = np.asarray(no_kill, dtype=bool)
         self.low = np.asarray(low, dtype=np.int64)
+        self.full = np.array(full, dtype=np.int64)
+        self.base = np.array(runtime, dtype=np.int64)
         self.shapes: dict[int, tuple] = {}  # job -> (starts, widths, runtime, width, pull)
         self.log: list[tuple] = []          # (job, attempt, start, end, nodes, masks)
+
+    def _shapes(self, loop, j) -> tuple:
+        """Job j's shapes so far (its first: its start, on the nodes it started on)."""
+        return self.shapes.setdefault(j, ([int(loop.out.start[j])], [int(loop.jobs.nn[j])],
+                                          int(self.base[j]), int(self.full[j]),
+                                          int(loop.images.pull[j])))
 
     def shrink(self, loop, t: int, running: np.ndarray, down, complete) -> np.ndarray:
         """The jobs ``running`` on the nodes ``down`` going down at ``t``: those that may
@@ -66,17 +77,18 @@ class Shrinks:
             self._reschedule(loop, moved)
         killed = np.array(kill, dtype=np.int64)
         for j in kill:
-            if j in self.shapes:
+            if j in self.shapes or loop.jobs.nn[j] != self.full[j]:
                 self._before_kill(loop, t, j)
         return killed
 
     def killed(self, loop, killed: np.ndarray) -> None:
         """After the loop killed ``killed``: a requeued attempt asks for its full
-        width again."""
+        width again, with what is left of its runtime there."""
         for j in killed.tolist():
-            shapes = self.shapes.pop(j, None)
-            if shapes is not None and loop.out.start[j] < 0:
-                loop.jobs.nn[j] = shapes[3]
+            self.shapes.pop(j, None)
+            if loop.out.start[j] < 0:
+                loop.jobs.nn[j] = self.full[j]
+                self.base[j] = loop.jobs.runtime[j]
 
     def _shrink(self, loop, t, j, gone, complete):
         jobs, out = loop.jobs, loop.out
@@ -84,8 +96,7 @@ class Shrinks:
         nodes = out.alloc_nodes[lo:lo + n].copy()
         masks = out.alloc_mask[lo:lo + n].copy()
         start, pull = int(out.start[j]), int(loop.images.pull[j])
-        starts, widths, runtime, width, _ = self.shapes.setdefault(
-            j, ([start], [n], int(jobs.runtime[j]), n, pull))
+        starts, widths, runtime, width, _ = self._shapes(loop, j)
         keep = n - int(gone.sum())
         if t > starts[-1]:
             self.log.append((j, int(loop.requeues.restarts[j]), starts[-1], t, nodes, masks))
@@ -131,7 +142,7 @@ class Shrinks:
     def _before_kill(self, loop, t, j):
         """A shrunk attempt is killed: it had its first runtime to do, and keeps the
         work of its last checkpoint (whole seconds at its full width)."""
-        starts, widths, runtime, width, pull = self.shapes[j]
+        starts, widths, runtime, width, pull = self._shapes(loop, j)
         start = int(loop.out.start[j])
         saved = saved_work(starts, widths, start + pull, t,
                            int(loop.requeues.interval[j])) // width

@@ -83,8 +83,9 @@ def _type_count(ty, free, types, nodes):
 
 @leaf_kernel
 def _fits_now_somewhere(j, jobs, free, types, nodes):
-    """Could job ``j`` start now in one of its partitions, counting running jobs only?"""
+    """Could job ``j`` start now in one of its partitions, counting running jobs only
+    (on its fewest nodes, ``low``)?"""
     for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
-        if _type_count(jobs.pc_type[e], free, types, nodes) >= jobs.nn[j]:
+        if _type_count(jobs.pc_type[e], free, types, nodes) >= jobs.low[j]:
             return True
     return False

@@ -9,7 +9,7 @@ from numba import njit
 
 from .placement import choose_gpus_kernel
 from .blocks import _hold_blocks
-from .earliest import _ix_build, _plan_indexed, _plan_job
+from .earliest import _choose_now, _fitting_now, _ix_build, _plan_indexed, _plan_job
 from .freenow import _fits_now_somewhere, _tcount_update, _type_count
 from .interrupt import REQUEST as _REQUEST, STOP as _STOP
 from .leafkernel import leaf_kernel
@@ -112,6 +112,10 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
                 chosen[:jobs.nn[j]] = scratch.trial[:jobs.nn[j]]
                 if t == now:
                     break
+        if t != now and jobs.low[j] < jobs.nn[j] and \
+                _narrow_now(j, now, jobs, types, nodes, p, free, topo, scratch.trial, chosen,
+                            out) > 0:
+            t = now             # a node range: it starts now on fewer nodes
         if t < 0:
             if rules.stop_at_head:
                 break
@@ -227,6 +231,35 @@ def _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, free, topo, tr
     part = jobs.pc_part[e]
     return _plan_job(now, ask, only_now, not now_here, part, _nodes_of(part, nodes), nodes, p,
                      free, trial, topo, topo.unit[j], ml, topo.excl[j])
+
+
+@njit(cache=True)
+def _narrow_now(j, now, jobs, types, nodes, p, free, topo, trial, chosen, out):
+    """A ``--nodes=MIN-MAX`` job (``low`` < ``nn``) that cannot start now on its MAX
+    nodes starts now on as many as fit (at least MIN), in the first of its partitions
+    where MIN do: slurmctld asks for MAX (``req_nodes``) and takes MIN or more
+    (``eval_nodes``). Its nodes go to ``chosen``; it becomes a job of that many nodes
+    whose runtime does the same node-seconds (rounded up; the malleable model of
+    :mod:`fastsched.model.elastic`). Returns its nodes, or 0 (no start)."""
+    low, nn = jobs.low[j], jobs.nn[j]
+    for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
+        if _type_count(jobs.pc_type[e], free, types, nodes) < low:
+            continue
+        plist = _nodes_of(jobs.pc_part[e], nodes)
+        cand = np.empty(plist.shape[0], dtype=np.int64)
+        ask = Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], jobs.limit[j], low)
+        nc = _fitting_now(now, ask, False, plist, nodes, p, cand)
+        if nc < low:
+            continue
+        w = min(nc, nn)
+        _choose_now(now, Ask(ask.g, ask.c, ask.m, ask.d, w), cand[:nc], nodes, p, trial, topo,
+                    1, 0, False)
+        chosen[:w] = trial[:w]
+        out.part_used[j] = jobs.pc_part[e]
+        jobs.runtime[j] = -(-jobs.runtime[j] * nn // w)
+        jobs.nn[j] = w
+        return w
+    return 0
 
 
 @njit(cache=True)

@@ -52,9 +52,11 @@ RequestTypes = namedtuple("RequestTypes", ["p", "g", "c", "m", "cap"])
 #: per job: time limit, runtime, nodes and per-node request; its partition
 #: choices (CSR ``pc_off`` over ``pc_part`` and their request types
 #: ``pc_type``); where its nodes go in the allocation arrays (``offsets``);
-#: when it became eligible (starts a --switches wait)
+#: when it became eligible (starts a --switches wait); the fewest nodes it
+#: starts on (``low``: a ``--nodes=MIN-MAX`` job's MIN, else ``nn``;
+#: :func:`fastsched.engine.passes._narrow_now`)
 Jobs = namedtuple("Jobs", ["limit", "runtime", "nn", "rg", "rc", "rm", "pc_off", "pc_part",
-                           "pc_type", "offsets", "eligible"])
+                           "pc_type", "offsets", "eligible", "low"])
 
 #: limit groups: each job's groups (CSR ``jg_off``/``jg``), their caps and
 #: usage ([G, NCAPS], :mod:`fastsched.engine.limits`)

@@ -3,7 +3,8 @@
 ``JobRequeue``), ``checkpoint_interval`` and ``checkpoint_cost`` (seconds; empty or
 0: no checkpoints), and for elastic jobs ``no_kill`` (``1``/``yes``/``true``: sbatch
 --no-kill; empty or ``0``: not) and ``nodes_min`` (the fewest nodes it runs on after
-a node failure, at most ``num_nodes``; empty or 0: one). See
+a node failure, at most ``num_nodes``; empty or 0: one; it also starts on as few).
+A ``time_min`` column (sbatch ``--time-min``) is accepted empty or 0 only. See
 :mod:`fastsched.model.lifecycle` and :mod:`fastsched.model.elastic` for what they mean."""
 from __future__ import annotations
 
@@ -51,8 +52,21 @@ def read_lifecycle_columns(frame, fname: str, num_nodes=None) -> dict:
     return out
 
 
+#: why ``--time-min`` is refused (a column ``time_min``, or the option in a script)
+TIME_MIN_REFUSED = ("--time-min (time_min) is not modelled: Slurm's backfill may start "
+                    "such a job with its time limit cut down towards time_min to fit a gap "
+                    "(backfill.c _try_sched, _reset_job_time_limit); give the job's "
+                    "time_limit alone")
+
+
 def _read_elastic(frame, fname: str, num_nodes) -> dict:
-    """The ``no_kill`` (bool) and ``nodes_min`` (int64) columns the frame has."""
+    """The ``no_kill`` (bool) and ``nodes_min`` (int64) columns the frame has; a
+    ``time_min`` column is read and refused where set (:data:`TIME_MIN_REFUSED`)."""
+    if "time_min" in frame.columns:
+        tmin = _seconds_column(frame["time_min"], fname, "time_min")
+        if (tmin > 0).any():
+            raise InputError(TIME_MIN_REFUSED, file=fname,
+                             line=int(np.flatnonzero(tmin > 0)[0]) + 2, field="time_min")
     out = {}
     if "no_kill" in frame.columns:
         text = frame["no_kill"].astype(str).str.strip().str.lower().to_numpy(dtype=object)

@@ -24,7 +24,8 @@ Values:
   "days-hours:minutes:seconds"", plus ``UNLIMITED``/``INFINITE``; "A time limit of
   zero requests that no time limit be imposed". No ``--time``: the partition's
   MaxTime (fastsched clusters have no DefaultTime). ``--time-min`` above ``--time``
-  is an error.
+  is an error; a workload built from a request with ``--time-min`` refuses it by name
+  (backfill's shortened limits are not modelled: docs/lifecycle.md).
 * Memory (``--mem``, ``--mem-per-cpu``, ``--mem-per-gpu``): "Default units are
   megabytes. Different units can be specified using the suffix [K|M|G|T]" (K rounds
   up to whole MB; powers of 1024). "--mem, --mem-per-cpu, and --mem-per-gpu are

@@ -64,7 +64,7 @@ from ..model.constraints import (DEPENDENCY_KINDS, Dependencies, LimitGroups, Pa
                           array_throttle, no_dependencies, no_limits, one_partition_each)
 from ..model.errors import InputError
 from ..model.jobs import UNLIMITED, JobTable
-from .lifecycle import lifecycle_text, read_lifecycle_columns
+from .lifecycle import TIME_MIN_REFUSED, lifecycle_text, read_lifecycle_columns
 from .parquet import is_parquet, read_parquet_frame, write_parquet_frame
 from .sbatch import parse_array, parse_dependency
 from .submission import build_jobs
@@ -89,7 +89,8 @@ DEFAULT_QOS = "normal"
 _TASK_COLUMNS = ["array_job_id", "array_task_id", "array_task_throttle"]
 _TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array", "exclusive",
                                  "requeue", "checkpoint_interval", "checkpoint_cost",
-                                 "no_kill", "nodes_min", "container_image", GPU_TYPE_COLUMN]
+                                 "no_kill", "nodes_min", "time_min", "container_image",
+                                 GPU_TYPE_COLUMN]
 #: the optional Workload fields (None = the default)
 _OPTIONAL = ("qos", "qos_names", "name", "dependencies", "partitions", "array_job",
              "array_task", "limits", "exclusive_topo", "requeue", "checkpoint_interval",
@@ -233,11 +234,12 @@ class Workload:
         column is empty (the cluster's JobRequeue), the requeue ``delay`` (None: Slurm's)."""
         from ..model.lifecycle import REQUEUE_DELAY, Lifecycle
         elastic = bool(self.no_kill.any())
+        ranged = elastic or bool((self.nodes_min > 0).any())
         return Lifecycle(np.where(self.requeue < 0, bool(requeue), self.requeue > 0),
                          self.checkpoint_interval, self.checkpoint_cost,
                          REQUEUE_DELAY if delay is None else delay,
                          self.no_kill if elastic else None,
-                         self.nodes_min if elastic else None)
+                         self.nodes_min if ranged else None)
 
     def containers(self, pull=None):
         """Each job's container image with the pull model ``pull``
@@ -587,6 +589,8 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
             raise fail(f"unknown partition {unknown[0] if unknown else ''!r}; cluster has "
                        f"{part_names}", "partition")
         choices.append([part_names.index(p) for p in norm.partitions])
+        if norm.time_min:
+            raise fail(TIME_MIN_REFUSED, "time-min")
         for col, value in (("job_id", next_id), ("submit_time", submit_time),
                            ("time_limit", UNLIMITED if norm.time_limit is None
                             else norm.time_limit), ("runtime", runtime),

@@ -40,8 +40,9 @@ class Lifecycle:
     and ``checkpoint_cost`` (int64 seconds; interval 0 = no checkpoints), and the
     requeue ``delay`` (seconds from the kill to the new attempt's begin time).
     Elastic jobs (:mod:`fastsched.model.elastic`): ``no_kill`` (bool, sbatch
-    ``--no-kill``; None: no job) and ``nodes_min`` (int64, the fewest nodes it runs
-    on after a failure; 0 or None: one)."""
+    ``--no-kill``; None: no job) and ``nodes_min`` (int64, the fewest nodes it starts
+    on, from ``--nodes=MIN-MAX``, and runs on after a failure; 0 or None: it starts
+    on all, and a ``--no-kill`` job runs on down to one)."""
 
     requeue: np.ndarray
     checkpoint_interval: np.ndarray
@@ -86,6 +87,21 @@ class Lifecycle:
     def elastic(self) -> bool:
         """Whether any job may shrink after a node failure (``--no-kill``)."""
         return self.no_kill is not None and bool(np.asarray(self.no_kill).any())
+
+    @property
+    def ranged(self) -> bool:
+        """Whether any job has a node range (``nodes_min`` set: it may start on fewer
+        nodes than it asks for, :mod:`fastsched.model.elastic`)."""
+        return self.nodes_min is not None and bool((np.asarray(self.nodes_min) > 0).any())
+
+    def start_nodes(self, num_nodes) -> np.ndarray:
+        """The fewest nodes each job starts on: ``nodes_min`` where set (> 0; from
+        ``--nodes=MIN-MAX``), else all its ``num_nodes``."""
+        num_nodes = np.asarray(num_nodes, dtype=np.int64)
+        if self.nodes_min is None:
+            return num_nodes.copy()
+        low = np.asarray(self.nodes_min, dtype=np.int64)
+        return np.where(low > 0, np.minimum(low, num_nodes), num_nodes)
 
     def min_nodes(self, num_nodes) -> np.ndarray:
         """The fewest nodes each job keeps running on: ``nodes_min`` (at least 1) for a

@@ -101,7 +101,9 @@ def lifecycle_summary(jobs: JobTable, table: dict, lifecycle: Lifecycle) -> dict
     """The summary's ``lifecycle`` part: attempts, requeues, NODE_FAIL ends and
     the GPU-hours split (:func:`fastsched.model.lifecycle.goodput`)."""
     row = table["row"]
-    gpus = jobs.num_nodes[row].astype(np.int64) * jobs.gpus_per_node[row]
+    # each attempt at the nodes it ran on (a job of a node range may start on fewer)
+    width = np.where(table["start"] >= 0, np.diff(table["alloc_offsets"]), jobs.num_nodes[row])
+    gpus = width.astype(np.int64) * jobs.gpus_per_node[row]
     out = {"attempts": int(len(row)), "killed_attempts": int(table["killed"].sum()),
            "requeues": int((table["attempt"] > 0).sum()),
            "node_fail_jobs": int(table["node_fail"].sum()),

@@ -288,6 +288,7 @@ def _attempt_records(result, frame):
     restarts = np.zeros(n, dtype=np.int64)
     restarts[t["row"]] = t["attempt"]          # rows are in attempt order: the last wins
     frame = frame.assign(attempt=restarts)
+    _started_widths(t, frame)
     earlier = ~np.isin(np.arange(len(t["row"])), _last_rows(t))
     row = t["row"]
     prev_end = np.concatenate([[0], t["end"][:-1]])
@@ -318,8 +319,7 @@ def _attempt_records(result, frame):
     killed["nodes"] = compress_rows(names, off, t["alloc_nodes"][entries])
     killed["gpu_ids"] = gpu_id_rows(names, off, t["alloc_nodes"][entries], masks)
     killed["attempt"] = t["attempt"][k]
-    if resized is not None:             # a shape holds the nodes it has (sacct NNodes)
-        _widths(killed, np.diff(off))
+    _widths(killed, np.diff(off))       # a record holds the nodes it has (sacct NNodes)
     if t.get("pull") is not None:
         killed["pull_time"] = pd.array(t["pull"][k], dtype="Int64")
     if "partition" in killed.columns:
@@ -355,6 +355,19 @@ def _shape_times(t: dict, submit: np.ndarray, frame):
         width[rows] = np.diff(t["alloc_offsets"])[last][shrunk]
         _widths(frame, width)
     return submit, frame
+
+
+def _started_widths(t: dict, frame) -> None:
+    """Each job's record with the nodes its last attempt started on (a job of a node
+    range may start on fewer than it asks for)."""
+    last = _last_rows(t)
+    started = t["start"][last] >= 0
+    width = frame["num_nodes"].to_numpy().copy()
+    counts = np.diff(t["alloc_offsets"])[last]
+    rows = t["row"][last][started]
+    if (width[rows] != counts[started]).any():
+        width[rows] = counts[started]
+        _widths(frame, width)
 
 
 def _widths(frame, nodes) -> None:

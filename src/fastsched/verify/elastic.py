@@ -2,13 +2,15 @@
 failures (``sacct`` lists each as a record, RESIZING but the last), independently of
 the simulator (:mod:`fastsched.model.elastic` states the rules).
 
-What ``bad_resize`` GUARANTEES when it passes: the shapes of an attempt follow one
-another without gap or overlap (each starts when the previous one ended, so no
+What ``bad_resize`` GUARANTEES when it passes: every attempt started on between its
+job's ``nodes_min`` (where set; else all) and ``num_nodes`` nodes; the shapes of an
+attempt follow one another without gap or overlap (each starts when the previous one ended, so no
 second of the job is counted twice), every shape but the last ended RESIZING and the
 last did not, each holds a strict subset of the previous one's nodes (a job only
 shrinks), every node it lost went down at that instant, the job is ``--no-kill`` and
-kept at least its minimum nodes. ``resumed_work`` of a shrunk attempt: it ended when
-its node-seconds were done at the widths it had (or at its time limit), or earlier
+kept at least its minimum nodes. ``resumed_work`` of a shrunk attempt or one started on
+fewer nodes than its job asks for: it ended when its node-seconds (its runtime x
+``num_nodes``) were done at the widths it had (or at its time limit), or earlier
 only when killed.
 """
 from __future__ import annotations
@@ -32,10 +34,13 @@ def collapse(a):
     return head, tail
 
 
-def shapes_of(a, head, tail) -> dict:
-    """Attempt index -> (shape starts, widths) of the attempts with several records."""
+def shapes_of(a, head, tail, num_nodes) -> dict:
+    """Attempt index -> (shape starts, widths) of the attempts with several records or
+    started on other than their job's ``num_nodes`` (a node range)."""
     out = {}
-    for i in np.flatnonzero(tail > head).tolist():
+    counts = np.diff(a.alloc_offsets)
+    narrow = counts[head] != np.asarray(num_nodes)[a.row[head]]
+    for i in np.flatnonzero((tail > head) | narrow).tolist():
         ks = range(int(head[i]), int(tail[i]) + 1)
         out[i] = ([int(a.start[k]) for k in ks],
                   [int(a.alloc_offsets[k + 1] - a.alloc_offsets[k]) for k in ks])
@@ -47,11 +52,19 @@ def check_shapes(jobs, a, head, tail, lifecycle, failures, out) -> None:
     went down)."""
     resized = a.resized
     low = lifecycle.min_nodes(jobs.num_nodes)
+    first = lifecycle.start_nodes(jobs.num_nodes)
+    counts = np.diff(a.alloc_offsets)
     no_kill = np.zeros(len(jobs), dtype=bool) if lifecycle.no_kill is None else \
         np.asarray(lifecycle.no_kill, dtype=bool)
     for h, t in zip(head.tolist(), tail.tolist()):
         j = int(a.row[h])
         jid = int(jobs.job_id[j])
+        width = int(counts[h])
+        if a.start[h] >= 0 and not first[j] <= width <= jobs.num_nodes[j]:
+            out.append(Violation("bad_resize", jid, int(a.start[h]),
+                                 f"job {jid}: attempt {a.attempt[h]} started on {width} "
+                                 f"node(s), outside its range {first[j]}-"
+                                 f"{jobs.num_nodes[j]}"))
         if resized[t]:
             out.append(Violation("bad_resize", jid, int(a.end[t]),
                                  f"job {jid}: attempt {a.attempt[t]} ends RESIZING with no "

@@ -95,7 +95,7 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
                  else np.asarray(attempts.exempt, dtype=np.int64)[order])
     out: list[Violation] = []
     head, tail = collapse(a)
-    shapes = shapes_of(a, head, tail)
+    shapes = shapes_of(a, head, tail, jobs.num_nodes)
     whole = Attempts(a.row[head], a.attempt[head], a.start[head], a.end[tail], a.killed[tail],
                      a.alloc_offsets, a.alloc_nodes, a.pull[head])
     submit, runtime = _sequences(jobs, whole, lifecycle, out, shapes)
@@ -115,7 +115,7 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     base = verify(cluster, expanded, schedule)
     out += base.violations
     checks = base.checks + ["on_down_node", "attempt_overlap", "killed_without_failure",
-                            "resumed_work"] + (["bad_resize"] if lifecycle.elastic or shapes
+                            "resumed_work"] + (["bad_resize"] if lifecycle.elastic or lifecycle.ranged or shapes
                                                or a.resized.any() else [])
     if a.preempted.any() or a.exempt is not None:
         _preempted(jobs, a, out)
