@@ -1,0 +1,80 @@
+"""The advance reservation checks: ``reserved_node`` (no job runs on a reserved node
+while one of its windows is open, unless it runs in that reservation) and
+``outside_reservation`` (a job running in a reservation, ``--reservation``, ran only on
+its nodes, from the opening to the closing of one of its windows). Computed from the
+reservations and the schedule alone.
+
+A job running in a reservation may never start: :func:`pending_explained` accepts that
+when every window after its submission is too short for its time limit or had another
+of its reservation's jobs running."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.resvjobs import JobReservations
+from .report import Violation
+
+
+def check_reservations(schedule, start, end, reservations, out) -> list[str]:
+    """Append the violations of ``schedule`` (``start``/``end`` per job) to ``out``;
+    returns the names of the checks made."""
+    member = reservations.member if isinstance(reservations, JobReservations) else None
+    if member is not None and len(member):
+        reservations.check_jobs(len(start))
+    else:
+        member = np.full(len(start), -1, dtype=np.int32)
+    others = np.where(member >= 0, -1, start)       # the member jobs are checked below
+    horizon = int(end.max(initial=0)) + 1
+    for i, name, node in reservations.overlapping(others, end, schedule.alloc_offsets,
+                                                   schedule.alloc_nodes, horizon):
+        out.append(Violation("reserved_node", int(schedule.job_id[i]), int(start[i]),
+                             f"job {int(schedule.job_id[i])} ran on node {node} during "
+                             f"reservation {name!r}"))
+    if not (member >= 0).any():
+        return ["reserved_node"]
+    for i in np.flatnonzero((member >= 0) & (start >= 0)).tolist():
+        r = reservations.items[int(member[i])]
+        nodes = schedule.alloc_nodes[schedule.alloc_offsets[i]:schedule.alloc_offsets[i + 1]]
+        where = _outside(r, int(start[i]), int(end[i]), nodes)
+        if where:
+            out.append(Violation("outside_reservation", int(schedule.job_id[i]),
+                                 int(start[i]), f"job {int(schedule.job_id[i])} of "
+                                 f"reservation {r.name!r} ran {where}"))
+    return ["reserved_node", "outside_reservation"]
+
+
+def _outside(r, start: int, end: int, nodes) -> str:
+    """How a run [start, end) on ``nodes`` leaves reservation ``r`` ("" when it does
+    not): a node not in it, or a time outside every window."""
+    stray = np.setdiff1d(np.asarray(nodes, dtype=np.int64),
+                         np.asarray(r.nodes, dtype=np.int64))
+    if len(stray):
+        return f"on node {int(stray[0])}, not in it"
+    length, step = int(r.end) - int(r.start), r.period
+    opened = int(r.start) if not step or start < r.start else \
+        int(r.start) + (start - int(r.start)) // step * step      # the last opening
+    if not opened <= start or end > opened + length:
+        return f"over [{start}, {end}), outside its windows"
+    return ""
+
+
+def pending_explained(jobs, start, end, reservations) -> np.ndarray:
+    """Per job, True when it runs in a reservation, never started, and each window of
+    it closing after the job's submission is shorter (from then) than its time limit or
+    had another job of the reservation running in it: too busy to tell."""
+    out = np.zeros(len(start), dtype=bool)
+    if not isinstance(reservations, JobReservations) or not len(reservations.member):
+        return out
+    member = reservations.member
+    horizon = int(max(end.max(initial=0), jobs.submit_time.max(initial=0))) + 1
+    for i in np.flatnonzero((member >= 0) & (start < 0)).tolist():
+        k = int(member[i])
+        r = reservations.items[k]
+        others = np.flatnonzero((member == k) & (start >= 0))
+        submit, limit = int(jobs.submit_time[i]), int(jobs.time_limit[i])
+        opens = [int(r.start)] if not r.period else \
+            range(int(r.start), horizon, r.period)
+        out[i] = all(w + r.end - r.start - max(w, submit) < limit
+                     or ((start[others] < w + r.end - r.start) & (end[others] > w)).any()
+                     for w in opens if w + r.end - r.start > submit)
+    return out
