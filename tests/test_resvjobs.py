@@ -3,6 +3,7 @@ reservations' twin nodes, fastsched.sim.resvlayout) against the twin
 (tests/naive_resv.py) on random reservations and members, the access rule, the checker,
 the readers and the CLI."""
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 import naive_nodes
 from naive_resv import TAIL, Members
 from fastsched import Cluster, InputError, JobTable, simulate, verify
+from fastsched.cli import main
 from fastsched.engine import run_nodes
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.reservations import Reservation, Reservations
@@ -176,3 +178,102 @@ def test_overlapping_reservations_with_members_are_refused():
     members = JobReservations.of(two, ["a", "", "", ""], None, None)
     with pytest.raises(UnsupportedError, match="shares a node"):
         simulate(_cluster(), _jobs(), "easy", advance_reservations=members)
+
+
+def test_sbatch_reservation_reaches_the_workload():
+    from fastsched.io.sbatch import format_request, normalise, parse_script
+    from fastsched.io.workload import requests_to_workload
+    texts = ["#!/bin/bash\n#SBATCH -N 1 -t 1 --reservation=maint\n",
+             "#!/bin/bash\n#SBATCH -N 1 -t 1\n"]
+    norms = [normalise(parse_script(t), _cluster()) for t in texts]
+    assert [n.reservation for n in norms] == ["maint", None]
+    assert all("--reservation" not in n.ignored for n in norms)
+    assert "Reservation=maint" in format_request(norms[0])
+    w = requests_to_workload([(n, 0, 30) for n in norms], _cluster(), user="alice")
+    assert w.reservation.tolist() == ["maint", ""]
+    assert w.reservations(_MAINT).member.tolist() == [0, -1]
+    with pytest.raises(InputError, match="access denied"):
+        requests_to_workload([(n, 0, 30) for n in norms], _cluster(),
+                             user="bob").reservations(_MAINT)
+
+
+def _conf(tmp_path):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("NodeName=g[1-4] CPUs=8 Gres=gpu:4\n"
+                    "PartitionName=gpu Nodes=g[1-4] Default=YES\n")
+    (tmp_path / "gres.conf").write_text("NodeName=g[1-4] Name=gpu Count=4\n")
+    return conf
+
+
+def _workload(names):
+    from fastsched.io.workload import Workload
+    return Workload(_jobs(), np.zeros(4, np.int32), ["alice"], ["a"], np.zeros(1, np.int32),
+                    ["o"], reservation=np.array(names, dtype=object))
+
+
+def test_the_workload_csv_keeps_the_reservation_column(tmp_path):
+    from fastsched.io.slurmconf import read_cluster
+    from fastsched.io.workload import read_workload, write_workload
+    cluster = read_cluster(_conf(tmp_path))
+    write_workload(_workload(["", "", "maint", "maint"]), cluster, tmp_path / "w.csv")
+    assert read_workload(tmp_path / "w.csv", cluster).reservation.tolist() == [
+        "", "", "maint", "maint"]
+    write_workload(_workload([""] * 4), cluster, tmp_path / "plain.csv")
+    assert "reservation" not in (tmp_path / "plain.csv").read_text().splitlines()[0]
+    bad = tmp_path / "bad.csv"
+    bad.write_text((tmp_path / "w.csv").read_text().replace(",maint", ",ma int", 1))
+    with pytest.raises(InputError, match="bad.csv:4: field reservation"):
+        read_workload(bad, cluster)
+
+
+def test_cli_simulate_and_check_member_jobs(tmp_path, capsys):
+    from fastsched.io.slurmconf import read_cluster
+    from fastsched.io.workload import write_workload
+    conf = _conf(tmp_path)
+    cluster = read_cluster(conf)
+    jobs = tmp_path / "jobs.csv"
+    write_workload(_workload(["", "", "maint", "maint"]), cluster, jobs)
+    resv = tmp_path / "resv.txt"
+    resv.write_text("ReservationName=maint StartTime=50 EndTime=80 Nodes=g1 Users=alice\n")
+    out = tmp_path / "out.csv"
+    assert main(["simulate", str(jobs), "--cluster", str(conf), "--resv-file", str(resv),
+                 "--no-progress", "--jobs-out", str(out)]) == 0
+    capsys.readouterr()
+    rows = pd.read_csv(out)
+    assert rows.set_index("job_id").loc[3, "start_time"] == 50
+    assert main(["check", str(out), "--trace", str(jobs), "--cluster", str(conf),
+                 "--resv-file", str(resv)]) == 0
+    assert "outside_reservation" in capsys.readouterr().out
+    moved = tmp_path / "moved.csv"     # job 3 started before its window opened
+    rows.loc[rows.job_id == 3, ["start_time", "end_time"]] = [40, 60]
+    rows.to_csv(moved, index=False)
+    assert main(["check", str(moved), "--trace", str(jobs), "--cluster", str(conf),
+                 "--resv-file", str(resv)]) != 0
+    assert "job 3 of reservation 'maint' ran over [40, 60)" in capsys.readouterr().out
+    # no reservation file for a workload naming one; a user the reservation refuses
+    assert main(["simulate", str(jobs), "--cluster", str(conf), "--no-progress"]) != 0
+    assert "give the reservations (--resv-file)" in capsys.readouterr().err
+    resv.write_text("ReservationName=maint StartTime=50 EndTime=80 Nodes=g1 Users=bob\n")
+    assert main(["simulate", str(jobs), "--cluster", str(conf), "--resv-file", str(resv),
+                 "--no-progress"]) != 0
+    assert "job 4: access denied" in capsys.readouterr().err
+
+
+def test_cli_records_are_byte_identical_when_no_job_names_a_reservation(tmp_path, capsys):
+    from fastsched.io.slurmconf import read_cluster
+    from fastsched.io.workload import write_workload
+    conf = _conf(tmp_path)
+    jobs = tmp_path / "jobs.csv"
+    write_workload(_workload([""] * 4), read_cluster(conf), jobs)
+    named = tmp_path / "named.csv"     # the same jobs with an empty reservation column
+    lines = jobs.read_text().splitlines()
+    named.write_text("\n".join([lines[0] + ",reservation"] + [x + "," for x in lines[1:]])
+                     + "\n")
+    resv = tmp_path / "resv.txt"
+    resv.write_text("ReservationName=maint StartTime=50 EndTime=80 Nodes=g1 Users=alice\n")
+    outs = []
+    for trace in (jobs, named):
+        outs.append(tmp_path / f"out-{trace.stem}.csv")
+        assert main(["simulate", str(trace), "--cluster", str(conf), "--resv-file", str(resv),
+                     "--no-progress", "--jobs-out", str(outs[-1])]) == 0
+    assert outs[0].read_bytes() == outs[1].read_bytes()

@@ -19,6 +19,8 @@ from __future__ import annotations
 import shlex
 from datetime import datetime, timezone
 
+import numpy as np
+
 from ..model.cluster import Cluster
 from ..model.errors import InputError, UnsupportedError
 from ..model.reservations import Reservation, Reservations
@@ -142,3 +144,22 @@ def _nodes(values: dict, cluster: Cluster) -> tuple:
 
 def _list(text: str | None) -> list[str]:
     return [] if not text else [w for w in text.split(",") if w]
+
+
+def run_reservations(path, cluster: Cluster, workload=None) -> Reservations | None:
+    """The reservations of the file at ``path`` (None: no file) with the jobs of
+    ``workload`` (a :class:`fastsched.io.workload.Workload`, or None) that name one
+    (its ``reservation`` column) running in it: what ``simulate --resv-file`` and
+    ``check --resv-file`` take. A workload naming a reservation without a file is an
+    InputError naming the job."""
+    names = None if workload is None else workload.reservation
+    named = names is not None and (names != "").any()
+    if path is None:
+        if named:
+            i = int(np.flatnonzero(names != "")[0])
+            raise InputError(f"job {int(workload.jobs.job_id[i])} runs in reservation "
+                             f"{names[i]!r}: give the reservations (--resv-file)",
+                             field="reservation")
+        return None
+    resv = read_reservations(path, cluster)
+    return workload.reservations(resv) if named else resv

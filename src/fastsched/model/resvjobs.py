@@ -33,30 +33,31 @@ class JobReservations(Reservations):
     member: np.ndarray = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def of(cls, reservations: Reservations, names, users=None, accounts=None
-           ) -> "JobReservations":
+    def of(cls, reservations: Reservations, names, users=None, accounts=None,
+           job_ids=None) -> "JobReservations":
         """``reservations`` with the jobs naming one of them in ``names`` (a str per job
         row, "" or None: none); ``users`` / ``accounts``: each job's user and account
         name (None: unknown, then only reservations with no such access field can be
-        used). InputError naming the job row and field ``reservation`` for a name that
-        is not a reservation or that the job may not use."""
+        used). InputError naming the job (its id in ``job_ids``, else its row) and field
+        ``reservation`` for a name that is not a reservation or that it may not use."""
         index = {r.name: k for k, r in enumerate(reservations.items)}
         names = ["" if n is None else str(n) for n in names]
         member = np.full(len(names), -1, dtype=np.int32)
         for row, name in enumerate(names):
             if not name:
                 continue
+            job = f"job row {row}" if job_ids is None else f"job {int(job_ids[row])}"
             if "," in name:
-                raise UnsupportedError(f"job row {row}: --reservation={name}: a list of "
+                raise UnsupportedError(f"{job}: --reservation={name}: a list of "
                                        "reservations is not modelled (name one)")
             if name not in index:
-                raise InputError(f"job row {row}: requested reservation {name!r} is "
+                raise InputError(f"{job}: requested reservation {name!r} is "
                                  "invalid (no such reservation)", field="reservation")
             r = reservations.items[index[name]]
             user = None if users is None else str(users[row])
             account = None if accounts is None else str(accounts[row])
             if not may_use(r, user, account):
-                raise InputError(f"job row {row}: access denied to requested reservation "
+                raise InputError(f"{job}: access denied to requested reservation "
                                  f"{name!r} (user {user}, account {account})",
                                  field="reservation")
             member[row] = index[name]
