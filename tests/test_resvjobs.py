@@ -277,3 +277,26 @@ def test_cli_records_are_byte_identical_when_no_job_names_a_reservation(tmp_path
         assert main(["simulate", str(trace), "--cluster", str(conf), "--resv-file", str(resv),
                      "--no-progress", "--jobs-out", str(outs[-1])]) == 0
     assert outs[0].read_bytes() == outs[1].read_bytes()
+
+
+def test_the_scheduler_refuses_member_jobs_by_name():
+    from fastsched.sim.scheduler import Scheduler
+    with pytest.raises(UnsupportedError, match="Scheduler does not run jobs in a reservation"):
+        Scheduler(_cluster(), "easy", advance_reservations=_members())
+    s = Scheduler(_cluster(), "easy", advance_reservations=_members(("",) * 4))
+    s.submit(_jobs().take(np.array([0, 1])))
+    assert s.schedule(0).start_time.tolist() == [80, 0]    # as with plain reservations
+
+
+def test_a_daily_reservation_takes_its_members_in_each_window():
+    daily = Reservations((Reservation("d", 10, 40, (0,), flags=("DAILY",)),), 4)
+    jobs = JobTable.from_arrays(job_id=[1, 2, 3, 4], submit_time=[0, 50, 86_420, 86_420],
+                                time_limit=[30, 20, 10, 11], runtime=[30, 20, 10, 11],
+                                num_nodes=1, gpus_per_node=4, cpus_per_node=1, user=0)
+    members = JobReservations.of(daily, ["d"] * 4)
+    r = simulate(_cluster(), jobs, "conservative", advance_reservations=members)
+    # 1 fills the first window; 2 waits for the next; 3 fits in what is left of it after
+    # 2; 4, a second longer, would end after the window: it waits for the third
+    assert r.schedule.start_time.tolist() == [10, 86_410, 86_430, 172_810]
+    assert r.schedule.nodes_of(1).tolist() == [0]
+    assert verify(r.cluster, r.workload, r.schedule, advance_reservations=members).ok
