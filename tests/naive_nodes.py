@@ -311,22 +311,22 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
         parts = parts_of(job)
         topo = None if topo_of is None else topo_of(job, now)
         # a job in a reservation sees its side of it; its holds go into the plan
-        seen = (nodes, plan) if members is None else members.view(job, nodes, plan, now)
+        plan_in = _plan if members is None else members.planner(_plan)
         if policy == "fcfs":
-            best = _plan(now, *seen, job, parts, True, topo)
+            best = plan_in(now, nodes, plan, job, parts, True, topo)
             if best is None:
                 break
         elif policy == "easy":
-            best = _plan(now, *seen, job, parts, True, topo)
+            best = plan_in(now, nodes, plan, job, parts, True, topo)
             if best is None and reservations < depth:
-                best = _plan(now, *seen, job, parts, False, topo)
+                best = plan_in(now, nodes, plan, job, parts, False, topo)
                 if best is None or best[0] > far:
                     continue
                 reservations += 1
             if best is None:
                 continue
         else:  # conservative
-            best = _plan(now, *seen, job, parts, False, topo)
+            best = plan_in(now, nodes, plan, job, parts, False, topo)
             if best is None or best[0] > far:
                 continue
         t, chosen, p = best

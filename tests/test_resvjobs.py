@@ -15,14 +15,15 @@ from fastsched.cli import main
 from fastsched.engine import run_nodes
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.reservations import Reservation, Reservations
-from fastsched.model.resvjobs import JobReservations
+from fastsched.model.resvjobs import JobReservations, may_use
 from fastsched.sim.resvlayout import mapped_back, member_layout
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 
 
 def _reservations(draw, cluster, available, jobs, parts):
-    """1-3 reservations on disjoint nodes, one window each, and each job's membership
-    (-1: none; a job is made a member only where it can ever run)."""
+    """1-3 reservations on disjoint nodes, one window each, some MAGNETIC, some for
+    some of the users u0, u1, u2, and the jobs running in them (a job is made a member
+    only where it may and can ever run)."""
     N = cluster.num_nodes
     group = draw(st.lists(st.integers(-1, 2), min_size=N, max_size=N))
     items = []
@@ -30,21 +31,26 @@ def _reservations(draw, cluster, available, jobs, parts):
         nodes = tuple(x for x in range(N) if group[x] == k)
         if nodes:
             s = draw(st.integers(0, 60))
-            items.append(Reservation(f"r{k}", s, s + draw(st.integers(1, 60)), nodes))
+            flags = draw(st.sampled_from([(), ("MAGNETIC",)]))
+            users = draw(st.sampled_from([(), ("u0",), ("-u0",), ("u1", "u0")]))
+            items.append(Reservation(f"r{k}", s, s + draw(st.integers(1, 60)), nodes,
+                                     users=users, flags=flags))
     assume(items)
     ok = np.ones(N, bool) if available is None else np.asarray(available, bool)
-    member = np.full(len(jobs), -1, dtype=np.int32)
+    users = [f"u{u}" for u in draw(st.lists(st.integers(0, 2), min_size=len(jobs),
+                                            max_size=len(jobs)))]
+    names = [""] * len(jobs)
     for i, j in enumerate(jobs.job_id.tolist()):
         k = draw(st.integers(-1, len(items) - 1))
-        if k < 0:
+        if k < 0 or not may_use(items[k], users[i], None):
             continue
         fits = [x for x in items[k].nodes if ok[x] and cluster.gpus[x] >= jobs.gpus_per_node[i]
                 and cluster.cpus[x] >= jobs.cpus_per_node[i]
                 and cluster.mem_mb[x] >= jobs.mem_per_node[i]]
         if any(sum(x in set(cluster.partitions[p].nodes.tolist()) for x in fits)
                >= jobs.num_nodes[i] for p in parts[j]):
-            member[i] = k
-    return JobReservations(tuple(items), N, member=member)
+            names[i] = items[k].name
+    return JobReservations.of(Reservations(tuple(items), N), names, users)
 
 
 def engine_run(cluster, jobs, policy, depth, available, resv, pc, **kw):
@@ -58,9 +64,12 @@ def engine_run(cluster, jobs, policy, depth, available, resv, pc, **kw):
 
 
 def twin_members(resv, jobs):
-    return Members({int(jobs.job_id[i]): (set(resv.items[k].nodes),
-                                          [(resv.items[k].start, resv.items[k].end)])
-                    for i, k in enumerate(resv.member.tolist()) if k >= 0})
+    def of(k):
+        return set(resv.items[k].nodes), [(resv.items[k].start, resv.items[k].end)]
+    ids = jobs.job_id.tolist()
+    return Members({ids[i]: of(k) for i, k in enumerate(resv.member.tolist()) if k >= 0},
+                   {ids[i]: [of(k) for k in np.flatnonzero(row).tolist()]
+                    for i, row in enumerate(resv.attracted) if row.any()})
 
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
@@ -257,6 +266,18 @@ def test_cli_simulate_and_check_member_jobs(tmp_path, capsys):
     assert main(["simulate", str(jobs), "--cluster", str(conf), "--resv-file", str(resv),
                  "--no-progress"]) != 0
     assert "job 4: access denied" in capsys.readouterr().err
+    # a MAGNETIC reservation draws the jobs that may use it, naming it or not
+    plain = tmp_path / "plain.csv"
+    write_workload(_workload([""] * 4), cluster, plain)
+    resv.write_text("ReservationName=m StartTime=50 EndTime=80 Nodes=g1 Users=alice "
+                    "Flags=MAGNETIC\n")
+    assert main(["simulate", str(plain), "--cluster", str(conf), "--resv-file", str(resv),
+                 "--no-progress", "--jobs-out", str(out)]) == 0
+    assert pd.read_csv(out).set_index("job_id").loc[3, "start_time"] == 5   # sooner outside
+    capsys.readouterr()
+    assert main(["check", str(out), "--trace", str(plain), "--cluster", str(conf),
+                 "--resv-file", str(resv)]) == 0
+    assert "outside_reservation" in capsys.readouterr().out     # the jobs it draws
 
 
 def test_cli_records_are_byte_identical_when_no_job_names_a_reservation(tmp_path, capsys):
@@ -283,6 +304,9 @@ def test_the_scheduler_refuses_member_jobs_by_name():
     from fastsched.sim.scheduler import Scheduler
     with pytest.raises(UnsupportedError, match="Scheduler does not run jobs in a reservation"):
         Scheduler(_cluster(), "easy", advance_reservations=_members())
+    magnetic = Reservations((Reservation("m", 0, 9, (0,), flags=("MAGNETIC",)),), 4)
+    with pytest.raises(UnsupportedError, match="MAGNETIC"):
+        Scheduler(_cluster(), "easy", advance_reservations=magnetic)
     s = Scheduler(_cluster(), "easy", advance_reservations=_members(("",) * 4))
     s.submit(_jobs().take(np.array([0, 1])))
     assert s.schedule(0).start_time.tolist() == [80, 0]    # as with plain reservations
@@ -300,3 +324,24 @@ def test_a_daily_reservation_takes_its_members_in_each_window():
     assert r.schedule.start_time.tolist() == [10, 86_410, 86_430, 172_810]
     assert r.schedule.nodes_of(1).tolist() == [0]
     assert verify(r.cluster, r.workload, r.schedule, advance_reservations=members).ok
+
+
+def test_a_magnetic_reservation_draws_the_jobs_that_may_use_it():
+    magnetic = Reservations((Reservation("m", 0, 100, (0, 1), users=("alice",),
+                                         flags=("MAGNETIC",)),), 4)
+    jobs = JobTable.from_arrays(job_id=[1, 2, 3, 4], submit_time=0,
+                                time_limit=[50, 50, 50, 200], runtime=[50, 50, 50, 200],
+                                num_nodes=[2, 2, 2, 1], gpus_per_node=4, cpus_per_node=1,
+                                user=0)
+    users = ["alice", "bob", "alice", "alice"]
+    resv = JobReservations.of(magnetic, [""] * 4, users)
+    assert resv.attracted[:, 0].tolist() == [True, False, True, True]
+    r = simulate(_cluster(), jobs, "easy", advance_reservations=resv)
+    s = r.schedule
+    # 1 starts inside it (a tie with outside); 2 (bob) outside; 3 finds both taken and
+    # starts inside when 1 ends (a tie again); 4, longer than the window, runs outside
+    assert s.start_time.tolist() == [0, 0, 50, 50]
+    assert [s.nodes_of(i).tolist() for i in range(4)] == [[0, 1], [2, 3], [0, 1], [2]]
+    assert verify(r.cluster, r.workload, s, advance_reservations=resv).ok
+    with pytest.raises(UnsupportedError, match="MAGNETIC: give the jobs"):
+        simulate(_cluster(), jobs, "easy", advance_reservations=magnetic)

@@ -9,7 +9,8 @@ optional, keys are case-insensitive), e.g.::
 epoch times such as sacct dumps); ``Duration``: a Slurm time (minutes, ``HH:MM:SS``,
 ``D-HH:MM:SS``...); ``Nodes``: a hostlist (or ``ALL``), or ``NodeCnt=N`` (the first N
 nodes of ``PartitionName``, else of the cluster); ``Users``/``Accounts``: who may use
-it; ``Flags``: those :data:`fastsched.model.reservations.FLAGS` lists. A key that
+it (:mod:`fastsched.model.resvjobs`); ``Flags``: those
+:data:`fastsched.model.reservations.FLAGS` lists. A key that
 would change what the reservation holds and is not modelled (``CoreCnt``, ``TRES``,
 ``Licenses``, ``BurstBuffer``...) is refused by name; lines starting with ``#`` and
 blank lines are skipped.
@@ -149,7 +150,7 @@ def _list(text: str | None) -> list[str]:
 def run_reservations(path, cluster: Cluster, workload=None) -> Reservations | None:
     """The reservations of the file at ``path`` (None: no file) with the jobs of
     ``workload`` (a :class:`fastsched.io.workload.Workload`, or None) that name one
-    (its ``reservation`` column) running in it: what ``simulate --resv-file`` and
+    (its ``reservation`` column) running in it, and those a MAGNETIC one draws: what ``simulate --resv-file`` and
     ``check --resv-file`` take. A workload naming a reservation without a file is an
     InputError naming the job."""
     names = None if workload is None else workload.reservation
@@ -162,4 +163,6 @@ def run_reservations(path, cluster: Cluster, workload=None) -> Reservations | No
                              field="reservation")
         return None
     resv = read_reservations(path, cluster)
-    return workload.reservations(resv) if named else resv
+    magnetic = any("MAGNETIC" in r.flags for r in resv.items)
+    return workload.reservations(resv) if named or (magnetic and workload is not None) \
+        else resv

@@ -12,6 +12,11 @@ Access (``scontrol create reservation``): each access field given (``Users``,
 listing ``-name`` denies those and allows the others; user ``root`` may use every
 reservation. A reservation with neither field (a maintenance window written without
 ``Users=root``) lets every job in.
+
+``Flags=MAGNETIC``: a job naming no reservation that may use a magnetic one is drawn
+to it (Slurm queues it once per magnetic reservation and once without): it runs in
+whichever lets it start first, inside the reservation on a tie, as a member when
+inside.
 """
 from __future__ import annotations
 
@@ -31,6 +36,8 @@ class JobReservations(Reservations):
     (``simulate``, ``verify``), this one also makes the member jobs use them."""
 
     member: np.ndarray = field(default=None, compare=False, repr=False)
+    #: bool (jobs x reservations): the MAGNETIC reservations each job is drawn to
+    attracted: np.ndarray = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, reservations: Reservations, names, users=None, accounts=None,
@@ -61,7 +68,12 @@ class JobReservations(Reservations):
                                  f"{name!r} (user {user}, account {account})",
                                  field="reservation")
             member[row] = index[name]
-        return cls(reservations.items, reservations.num_nodes, member=member)
+        attracted = np.zeros((len(names), len(reservations.items)), dtype=bool)
+        for k, r in enumerate(reservations.items):
+            if "MAGNETIC" in r.flags:
+                attracted[:, k] = (member < 0) & _may_use_all(r, users, accounts, len(names))
+        return cls(reservations.items, reservations.num_nodes, member=member,
+                   attracted=attracted)
 
     def __post_init__(self):
         super().__post_init__()
@@ -69,14 +81,21 @@ class JobReservations(Reservations):
             object.__setattr__(self, "member", np.zeros(0, dtype=np.int32))
         member = np.ascontiguousarray(self.member, dtype=np.int32)
         object.__setattr__(self, "member", member)
+        attracted = np.zeros((len(member), len(self.items)), dtype=bool) \
+            if self.attracted is None else np.asarray(self.attracted, dtype=bool)
+        if attracted.shape != (len(member), len(self.items)):
+            raise InputError(f"attracted is {attracted.shape}, not jobs x reservations "
+                             f"{(len(member), len(self.items))}", field="reservation")
+        object.__setattr__(self, "attracted", attracted)
         if len(member) and (member.min() < -1 or member.max() >= len(self.items)):
             raise InputError("a job's reservation index is outside the reservations",
                              field="reservation")
 
     @property
     def used(self) -> np.ndarray:
-        """Indices of the reservations some job runs in, ascending."""
-        return np.unique(self.member[self.member >= 0])
+        """Indices of the reservations some job runs in or is drawn to, ascending."""
+        return np.union1d(self.member[self.member >= 0],
+                          np.flatnonzero(self.attracted.any(axis=0)))
 
     def check_jobs(self, num_jobs: int) -> None:
         """InputError unless there is one membership per job."""
@@ -93,6 +112,23 @@ def may_use(r: Reservation, user: str | None, account: str | None) -> bool:
     return _approves(r.users, user) and _approves(r.accounts, account)
 
 
+def _may_use_all(r: Reservation, users, accounts, n: int) -> np.ndarray:
+    """:func:`may_use` for every job at once (bool per job)."""
+    users = None if users is None else np.asarray(users, dtype=object).astype(str)
+    accounts = None if accounts is None else np.asarray(accounts, dtype=object).astype(str)
+    ok = _approve_all(r.users, users, n) & _approve_all(r.accounts, accounts, n)
+    return ok if users is None else ok | (users == "root")
+
+
+def _approve_all(names: tuple, who, n: int) -> np.ndarray:
+    if not names:
+        return np.ones(n, dtype=bool)
+    if who is None:
+        return np.zeros(n, dtype=bool)
+    denied = [x[1:] for x in names if x.startswith("-")]
+    return ~np.isin(who, denied) if denied else np.isin(who, list(names))
+
+
 def _approves(names: tuple, who: str | None) -> bool:
     if not names:
         return True
@@ -103,7 +139,13 @@ def _approves(names: tuple, who: str | None) -> bool:
 
 
 def members_of(resv: Reservations | None) -> JobReservations | None:
-    """``resv`` when some job runs in one of its reservations, else None."""
-    if isinstance(resv, JobReservations) and len(resv.used):
-        return resv
+    """``resv`` when some job runs in or is drawn to one of its reservations, else
+    None. UnsupportedError for a MAGNETIC reservation without the jobs (the
+    :class:`Reservations` alone: who is drawn to it is unknown)."""
+    if isinstance(resv, JobReservations):
+        return resv if len(resv.used) else None
+    magnetic = [r.name for r in (resv.items if resv else ()) if "MAGNETIC" in r.flags]
+    if magnetic:
+        raise UnsupportedError(f"reservation {magnetic[0]!r} is MAGNETIC: give the jobs' "
+                               "reservations (JobReservations.of, Workload.reservations)")
     return None

@@ -7,8 +7,10 @@ the twins back to their nodes.
 
 Member jobs take partitions ``P@R`` (the nodes of partition P in reservation R, as
 twins), one per partition they ask for: Slurm's node set for a job in a reservation
-is the reservation's nodes within its partition. Nothing else changes for the other
-jobs (their partitions hold no twin), so a run without member jobs is untouched.
+is the reservation's nodes within its partition. A job drawn to MAGNETIC reservations
+takes those partitions of each first, then its own: it starts wherever it can first,
+in the reservation on a tie. Nothing else changes for the other jobs (their partitions
+hold no twin), so a run without member jobs is untouched.
 
 A member job that fits no window (its time limit longer than every window left, or
 submitted after the last) could only start after the twins' last hold, at
@@ -71,24 +73,42 @@ def member_layout(cluster: Cluster, resv: JobReservations, choices: PartitionCho
                                  nodes=np.sort(twin_of[k][inside]).astype(np.int64)))
             partition_of.append(p)
     big = _with_twins(cluster, node_of, parts)
-    # member jobs' choices: their partitions within their reservation
-    member = resv.member
-    rows = np.repeat(np.arange(len(member)), np.diff(choices.offsets))
-    part = choices.partition.astype(np.int64)
-    lookup = np.full((len(resv.items), P), -1, dtype=np.int64)
-    for (k, p), q in index.items():
-        lookup[k, p] = q
-    m = member[rows]
-    part = np.where(m >= 0, lookup[np.maximum(m, 0), part], part)
-    new_choices = PartitionChoices(choices.offsets.copy(), part.astype(np.int32))
+    new_choices = _member_choices(resv, choices, index, P)
     holds = [tuple(np.asarray(a, dtype=np.int64) for a in blocked)] if blocked else []
     for k in used:
-        count = int((member == k).sum())
+        count = int((resv.member == k).sum())       # (one drawn to it may run outside)
         holds.append(_outside(resv, k, twin_of[k], horizon + count * resv.items[k].period))
     start, end, node = (np.concatenate([h[i] for h in holds]) for i in range(3))
     order = np.lexsort((node, end, start))
     return MemberLayout(big, new_choices, (start[order], end[order], node[order]),
                         node_of, np.asarray(partition_of, dtype=np.int32))
+
+
+def _member_choices(resv: JobReservations, choices: PartitionChoices, index: dict,
+                    P: int) -> PartitionChoices:
+    """Each job's partition choices on the layout: a member's partitions within its
+    reservation; for a job drawn to MAGNETIC ones, its partitions within each (in the
+    reservations' order) and then its own; the others' unchanged."""
+    lookup = np.full((len(resv.items), P), -1, dtype=np.int64)
+    for (k, p), q in index.items():
+        lookup[k, p] = q
+    rows = np.repeat(np.arange(len(resv.member)), np.diff(choices.offsets))
+    part = choices.partition.astype(np.int64)
+    m = resv.member[rows]
+    own = np.where(m >= 0, lookup[np.maximum(m, 0), part], part)
+    # (row, rank, partition) of every choice; rank orders a row's reservations first
+    R = len(resv.items)
+    parts, ranks, rows_of = [own], [np.full(len(own), R)], [rows]
+    for k in np.flatnonzero(resv.attracted.any(axis=0)).tolist():
+        drawn = resv.attracted[rows, k]
+        parts.append(lookup[k, part[drawn]])
+        ranks.append(np.full(int(drawn.sum()), k))
+        rows_of.append(rows[drawn])
+    part, rank, row = (np.concatenate(a) for a in (parts, ranks, rows_of))
+    order = np.lexsort((rank, row))            # stable: each row's own order kept
+    offsets = np.zeros(len(resv.member) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=len(resv.member)), out=offsets[1:])
+    return PartitionChoices(offsets, part[order].astype(np.int32))
 
 
 def _check_disjoint(resv: JobReservations, used) -> None:

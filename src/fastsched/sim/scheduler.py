@@ -544,9 +544,10 @@ def _checked_reservations(reservations: Reservations | None, cluster: Cluster,
     if engine in ("pool", "slurm"):
         raise UnsupportedError("advance reservations need the node engine "
                                "(reservations=\"nodes\")")
-    if members_of(reservations) is not None:
+    if any("MAGNETIC" in r.flags for r in reservations.items) or \
+            members_of(reservations) is not None:
         raise UnsupportedError("the Scheduler does not run jobs in a reservation "
-                               "(--reservation) yet: simulate() does")
+                               "(--reservation, MAGNETIC) yet: simulate() does")
     return reservations
 
 

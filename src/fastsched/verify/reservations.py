@@ -4,7 +4,9 @@ while one of its windows is open, unless it runs in that reservation) and
 its nodes, from the opening to the closing of one of its windows). Computed from the
 reservations and the schedule alone.
 
-A job running in a reservation may never start: :func:`pending_explained` accepts that
+A job drawn to a MAGNETIC reservation is checked as one running in it when it ran on
+the reservation's nodes while a window was open, else as any other job. A job running in a reservation may
+never start: :func:`pending_explained` accepts that
 when every window after its submission is too short for its time limit or had another
 of its reservation's jobs running."""
 from __future__ import annotations
@@ -21,6 +23,7 @@ def check_reservations(schedule, start, end, reservations, out) -> list[str]:
     member = reservations.member if isinstance(reservations, JobReservations) else None
     if member is not None and len(member):
         reservations.check_jobs(len(start))
+        member = _ran_in(reservations, start, end, schedule)
     else:
         member = np.full(len(start), -1, dtype=np.int32)
     others = np.where(member >= 0, -1, start)       # the member jobs are checked below
@@ -30,8 +33,9 @@ def check_reservations(schedule, start, end, reservations, out) -> list[str]:
         out.append(Violation("reserved_node", int(schedule.job_id[i]), int(start[i]),
                              f"job {int(schedule.job_id[i])} ran on node {node} during "
                              f"reservation {name!r}"))
-    if not (member >= 0).any():
-        return ["reserved_node"]
+    checks = ["reserved_node"]
+    if isinstance(reservations, JobReservations) and len(reservations.used):
+        checks.append("outside_reservation")
     for i in np.flatnonzero((member >= 0) & (start >= 0)).tolist():
         r = reservations.items[int(member[i])]
         nodes = schedule.alloc_nodes[schedule.alloc_offsets[i]:schedule.alloc_offsets[i + 1]]
@@ -40,7 +44,34 @@ def check_reservations(schedule, start, end, reservations, out) -> list[str]:
             out.append(Violation("outside_reservation", int(schedule.job_id[i]),
                                  int(start[i]), f"job {int(schedule.job_id[i])} of "
                                  f"reservation {r.name!r} ran {where}"))
-    return ["reserved_node", "outside_reservation"]
+    return checks
+
+
+def _ran_in(reservations, start, end, schedule) -> np.ndarray:
+    """Per job, the reservation it ran in (-1: none): the one it names, or for a job
+    drawn to MAGNETIC ones, the one whose nodes it ran on while a window was open (it
+    must then have run inside it; otherwise it ran as any other job)."""
+    member = reservations.member.copy()
+    drawn = np.flatnonzero(reservations.attracted.any(axis=1) & (start >= 0))
+    if not len(drawn):
+        return member
+    first = np.asarray(schedule.alloc_nodes)[np.asarray(schedule.alloc_offsets)[drawn]]
+    for k in np.flatnonzero(reservations.attracted.any(axis=0)).tolist():
+        r = reservations.items[k]
+        inside = reservations.attracted[drawn, k] & np.isin(first, r.nodes) & \
+            _meets_window(r, start[drawn], end[drawn])
+        member[drawn[inside]] = k
+    return member
+
+
+def _meets_window(r, start, end) -> np.ndarray:
+    """Per run [start, end), does it overlap a window of ``r``? (The first window that
+    closes after ``start`` is the only one that can open first.)"""
+    length, step = int(r.end) - int(r.start), r.period
+    if not step:
+        return (int(r.start) < end) & (start < int(r.end))
+    k = np.maximum(-((int(r.start) + length - start - 1) // step), 0)   # closes after start
+    return int(r.start) + k * step < end
 
 
 def _outside(r, start: int, end: int, nodes) -> str:
