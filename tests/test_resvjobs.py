@@ -56,7 +56,7 @@ def _reservations(draw, cluster, available, jobs, parts):
 def engine_run(cluster, jobs, policy, depth, available, resv, pc, **kw):
     """The simulator's way: the layout, the node engine on it, the run mapped back."""
     horizon = int(jobs.submit_time.max()) + int(jobs.time_limit.max())
-    layout = member_layout(cluster, resv, pc, resv.windows(horizon), horizon)
+    layout = member_layout(cluster, resv, pc, resv.windows(horizon), horizon, jobs)
     avail = None if available is None else np.asarray(available)[layout.node_of]
     run = run_nodes(layout.cluster, jobs, policy, depth, avail, partitions=layout.partitions,
                     blocked=layout.blocked, **kw)

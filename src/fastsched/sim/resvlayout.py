@@ -51,10 +51,10 @@ class MemberLayout:
 
 
 def member_layout(cluster: Cluster, resv: JobReservations, choices: PartitionChoices,
-                  blocked, horizon: int) -> MemberLayout:
+                  blocked, horizon: int, jobs) -> MemberLayout:
     """The layout for ``resv``'s member jobs (``choices``: every job's partitions;
     ``blocked``: the windows held for the other jobs; ``horizon``: repeating windows
-    are listed until it, and for a reservation with k member jobs k periods beyond)."""
+    are listed until it, and beyond it as many more as :func:`_backlog` says)."""
     used = [int(k) for k in resv.used]
     _check_disjoint(resv, used)
     N, P = cluster.num_nodes, len(cluster.partitions)
@@ -76,8 +76,8 @@ def member_layout(cluster: Cluster, resv: JobReservations, choices: PartitionCho
     new_choices = _member_choices(resv, choices, index, P)
     holds = [tuple(np.asarray(a, dtype=np.int64) for a in blocked)] if blocked else []
     for k in used:
-        count = int((resv.member == k).sum())       # (one drawn to it may run outside)
-        holds.append(_outside(resv, k, twin_of[k], horizon + count * resv.items[k].period))
+        holds.append(_outside(resv, k, twin_of[k],
+                              horizon + _backlog(resv, k, jobs) * resv.items[k].period))
     start, end, node = (np.concatenate([h[i] for h in holds]) for i in range(3))
     order = np.lexsort((node, end, start))
     return MemberLayout(big, new_choices, (start[order], end[order], node[order]),
@@ -109,6 +109,19 @@ def _member_choices(resv: JobReservations, choices: PartitionChoices, index: dic
     offsets = np.zeros(len(resv.member) + 1, dtype=np.int64)
     np.cumsum(np.bincount(row, minlength=len(resv.member)), out=offsets[1:])
     return PartitionChoices(offsets, part[order].astype(np.int32))
+
+
+def _backlog(resv: JobReservations, k: int, jobs) -> int:
+    """How many windows of reservation k past the horizon its members may need: their
+    node-seconds (by time limit) over a window's, and two more (a job drawn to it may
+    run outside). Every window listed is breakpoints on the twins' profiles, so not
+    one per member: a member left without a window stays pending."""
+    r = resv.items[k]
+    if not r.period:
+        return 0
+    mine = resv.member == k
+    work = int((jobs.num_nodes[mine].astype(np.int64) * jobs.time_limit[mine]).sum())
+    return 2 + -(-work // (len(r.nodes) * (int(r.end) - int(r.start))))
 
 
 def _check_disjoint(resv: JobReservations, used) -> None:

@@ -225,7 +225,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                            placement=placement, events=events, lifecycle=lifecycle,
                            blocked=_blocked(advance_reservations, jobs), checked=True)
         layout = None if members is None else member_layout(
-            cluster, members, choices, constraints["blocked"], _horizon(jobs))
+            cluster, members, choices, constraints["blocked"], _horizon(jobs), jobs)
         if layout is not None:      # member jobs: on the reservations' twin nodes
             constraints.update(blocked=layout.blocked, partitions=check_node_jobs(
                 layout.cluster, jobs, ever_available(layout.cluster, None, None),

@@ -36,14 +36,9 @@ def check_reservations(schedule, start, end, reservations, out) -> list[str]:
     checks = ["reserved_node"]
     if isinstance(reservations, JobReservations) and len(reservations.used):
         checks.append("outside_reservation")
-    for i in np.flatnonzero((member >= 0) & (start >= 0)).tolist():
-        r = reservations.items[int(member[i])]
-        nodes = schedule.alloc_nodes[schedule.alloc_offsets[i]:schedule.alloc_offsets[i + 1]]
-        where = _outside(r, int(start[i]), int(end[i]), nodes)
-        if where:
-            out.append(Violation("outside_reservation", int(schedule.job_id[i]),
-                                 int(start[i]), f"job {int(schedule.job_id[i])} of "
-                                 f"reservation {r.name!r} ran {where}"))
+    for k in np.unique(member[(member >= 0) & (start >= 0)]).tolist():
+        _check_members(reservations.items[k], np.flatnonzero((member == k) & (start >= 0)),
+                       schedule, start, end, out)
     return checks
 
 
@@ -74,19 +69,30 @@ def _meets_window(r, start, end) -> np.ndarray:
     return int(r.start) + k * step < end
 
 
-def _outside(r, start: int, end: int, nodes) -> str:
-    """How a run [start, end) on ``nodes`` leaves reservation ``r`` ("" when it does
-    not): a node not in it, or a time outside every window."""
-    stray = np.setdiff1d(np.asarray(nodes, dtype=np.int64),
-                         np.asarray(r.nodes, dtype=np.int64))
-    if len(stray):
-        return f"on node {int(stray[0])}, not in it"
-    length, step = int(r.end) - int(r.start), r.period
-    opened = int(r.start) if not step or start < r.start else \
-        int(r.start) + (start - int(r.start)) // step * step      # the last opening
-    if not opened <= start or end > opened + length:
-        return f"over [{start}, {end}), outside its windows"
-    return ""
+def _check_members(r, jobs, schedule, start, end, out) -> None:
+    """An ``outside_reservation`` violation for each of ``jobs`` (rows running in
+    reservation ``r``) that ran on a node not in it, or not from the opening to the
+    closing of one of its windows (its last opening at or before the start)."""
+    offsets = np.asarray(schedule.alloc_offsets)
+    width = offsets[jobs + 1] - offsets[jobs]
+    entry = np.repeat(offsets[jobs] - np.cumsum(width) + width, width) + np.arange(width.sum())
+    node = np.asarray(schedule.alloc_nodes)[entry]
+    stray = ~np.isin(node, np.asarray(r.nodes, dtype=np.int64))
+    first_stray = np.full(len(jobs), -1, dtype=np.int64)
+    owner = np.repeat(np.arange(len(jobs)), width)
+    first_stray[owner[stray][::-1]] = node[stray][::-1]     # (the first one wins)
+    s, e = start[jobs], end[jobs]
+    length, step = int(r.end) - int(r.start), max(r.period, 1)
+    opened = np.where(s < r.start, r.start, r.start + (s - r.start) // step * step) \
+        if r.period else np.full(len(jobs), int(r.start))
+    late = (s < opened) | (e > opened + length)
+    for q in np.flatnonzero((first_stray >= 0) | late).tolist():
+        where = f"on node {int(first_stray[q])}, not in it" if first_stray[q] >= 0 else \
+            f"over [{int(s[q])}, {int(e[q])}), outside its windows"
+        i = int(jobs[q])
+        out.append(Violation("outside_reservation", int(schedule.job_id[i]), int(start[i]),
+                             f"job {int(schedule.job_id[i])} of reservation {r.name!r} "
+                             f"ran {where}"))
 
 
 def pending_explained(jobs, start, end, reservations) -> np.ndarray:
