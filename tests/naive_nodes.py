@@ -299,7 +299,7 @@ def _on_grid(t, res):
 
 
 def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, held_out,
-          res=1, window=None, topo_of=None, blocked=(), low=None):
+          res=1, window=None, topo_of=None, blocked=(), low=None, members=None):
     """A job of a node range (``low``: by job id, its fewest nodes and the partitions
     where it may start on fewer) that does not start now on all its nodes starts on
     fewer (:func:`_narrow`) before it reserves. Every hold (running, started or reserved at t) ends at its end (start +
@@ -308,8 +308,8 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
     ``window`` after now gets no reservation (and uses none of EASY's)."""
     plan = [[] for _ in nodes]
     for s, e, x in blocked:            # advance reservations: the node held whole
-        if e > now:
-            plan[x].append((s, e, nodes[x].gpus, nodes[x].cpus, nodes[x].mem))
+        if e > now:     # (tagged: the jobs running in the reservation do not see it)
+            plan[x].append((s, e, nodes[x].gpus, nodes[x].cpus, nodes[x].mem, "window"))
     for job, start, chosen, _ in running:
         until = _on_grid(start + job.boot + job.limit, res)
         if _exclusive(topo_of, job, now):
@@ -330,23 +330,25 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
         parts = parts_of(job)
         topo = None if topo_of is None else topo_of(job, now)
         least, choices = (low or {}).get(job.job_id, (job.nodes, parts))
+        # a job in a reservation sees its side of it; its holds go into the plan
+        plan_in = _plan if members is None else members.planner(_plan)
         if policy == "fcfs":
-            best = _plan(now, nodes, plan, job, parts, True, topo) or \
+            best = plan_in(now, nodes, plan, job, parts, True, topo) or \
                 _narrow(now, nodes, plan, job, choices, least)
             if best is None:
                 break
         elif policy == "easy":
-            best = _plan(now, nodes, plan, job, parts, True, topo) or \
+            best = plan_in(now, nodes, plan, job, parts, True, topo) or \
                 _narrow(now, nodes, plan, job, choices, least)
             if best is None and reservations < depth:
-                best = _plan(now, nodes, plan, job, parts, False, topo)
+                best = plan_in(now, nodes, plan, job, parts, False, topo)
                 if best is None or best[0] > far:
                     continue
                 reservations += 1
             if best is None:
                 continue
         else:  # conservative
-            best = _plan(now, nodes, plan, job, parts, False, topo)
+            best = plan_in(now, nodes, plan, job, parts, False, topo)
             if best is None or best[0] != now:
                 best = _narrow(now, nodes, plan, job, choices, least) or best
             if best is None or best[0] > far:
@@ -389,7 +391,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
              reorder=None, period=None, resolution=1, window=None, placement=None,
              events=None, requeue=None, checkpoint=None, delay=121, attempts=None,
              blocked=(), images=None, power=None, no_kill=None, nodes_min=None,
-             resized=None, preempt=None):
+             resized=None, preempt=None, members=None):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
@@ -429,6 +431,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     of its nodes when some go down shrinks onto the rest instead of being killed (see
     :func:`_shrink`); ``resized`` (a list) gets each shape a shrink ended as (job id,
     attempt number, start, end, [node indices]).
+    ``members``: jobs running in a reservation (:class:`naive_resv.Members`: the rule
+    is written there).
     ``preempt``: see :func:`naive_preempt` (the rule is written there);
     ``attempts`` entries then get whether the attempt was preempted as a last item.
 
@@ -464,7 +468,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     for job in jobs:
         if job.limit < 1 or job.runtime < 0 or job.nodes < 1:
             raise ValueError(f"invalid job {job}")
-        if all(sum(_eligible(node, _in_partition(job, p)) for node in nodes) < job.nodes
+        seen = nodes if members is None else members.view(job, nodes, None, 0)[0]
+        if all(sum(_eligible(node, _in_partition(job, p)) for node in seen) < job.nodes
                for p in parts_of(job)):
             raise ValueError(f"job {job.job_id} can never fit")
 
@@ -579,7 +584,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         restarts[i] = restarts.get(i, 0) + 1
 
     last_window = None
-    closings = sorted({e for _, e, _ in blocked})
+    closings = sorted({e for _, e, _ in blocked} | set(() if members is None else
+                                                       members.closings()))
     now = -1
 
     def closing():          # the next window end, while jobs wait
@@ -621,7 +627,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         while True:
             queue = queue_now(now)
             started = _pass(policy, reserve_depth, now, queue, nodes, running, parts_of,
-                            groups, caps, held, resolution, window, topo_of, blocked, low)
+                            groups, caps, held, resolution, window, topo_of, blocked, low,
+                            members)
             for k, (job, chosen, p) in enumerate(started):
                 if power is not None:
                     job = replace(job, boot=boot_wait(now, chosen))

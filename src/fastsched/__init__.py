@@ -45,6 +45,7 @@ _PUBLIC_BY_MODULE = {
     "model.cluster": ('Cluster', 'ClusterState', 'NodeState', 'Partition',),
     "model.events": ('NodeEvents',),
     "model.reservations": ('Reservation', 'Reservations',),
+    "model.resvjobs": ('JobReservations',),
     "model.failures": ('FailureModel',),
     "model.images": ('Containers', 'ImagePull',),
     "model.power": ('PowerSaving',),

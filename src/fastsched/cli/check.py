@@ -59,7 +59,9 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         help="the failure model the run drew events from (simulate --failures)")
     parser.add_argument("--resv-file", metavar="FILE",
                         help="the advance reservations of the run (simulate --resv-file): also "
-                        "check that no job ran on a reserved node while it was open")
+                        "check that no job ran on a reserved node while it was open, and that "
+                        "the jobs of the trace's reservation column ran only on its nodes, "
+                        "inside its windows")
     parser.add_argument("--power", metavar="SPEC", type=power_text,
                         help="the power saving of the run (simulate --power, over --cluster's "
                         "slurm.conf keys): records with a configure_time column are checked "
@@ -87,9 +89,10 @@ def run(args) -> int:
     placement = placement_from_args(args, cluster, jobs, workload)
     if placement is not None:
         constraints["placement"] = placement
-    if args.resv_file:
-        from ..io.reservations import read_reservations
-        constraints["advance_reservations"] = read_reservations(args.resv_file, cluster)
+    from ..io.reservations import run_reservations
+    resv = run_reservations(args.resv_file, cluster, workload)
+    if resv is not None:
+        constraints["advance_reservations"] = resv
     # EmptyDataError and UnicodeDecodeError are ValueErrors; a damaged .gz raises
     # EOFError or zlib.error
     try:

@@ -60,7 +60,9 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "reservation` takes them: ReservationName=maint StartTime=86400 "
                         "Duration=4:00:00 Nodes=gpu[001-016] Flags=MAINT (DAILY, WEEKLY "
                         "repeat); no job runs on their nodes while they are open, and "
-                        "backfill plans none across them (nodes model)")
+                        "backfill plans none across them (nodes model), but the jobs of the "
+                        "workload's reservation column (sbatch --reservation): those run only "
+                        "there, starting and ending by their time limit inside a window")
     parser.add_argument("--image-pull", metavar="SPEC", type=image_pull,
                         help="container image pulls (the workload's container_image column, "
                         "sbatch --container-image): default=120s,cache=4[,IMAGE=SECONDS...]: "
@@ -119,9 +121,10 @@ def run(args) -> int:
                    placement=placement_from_args(args, cluster, jobs, workload),
                    reservations=args.reservations, events=events, failures=args.failures,
                    **_planning_grid(args, cluster))
-    if args.resv_file:
-        from ..io.reservations import read_reservations
-        options["advance_reservations"] = read_reservations(args.resv_file, cluster)
+    from ..io.reservations import run_reservations
+    resv = run_reservations(args.resv_file, cluster, workload)
+    if resv is not None:
+        options["advance_reservations"] = resv
     if args.image_pull is not None:
         if workload is None:
             raise InputError("--image-pull needs a workload CSV (its container_image column)",

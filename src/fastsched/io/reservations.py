@@ -9,7 +9,8 @@ optional, keys are case-insensitive), e.g.::
 epoch times such as sacct dumps); ``Duration``: a Slurm time (minutes, ``HH:MM:SS``,
 ``D-HH:MM:SS``...); ``Nodes``: a hostlist (or ``ALL``), or ``NodeCnt=N`` (the first N
 nodes of ``PartitionName``, else of the cluster); ``Users``/``Accounts``: who may use
-it; ``Flags``: those :data:`fastsched.model.reservations.FLAGS` lists. A key that
+it (:mod:`fastsched.model.resvjobs`); ``Flags``: those
+:data:`fastsched.model.reservations.FLAGS` lists. A key that
 would change what the reservation holds and is not modelled (``CoreCnt``, ``TRES``,
 ``Licenses``, ``BurstBuffer``...) is refused by name; lines starting with ``#`` and
 blank lines are skipped.
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import shlex
 from datetime import datetime, timezone
+
+import numpy as np
 
 from ..model.cluster import Cluster
 from ..model.errors import InputError, UnsupportedError
@@ -142,3 +145,24 @@ def _nodes(values: dict, cluster: Cluster) -> tuple:
 
 def _list(text: str | None) -> list[str]:
     return [] if not text else [w for w in text.split(",") if w]
+
+
+def run_reservations(path, cluster: Cluster, workload=None) -> Reservations | None:
+    """The reservations of the file at ``path`` (None: no file) with the jobs of
+    ``workload`` (a :class:`fastsched.io.workload.Workload`, or None) that name one
+    (its ``reservation`` column) running in it, and those a MAGNETIC one draws: what ``simulate --resv-file`` and
+    ``check --resv-file`` take. A workload naming a reservation without a file is an
+    InputError naming the job."""
+    names = None if workload is None else workload.reservation
+    named = names is not None and (names != "").any()
+    if path is None:
+        if named:
+            i = int(np.flatnonzero(names != "")[0])
+            raise InputError(f"job {int(workload.jobs.job_id[i])} runs in reservation "
+                             f"{names[i]!r}: give the reservations (--resv-file)",
+                             field="reservation")
+        return None
+    resv = read_reservations(path, cluster)
+    magnetic = any("MAGNETIC" in r.flags for r in resv.items)
+    return workload.reservations(resv) if named or (magnetic and workload is not None) \
+        else resv

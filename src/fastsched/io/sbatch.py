@@ -161,6 +161,7 @@ class NormalisedRequest:
     notes: list[str] = field(default_factory=list)
     #: pyxis/enroot options as given: name without dashes -> value (None: a flag)
     container: dict[str, str | None] = field(default_factory=dict)
+    reservation: str | None = None     # --reservation=name: runs only inside it
 
     @property
     def whole_node_checked(self) -> bool:
@@ -642,7 +643,7 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
     array, max_running = (None, None)
     if "array" in req:
         array, max_running = _wrap(req, "array", parse_array)
-    for name in ("qos", "account", "constraint", "job-name"):
+    for name in ("qos", "account", "constraint", "job-name", "reservation"):
         if name in req and not (req.get(name) or "").strip():
             raise _err(f"--{name} is empty", o(name), name)
 
@@ -658,7 +659,7 @@ def normalise(req: SlurmRequest, cluster=None) -> NormalisedRequest:
         job_name=req.get("job-name"), gpus_total=gpus_total, other_gres=other_gres,
         switches=switches, switches_wait=switches_wait, segment=segment,
         requeue=_requeue(req), no_kill=_no_kill(req), ignored=ignored, notes=notes,
-        container=container)
+        container=container, reservation=req.get("reservation"))
 
 
 def _no_kill(req: SlurmRequest) -> bool:
@@ -737,6 +738,8 @@ def format_request(norm: NormalisedRequest) -> list[str]:
         f"OverSubscribe={'NO' if norm.exclusive == 'node' else (norm.exclusive or 'OK').upper()}",
         f"Dependency={dep}",
     ]
+    if norm.reservation:
+        lines.append(f"Reservation={norm.reservation}")
     if norm.array is not None:
         lines.append(f"ArrayTaskId={_array_text(norm.array)}"
                      + (f"%{norm.array_max_running}" if norm.array_max_running else "")

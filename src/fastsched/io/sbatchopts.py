@@ -65,14 +65,14 @@ MODELLED = {
     "account": ("A", REQ), "dependency": ("d", REQ), "array": ("a", REQ),
     "job-name": ("J", REQ), "test-only": (None, NONE), "switches": (None, REQ),
     "segment": (None, REQ), "requeue": (None, NONE), "no-requeue": (None, NONE),
-    "no-kill": ("k", OPT),
+    "no-kill": ("k", OPT), "reservation": (None, REQ),
 }
 #: real sbatch/srun options accepted and listed as not modelled
 IGNORED = {
     "output": ("o", REQ), "error": ("e", REQ), "input": ("i", REQ), "chdir": ("D", REQ),
     "mail-type": (None, REQ), "mail-user": (None, REQ), "export": (None, REQ),
     "open-mode": (None, REQ), "hold": ("H", NONE), "comment": (None, REQ), "nice": (None, OPT), "begin": ("b", REQ),
-    "signal": (None, REQ), "reservation": (None, REQ), "wckey": (None, REQ),
+    "signal": (None, REQ), "wckey": (None, REQ),
     "licenses": ("L", REQ), "parsable": (None, NONE), "wait": ("W", NONE),
     "quiet": ("Q", NONE), "verbose": ("v", NONE), "nodelist": ("w", REQ),
     "exclude": ("x", REQ), "oversubscribe": ("s", NONE), "priority": (None, REQ),

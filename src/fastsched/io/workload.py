@@ -41,6 +41,8 @@ order after the required ones; any other extra column is ignored):
 * ``container_image``: the job's container image (pyxis ``--container-image``; empty:
   none), pulled on its nodes at its start when a run has a pull model
   (:mod:`fastsched.model.images`).
+* ``reservation``: the advance reservation the job runs in (sbatch ``--reservation``;
+  empty: none); :meth:`Workload.reservations` binds it to a reservation file's.
 * ``gpu_type``: the GPU type of ``--gres=gpu:TYPE:N`` (``a100``; Slurm's TRES spelling
   ``gres/gpu:a100`` and ``gpu:a100`` mean the same); empty: any type. A type no node
   of the cluster has is an error (:mod:`fastsched.io.workloadgpu`); a typed row that
@@ -64,6 +66,8 @@ from ..model.constraints import (DEPENDENCY_KINDS, Dependencies, LimitGroups, Pa
                           array_throttle, no_dependencies, no_limits, one_partition_each)
 from ..model.errors import InputError
 from ..model.jobs import UNLIMITED, JobTable
+from ..model.reservations import Reservations
+from ..model.resvjobs import JobReservations
 from .lifecycle import TIME_MIN_REFUSED, lifecycle_text, read_lifecycle_columns
 from .parquet import is_parquet, read_parquet_frame, write_parquet_frame
 from .sbatch import parse_array, parse_dependency
@@ -71,7 +75,7 @@ from .submission import build_jobs
 from .workloadgpu import GPU_TYPE_COLUMN, read_gpu_types, request_groups
 from .workloadcolumns import (check_range, exclusive_column, int_column, name_column,
                               parse_sparse)
-from .workloadimage import read_image_column
+from .workloadimage import read_image_column, read_word_column
 from ..model.validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS, request_capacity
 
 __all__ = ["Workload", "write_workload", "read_workload", "requests_to_workload",
@@ -90,11 +94,12 @@ _TASK_COLUMNS = ["array_job_id", "array_task_id", "array_task_throttle"]
 _TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array", "exclusive",
                                  "requeue", "checkpoint_interval", "checkpoint_cost",
                                  "no_kill", "nodes_min", "time_min", "container_image",
-                                 GPU_TYPE_COLUMN]
+                                 GPU_TYPE_COLUMN, "reservation"]
 #: the optional Workload fields (None = the default)
 _OPTIONAL = ("qos", "qos_names", "name", "dependencies", "partitions", "array_job",
              "array_task", "limits", "exclusive_topo", "requeue", "checkpoint_interval",
-             "checkpoint_cost", "no_kill", "nodes_min", "container_image", "gpu_type")
+             "checkpoint_cost", "no_kill", "nodes_min", "container_image", "gpu_type",
+             "reservation")
 
 
 @dataclass
@@ -114,7 +119,9 @@ class Workload:
     ``no_kill`` (bool per job, sbatch --no-kill) and ``nodes_min`` (int64 per job, 0:
     one): elastic jobs (:mod:`fastsched.model.elastic`);
     ``container_image`` (str per job, "" = none; :meth:`containers`); ``gpu_type`` (str
-    per job, "" untyped): the GPU type asked for. Everything
+    per job, "" untyped): the GPU type asked for; ``reservation`` (str per job, "" =
+    none, sbatch ``--reservation``): the advance reservation it runs in
+    (:meth:`reservations`). Everything
     after ``org_names`` is optional and defaults to "not used" (``name``,
     ``array_job`` and ``array_task`` then are read-only constant views).
     """
@@ -141,6 +148,7 @@ class Workload:
     nodes_min: np.ndarray | None = None
     container_image: np.ndarray | None = None
     gpu_type: np.ndarray | None = None
+    reservation: np.ndarray | None = None
     #: rows of the file left out because they can never run on the cluster
     #: (:class:`fastsched.io.swf.SkippedJob`, by file line), as SWF traces list theirs
     skipped: list = field(default_factory=list)
@@ -202,6 +210,8 @@ class Workload:
             else np.ascontiguousarray(self.exclusive_topo, dtype=np.bool_)
         self.gpu_type = _constant("", n, object) if self.gpu_type is None else \
             np.asarray(self.gpu_type, dtype=object)
+        self.reservation = _constant("", n, object) if self.reservation is None else \
+            np.asarray(self.reservation, dtype=object)
         for attr, fill, dtype in (("requeue", -1, np.int8), ("checkpoint_interval", 0, np.int64),
                                   ("checkpoint_cost", 0, np.int64), ("no_kill", False, np.bool_),
                                   ("nodes_min", 0, np.int64)):
@@ -247,6 +257,15 @@ class Workload:
         :func:`fastsched.simulate` takes them (:class:`fastsched.model.images.Containers`)."""
         from ..model.images import Containers
         return Containers.of(np.asarray(self.container_image, dtype=object), pull)
+
+    def reservations(self, reservations: Reservations) -> JobReservations:
+        """``reservations`` with the jobs of the ``reservation`` column running in them
+        (Slurm's access rule on each job's user and account; an unknown or refused
+        name is an InputError naming the job)."""
+        users = np.asarray(self.user_names, dtype=object)[self.jobs.user]
+        accounts = np.asarray(self.account_names, dtype=object)[self.account]
+        return JobReservations.of(reservations, self.reservation, users, accounts,
+                                  self.jobs.job_id)
 
     def __repr__(self) -> str:
         return (f"Workload({len(self)} jobs, {len(self.user_names)} users, "
@@ -366,6 +385,8 @@ def _optional_columns(w: Workload) -> dict:
         out["container_image"] = np.asarray(w.container_image, dtype=object)
     if (w.gpu_type != "").any():
         out[GPU_TYPE_COLUMN] = np.asarray(w.gpu_type, dtype=object)
+    if (w.reservation != "").any():
+        out["reservation"] = np.asarray(w.reservation, dtype=object)
     throttle = array_throttle(w.limits) if len(w.limits.caps) else np.zeros(len(w), np.int64)
     is_task = w.array_job >= 0
     if (throttle[~is_task] != 0).any():
@@ -446,6 +467,8 @@ def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
     per_row.update(read_lifecycle_columns(frame, fname, cols["num_nodes"]))
     if "container_image" in frame.columns:
         per_row["container_image"] = read_image_column(frame["container_image"], fname)
+    if "reservation" in frame.columns:
+        per_row["reservation"] = read_word_column(frame["reservation"], fname, "reservation")
     if GPU_TYPE_COLUMN in frame.columns:
         per_row["gpu_type"] = read_gpu_types(frame[GPU_TYPE_COLUMN], cols["gpus_per_node"],
                                              cluster, fname)
@@ -622,6 +645,9 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
     images = [norm.container.get("container-image") or "" for norm, _, _ in items]
     if any(images):
         per_row["container_image"] = np.array(images + [None], dtype=object)[:-1]
+    if any(norm.reservation for norm, _, _ in items):
+        per_row["reservation"] = np.array([norm.reservation or "" for norm, _, _ in items]
+                                          + [None], dtype=object)[:-1]
     if any(norm.requeue is not None for norm, _, _ in items):
         per_row["requeue"] = np.array([-1 if norm.requeue is None else int(norm.requeue)
                                        for norm, _, _ in items], dtype=np.int8)
@@ -675,7 +701,7 @@ def _assemble(built: dict, user_names, account_names, org_of_account, org_names,
                     checkpoint_cost=built.get("checkpoint_cost"),
                     no_kill=built.get("no_kill"), nodes_min=built.get("nodes_min"),
                     container_image=built.get("container_image"),
-                    gpu_type=built.get("gpu_type"))
+                    gpu_type=built.get("gpu_type"), reservation=built.get("reservation"))
 
 
 def _partition_choices(codes, uniques: list[str], cluster: Cluster,

@@ -1,8 +1,9 @@
 """Advance reservations (Slurm's ``scontrol create reservation``): nodes set aside over
-a time window, for maintenance (``Flags=MAINT``) or for users whose jobs are not in the
-workload. No job of the workload starts on a reserved node if it would still run when
-the window opens, and backfill plans no job across one: the engine holds every
-reserved node whole over its windows, as if a job held it.
+a time window, for maintenance (``Flags=MAINT``) or for some users' jobs. No other job
+starts on a reserved node if it would still run when the window opens, and backfill
+plans no job across one: the engine holds every reserved node whole over its windows,
+as if a job held it. The jobs that run in a reservation (``--reservation``, MAGNETIC):
+:mod:`fastsched.model.resvjobs`.
 
 A DAILY or WEEKLY reservation repeats every day or week; :meth:`Reservations.windows`
 lists its windows up to a horizon (the simulator's: the last submission plus the
@@ -17,7 +18,8 @@ import numpy as np
 from .errors import InputError, UnsupportedError
 
 #: Slurm's reservation flags that the model takes; the others are refused by name
-FLAGS = ("MAINT", "IGNORE_JOBS", "DAILY", "WEEKLY", "SPEC_NODES", "OVERLAP")
+#: (MAGNETIC: jobs that may use it are drawn to it, :mod:`fastsched.model.resvjobs`)
+FLAGS = ("MAINT", "IGNORE_JOBS", "DAILY", "WEEKLY", "SPEC_NODES", "OVERLAP", "MAGNETIC")
 _REPEAT = {"DAILY": 86_400, "WEEKLY": 7 * 86_400}
 #: windows end before this (2**40 s, some 35,000 years: the engine packs times below it)
 _LATEST = 1 << 40
@@ -27,7 +29,7 @@ _LATEST = 1 << 40
 class Reservation:
     """One reservation: ``name``, ``start`` and ``end`` (seconds of simulated time,
     end > start), ``nodes`` (node indices), ``users`` / ``accounts`` (who may use it:
-    informative, since no job of a workload names a reservation) and ``flags``."""
+    :class:`fastsched.model.resvjobs.JobReservations`) and ``flags``."""
 
     name: str
     start: int

@@ -28,6 +28,7 @@ from ..model.jobs import JOB_FIELDS, JobRequest, JobTable
 from ..model.policies import (RESERVATION_MODELS, check_reservations, check_reserve_depth,
                               get_policy)
 from ..model.reservations import Reservations, check_jobs_held_off
+from ..model.resvjobs import members_of
 from ..model.validation import check_jobs, reject
 from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, ConstraintState,
                           QueuePriority, csr_offsets, first_duplicate)
@@ -543,6 +544,10 @@ def _checked_reservations(reservations: Reservations | None, cluster: Cluster,
     if engine in ("pool", "slurm"):
         raise UnsupportedError("advance reservations need the node engine "
                                "(reservations=\"nodes\")")
+    if any("MAGNETIC" in r.flags for r in reservations.items) or \
+            members_of(reservations) is not None:
+        raise UnsupportedError("the Scheduler does not run jobs in a reservation "
+                               "(--reservation, MAGNETIC) yet: simulate() does")
     return reservations
 
 

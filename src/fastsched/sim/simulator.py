@@ -31,6 +31,8 @@ from ..model.events import NodeEvents
 from ..model.images import Containers
 from ..model.lifecycle import Lifecycle
 from ..model.reservations import Reservations
+from ..model.resvjobs import members_of
+from .resvlayout import member_layout, mapped_back, refuse_with_members
 from .images import check_containers, engine_images, images_summary, pull_workload
 from .power import check_power, down_cloud, engine_power, power_summary
 from .lifecycle import attempt_table, has_failures, lifecycle_summary, run_events
@@ -135,7 +137,10 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     from :func:`fastsched.io.reservations.read_reservations`): nodes set aside over time
     windows (maintenance); no job runs on them then, and backfill plans no job across
     them (nodes model). Repeating ones (DAILY, WEEKLY) repeat up to the last
-    submission plus the longest time limit.
+    submission plus the longest time limit. A
+    :class:`fastsched.model.resvjobs.JobReservations` also says which jobs run in a
+    reservation (``--reservation``): those run only on its nodes, inside its windows
+    (:mod:`fastsched.sim.resvlayout`); one that no window can take stays pending.
 
     ``containers`` (:class:`fastsched.model.images.Containers`): each job's container
     image (pyxis ``--container-image``) and the pull model (seconds per image, images
@@ -196,6 +201,13 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                                    "yet")
     model, choices = reservation_model(cluster, jobs, reservations, nodes_only, partitions,
                                        events)
+    members = members_of(advance_reservations)
+    if members is not None:
+        members.check_jobs(len(jobs))
+        refuse_with_members(events=events, placement=placement, power=power,
+                            containers=containers, preemption=preemption,
+                            node_ranges=lifecycle if lifecycle is not None and lifecycle.ranged
+                            else None)
     engine = RESERVATION_MODELS[model]
     if model == "slurm":
         _check_slurm_run(spec.name, priority, dependencies, limits, checkpoints, resume)
@@ -214,6 +226,12 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         constraints.update(partitions=choices, resolution=resolution, window=window,
                            placement=placement, events=events, lifecycle=lifecycle,
                            blocked=_blocked(advance_reservations, jobs), checked=True)
+        layout = None if members is None else member_layout(
+            cluster, members, choices, constraints["blocked"], _horizon(jobs), jobs)
+        if layout is not None:      # member jobs: on the reservations' twin nodes
+            constraints.update(blocked=layout.blocked, partitions=check_node_jobs(
+                layout.cluster, jobs, ever_available(layout.cluster, None, None),
+                layout.partitions))
         if preemption is not None:
             from ..engine.preempt import Preemptor
             constraints["preemption"] = partial(Preemptor, preemption)
@@ -225,8 +243,11 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
             if up is not None:      # CLOUD nodes that never boot: checked without them
                 constraints.update(available=up, checked=False, partitions=partitions)
     try:
-        run, prio, priority = _run_engine(model, cluster, jobs, spec.name, reserve_depth,
+        run, prio, priority = _run_engine(model, cluster if members is None else
+                                          layout.cluster, jobs, spec.name, reserve_depth,
                                           priority, period, **constraints)
+        if members is not None:
+            run = mapped_back(run, layout)
     finally:
         if bar is not None:
             bar.close()
@@ -398,8 +419,13 @@ def _blocked(reservations: Reservations | None, jobs: JobTable):
     """The node windows the engine holds for ``reservations`` (None: none)."""
     if not reservations:
         return None
-    horizon = int(jobs.submit_time.max(initial=0)) + int(jobs.time_limit.max(initial=0))
-    return reservations.windows(horizon)
+    return reservations.windows(_horizon(jobs))
+
+
+def _horizon(jobs: JobTable) -> int:
+    """Until when repeating windows are listed: the last submission plus the longest
+    time limit."""
+    return int(jobs.submit_time.max(initial=0)) + int(jobs.time_limit.max(initial=0))
 
 
 def _check_slurm_run(policy, priority, dependencies, limits, checkpoints, resume) -> None:

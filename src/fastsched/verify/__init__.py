@@ -85,6 +85,7 @@ from .frames import check_frame, schedule_from_frame
 from .power import allocation_view, check_power
 from ..io.slurmpower import power_nodes
 from .report import POLICIES, VIOLATION_KINDS, ScheduleError, VerifyReport, Violation
+from .reservations import check_reservations, pending_explained
 from .resources import allocation, basic, check_inputs, overcommit
 
 __all__ = ["Violation", "VerifyReport", "ScheduleError", "verify", "schedule_from_frame",
@@ -125,7 +126,10 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     adds the ``exclusive_topo`` check. ``advance_reservations``
     (:class:`fastsched.model.reservations.Reservations`) adds ``reserved_node``: no job
     runs on a reserved node while one of its windows is open (the policy checks do not
-    model reservations, so they are then skipped).
+    model reservations, so they are then skipped); a
+    :class:`fastsched.model.resvjobs.JobReservations` with member jobs adds
+    ``outside_reservation`` (each ran only on its reservation's nodes, inside one of its
+    windows) and lets them run on its nodes.
 
     ``power`` (:class:`fastsched.model.power.PowerSaving`) with ``configure`` (seconds
     per job it waited CONFIGURING for boots: records' ``configure_time``): every other
@@ -146,6 +150,8 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     out: list[Violation] = []
     checks = ["started", "early_start", "wrong_end", "allocation", "overcommit"]
     explained = _constraint_checks(jobs, start, end, dependencies, limits, out, checks)
+    if advance_reservations:
+        explained |= pending_explained(jobs, start, end, advance_reservations)
     basic(jobs, start, end, out, explained)
     if partitions is not None:
         jobs = jobs.take(np.arange(len(jobs)))
@@ -165,8 +171,7 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
         vc.check_exclusive_topo(jobs, start, end, a_job, a_node, placement, Violation, out)
         checks.append("exclusive_topo")
     if advance_reservations:
-        _reserved_nodes(schedule, start, end, advance_reservations, out)
-        checks.append("reserved_node")
+        checks += check_reservations(schedule, start, end, advance_reservations, out)
     not_checked = []
     if policy is not None and advance_reservations:
         not_checked.append(f"{policy}: advance reservations are not modelled by the policy "
@@ -194,17 +199,6 @@ def _configure(configure, n: int) -> np.ndarray:
         raise InputError("power checks need configure_time per job (the records' "
                          "configure_time column)", field="configure_time")
     return np.asarray(configure, dtype=np.int64)
-
-
-def _reserved_nodes(schedule, start, end, reservations, out) -> None:
-    """A ``reserved_node`` violation for each job that ran on a reserved node while one
-    of its windows was open (its first such window)."""
-    horizon = int(end.max(initial=0)) + 1
-    for i, name, node in reservations.overlapping(start, end, schedule.alloc_offsets,
-                                                   schedule.alloc_nodes, horizon):
-        out.append(Violation("reserved_node", int(schedule.job_id[i]), int(start[i]),
-                             f"job {int(schedule.job_id[i])} ran on node {node} during "
-                             f"reservation {name!r}"))
 
 
 def _check_arguments(schedule, policy, reserve_depth, dependencies, limits, reservations):

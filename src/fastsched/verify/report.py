@@ -13,6 +13,7 @@ VIOLATION_KINDS = ("not_started", "early_start", "wrong_end", "bad_allocation", 
                    "fcfs_order", "reservation_delayed", "could_start", "dependency",
                    "limit_exceeded", "exclusive_topo", "on_down_node", "attempt_overlap",
                    "killed_without_failure", "resumed_work", "reserved_node",
+                   "outside_reservation",
                    "not_booted", "needless_configure", "resume_rate", "bad_resize",
                    "preempt_exempt")
 #: the policies a check can judge: those of the one table

@@ -1,0 +1,117 @@
+"""The advance reservation checks: ``reserved_node`` (no job runs on a reserved node
+while one of its windows is open, unless it runs in that reservation) and
+``outside_reservation`` (a job running in a reservation, ``--reservation``, ran only on
+its nodes, from the opening to the closing of one of its windows). Computed from the
+reservations and the schedule alone.
+
+A job drawn to a MAGNETIC reservation is checked as one running in it when it ran on
+the reservation's nodes while a window was open, else as any other job. A job running in a reservation may
+never start: :func:`pending_explained` accepts that
+when every window after its submission is too short for its time limit or had another
+of its reservation's jobs running."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.resvjobs import JobReservations
+from .report import Violation
+
+
+def check_reservations(schedule, start, end, reservations, out) -> list[str]:
+    """Append the violations of ``schedule`` (``start``/``end`` per job) to ``out``;
+    returns the names of the checks made."""
+    member = reservations.member if isinstance(reservations, JobReservations) else None
+    if member is not None and len(member):
+        reservations.check_jobs(len(start))
+        member = _ran_in(reservations, start, end, schedule)
+    else:
+        member = np.full(len(start), -1, dtype=np.int32)
+    others = np.where(member >= 0, -1, start)       # the member jobs are checked below
+    horizon = int(end.max(initial=0)) + 1
+    for i, name, node in reservations.overlapping(others, end, schedule.alloc_offsets,
+                                                   schedule.alloc_nodes, horizon):
+        out.append(Violation("reserved_node", int(schedule.job_id[i]), int(start[i]),
+                             f"job {int(schedule.job_id[i])} ran on node {node} during "
+                             f"reservation {name!r}"))
+    checks = ["reserved_node"]
+    if isinstance(reservations, JobReservations) and len(reservations.used):
+        checks.append("outside_reservation")
+    for k in np.unique(member[(member >= 0) & (start >= 0)]).tolist():
+        _check_members(reservations.items[k], np.flatnonzero((member == k) & (start >= 0)),
+                       schedule, start, end, out)
+    return checks
+
+
+def _ran_in(reservations, start, end, schedule) -> np.ndarray:
+    """Per job, the reservation it ran in (-1: none): the one it names, or for a job
+    drawn to MAGNETIC ones, the one whose nodes it ran on while a window was open (it
+    must then have run inside it; otherwise it ran as any other job)."""
+    member = reservations.member.copy()
+    drawn = np.flatnonzero(reservations.attracted.any(axis=1) & (start >= 0))
+    if not len(drawn):
+        return member
+    first = np.asarray(schedule.alloc_nodes)[np.asarray(schedule.alloc_offsets)[drawn]]
+    for k in np.flatnonzero(reservations.attracted.any(axis=0)).tolist():
+        r = reservations.items[k]
+        inside = reservations.attracted[drawn, k] & np.isin(first, r.nodes) & \
+            _meets_window(r, start[drawn], end[drawn])
+        member[drawn[inside]] = k
+    return member
+
+
+def _meets_window(r, start, end) -> np.ndarray:
+    """Per run [start, end), does it overlap a window of ``r``? (The first window that
+    closes after ``start`` is the only one that can open first.)"""
+    length, step = int(r.end) - int(r.start), r.period
+    if not step:
+        return (int(r.start) < end) & (start < int(r.end))
+    k = np.maximum(-((int(r.start) + length - start - 1) // step), 0)   # closes after start
+    return int(r.start) + k * step < end
+
+
+def _check_members(r, jobs, schedule, start, end, out) -> None:
+    """An ``outside_reservation`` violation for each of ``jobs`` (rows running in
+    reservation ``r``) that ran on a node not in it, or not from the opening to the
+    closing of one of its windows (its last opening at or before the start)."""
+    offsets = np.asarray(schedule.alloc_offsets)
+    width = offsets[jobs + 1] - offsets[jobs]
+    entry = np.repeat(offsets[jobs] - np.cumsum(width) + width, width) + np.arange(width.sum())
+    node = np.asarray(schedule.alloc_nodes)[entry]
+    stray = ~np.isin(node, np.asarray(r.nodes, dtype=np.int64))
+    first_stray = np.full(len(jobs), -1, dtype=np.int64)
+    owner = np.repeat(np.arange(len(jobs)), width)
+    first_stray[owner[stray][::-1]] = node[stray][::-1]     # (the first one wins)
+    s, e = start[jobs], end[jobs]
+    length, step = int(r.end) - int(r.start), max(r.period, 1)
+    opened = np.where(s < r.start, r.start, r.start + (s - r.start) // step * step) \
+        if r.period else np.full(len(jobs), int(r.start))
+    late = (s < opened) | (e > opened + length)
+    for q in np.flatnonzero((first_stray >= 0) | late).tolist():
+        where = f"on node {int(first_stray[q])}, not in it" if first_stray[q] >= 0 else \
+            f"over [{int(s[q])}, {int(e[q])}), outside its windows"
+        i = int(jobs[q])
+        out.append(Violation("outside_reservation", int(schedule.job_id[i]), int(start[i]),
+                             f"job {int(schedule.job_id[i])} of reservation {r.name!r} "
+                             f"ran {where}"))
+
+
+def pending_explained(jobs, start, end, reservations) -> np.ndarray:
+    """Per job, True when it runs in a reservation, never started, and each window of
+    it closing after the job's submission is shorter (from then) than its time limit or
+    had another job of the reservation running in it: too busy to tell."""
+    out = np.zeros(len(start), dtype=bool)
+    if not isinstance(reservations, JobReservations) or not len(reservations.member):
+        return out
+    member = reservations.member
+    horizon = int(max(end.max(initial=0), jobs.submit_time.max(initial=0))) + 1
+    for i in np.flatnonzero((member >= 0) & (start < 0)).tolist():
+        k = int(member[i])
+        r = reservations.items[k]
+        others = np.flatnonzero((member == k) & (start >= 0))
+        submit, limit = int(jobs.submit_time[i]), int(jobs.time_limit[i])
+        opens = [int(r.start)] if not r.period else \
+            range(int(r.start), horizon, r.period)
+        out[i] = all(w + r.end - r.start - max(w, submit) < limit
+                     or ((start[others] < w + r.end - r.start) & (end[others] > w)).any()
+                     for w in opens if w + r.end - r.start > submit)
+    return out
