@@ -345,3 +345,12 @@ def test_a_magnetic_reservation_draws_the_jobs_that_may_use_it():
     assert verify(r.cluster, r.workload, s, advance_reservations=resv).ok
     with pytest.raises(UnsupportedError, match="MAGNETIC: give the jobs"):
         simulate(_cluster(), jobs, "easy", advance_reservations=magnetic)
+
+
+def test_member_jobs_with_node_ranges_are_refused_by_name():
+    from fastsched.model.lifecycle import Lifecycle
+    ranged = Lifecycle.of(4, nodes_min=[0, 0, 0, 0])
+    simulate(_cluster(), _jobs(), "easy", advance_reservations=_members(), lifecycle=ranged)
+    with pytest.raises(UnsupportedError, match="node_ranges"):
+        simulate(_cluster(), _jobs(), "easy", advance_reservations=_members(),
+                 lifecycle=Lifecycle.of(4, nodes_min=[2, 0, 0, 0]))
