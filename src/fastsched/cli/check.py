@@ -54,7 +54,10 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "--block-topology FILE")
     parser.add_argument("--events", metavar="FILE.csv",
                         help="the node events the run applied (simulate --events): records "
-                        "with an attempt column are checked attempt by attempt against them")
+                        "with an attempt column are checked attempt by attempt against them "
+                        "(and, under --cluster's PreemptType and --config's QOS, each "
+                        "PREEMPTED attempt for its PreemptExemptTime and for a job that may "
+                        "preempt it pending for its nodes: preempt_exempt, preemptor)")
     parser.add_argument("--failures", metavar="SPEC", type=failure_model,
                         help="the failure model the run drew events from (simulate --failures)")
     parser.add_argument("--resv-file", metavar="FILE",
