@@ -87,7 +87,40 @@ def _check_twin(data, policy, depth, qos, with_events):
                   bool(a.preempted[k])) for k in range(len(a)))
     assert got == sorted(killed)
     event(f"preempted attempts: {min(int(a.preempted.sum()), 3)}")
+    _check_preemptors(data, cluster, jobs, run, pre, pc, lc, rows)
     return run
+
+
+def _attempts(run):
+    from fastsched.sim.lifecycle import attempt_table
+    from fastsched.verify.lifecycle import Attempts
+    t = attempt_table(run)
+    return Attempts(t["row"], t["attempt"], t["start"], t["end"], t["killed"],
+                    t["alloc_offsets"], t["alloc_nodes"], preempted=t["preempted"],
+                    partition=t["partition"])
+
+
+def _check_preemptors(data, cluster, jobs, run, pre, pc, lc, rows):
+    """The run passes the preemption checks with its rules (the attempt checks see no
+    partition choices: a job run in another choice is a ``bad_allocation`` there); with
+    rules under which nothing may preempt one victim's class, that victim is caught."""
+    from fastsched.verify.lifecycle import verify_attempts
+    a = _attempts(run)
+    events = NodeEvents.from_rows(rows, cluster.num_nodes) if rows else None
+    report = verify_attempts(cluster, jobs, a, events, lc, preemption=pre, partitions=pc)
+    assert not report.kinds() & {"preemptor", "preempt_exempt"}, report
+    assert "preemptor" in report.checks
+    victims = np.flatnonzero(a.preempted)
+    if not len(victims):
+        return
+    k = int(data.draw(st.sampled_from(victims.tolist())))
+    c = int(a.partition[k]) if pre.job_class is None else int(pre.job_class[a.row[k]])
+    may = np.array(pre.may, dtype=bool)
+    may[:, c] = False
+    doctored = verify_attempts(cluster, jobs, a, events, lc, partitions=pc,
+                               preemption=replace(pre, may=may))
+    caught = {v.job_id for v in doctored.violations if v.kind == "preemptor"}
+    assert int(jobs.job_id[a.row[k]]) in caught
 
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
@@ -285,6 +318,12 @@ def test_cli_simulate_and_check(tmp_path, capsys):
                                                "PreemptExemptTime=150"))
     assert main(["check", str(out), "--trace", str(path), "--cluster", str(strict)]) == 1
     assert "preempted after 7200 s" in capsys.readouterr().out
+    # job 3, which preempted job 2 at 7200, submitted later: job 2 had no preemptor
+    late = tmp_path / "late.csv"
+    late.write_text(path.read_text().replace("3,7200,", "3,8000,"))
+    assert main(["check", str(out), "--trace", str(late), "--cluster", str(conf)]) == 1
+    text = capsys.readouterr().out
+    assert "preemptor" in text and "job 2: attempt 0 preempted at 7200" in text
 
 
 def test_unverified_combinations_are_refused(tmp_path):

@@ -54,7 +54,10 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "--block-topology FILE")
     parser.add_argument("--events", metavar="FILE.csv",
                         help="the node events the run applied (simulate --events): records "
-                        "with an attempt column are checked attempt by attempt against them")
+                        "with an attempt column are checked attempt by attempt against them "
+                        "(and, under --cluster's PreemptType and --config's QOS, each "
+                        "PREEMPTED attempt for its PreemptExemptTime and for a job that may "
+                        "preempt it pending for its nodes: preempt_exempt, preemptor)")
     parser.add_argument("--failures", metavar="SPEC", type=failure_model,
                         help="the failure model the run drew events from (simulate --failures)")
     parser.add_argument("--resv-file", metavar="FILE",
@@ -103,9 +106,11 @@ def run(args) -> int:
     if "attempt" in frame.columns:
         events = run_events(cluster, jobs, read_node_events(args.events, cluster)
                             if args.events else None, args.failures)
+        pre = _preemption(args, cluster, workload)
         report = check_frame(cluster, jobs, frame, source=args.jobs_csv, events=events,
                              lifecycle=run_lifecycle(cluster, jobs, workload),
-                             exempt=_exempt(args, cluster, workload))
+                             preemption=pre,
+                             partitions=constraints.get("partitions") if pre else None)
         if args.policy:
             report.not_checked.append(f"{args.policy}: records with attempts (node "
                                       "failures) are checked without policy")
@@ -120,9 +125,9 @@ def run(args) -> int:
     return _print_report(report)
 
 
-def _exempt(args, cluster, workload):
-    """Each record's PreemptExemptTime under the preemption of ``--cluster``'s
-    slurm.conf (and ``--config``'s QOS), as ``check_frame`` takes it; None without."""
+def _preemption(args, cluster, workload):
+    """The preemption of ``--cluster``'s slurm.conf (and ``--config``'s QOS) the records
+    are checked under (PreemptExemptTime, preemptors), or None without."""
     from ..sim.preemption import site_preemption
     config, qos = None, None
     if args.config and workload is not None:
@@ -130,17 +135,7 @@ def _exempt(args, cluster, workload):
         config = load_config(args.config)
         qos = config.job_qos(workload)
     pre = site_preemption(cluster, config, qos)
-    if not pre.active:
-        return None
-    names = {p.name: k for k, p in enumerate(cluster.partitions)}
-
-    def exempt(row, df):
-        if pre.job_class is not None:
-            return pre.exempt[pre.job_class[row]]
-        part = np.array([names.get(str(p), 0) for p in df["partition"]], dtype=np.int64) \
-            if "partition" in df.columns else np.zeros(len(row), dtype=np.int64)
-        return pre.exempt[part]
-    return exempt
+    return pre if pre.active else None
 
 
 def _check_sacct(args) -> int:

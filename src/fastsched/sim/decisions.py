@@ -43,6 +43,9 @@ class Decisions:
     #: per job, the name of the limit that holds it (or ReqNodeNotAvail), "" for none
     held: np.ndarray | None = None
     rows: np.ndarray | None = field(default=None, repr=False)   # the scheduler's job rows
+    #: with preemption (:class:`fastsched.sim.schedpreempt.Preempted`): the job that
+    #: preempts after this pass, its victims, their modes and stop times; else None
+    preempt: object = None
 
     def nodes_of(self, i: int) -> np.ndarray:
         return self.nodes[self.node_offsets[i]:self.node_offsets[i + 1]]

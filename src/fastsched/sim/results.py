@@ -222,9 +222,8 @@ class SimulationResult:
             return verify_attempts(self.cluster, self.workload, Attempts(
                 t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
                 t["alloc_nodes"], t.get("pull"), resized=t.get("resized"),
-                preempted=t.get("preempted"),
-                exempt=attempt_exempt(self.preemption, t["row"], t["partition"])), self.events,
-                self.lifecycle)
+                preempted=t.get("preempted"), partition=t["partition"]), self.events,
+                self.lifecycle, preemption=self.preemption, partitions=self.partitions)
         from .images import pull_workload      # the pull is part of each job's run
         return verify(self.cluster, pull_workload(self.workload, self.pull), self.schedule,
                       policy=policy,
@@ -266,15 +265,6 @@ class _ByValue:
     def load(self):
         import pickle
         return pickle.loads(self.data)
-
-
-def attempt_exempt(preemption, row, partition):
-    """Each attempt's PreemptExemptTime (seconds) under ``preemption`` (None: none),
-    by the class it ran in: its partition, or its job's QOS."""
-    if preemption is None:
-        return None
-    cls = partition if preemption.job_class is None else preemption.job_class[row]
-    return np.asarray(preemption.exempt, dtype=np.int64)[cls]
 
 
 def _attempt_records(result, frame):

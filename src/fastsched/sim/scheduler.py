@@ -14,6 +14,8 @@ driving this API through a workload gives the simulator's schedule.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..engine import _kernels
@@ -33,6 +35,7 @@ from ..model.validation import check_jobs, reject
 from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, ConstraintState,
                           QueuePriority, csr_offsets, first_duplicate)
 from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
+from .schedpreempt import SchedulerPreemption, scheduler_priority
 
 
 
@@ -60,7 +63,12 @@ class Scheduler:
     :meth:`drain_nodes` and :meth:`resume_nodes` change it later. ``advance_reservations``
     (:class:`fastsched.model.reservations.Reservations`): nodes held over time windows,
     as :func:`fastsched.simulate` holds them (node engine); each pass holds the windows
-    its plans can reach (``Reservations.windows_for_pass``).
+    its plans can reach (``Reservations.windows_for_pass``). ``preemption``
+    (:class:`fastsched.model.preemption.Preemption`, with ``jobs``) and ``lifecycle``
+    (the jobs' requeue flags and the requeue delay): preemption as
+    :func:`fastsched.simulate` applies it (node engine; :mod:`.schedpreempt`): each
+    pass's ``Decisions.preempt`` names the victims, :meth:`apply` stops them,
+    :attr:`preempt_time` says when to pass again for it.
 
     Everything :func:`fastsched.simulate` takes is taken here with the same
     meaning, checks and errors: ``partitions``, ``dependencies``, ``limits``,
@@ -84,7 +92,8 @@ class Scheduler:
                  dependencies: Dependencies | None = None, limits: LimitGroups | None = None,
                  priority=None, period: int | None = None, resolution: int = 1,
                  window: int | None = None, placement: Placement | None = None,
-                 advance_reservations: Reservations | None = None):
+                 advance_reservations: Reservations | None = None, preemption=None,
+                 lifecycle=None):
         self.cluster = cluster
         self.policy = get_policy(policy)
         self.reserve_depth = check_reserve_depth(reserve_depth)
@@ -95,6 +104,12 @@ class Scheduler:
         self.resolution, self.window = resolution, window
         _grid(resolution, window)
         self._reservations = _checked_reservations(advance_reservations, cluster, engine)
+        if preemption is not None and not preemption.active:
+            preemption = None           # preempt/none, or nothing may preempt: unchanged
+        if preemption is not None and jobs is None:
+            raise InputError("preemption describes the jobs of a table: pass it as jobs=",
+                             field="preemption")
+        priority = scheduler_priority(cluster, jobs, preemption, priority)
         per_job = {"partitions": partitions, "dependencies": dependencies, "limits": limits,
                    "priority": priority, "placement": placement}
         given = [name for name, value in per_job.items() if value is not None]
@@ -126,6 +141,14 @@ class Scheduler:
         self._usage = np.zeros((len(self._constraints.limits.caps), len(CAPS)), dtype=np.int64)
         self._clock = 0                                   # the latest time given
         self._version = 0
+        self._preempt = None
+        if preemption is not None:                        # the node engine preempts
+            SchedulerPreemption.check(self, given)
+            if self.engine != "nodes":
+                check_node_jobs(cluster, jobs, self._configured)
+            self.engine, self._auto = "nodes", False
+            self._preempt = SchedulerPreemption(cluster, jobs, preemption, lifecycle,
+                                                partitions)
 
     @classmethod
     def for_site(cls, cluster: Cluster, workload, config, policy: str = "easy",
@@ -200,8 +223,12 @@ class Scheduler:
             raise StaleDecisionsError("the queue or the cluster changed since this pass; "
                                       "run schedule() again")
         started = np.flatnonzero(decisions.outcome == START)
-        if not len(started):
-            return
+        if len(started):
+            self._start(decisions, started)
+        if self._preempt is not None:
+            self._preempt.apply(self, decisions)
+
+    def _start(self, decisions: Decisions, started: np.ndarray) -> None:
         rows = decisions.rows[started]
         counts = np.diff(decisions.node_offsets)[started]
         entries = csr_take(decisions.node_offsets, started)[1]
@@ -289,8 +316,19 @@ class Scheduler:
         could start now (later jobs BLOCKED); ``full=True`` plans the whole
         queue. The pool engine always plans the whole queue.
         """
-        return self._pass(_check_now(now), self.policy.name, self.reserve_depth, full,
-                          self._version)
+        now = _check_now(now)
+        if self._preempt is None:
+            return self._pass(now, self.policy.name, self.reserve_depth, full, self._version)
+        self._preempt.due(self, now)
+        d = self._pass(now, self.policy.name, self.reserve_depth, full, self._version)
+        return replace(d, preempt=self._preempt.decide(self, now, d))
+
+    @property
+    def preempt_time(self) -> int:
+        """With preemption: the next time a pass must run for it (a victim's grace end, a
+        requeued job's begin, the end of a running job's PreemptExemptTime a waiting job
+        looked at); -1: none (:mod:`fastsched.sim.schedpreempt`)."""
+        return -1 if self._preempt is None else self._preempt.next_time()
 
     def expected_start_times(self, now: int):
         """Every pending job's expected start under a full conservative plan, like

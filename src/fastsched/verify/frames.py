@@ -103,13 +103,14 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
     if "attempt" in df.columns:
         from ..model.errors import UnsupportedError
         from ..model.lifecycle import Lifecycle
-        exempt = constraints.pop("exempt", None)
+        preemption = constraints.pop("preemption", None)
+        choices = constraints.pop("partitions", None) if preemption is not None else None
         if policy is not None or any(v is not None for v in constraints.values()):
             raise UnsupportedError("records with attempts (a run with node failures) are "
                                    "checked without policy or constraint checks")
         return check_attempt_frame(cluster, jobs, df, source=source, events=events,
                                    lifecycle=lifecycle or Lifecycle.of(len(jobs)),
-                                   exempt=exempt)
+                                   preemption=preemption, partitions=choices)
     if "job_id" not in df.columns:
         raise InputError("needs a 'job_id' column", file=source, field="job_id")
     try:
@@ -184,13 +185,13 @@ def _priority(df):
 
 
 def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, events,
-                        lifecycle, exempt=None) -> VerifyReport:
+                        lifecycle, preemption=None, partitions=None) -> VerifyReport:
     """:func:`verify_attempts` of records with an ``attempt`` column (a row per
     attempt; ``state`` NODE_FAIL or PREEMPTED marks the killed ones, RESIZING the shapes
-    of an elastic job a shrink ended; ``exempt``: a function of (the job row per record,
-    the records) giving each record's PreemptExemptTime, or None); rows are matched to
-    ``jobs``
-    by ``job_id``. A record of an unknown job, or a job with no record, is an
+    of an elastic job a shrink ended; ``preemption``: the run's rules, or None, with the
+    jobs' partition choices ``partitions``; a record's ``partition`` column names the
+    partition it ran in, else its job's); rows are matched to ``jobs`` by ``job_id``. A
+    record of an unknown job, a job with no record, or an unknown partition name is an
     InputError naming ``source``."""
     from .lifecycle import Attempts, take_rows, verify_attempts
     position = {int(j): k for k, j in enumerate(jobs.job_id)}
@@ -229,6 +230,20 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
                                                    resized=resized[keep] if resized.any()
                                                    else None,
                                                    preempted=preempted[keep],
-                                                   exempt=None if exempt is None
-                                                   else np.asarray(exempt(row, df))[keep]),
-                           events, lifecycle)
+                                                   partition=_ran_in(cluster, jobs, df, row,
+                                                                     source)[keep]),
+                           events, lifecycle, preemption=preemption, partitions=partitions)
+
+
+def _ran_in(cluster, jobs, df, row, source) -> np.ndarray:
+    """The partition (index) each record ran in: its ``partition`` column, else its
+    job's."""
+    if "partition" not in df.columns:
+        return np.asarray(jobs.partition, dtype=np.int64)[row]
+    index = {p.name: k for k, p in enumerate(cluster.partitions)}
+    names = df["partition"].astype(str).tolist()
+    bad = [k for k, name in enumerate(names) if name not in index]
+    if bad:
+        raise InputError(f"unknown partition {names[bad[0]]!r}", file=source,
+                         line=bad[0] + 2, field="partition")
+    return np.array([index[name] for name in names], dtype=np.int64)

@@ -25,6 +25,10 @@ What each check GUARANTEES when it passes:
     attempt's image pull (its ``pull_time``) comes first: it runs pull + what it had
     left (capped at its limit), and saves progress only of its run after the pull.
 
+``preempt_exempt`` and ``preemptor`` (given the run's preemption rules): no attempt
+was preempted before its PreemptExemptTime, and each preempted one had a job that may
+preempt it pending for its nodes (:mod:`fastsched.verify.preemption`).
+
 ``bad_resize`` and the work of a shrunk attempt (the shapes of an elastic job):
 :mod:`fastsched.verify.elastic`.
 
@@ -35,7 +39,7 @@ run with failing nodes cannot be rebuilt from its records without the events.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,6 +49,7 @@ from ..model.jobs import JobTable
 from ..model.lifecycle import Lifecycle, saved_progress
 from ..model.schedule import Schedule
 from .elastic import check_shapes, check_work, collapse, elastic_saved, shapes_of
+from .preemption import check_preemptors
 from .report import VerifyReport, Violation
 
 __all__ = ["Attempts", "verify_attempts"]
@@ -58,7 +63,9 @@ class Attempts:
     NODE_FAIL (or PREEMPTED, then ``preempted[k]``); ``pull[k]``: the seconds it
     pulled its container image first (None: no pulls); ``resized[k]``: it is a shape of
     an elastic attempt that ended RESIZING, the attempt going on in the next record
-    (None: none did); ``exempt[k]``: the PreemptExemptTime it had (None: not checked)."""
+    (None: none did); ``exempt[k]``: the PreemptExemptTime it had (None: not checked, or
+    from the preemption :func:`verify_attempts` is given); ``partition[k]``: the
+    partition it ran in (None: unknown; the ``preemptor`` check needs it)."""
 
     row: np.ndarray
     attempt: np.ndarray
@@ -71,13 +78,18 @@ class Attempts:
     resized: np.ndarray | None = None
     preempted: np.ndarray | None = None
     exempt: np.ndarray | None = None
+    partition: np.ndarray | None = None
 
 
 def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
-                    events: NodeEvents | None, lifecycle: Lifecycle) -> VerifyReport:
+                    events: NodeEvents | None, lifecycle: Lifecycle, *, preemption=None,
+                    partitions=None) -> VerifyReport:
     """Check ``attempts`` of ``jobs`` on ``cluster`` under ``events`` and ``lifecycle``
     (checkpoint intervals, requeue delay); see the module for what each check
-    guarantees."""
+    guarantees. ``preemption`` (:class:`fastsched.model.preemption.Preemption`, the
+    run's rules; needs ``attempts.partition``) adds ``preempt_exempt`` and the
+    ``preemptor`` check (:mod:`fastsched.verify.preemption`), with the jobs' partition
+    choices ``partitions`` (None: each job's ``partition``)."""
     from . import verify
     order = np.lexsort((attempts.start, attempts.attempt, attempts.row))
     n = len(order)
@@ -92,7 +104,13 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
                  preempted=np.zeros(n, dtype=bool) if attempts.preempted is None
                  else np.asarray(attempts.preempted, dtype=bool)[order],
                  exempt=None if attempts.exempt is None
-                 else np.asarray(attempts.exempt, dtype=np.int64)[order])
+                 else np.asarray(attempts.exempt, dtype=np.int64)[order],
+                 partition=None if attempts.partition is None
+                 else np.asarray(attempts.partition, dtype=np.int64)[order])
+    rules = preemption is not None and len(preemption.mode) > 0 and a.partition is not None
+    if rules and a.exempt is None:
+        a = replace(a, exempt=np.asarray(preemption.exempt, dtype=np.int64)[
+            a.partition if preemption.job_class is None else preemption.job_class[a.row]])
     out: list[Violation] = []
     head, tail = collapse(a)
     shapes = shapes_of(a, head, tail, jobs.num_nodes)
@@ -120,6 +138,9 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     if a.preempted.any() or a.exempt is not None:
         _preempted(jobs, a, out)
         checks.append("preempt_exempt")
+    if rules:
+        check_preemptors(cluster, jobs, a, preemption, partitions, lifecycle.delay, out)
+        checks.append("preemptor")
     from .report import VIOLATION_KINDS
     rank = {k: r for r, k in enumerate(VIOLATION_KINDS)}
     out.sort(key=lambda v: (v.time, rank[v.kind], v.job_id))

@@ -1,0 +1,318 @@
+"""Preemption in the embeddable :class:`fastsched.Scheduler`: the simulator's rule
+(:mod:`fastsched.engine.preempt`, its twin ``naive_preempt`` in tests/naive_nodes.py)
+over the Scheduler's state.
+
+A pass (:meth:`Scheduler.schedule`) first stops the victims whose GraceTime ended by
+``now`` and queues the requeued jobs whose begin time (stop + requeue delay) has
+come, as the simulator does before an instant's passes; after the pass, with its
+starts counted as running, the first queued job that can start only by preempting
+chooses its victims (``Decisions.preempt``, a :class:`Preempted`).
+:meth:`Scheduler.apply` stops those whose grace is 0 at once (their nodes are free
+for the next pass at the same instant, which the caller runs, as the simulator passes
+again) and the others at their grace end. A REQUEUE victim whose job may be requeued
+goes back to the queue after the requeue delay (its ``eligible`` time), a CANCEL one
+(or one that may not be requeued) ends. :attr:`Scheduler.preempt_time` is the next
+time a pass must run for preemption: a grace end, a requeued job's begin, or the end
+of a candidate's PreemptExemptTime a waiting job looked at.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.errors import InputError, UnsupportedError
+from ..model.lifecycle import Lifecycle
+from ..model.preemption import OFF, REQUEUE
+from .bookkeeping import WAITING
+from .decisions import START
+from .preemption import check_preemption, tier_order
+
+__all__ = ["Preempted", "SchedulerPreemption"]
+
+_MODE_NAMES = {1: "CANCEL", 2: "REQUEUE"}
+
+
+@dataclass(frozen=True)
+class Preempted:
+    """What a pass preempted: job ``job_id`` stops ``victims`` (job ids, in submit
+    order), each in ``mode[k]`` ("REQUEUE": back to the queue after the requeue delay;
+    "CANCEL": it ends PREEMPTED) at ``stop[k]`` (the pass's ``now``, or the end of its
+    GraceTime); ``job_id`` -1 and no victims when nothing is preempted."""
+
+    job_id: int
+    victims: np.ndarray
+    mode: tuple
+    stop: np.ndarray
+    rows: np.ndarray          # the victims' catalog rows
+    row: int = -1             # the preemptor's catalog row
+
+    def __len__(self) -> int:
+        return len(self.victims)
+
+
+_NONE = Preempted(-1, np.zeros(0, dtype=np.int64), (), np.zeros(0, dtype=np.int64),
+                  np.zeros(0, dtype=np.int64))
+
+
+def scheduler_priority(cluster, jobs, preemption, priority):
+    """The queue priority a Scheduler with ``preemption`` uses: ``priority``, else the
+    partitions' PriorityTier first (as :func:`fastsched.simulate` orders it)."""
+    if preemption is None or not preemption.active or priority is not None or jobs is None:
+        return priority
+    return tier_order(cluster, jobs)
+
+
+class SchedulerPreemption:
+    """A Scheduler's preemption state (catalog rows): the rules, the victims in their
+    grace time, the requeued jobs waiting for their begin time, and per preemptor the
+    victims it still waits for."""
+
+    def __init__(self, cluster, jobs, pre, lifecycle: Lifecycle | None, partitions):
+        check_preemption(pre, jobs)
+        n = len(jobs)
+        lc = Lifecycle.of(n) if lifecycle is None else lifecycle
+        if len(lc) != n:
+            raise InputError(f"lifecycle covers {len(lc)} jobs, the table has {n}",
+                             field="lifecycle")
+        self.may = np.asarray(pre.may, dtype=bool)
+        self.mode = np.asarray(pre.mode, dtype=np.int64)
+        self.grace = np.asarray(pre.grace, dtype=np.int64)
+        self.exempt = np.asarray(pre.exempt, dtype=np.int64)
+        self.level = np.asarray(pre.level, dtype=np.int64)
+        self.qos = None if pre.job_class is None else np.asarray(pre.job_class, np.int64)
+        self.requeue, self.delay = np.asarray(lc.requeue, dtype=bool), int(lc.delay)
+        if partitions is None:
+            self.poff = np.arange(n + 1, dtype=np.int64)
+            self.parts = np.asarray(jobs.partition, dtype=np.int64)
+        else:
+            self.poff = np.asarray(partitions.offsets, dtype=np.int64)
+            self.parts = np.asarray(partitions.partition, dtype=np.int64)
+        self.member = np.zeros((len(cluster.partitions), cluster.num_nodes), dtype=bool)
+        for k, p in enumerate(cluster.partitions):
+            self.member[k, np.asarray(p.nodes, dtype=np.int64)] = True
+        victims = self.may & (self.mode != OFF)[None, :]
+        if self.qos is None:
+            self.can = np.array([victims[self.parts[self.poff[r]:self.poff[r + 1]]].any()
+                                 for r in range(n)], dtype=bool)
+        else:
+            self.can = victims.any(axis=1)[self.qos]
+        order = np.lexsort((jobs.job_id, jobs.submit_time))
+        self.index = np.empty(n, dtype=np.int64)      # submit order, as the engine's
+        self.index[order] = np.arange(n)
+        self.part_used = np.full(n, -1, dtype=np.int64)
+        self.restarts = np.zeros(n, dtype=np.int64)
+        self.waits: dict[int, set] = {}
+        self.last: dict[int, int] = {}
+        self.heap: list[tuple[int, int, int]] = []     # (grace end, row, attempt)
+        self.stopping: set = set()                     # (row, attempt) in their grace
+        self.requeued: list[tuple[int, int]] = []      # (begin time, row)
+        self.wakes: list[int] = []
+
+    @staticmethod
+    def check(scheduler, given) -> None:
+        """UnsupportedError for what preemption is not modelled with in a Scheduler."""
+        if scheduler.engine == "slurm":
+            raise UnsupportedError("preemption with reservations='slurm' is not modelled")
+        for name in ("dependencies", "limits", "placement"):
+            if name in given:
+                raise UnsupportedError(f"preemption with {name} is not modelled in the "
+                                       "Scheduler (simulate models it)")
+
+    def next_time(self) -> int:
+        """The next grace end, requeued job's begin or exemption end (-1: none)."""
+        times = [h[0][0] for h in (self.heap, self.requeued) if h] + self.wakes[:1]
+        return min(times) if times else -1
+
+    # ------------------------------------------------------------ before a pass
+    def due(self, s, now: int) -> None:
+        """Stop the victims whose grace ended by ``now`` (those still running the
+        attempt that was preempted and not ending by then) and queue the requeued jobs
+        whose begin time has come."""
+        while self.wakes and self.wakes[0] <= now:
+            heapq.heappop(self.wakes)
+        stop = []
+        while self.heap and self.heap[0][0] <= now:
+            t, r, attempt = heapq.heappop(self.heap)
+            self.stopping.discard((r, attempt))
+            if self.restarts[r] == attempt and r in s._running_rows:
+                stop.append((t, r))
+        for t in sorted({t for t, _ in stop}):
+            self.stop(s, np.array(sorted(r for u, r in stop if u == t), dtype=np.int64), t)
+        rows, begins = [], []
+        while self.requeued and self.requeued[0][0] <= now:
+            b, r = heapq.heappop(self.requeued)
+            rows.append(r)
+            begins.append(b)
+        if rows:
+            s._queue_free(np.array(rows, dtype=np.int64), np.array(begins, dtype=np.int64))
+            s._version += 1
+
+    def stop(self, s, rows, now: int) -> None:
+        """Victims ``rows`` (running) stop at ``now``: requeued by their mode, or ended."""
+        if not len(rows):
+            return
+        back = self.requeued_mode(rows)
+        s._end_running(np.flatnonzero(np.isin(s._running_rows, rows)), now, False)
+        for r in rows[back].tolist():
+            self.restarts[r] += 1
+            s._catalog.status[r] = WAITING
+            heapq.heappush(self.requeued, (now + self.delay, r))
+
+    def requeued_mode(self, rows) -> np.ndarray:
+        """Whether each victim is requeued: its class's mode REQUEUE and its job's
+        requeue allowed (else it is cancelled, as Slurm's SIGKILL fallback)."""
+        return (self.mode[self.cls(rows, self.part_used[rows])] == REQUEUE) & self.requeue[rows]
+
+    def cls(self, rows, parts) -> np.ndarray:
+        return np.asarray(parts, dtype=np.int64) if self.qos is None else self.qos[rows]
+
+    # ------------------------------------------------------------- after a pass
+    def decide(self, s, now: int, d) -> Preempted:
+        """The preemption after pass ``d`` at ``now`` (its starts counted as running)."""
+        started = np.flatnonzero(d.outcome == START)
+        queue = d.rows[d.outcome != START]
+        queue = queue[self.can[queue]]
+        if not len(queue):
+            return _NONE
+        view = _View(s, d, started, now, self)
+        alive = {(r, a) for r, a in zip(view.rows.tolist(),
+                                        self.restarts[view.rows].tolist())}
+        for j in list(self.waits):
+            self.waits[j] = {w for w in self.waits[j] if w in alive}
+            if not self.waits[j]:
+                del self.waits[j]
+        for j in queue.tolist():
+            if j in self.waits or self.last.get(j) == now:
+                continue
+            victims = self.choose(view, j, now)
+            if victims is not None:
+                cls = self.cls(victims, self.part_used_of(view, victims))
+                back = (self.mode[cls] == REQUEUE) & self.requeue[victims]
+                return Preempted(int(s._catalog.job_id(j)), s._catalog.job_id(victims),
+                                 tuple(_MODE_NAMES[2 if b else 1] for b in back.tolist()),
+                                 now + self.grace[cls], victims, j)
+        return _NONE
+
+    def part_used_of(self, view, rows) -> np.ndarray:
+        return view.part[[view.pos[r] for r in rows.tolist()]]
+
+    def choose(self, view, j: int, now: int):
+        """Job row ``j``'s victims (rows, submit order), or None (the engine's rule)."""
+        g, c, m, nn = view.request(j)
+        for p in self.parts[self.poff[j]:self.poff[j + 1]].tolist():
+            nodes = np.flatnonzero(self.member[p] & view.available)
+            FG, FC, FM = view.fg[nodes].copy(), view.fc[nodes].copy(), view.fm[nodes].copy()
+            fits = (FG >= g) & (FC >= c) & (FM >= m)
+            if fits.sum() >= nn:
+                return None
+            cand = self.candidates(view, j, p, now, nodes)
+            freed_by = np.where(fits, -1, len(cand))
+            for k, v in enumerate(cand.tolist()):
+                at = np.searchsorted(nodes, np.intersect1d(view.nodes_of(v), nodes))
+                vg, vc, vm, _ = view.request(v)
+                FG[at] += vg
+                FC[at] += vc
+                FM[at] += vm
+                now_fits = (FG[at] >= g) & (FC[at] >= c) & (FM[at] >= m)
+                freed_by[at[now_fits & (freed_by[at] > k)]] = k
+                if (freed_by <= k).sum() >= nn:
+                    return self._victims(view, cand[:k + 1], nodes, freed_by, nn)
+        return None
+
+    def candidates(self, view, j: int, p: int, now: int, nodes) -> np.ndarray:
+        """The running rows on ``nodes`` job ``j`` (in partition ``p``) may preempt at
+        ``now``, in the victims' order."""
+        on = view.on(nodes)
+        on = np.array([r for r in on.tolist()
+                       if (r, int(self.restarts[r])) not in self.stopping], dtype=np.int64)
+        if not len(on):
+            return on
+        mine = p if self.qos is None else self.qos[j]
+        theirs = self.cls(on, self.part_used_of(view, on))
+        may = self.may[mine, theirs] & (self.mode[theirs] != OFF)
+        start = view.start[[view.pos[r] for r in on.tolist()]]
+        until = start + self.exempt[theirs]
+        for w in np.unique(until[may & (until > now)]).tolist():
+            if w not in self.wakes:
+                heapq.heappush(self.wakes, w)
+        ok = may & (until <= now)
+        cand, cls, st = on[ok], theirs[ok], start[ok]
+        nn = view.nn[cand]
+        prio = (self.level[cls] << 16) + np.minimum(nn, 0xFFFF)
+        return cand[np.lexsort((-self.index[cand], -st, prio))]
+
+    def _victims(self, view, cand, nodes, freed_by, nn: int) -> np.ndarray:
+        ok = np.flatnonzero(freed_by < len(cand))
+        chosen = nodes[ok[np.lexsort((nodes[ok], freed_by[ok]))][:nn]]
+        hit = [v for v in cand.tolist() if np.isin(view.nodes_of(v), chosen).any()]
+        hit = np.array(hit, dtype=np.int64)
+        return hit[np.argsort(self.index[hit])]
+
+    def apply(self, s, d) -> None:
+        """Record the partitions ``d``'s starts ran in, then apply its preemption."""
+        started = np.flatnonzero(d.outcome == START)
+        self.part_used[d.rows[started]] = d.partition[started]
+        pre = d.preempt
+        if pre is None or pre.row < 0:
+            return
+        self.last[pre.row] = d.now
+        self.waits[pre.row] = {(r, int(self.restarts[r])) for r in pre.rows.tolist()}
+        for r, t in zip(pre.rows.tolist(), pre.stop.tolist()):
+            if t > d.now:
+                self.stopping.add((r, int(self.restarts[r])))
+                heapq.heappush(self.heap, (t, r, int(self.restarts[r])))
+        self.stop(s, pre.rows[pre.stop == d.now], d.now)
+
+
+class _View:
+    """The Scheduler's state after a pass's starts: free resources per node and the
+    running jobs (catalog rows) with their nodes, starts and partitions."""
+
+    def __init__(self, s, d, started, now, pp):
+        jobs = s._catalog.jobs()
+        self.jobs = jobs
+        self.available = s.available
+        st = s.state
+        bits = np.unpackbits(np.ascontiguousarray(st.free_gpu_mask, dtype=np.uint64)
+                             .view(np.uint8)).reshape(-1, 64)
+        self.fg = bits.sum(axis=1).astype(np.int64)
+        self.fc = st.free_cpus.astype(np.int64).copy()
+        self.fm = st.free_mem_mb.astype(np.int64).copy()
+        r = s._running
+        keep = np.flatnonzero(s._running_rows >= 0)
+        offs = [r.node_offsets[k] for k in keep]
+        lists = [r.nodes[o:r.node_offsets[k + 1]] for o, k in zip(offs, keep)]
+        rows = s._running_rows[keep].tolist()
+        start = s._catalog.start[s._running_rows[keep]].tolist()
+        part = pp.part_used[s._running_rows[keep]].tolist()
+        for i in started.tolist():
+            row, nodes = int(d.rows[i]), d.nodes_of(i).astype(np.int64)
+            np.subtract.at(self.fg, nodes, int(jobs.gpus_per_node[row]))
+            np.subtract.at(self.fc, nodes, int(jobs.cpus_per_node[row]))
+            np.subtract.at(self.fm, nodes, int(jobs.mem_per_node[row]))
+            rows.append(row)
+            lists.append(nodes)
+            start.append(now)
+            part.append(int(d.partition[i]))
+        self.rows = np.array(rows, dtype=np.int64)
+        self.lists = lists
+        self.start = np.array(start, dtype=np.int64)
+        self.part = np.array(part, dtype=np.int64)
+        self.pos = {row: k for k, row in enumerate(rows)}
+        self.nn = np.asarray(jobs.num_nodes, dtype=np.int64)
+
+    def request(self, row: int):
+        j = self.jobs
+        return (int(j.gpus_per_node[row]), int(j.cpus_per_node[row]), int(j.mem_per_node[row]),
+                int(j.num_nodes[row]))
+
+    def nodes_of(self, row: int) -> np.ndarray:
+        return np.asarray(self.lists[self.pos[row]], dtype=np.int64)
+
+    def on(self, nodes) -> np.ndarray:
+        """The running rows holding one of ``nodes``, ascending."""
+        hit = [row for row, held in zip(self.rows.tolist(), self.lists)
+               if np.isin(held, nodes).any()]
+        return np.array(sorted(hit), dtype=np.int64)

@@ -1,0 +1,190 @@
+"""Preemption in the embeddable Scheduler: driven at the simulator's instants, it
+preempts and starts what ``simulate(..., preemption=...)`` does (every attempt: start,
+end, nodes, preempted or not); its decisions name the victims, their modes and stop
+times; what it refuses."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from fastsched import Cluster, JobTable, Scheduler, simulate
+from fastsched.model.errors import InputError, UnsupportedError
+from fastsched.model.lifecycle import Lifecycle, saved_progress
+from fastsched.model.preemption import CANCEL, REQUEUE, Preemption
+from fastsched.sim.decisions import START
+from test_nodeplan import node_clusters, node_workloads
+from test_preempt import preemptions
+
+
+def drive(s, jobs, lc):
+    """Drive Scheduler ``s`` through ``jobs`` as the simulator's loop does: at each
+    instant (submits, ends, ``s.preempt_time``) complete what ends, submit what
+    arrives, then pass and apply until a pass stops no victim at once. Returns every
+    attempt as (job id, start, end, nodes, preempted), sorted."""
+    ids = [int(j) for j in jobs.job_id]
+    row = {j: k for k, j in enumerate(ids)}
+    left = {j: int(r) for j, r in zip(ids, jobs.runtime)}
+    limit = {j: int(t) for j, t in zip(ids, jobs.time_limit)}
+    interval = {j: int(lc.checkpoint_interval[row[j]]) for j in ids}
+    submits = sorted(set(jobs.submit_time.tolist()))
+    ends, running, stops, done = {}, {}, {}, []
+
+    def stop(j, t, requeue):
+        start, nodes = running.pop(j)
+        done.append((j, start, t, nodes, True))
+        ends.pop(j, None)
+        if requeue:
+            left[j] -= int(saved_progress(t - start, interval[j]))
+
+    for _ in range(100 * len(ids) + 100):    # each visit advances time or the state
+        times = submits[:1] + list(ends.values()) + [t for t, _ in stops.values()] + \
+            ([s.preempt_time] if s.preempt_time >= 0 else [])
+        if not times:
+            break
+        now = min(times)
+        for j, (t, requeue) in list(stops.items()):
+            if t == now:
+                del stops[j]
+                if j in running and ends[j] > now:
+                    stop(j, now, requeue)
+        assert now >= s._clock, "a time in the past"
+        ending = [j for j, e in ends.items() if e == now]
+        if ending:
+            s.complete(ending, now)
+            for j in ending:
+                start, nodes = running.pop(j)
+                done.append((j, start, now, nodes, False))
+                del ends[j]
+        if submits and submits[0] == now:
+            submits.pop(0)
+            s.submit(jobs.take(jobs.submit_time == now))
+        while True:
+            d = s.schedule(now)
+            s.apply(d)
+            for i in np.flatnonzero(d.outcome == START).tolist():
+                j = int(d.job_id[i])
+                running[j] = (now, sorted(d.nodes_of(i).tolist()))
+                ends[j] = now + min(left[j], limit[j])
+            p = d.preempt
+            if p is None:              # nothing may preempt: a Scheduler without it
+                break
+            at_once = False
+            for v, mode, t in zip(p.victims.tolist(), p.mode, p.stop.tolist()):
+                if t == now:
+                    stop(v, now, mode == "REQUEUE")
+                    at_once = True
+                else:
+                    stops[v] = (t, mode == "REQUEUE")
+            if not at_once:
+                break
+    else:
+        raise AssertionError("the drive does not end")
+    return sorted(done)
+
+
+def simulated(r):
+    t, ids = r.attempts, r.workload.job_id
+    return sorted((int(ids[t["row"][k]]), int(t["start"][k]), int(t["end"][k]),
+                   sorted(t["alloc_nodes"][t["alloc_offsets"][k]:t["alloc_offsets"][k + 1]]
+                          .tolist()), bool(t["preempted"][k]))
+                  for k in range(len(t["row"])) if t["start"][k] >= 0)
+
+
+@st.composite
+def preempt_cases(draw):
+    cluster, _ = draw(node_clusters())
+    tiers = draw(st.lists(st.integers(1, 3), min_size=len(cluster.partitions),
+                          max_size=len(cluster.partitions)))
+    cluster = Cluster(cluster.node_names, cluster.cpus, cluster.gpus, cluster.mem_mb,
+                      partitions=[replace(p, priority_tier=k)
+                                  for p, k in zip(cluster.partitions, tiers)])
+    available = np.ones(cluster.num_nodes, dtype=bool)
+    jobs = draw(node_workloads(cluster, available, max_jobs=14))
+    jobs.runtime = np.maximum(jobs.runtime, 1)     # the drive passes once per instant
+    n = len(jobs)
+    qos = draw(st.booleans())
+    classes = draw(st.integers(2, 3)) if qos else len(cluster.partitions)
+    pre = draw(preemptions(classes, n, qos))
+    if draw(st.booleans()):            # often: every class preempts those ranked below
+        rank = np.array(draw(st.permutations(range(classes))))
+        mode = draw(st.lists(st.sampled_from([CANCEL, REQUEUE]), min_size=classes,
+                             max_size=classes))
+        pre = replace(pre, may=rank[:, None] > rank[None, :],
+                      mode=np.array(mode, dtype=np.int64))
+    lc = Lifecycle.of(n, requeue=draw(st.lists(st.booleans(), min_size=n, max_size=n)),
+                      checkpoint_interval=draw(st.lists(st.integers(0, 10), min_size=n,
+                                                        max_size=n)),
+                      delay=draw(st.integers(0, 5)))
+    return cluster, jobs, pre, lc
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=preempt_cases())
+def test_scheduler_preempts_as_the_simulator(policy, case):
+    cluster, jobs, pre, lc = case
+    r = simulate(cluster, jobs, policy, preemption=pre, lifecycle=lc)
+    s = Scheduler(cluster, policy, jobs=jobs, preemption=pre, lifecycle=lc)
+    got = drive(s, jobs, lc)
+    assert got == simulated(r)
+    event(f"preempted attempts: {min(sum(a[4] for a in got), 3)}")
+
+
+def _two_tiers(grace=0, mode=REQUEUE):
+    from fastsched.model.cluster import Partition
+    nodes = np.arange(2)
+    parts = [Partition("low", nodes, priority_tier=1, grace_time=grace),
+             Partition("high", nodes, priority_tier=10)]
+    cluster = Cluster(["a", "b"], [4, 4], [0, 0], [0, 0], partitions=parts)
+    jobs = JobTable.from_arrays(job_id=[1, 2], submit_time=[0, 10], time_limit=[100, 50],
+                                runtime=[100, 50], num_nodes=[2, 1], cpus_per_node=[4, 4],
+                                partition=[0, 1])
+    return cluster, jobs, Preemption.partition_prio(cluster, mode)
+
+
+def test_decisions_name_victims_mode_and_grace_end():
+    cluster, jobs, pre = _two_tiers(grace=30)
+    s = Scheduler(cluster, "easy", jobs=jobs, preemption=pre,
+                  lifecycle=Lifecycle.of(2, delay=5))
+    s.submit(jobs.take(np.array([0])))
+    s.apply(s.schedule(0))
+    s.submit(jobs.take(np.array([1])))
+    d = s.schedule(10)
+    assert list(d.starts) == [] and d.preempt.job_id == 2
+    assert d.preempt.victims.tolist() == [1] and d.preempt.mode == ("REQUEUE",)
+    assert d.preempt.stop.tolist() == [40]
+    s.apply(d)
+    assert s.running == [1] and s.preempt_time == 40     # it runs out its grace time
+    d = s.schedule(40)                 # job 1 stops, job 2 starts
+    assert s.running == [] and list(d.starts) == [2]
+    s.apply(d)
+    assert s.preempt_time == 45        # job 1 queued again after the requeue delay
+    s.schedule(45)
+    assert [int(j) for j in s.pending.job_id] == [1]
+
+
+def test_cancel_ends_the_victim():
+    cluster, jobs, pre = _two_tiers(mode=CANCEL)
+    s = Scheduler(cluster, "easy", jobs=jobs, preemption=pre)
+    s.submit(jobs.take(np.array([0])))
+    s.apply(s.schedule(0))
+    s.submit(jobs.take(np.array([1])))
+    d = s.schedule(10)
+    assert d.preempt.mode == ("CANCEL",) and d.preempt.stop.tolist() == [10]
+    s.apply(d)
+    assert s.running == [] and s.preempt_time == -1
+    d = s.schedule(10)
+    assert list(d.starts) == [2] and len(d.preempt) == 0
+
+
+def test_refused_combinations():
+    cluster, jobs, pre = _two_tiers()
+    with pytest.raises(InputError, match="jobs="):
+        Scheduler(cluster, "easy", preemption=pre)
+    from fastsched.model.constraints import no_limits
+    with pytest.raises(UnsupportedError, match="limits"):
+        Scheduler(cluster, "easy", jobs=jobs, preemption=pre, limits=no_limits(2))
+    with pytest.raises(InputError, match="lifecycle"):
+        Scheduler(cluster, "easy", jobs=jobs, preemption=pre, lifecycle=Lifecycle.of(3))
