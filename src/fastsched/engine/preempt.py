@@ -38,6 +38,30 @@ from .limits import _held
 __all__ = ["Preemptor"]
 
 
+def victims_needed(free, fits, ask, nodes, cand, holds):
+    """How many of the candidate victims ``cand`` (in the victims' order) must stop for
+    a job asking ``ask`` = (GPUs, CPUs, MB per node, nodes) to fit on ``nodes``, where
+    ``free`` = (GPUs, CPUs, MB free on each of ``nodes``; added to here) and ``fits``
+    (nodes it fits on now). ``holds(v)`` = (node ids, GPUs, CPUs, MB per node) of
+    victim ``v``. Returns (k, freed_by): the first k + 1 candidates suffice, and
+    ``freed_by`` gives per node the first victim it needs (-1: none, len(cand):
+    never); None when all of them do not."""
+    FG, FC, FM = free
+    g, c, m, nn = ask
+    freed_by = np.where(fits, -1, len(cand))
+    for k, v in enumerate(cand.tolist()):
+        on, vg, vc, vm = holds(v)
+        at = np.searchsorted(nodes, np.intersect1d(on, nodes))
+        FG[at] += vg
+        FC[at] += vc
+        FM[at] += vm
+        now_fits = (FG[at] >= g) & (FC[at] >= c) & (FM[at] >= m)
+        freed_by[at[now_fits & (freed_by[at] > k)]] = k
+        if (freed_by <= k).sum() >= nn:
+            return k, freed_by
+    return None
+
+
 class Preemptor:
     """A run's preemption state (jobs in submit order): the rules, the victims in
     their grace time (a heap of (stop time, job, attempt)) and, per preemptor, the
@@ -130,17 +154,13 @@ class Preemptor:
             if fits.sum() >= nn:
                 return None           # it fits without preempting: something else holds it
             cand = self.candidates(loop, j, p, t, nodes)
-            freed_by = np.where(fits, -1, len(cand))   # the first victim a node needs
-            for k, v in enumerate(cand.tolist()):
+
+            def holds(v):
                 lo, hi = jobs.offsets[v], jobs.offsets[v] + jobs.nn[v]
-                at = np.searchsorted(nodes, np.intersect1d(out.alloc_nodes[lo:hi], nodes))
-                FG[at] += jobs.rg[v]
-                FC[at] += jobs.rc[v]
-                FM[at] += jobs.rm[v]
-                now_fits = (FG[at] >= g) & (FC[at] >= c) & (FM[at] >= m)
-                freed_by[at[now_fits & (freed_by[at] > k)]] = k
-                if (freed_by <= k).sum() >= nn:
-                    return self._victims(loop, cand[:k + 1], nodes, freed_by, nn)
+                return out.alloc_nodes[lo:hi], jobs.rg[v], jobs.rc[v], jobs.rm[v]
+            found = victims_needed((FG, FC, FM), fits, (g, c, m, nn), nodes, cand, holds)
+            if found is not None:
+                return self._victims(loop, cand[:found[0] + 1], nodes, found[1], nn)
         return None
 
     def candidates(self, loop, j: int, p: int, t: int, nodes) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import Lifecycle
+from ..engine.preempt import victims_needed
 from ..model.preemption import OFF, REQUEUE
 from .bookkeeping import WAITING
 from .decisions import START
@@ -208,17 +209,12 @@ class SchedulerPreemption:
             if fits.sum() >= nn:
                 return None
             cand = self.candidates(view, j, p, now, nodes)
-            freed_by = np.where(fits, -1, len(cand))
-            for k, v in enumerate(cand.tolist()):
-                at = np.searchsorted(nodes, np.intersect1d(view.nodes_of(v), nodes))
-                vg, vc, vm, _ = view.request(v)
-                FG[at] += vg
-                FC[at] += vc
-                FM[at] += vm
-                now_fits = (FG[at] >= g) & (FC[at] >= c) & (FM[at] >= m)
-                freed_by[at[now_fits & (freed_by[at] > k)]] = k
-                if (freed_by <= k).sum() >= nn:
-                    return self._victims(view, cand[:k + 1], nodes, freed_by, nn)
+
+            def holds(v):
+                return (view.nodes_of(v),) + tuple(view.request(v)[:3])
+            found = victims_needed((FG, FC, FM), fits, (g, c, m, nn), nodes, cand, holds)
+            if found is not None:
+                return self._victims(view, cand[:found[0] + 1], nodes, found[1], nn)
         return None
 
     def candidates(self, view, j: int, p: int, now: int, nodes) -> np.ndarray:
