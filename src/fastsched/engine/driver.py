@@ -114,15 +114,18 @@ def _resort(rank, queue, qlen: int) -> None:
 class QueueWindow:
     """The jobs that may be queued before a time (submit order): every job submitted
     before it that has not started, the queued ones, the requeued attempts waiting,
-    and the running ones (a node failure may requeue them). Kept from one
-    recomputation to the next, so each costs the jobs pending, running or
-    submitted since, not every job ever submitted; ``base``: the next unused queue
-    rank (the loops start with ranks 0..n-1)."""
+    and, when ``running`` (a node failure or a preemption may requeue them), the
+    running ones. Kept from one recomputation to the next, so each costs the jobs
+    pending (running) or submitted since, not every job ever submitted; ``base``:
+    the next unused queue rank (the loops start with ranks 0..n-1). Without
+    ``running`` the window is the queue's jobs only: on a big cluster the running
+    jobs outnumber them a hundredfold, and a job that started never queues again."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, running: bool = True):
         self.rows = np.zeros(0, dtype=np.int64)
         self.seen = 0
         self.base = n
+        self.running = running
 
     def advance(self, loop, t_lo: int, t_hi: int) -> np.ndarray:
         """The window from ``t_lo`` (jobs ended by then leave) to ``t_hi``."""
@@ -130,7 +133,10 @@ class QueueWindow:
         rows = np.unique(np.concatenate([self.rows, np.arange(self.seen, hi, dtype=np.int64),
                                          loop.queued_jobs(), loop.requeue_waiting()]))
         start, end = loop.start_times()[rows], loop.end_times()[rows]
-        self.rows = rows[(start < 0) | (end > t_lo)]
+        stays = start < 0
+        if self.running:
+            stays |= end > t_lo
+        self.rows = rows[stays]
         self.seen = hi
         return self.rows
 
@@ -167,7 +173,8 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
     if resume is not None:
         loop, reorder, last = resume["loop"], resume["reorder"], resume["last"]
         e = resume.get("event", 0)
-    window = (resume or {}).get("window") or QueueWindow(loop.n)
+    requeues = events is not None or getattr(loop, "preemptor", None) is not None
+    window = (resume or {}).get("window") or QueueWindow(loop.n, running=requeues)
     if reorder is not None and (period is None or period < 1):
         raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
     if resume is None and rank is not None:

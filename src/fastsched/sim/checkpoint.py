@@ -22,9 +22,9 @@ import time
 from ..model.errors import InputError
 
 #: what a checkpoint file starts with (after pickling): its format, changed whenever
-#: the saved loop state changes shape (here: power-saving state, the shapes of elastic
-#: jobs), so that an older file is refused by name instead of failing inside the loop
-FORMAT = "fastsched-checkpoint-3"
+#: the saved loop state changes shape (a field of the compiled state, the queue
+#: window), so that an older file is refused by name instead of failing inside the loop
+FORMAT = "fastsched-checkpoint-4"
 
 
 class Checkpoints:
