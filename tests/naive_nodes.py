@@ -45,7 +45,7 @@ is free on node n at instant t?") is answered by summing over intervals.
 * Power saving (``power``): a job started at t (in the order the pass started them,
   before its pull) on a node with no job running is given a powered-down node when
   that node is CLOUD and never ran a job, or (not excluded, SuspendTime set) every job
-  it ran ended at least SuspendTime before t. Each such node takes a resume token: the
+  it ran ended more than SuspendTime before t. Each such node takes a resume token: the
   k-th power-up of the run at ms r_k = max(1000 t, r_{k-1} + period), in seconds
   ceil(r_k / 1000); it boots from then, but not before SuspendTimeout after its
   power-down began (its last end + SuspendTime), and is ready ``boot`` seconds later.
@@ -485,7 +485,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             fresh = x in power["cloud"] and not history[x]
             last = max(history[x], default=0)
             st = power["suspend_time"]
-            if fresh or (st is not None and x not in power["excluded"] and now >= last + st):
+            if fresh or (st is not None and x not in power["excluded"] and now > last + st):
                 r_ms = now * 1000 if token[0] is None else \
                     max(now * 1000, token[0] + power["period_ms"])
                 token[0] = r_ms

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-import naive_nodes
 from fastsched import Cluster, JobTable, PowerSaving, simulate, verify
 from fastsched.cli import main
 from fastsched.engine import run_nodes
@@ -18,6 +17,7 @@ from fastsched.io.slurmpower import power_nodes, power_saving
 from fastsched.model.errors import InputError, UnsupportedError
 from fastsched.sim.power import engine_power
 from fastsched.tools.testing import power_models
+from constrained_twin import run_both
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 
 
@@ -34,19 +34,14 @@ def _twin_power(pm, cluster):
 @SETTINGS
 @given(data=st.data())
 def test_boots_match_twin(data, policy, depth):
-    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
+    case = data.draw(constrained_cases())
+    cluster = case[0]
     pm = data.draw(power_models(cluster))
-    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
-    ids = [int(j) for j in jobs.job_id]
-    key = None if rank is None else np.array([rank[j] for j in ids])
     res = data.draw(st.sampled_from([1, 1, 7]))
-    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
-                    limits=lg, rank=key, power=engine_power(pm, cluster), resolution=res)
     twin = _twin_power(pm, cluster)
-    out, _ = naive_nodes.simulate(
-        cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
-        deps=deps, groups=groups, caps=caps, rank=rank, power=twin, resolution=res)
-    naive_nodes.assert_same_records(run, ids, out)
+    run, ids, _ = run_both(case, policy, depth,
+                           engine={"power": engine_power(pm, cluster), "resolution": res},
+                           twin={"power": twin, "resolution": res})
     for i, j in enumerate(ids):
         assert run.configure[i] == twin.get("boot_out", {}).get(j, 0), j
     assert run.power["power_ups"] >= 0
@@ -162,6 +157,28 @@ def test_an_idle_node_powers_down_and_the_next_job_waits_for_it():
     excluded = PowerSaving(suspend_time=100, boot=20, exc_nodes=("n001",))
     r3 = simulate(cluster, jobs, "fcfs", reservations="nodes", power=excluded)
     assert r3.jobs.configure_time.tolist() == [0, 0, 0]
+
+
+def test_a_node_powers_down_only_once_idle_longer_than_suspend_time():
+    """Slurm suspends a node when ``last_busy < now - SuspendTime``: idle exactly
+    SuspendTime it is still up, so even with SuspendTime=0 the jobs of one instant never
+    find a node their predecessor at that instant left powered down."""
+    cluster = Cluster.homogeneous(1, cpus=1, prefix="n")
+    pm = PowerSaving(suspend_time=100, suspend_timeout=0, boot=20, resume_timeout=60)
+    for submit, wait in ((110, 0), (111, 20)):       # job 1 leaves the node idle at 10
+        r = simulate(cluster, _jobs([10, 10], [1, 1], submit=[0, submit]), "fcfs",
+                     reservations="nodes", power=pm)
+        assert r.jobs.configure_time.tolist() == [0, wait]
+        assert r.verify("fcfs").ok
+    # SuspendTime=0, a token a minute: jobs 1 and 2 share the node at 0 (job 1 ends
+    # then), job 3 takes job 1's CPU at 0; nothing powers up, and the checks agree
+    two = Cluster.homogeneous(1, cpus=2, prefix="n")
+    pm0 = PowerSaving(suspend_time=0, suspend_timeout=0, boot=0, resume_timeout=15,
+                      resume_rate=1)
+    r = simulate(two, _jobs([0, 2, 0], [1, 1, 1], limit=5), "conservative",
+                 reservations="nodes", power=pm0)
+    assert r.jobs.start_time.tolist() == [0, 0, 0] and r.summary["power"]["power_ups"] == 0
+    assert r.verify("conservative").ok
 
 
 def test_a_booting_job_holds_its_nodes_for_its_boot_plus_its_limit():

@@ -6,7 +6,7 @@ A node's power state follows from per-node arrays updated at starts and ends, ne
 by a scan of all nodes: ``busy`` (jobs on it), ``idle`` (when its last job ended;
 ``NEVER``: a CLOUD node never used) and ``ready`` (when its last boot ended). At a
 start a node with no job is powered down when it never ran one and is CLOUD, or was
-idle SuspendTime and is not excluded. :func:`start_power` runs once per start after
+idle longer than SuspendTime and is not excluded. :func:`start_power` runs once per start after
 the pass that started it, before its image pull: O(the job's nodes). The pass held the
 job's nodes over its limit from now; a job that waits for a boot holds them until its
 reset start plus its limit (:func:`extend_holds`, after the pass: its planning counts
@@ -65,7 +65,7 @@ def _powered_down(x, now, pw):
     if pw.idle[x] == NEVER:
         return True
     st = pw.conf[1]
-    return st >= 0 and not pw.excl[x] and now >= pw.idle[x] + st
+    return st >= 0 and not pw.excl[x] and now > pw.idle[x] + st
 
 
 @leaf_kernel

@@ -14,7 +14,8 @@ not ready ``ResumeTimeout`` seconds after its resume goes DOWN.
 The model (fastsched's; Slurm has no key for how long a node boots): every node
 boots in ``boot`` seconds. The nodes engine applies it when a job starts
 (:mod:`fastsched.engine.power`): a node of the job that is powered down then (idle
-for SuspendTime since its last job ended, not excluded; or a CLOUD node never used)
+longer than SuspendTime since its last job ended, as Slurm's ``last_busy < now -
+SuspendTime``, not excluded; or a CLOUD node never used)
 takes a resume token (one every 60000 / ResumeRate ms, first come first served; 0:
 no limit), waits for its power-down to finish (SuspendTimeout after it began), then
 boots; the job starts when its last node is ready. A node that is still booting for

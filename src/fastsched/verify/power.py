@@ -4,7 +4,7 @@ says the rules; no scheduling code is imported).
 A job's allocation is ``start - configure_time``: from then on it holds its nodes, its
 start being when they were all ready. Walking each node's jobs by allocation, a node
 with no job running at an allocation ``a`` is powered down when it is CLOUD and never
-ran a job, or was idle SuspendTime since its last job ended ``e`` (and is not
+ran a job, or was idle longer than SuspendTime since its last job ended ``e`` (and is not
 excluded); it then boots no sooner than ``max(a, e + SuspendTime + SuspendTimeout)``
 (``a`` for a fresh CLOUD node) and is ready ``boot`` seconds later. Checks:
 
@@ -57,7 +57,7 @@ def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
             last, busy_until, ready, booted, fresh = x, 0, 0, 0, bool(cloud[x])
         if busy_until <= a:
             idle = busy_until
-            if fresh or (st is not None and not excluded[x] and a >= idle + st):
+            if fresh or (st is not None and not excluded[x] and a > idle + st):
                 boot_at = a if fresh else max(a, idle + st + power.suspend_timeout)
                 ready, booted = boot_at + power.boot, int(start[j])
                 ups.append((a, int(start[j]) - power.boot, j))
