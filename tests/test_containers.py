@@ -9,7 +9,6 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-import naive_nodes
 from fastsched import Cluster, Containers, ImagePull, JobTable, NodeEvents, simulate
 from fastsched.cli import main
 from fastsched.engine import run_nodes
@@ -18,6 +17,7 @@ from fastsched.model.errors import InputError, UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.sim.images import engine_images
 from fastsched.tools.testing import containers, lifecycles, node_event_rows
+from constrained_twin import attempt_rows, run_both
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 
 
@@ -39,18 +39,11 @@ def _twin_images(ids, c):
 @SETTINGS
 @given(data=st.data())
 def test_image_pulls_match_twin(data, policy, depth):
-    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
-    images, c = _images(data, len(jobs))
-    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
-    ids = [int(j) for j in jobs.job_id]
-    key = None if rank is None else np.array([rank[j] for j in ids])
-    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
-                    limits=lg, rank=key, images=images)
-    twin = _twin_images(ids, c)
-    out, _ = naive_nodes.simulate(
-        cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
-        deps=deps, groups=groups, caps=caps, rank=rank, images=twin)
-    naive_nodes.assert_same_records(run, ids, out)
+    case = data.draw(constrained_cases())
+    images, c = _images(data, len(case[2]))
+    twin = _twin_images([int(j) for j in case[2].job_id], c)
+    run, ids, _ = run_both(case, policy, depth, engine={"images": images},
+                           twin={"images": twin})
     for i, j in enumerate(ids):
         assert run.pull[i] == twin[3].get(j, 0), j
     event(f"pulls: {min(int((run.pull > 0).sum()), 3)}")
@@ -62,30 +55,16 @@ def test_image_pulls_match_twin(data, policy, depth):
 def test_image_pulls_with_failures_and_requeues_match_twin(data, policy):
     """A requeued attempt pulls again only where its new nodes lack the image, and its
     checkpoints count from its pull's end."""
-    cluster, available, jobs, parts, deps, groups, caps, _ = data.draw(constrained_cases())
-    rows = data.draw(node_event_rows(cluster.num_nodes, max_events=8, max_time=60,
+    case = data.draw(constrained_cases())
+    case = case[:-1] + (None,)
+    rows = data.draw(node_event_rows(case[0].num_nodes, max_events=8, max_time=60,
                                      kinds=("down", "down", "down", "up", "drain", "resume")))
-    lc = data.draw(lifecycles(len(jobs)))
-    images, c = _images(data, len(jobs))
-    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
-    ids = [int(j) for j in jobs.job_id]
-    run = run_nodes(cluster, jobs, policy, 1, available, partitions=pc, dependencies=dp,
-                    limits=lg, events=NodeEvents.from_rows(rows, cluster.num_nodes),
-                    lifecycle=lc, images=images)
-    killed = []
-    twin = _twin_images(ids, c)
-    out, _ = naive_nodes.simulate(
-        cluster, naive_nodes.jobs_from_table(jobs), policy, 1, available, partitions=parts,
-        deps=deps, groups=groups, caps=caps, events=rows,
-        requeue={j: bool(lc.requeue[i]) for i, j in enumerate(ids)},
-        checkpoint={j: int(lc.checkpoint_interval[i]) for i, j in enumerate(ids)},
-        delay=lc.delay, attempts=killed, images=twin)
-    naive_nodes.assert_same_records(run, ids, out)
-    a = run.attempts
-    got = sorted((ids[a.job[k]], int(a.attempt[k]), int(a.start[k]), int(a.end[k]),
-                  a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]].tolist(),
-                  int(a.pull[k])) for k in range(len(a)))
-    assert got == sorted(killed)
+    lc = data.draw(lifecycles(len(case[2])))
+    images, c = _images(data, len(case[2]))
+    run, ids, killed = run_both(case, policy, 1, rows=rows, lifecycle=lc,
+                                engine={"images": images},
+                                twin={"images": _twin_images([int(j) for j in case[2].job_id], c)})
+    assert attempt_rows(run, ids, "pull") == sorted(killed)
     event(f"killed attempts that pulled: {min(sum(1 for k in killed if k[5] > 0), 2)}")
 
 

@@ -18,6 +18,7 @@ from fastsched.model.failures import FailureModel
 from fastsched.model.lifecycle import REQUEUE_DELAY, Lifecycle, goodput
 from fastsched.engine.requeue import REQUEUE_DELAY as ENGINE_DELAY
 from fastsched.tools.testing import lifecycles, node_event_rows
+from constrained_twin import attempt_rows, run_both
 from test_constraints import SETTINGS, WindowedReorder, constrained_cases, engine_inputs
 
 
@@ -26,31 +27,14 @@ from test_constraints import SETTINGS, WindowedReorder, constrained_cases, engin
 @SETTINGS
 @given(data=st.data())
 def test_failures_and_requeues_match_twin(data, policy, depth):
-    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
-    rows = data.draw(node_event_rows(cluster.num_nodes, max_events=8, max_time=60,
+    case = data.draw(constrained_cases())
+    rows = data.draw(node_event_rows(case[0].num_nodes, max_events=8, max_time=60,
                                      kinds=("down", "down", "down", "up", "drain", "resume")))
-    lc = data.draw(lifecycles(len(jobs)))
-    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
-    ids = [int(j) for j in jobs.job_id]
-    key = None if rank is None else np.array([rank[j] for j in ids])
-    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
-                    limits=lg, rank=key, events=NodeEvents.from_rows(rows, cluster.num_nodes),
-                    lifecycle=lc)
-    killed = []
-    out, _ = naive_nodes.simulate(
-        cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
-        deps=deps, groups=groups, caps=caps, rank=rank, events=rows,
-        requeue={j: bool(lc.requeue[i]) for i, j in enumerate(ids)},
-        checkpoint={j: int(lc.checkpoint_interval[i]) for i, j in enumerate(ids)},
-        delay=lc.delay, attempts=killed)
-    naive_nodes.assert_same_records(run, ids, out)
-    a = run.attempts
-    got = sorted((ids[a.job[k]], int(a.attempt[k]), int(a.start[k]), int(a.end[k]),
-                  a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]].tolist())
-                 for k in range(len(a)))
-    assert got == sorted(killed)
+    run, ids, killed = run_both(case, policy, depth, rows=rows,
+                                lifecycle=data.draw(lifecycles(len(case[2]))))
+    assert attempt_rows(run, ids) == sorted(killed)
     event(f"killed attempts: {min(len(killed), 3)}, requeued: "
-          f"{min(sum(int(x) for x in a.restarts), 2)}")
+          f"{min(sum(int(x) for x in run.attempts.restarts), 2)}")
 
 
 @SETTINGS

@@ -9,17 +9,15 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-import naive_nodes
 from fastsched import NodeEvents, simulate
 from fastsched.cli import main
-from fastsched.engine import run_nodes
 from fastsched.engine.preempt import Preemptor
 from fastsched.io.slurmconf import read_cluster
 from fastsched.model.errors import InputError, UnsupportedError
-from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.preemption import CANCEL, OFF, REQUEUE, Preemption, parse_mode
 from fastsched.sim.preemption import site_preemption
 from fastsched.tools.testing import lifecycles, node_event_rows
+from constrained_twin import attempt_rows, run_both
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 
 _MODE_NAMES = {OFF: "OFF", CANCEL: "CANCEL", REQUEUE: "REQUEUE"}
@@ -60,33 +58,21 @@ def _twin_rules(pre, ids):
 
 
 def _check_twin(data, policy, depth, qos, with_events):
-    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
+    case = data.draw(constrained_cases())
+    cluster, jobs = case[0], case[2]
     classes = data.draw(st.integers(1, 3)) if qos else len(cluster.partitions)
     pre = data.draw(preemptions(classes, len(jobs), qos))
     rows = data.draw(node_event_rows(cluster.num_nodes, max_events=4, max_time=60,
                                      kinds=("down", "up", "drain", "resume"))) \
         if with_events else []
     lc = data.draw(lifecycles(len(jobs)))
-    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
     ids = [int(j) for j in jobs.job_id]
-    key = None if rank is None else np.array([rank[j] for j in ids])
-    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
-                    limits=lg, rank=key, lifecycle=lc, preemption=partial(Preemptor, pre),
-                    events=NodeEvents.from_rows(rows, cluster.num_nodes) if rows else None)
-    killed = []
-    out, _ = naive_nodes.simulate(
-        cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
-        deps=deps, groups=groups, caps=caps, rank=rank, events=rows,
-        requeue={j: bool(lc.requeue[i]) for i, j in enumerate(ids)},
-        checkpoint={j: int(lc.checkpoint_interval[i]) for i, j in enumerate(ids)},
-        delay=lc.delay, attempts=killed, preempt=_twin_rules(pre, ids))
-    naive_nodes.assert_same_records(run, ids, out)
-    a = run.attempts
-    got = sorted((ids[a.job[k]], int(a.attempt[k]), int(a.start[k]), int(a.end[k]),
-                  a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]].tolist(),
-                  bool(a.preempted[k])) for k in range(len(a)))
-    assert got == sorted(killed)
-    event(f"preempted attempts: {min(int(a.preempted.sum()), 3)}")
+    run, _, killed = run_both(case, policy, depth, rows=rows or None, lifecycle=lc,
+                                engine={"preemption": partial(Preemptor, pre)},
+                                twin={"preempt": _twin_rules(pre, ids)})
+    assert attempt_rows(run, ids, "preempted") == sorted(killed)
+    event(f"preempted attempts: {min(int(run.attempts.preempted.sum()), 3)}")
+    pc = engine_inputs(*case[2:7])[0]
     _check_preemptors(data, cluster, jobs, run, pre, pc, lc, rows)
     return run
 
