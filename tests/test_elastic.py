@@ -146,14 +146,14 @@ def test_a_no_kill_job_shrinks_and_ends_later_and_its_records_are_its_shapes():
 def test_below_its_minimum_a_shrunk_job_is_killed_and_resumes_from_its_checkpoint():
     jobs = _jobs([400, 100], [4, 1])
     lc = Lifecycle.of(2, no_kill=[True, False], nodes_min=[2, 0], checkpoint_interval=[60, 0],
-                      checkpoint_cost=[5, 0], delay=0)
+                      checkpoint_cost=[5, 0], delay=1)
     ev = NodeEvents.from_rows([(100, "down", [0]), (150, "down", [1]), (200, "down", [2])], 6)
     r = simulate(_cluster(7), jobs, "easy", events=ev, lifecycle=lc)
     f = r.jobs[r.jobs.job_id == 1]
     assert f.state.tolist() == ["RESIZING", "RESIZING", "NODE_FAIL", "COMPLETED"]
     assert f.attempt.tolist() == [0, 0, 0, 1]
     # checkpoint at 180: 400 + 150 + 2 * 30 = 610 node-seconds = 152 s at 4 nodes kept
-    assert f.start_time.tolist()[3] == 200 and f.end_time.tolist()[3] == 200 + 400 - 152
+    assert f.start_time.tolist()[3] == 201 and f.end_time.tolist()[3] == 201 + 400 - 152
     lcs = r.summary["lifecycle"]
     assert lcs["lost_gpu_hours"] == pytest.approx(16 * 20 / 3600)     # [180, 200) on 2 nodes
     assert r.verify().ok

@@ -68,8 +68,12 @@ class Lifecycle:
                              f"{cost[k]} s: the interval must be >= 0 and the cost "
                              "below it (0 without an interval)", field="checkpoint_cost")
         self._check_elastic(n)
-        if isinstance(self.delay, bool) or int(self.delay) != self.delay or self.delay < 0:
-            raise InputError(f"requeue delay must be a whole number of seconds >= 0, got "
+        # Slurm's requeue sets the begin time to now + requeue_delay + 1 s (``delay`` is
+        # that sum): a requeued job is never eligible in the second it was stopped (a
+        # preempted one would otherwise take back its preemptor's resources at once,
+        # again and again)
+        if isinstance(self.delay, bool) or int(self.delay) != self.delay or self.delay < 1:
+            raise InputError(f"requeue delay must be a whole number of seconds >= 1, got "
                              f"{self.delay!r}", field="requeue_delay")
 
     def _check_elastic(self, n: int) -> None:

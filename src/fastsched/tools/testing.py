@@ -136,12 +136,12 @@ def node_event_rows(draw, num_nodes: int, max_events: int = 6, max_time: int = 4
 def lifecycles(draw, n: int, max_interval: int = 20, max_delay: int = 10):
     """A :class:`fastsched.model.lifecycle.Lifecycle` for ``n`` jobs: each job
     requeued or not, checkpointing every 1..``max_interval`` s (cost below the
-    interval) or never, and a small requeue delay (0 included)."""
+    interval) or never, and a small requeue delay (at least Slurm's 1 s)."""
     requeue = draw(st.lists(st.booleans(), min_size=n, max_size=n))
     interval = draw(st.lists(st.integers(0, max_interval), min_size=n, max_size=n))
     cost = [draw(st.integers(0, i - 1)) if i > 0 else 0 for i in interval]
     return Lifecycle.of(n, requeue=requeue, checkpoint_interval=interval, checkpoint_cost=cost,
-                        delay=draw(st.integers(0, max_delay)))
+                        delay=draw(st.integers(1, max_delay)))
 
 
 @st.composite
