@@ -2,11 +2,29 @@
 engine and by its twin (tests/naive_nodes.py) with the same options, records compared:
 the common part of the lifecycle, preemption, power and container twin tests."""
 import numpy as np
+from hypothesis import event, reject
 
 import naive_nodes
 from fastsched import NodeEvents
 from fastsched.engine import run_nodes
+from fastsched.engine.interrupt import NOW, Interrupted
 from test_constraints import engine_inputs
+
+#: a run still going at this many times its jobs' submits plus limits never ends
+ENDLESS = 50
+
+
+def _bounded(jobs):
+    """A ``tick`` that stops an engine run past :data:`ENDLESS` times the time its jobs
+    would take one after another: preemption can go on for ever where requeued victims
+    queued before their preemptor take back, at each one's begin time, what it preempted
+    them for (Slurm's rules allow it too; docs/lifecycle.md)."""
+    bound = ENDLESS * (int(jobs.submit_time.max(initial=0)) + int(jobs.time_limit.sum()) + 100)
+
+    def tick(control):
+        if control[NOW] > bound:
+            raise KeyboardInterrupt
+    return tick
 
 
 def run_both(case, policy, depth, *, rows=None, lifecycle=None, engine=None, twin=None):
@@ -14,7 +32,8 @@ def run_both(case, policy, depth, *, rows=None, lifecycle=None, engine=None, twi
     ids, and the twin's killed attempts. ``rows``: node event rows (both sides);
     ``lifecycle``: a :class:`fastsched.model.lifecycle.Lifecycle` (the twin gets its
     requeue flags, checkpoint intervals and delay); ``engine`` / ``twin``: more keyword
-    arguments for one side only."""
+    arguments for one side only. A case whose engine run never ends is discarded (the
+    twin's would not end either)."""
     cluster, available, jobs, parts, deps, groups, caps, rank = case
     pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
     ids = [int(j) for j in jobs.job_id]
@@ -29,8 +48,12 @@ def run_both(case, policy, depth, *, rows=None, lifecycle=None, engine=None, twi
                        checkpoint={j: int(lifecycle.checkpoint_interval[i])
                                    for i, j in enumerate(ids)},
                        delay=lifecycle.delay, attempts=killed)
-    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
-                    limits=lg, rank=key, **engine_kw)
+    try:
+        run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc,
+                        dependencies=dp, limits=lg, rank=key, tick=_bounded(jobs), **engine_kw)
+    except Interrupted:
+        event("discarded: a run that never ends")
+        reject()
     out, _ = naive_nodes.simulate(
         cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
         deps=deps, groups=groups, caps=caps, rank=rank, **twin_kw)
