@@ -42,7 +42,7 @@ def test_first_screen_installs_demos_and_tests():
     commands = [line.split("#")[0].strip() for line in first.splitlines()]
     assert lang == "bash" and commands == ['pip install -e ".[test]" && fastsched compile '
                                            '&& fastsched demo',
-                                           "python -m pytest -q"]
+                                           "python -m pytest -q -n auto"]
 
 
 def test_not_run_drops_only_the_marked_commands():
