@@ -651,19 +651,3 @@ def plan_pool(int64_t now, int64_t free_now, const int64_t[::1] release_time,
         _plan_profile(now, procs, limit, held, size, pt, pf, stop_at_head, depth, planned)
     outcome = np.where(planned_arr == now, 0, np.where(planned_arr > now, 1, 2)).astype(np.int8)
     return outcome, planned_arr
-
-
-def expand_runs(const int64_t[::1] offsets, const int64_t[::1] first,
-                const int64_t[::1] count, const int64_t[::1] slot_offsets,
-                int64_t[::1] out):
-    """Write job ``i``'s runs (``first[k]``, ``count[k]`` for ``k`` in
-    ``offsets[i]:offsets[i + 1]``) one node index per entry to
-    ``out[slot_offsets[i]:]`` (see :class:`fastsched.engine.counts.NodeRuns`)."""
-    cdef int64_t i, k, x, at
-    with nogil:
-        for i in range(offsets.shape[0] - 1):
-            at = slot_offsets[i]
-            for k in range(offsets[i], offsets[i + 1]):
-                for x in range(first[k], first[k] + count[k]):
-                    out[at] = x
-                    at += 1

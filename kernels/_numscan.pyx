@@ -74,14 +74,17 @@ def scan_numbers(const uint8_t[::1] blob, Py_ssize_t nfields):
     (:func:`is_clean` tells which).
 
     ``values``: float64 ``(len(rows), nfields)``, plain integers converted (``-0`` is
-    ``-0.0``), the others 0; ``rows``: the 0-based lines holding tokens; ``special``:
-    int64 ``(k, 3)`` of the other tokens: (index in ``values.ravel()``, start, end) in
-    ``blob``; ``comments``: :func:`comment_lines`.
+    ``-0.0``), the others 0, stored field by field (each column contiguous: the
+    callers' checks and conversions go column by column); ``rows``: the 0-based lines
+    holding tokens; ``special``: int64 ``(k, 3)`` of the other tokens: (row * nfields +
+    field, start, end) in ``blob``; ``comments``: :func:`comment_lines`.
     """
-    values_a = np.empty((_count_lines(blob), nfields), dtype=np.float64)
-    rows_a = np.empty(len(values_a), dtype=np.int64)
-    cdef double[::1] values = values_a.reshape(-1)
+    cdef Py_ssize_t cap = _count_lines(blob)
+    columns = np.empty((nfields, cap), dtype=np.float64)
+    rows_a = np.empty(cap, dtype=np.int64)
+    cdef double[::1] values = columns.reshape(-1)
     cdef int64_t[::1] rows = rows_a
+    cdef Py_ssize_t r = 0
     cdef list special = [], comments = []
     cdef Py_ssize_t i = 0, n = blob.shape[0], line = 0, t = 0, here = 0, s, ls = 0, digits
     cdef uint64_t v
@@ -97,7 +100,8 @@ def scan_numbers(const uint8_t[::1] blob, Py_ssize_t nfields):
                 if here:
                     if here != nfields:
                         return None
-                    rows[t // nfields - 1] = line
+                    rows[r] = line
+                    r += 1
                     here = 0
                 line += 1
                 ls = i + 1
@@ -131,15 +135,16 @@ def scan_numbers(const uint8_t[::1] blob, Py_ssize_t nfields):
                 if blob[i] >= DEL:
                     return None
                 i += 1
-            values[t] = 0
+            values[here * cap + r] = 0
             special.append((t, s, i))
         else:
-            values[t] = -<double>v if neg else <double>v
+            values[here * cap + r] = -<double>v if neg else <double>v
         t += 1
         here += 1
     if here:
         if here != nfields:
             return None
-        rows[t // nfields - 1] = line
+        rows[r] = line
+        r += 1
     special_a = np.array(special, dtype=np.int64).reshape(-1, 3)
-    return values_a[:t // nfields], rows_a[:t // nfields], special_a, comments
+    return columns[:, :r].T, rows_a[:r], special_a, comments

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastsched import Cluster, JobTable, verify
+import pandas.testing as pd_testing
+
+from fastsched import Cluster, JobTable, simulate, verify
 from fastsched.engine.counts import CountsLoop, NodeRuns, run_counts, run_counts_runs
 from fastsched.model.constraints import Dependencies, LimitGroups
 from fastsched.model.schedule import Schedule
@@ -161,3 +163,81 @@ def test_no_room_for_runs_raises_memory_error(monkeypatch):
     assert (loop.arrays["start"] >= 0).sum() == 3      # the third took no nodes
     with pytest.raises(MemoryError):
         loop.run(1 << 62)
+
+
+def expanded_result(result):
+    """``result`` with its schedule's nodes one index per node (no runs): what every
+    output was made of before the counts model's results kept runs."""
+    import dataclasses
+    s = result.schedule
+    flat = Schedule(job_id=s.job_id, start_time=s.start_time, end_time=s.end_time,
+                    alloc_offsets=s.node_runs.node_offsets(), alloc_nodes=s.node_runs.nodes(),
+                    planning=s.planning)
+    return dataclasses.replace(result, schedule=flat)
+
+
+def named_pool(P: int, names: str):
+    """A pool of ``P`` nodes named in index order (``padded``), with a number that grows a
+    digit (``unpadded``: node9, node10), or so that runs of indices cross name groups."""
+    cluster = Cluster.homogeneous(P)
+    if names == "padded":
+        return cluster
+    new = [f"node{k + 1}" for k in range(P)] if names == "unpadded" else \
+        [f"{'ab'[k % 3 == 0]}{k // 2}" for k in range(P)]
+    return Cluster(new, np.ones(P), np.zeros(P), np.zeros(P))
+
+
+@pytest.mark.parametrize("names", ["padded", "unpadded", "irregular"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=wide_pools(), data=st.data())
+def test_outputs_from_runs_equal_outputs_from_node_indices(case, names, data):
+    """Records, sacct lines, SWF fields, Batsim's interval sets, the summary and the
+    state at a time are the same from the counts model's runs as from the nodes one
+    index per node; none of them but the state at a time expands the runs."""
+    from fastsched.io.batsimout import batsim_frame
+    from fastsched.io.sacctout import sacct_lines
+    from fastsched.io.swfout import swf_fields
+    from fastsched.sim.results import summarize
+    base, jobs = case
+    cluster = named_pool(base.num_nodes, names)
+    result = simulate(cluster, jobs, data.draw(st.sampled_from(["easy", "conservative"])),
+                      reservations="counts")
+    flat = expanded_result(result)
+    pd_testing.assert_frame_equal(result.jobs, flat.jobs)
+    assert sacct_lines(result) == sacct_lines(flat)
+    np.testing.assert_array_equal(swf_fields(result), swf_fields(flat))
+    pd_testing.assert_frame_equal(batsim_frame(result), batsim_frame(flat))
+    assert summarize(cluster, jobs, result.schedule, exclusive=True) == \
+        summarize(cluster, jobs, flat.schedule, exclusive=True)
+    assert "alloc_nodes" not in result.schedule.__dict__        # still runs only
+    t = data.draw(st.integers(0, 40))
+    for a, b in zip(result.state_at(t), flat.state_at(t)):
+        assert repr(a) == repr(b)
+    np.testing.assert_array_equal(result.schedule.alloc_nodes, flat.schedule.alloc_nodes)
+    result.verify().raise_if_failed()
+
+
+def test_runs_of_never_started_jobs_and_a_pickled_result():
+    """Jobs a limit holds forever hold no runs; the summary and records skip them as
+    before; a result pickles with its runs unexpanded and expands them after."""
+    jobs = JobTable.from_arrays(job_id=np.arange(1, 31), submit_time=np.arange(30),
+                                num_nodes=np.arange(30) % 7 + 1, time_limit=9, runtime=5)
+    # group 0 lets no job of its own run (a cap of 0 jobs)
+    held = np.arange(30) % 4 == 0
+    limits = LimitGroups(offsets=np.concatenate([[0], np.cumsum(held)]),
+                         group=np.zeros(int(held.sum())), caps=[(0, -1, -1, -1, -1)],
+                         reasons=[("QOSMaxJobsPerUserLimit",) * 5])
+    result = simulate(Cluster.homogeneous(12), jobs, "easy", limits=limits,
+                      reservations="counts")
+    s = result.schedule
+    assert ((s.start_time < 0) == (np.arange(30) % 4 == 0)).all()
+    assert (np.diff(s.alloc_offsets)[s.start_time < 0] == 0).all()
+    flat = expanded_result(result)
+    assert result.summary["never_started"] == 8
+    pd_testing.assert_frame_equal(result.jobs, flat.jobs)
+    back = pickle.loads(pickle.dumps(result))
+    assert "alloc_nodes" not in back.schedule.__dict__
+    np.testing.assert_array_equal(back.schedule.alloc_nodes, flat.schedule.alloc_nodes)
+    for i in range(30):
+        np.testing.assert_array_equal(s.nodes_of(i), flat.schedule.nodes_of(i))
+    result.verify().raise_if_failed()

@@ -4,7 +4,8 @@ from hypothesis import given, settings, strategies as st
 
 import naive
 from fastsched.model.errors import InputError
-from fastsched.io.hostlist import compress, compress_rows, expand
+from fastsched.io.hostlist import compress, compress_rows, compress_runs, expand
+from fastsched.model.noderuns import NodeRuns
 from fastsched.sim.results import gpu_id_rows
 
 
@@ -155,3 +156,36 @@ def test_gpu_id_rows_equals_format_gpu_ids(case, data):
     assert gpu_id_rows(names, offsets, nodes, masks).tolist() == \
         naive.gpu_id_lists(names, offsets, nodes, masks)
     assert gpu_id_rows(names, offsets, nodes, None).tolist() == [""] * (len(offsets) - 1)
+
+
+@st.composite
+def run_rows(draw):
+    """Node names as :func:`allocations` draws them and rows of runs of consecutive
+    indices (``first``, ``count``): ascending and apart as the counts model keeps them,
+    or in any order, touching, overlapping or empty."""
+    names = draw(cluster_names | numbered_names)
+    n = len(names)
+    run = st.integers(0, n - 1).flatmap(lambda f: st.tuples(st.just(f), st.integers(0, n - f)))
+    rows = draw(st.lists(st.lists(run, max_size=5), max_size=8))
+    offsets = np.cumsum([0] + [len(r) for r in rows])
+    first = np.array([f for r in rows for f, _ in r], dtype=np.int64)
+    count = np.array([c for r in rows for _, c in r], dtype=np.int64)
+    return names, NodeRuns(offsets=offsets, first=first, count=count)
+
+
+@settings(max_examples=300, deadline=None)
+@given(run_rows())
+def test_compress_runs_equals_compress_row_by_row(case):
+    names, runs = case
+    offsets, nodes = runs.node_offsets(), runs.nodes()
+    assert nodes.tolist() == [x for f, c in zip(runs.first.tolist(), runs.count.tolist())
+                              for x in range(f, f + c)]
+    assert compress_runs(names, runs).tolist() == naive.hostlists(names, offsets, nodes)
+
+
+def test_compress_runs_hand_worked():
+    names = [f"node{k:04d}" for k in range(1, 11)] + ["gpu1", "gpu2"]
+    runs = NodeRuns(offsets=np.array([0, 2, 2, 4]), first=np.array([0, 5, 9, 11]),
+                    count=np.array([3, 2, 2, 1]))
+    assert compress_runs(names, runs).tolist() == ["node[0001-0003,0006-0007]", "",
+                                                   "node0010,gpu[1-2]"]

@@ -226,6 +226,25 @@ def test_interval_sets():
     assert interval_sets(np.array([0, 0]), np.array([], np.int64)).tolist() == [""]
 
 
+@pytest.mark.parametrize("first,count,want", [
+    ([0, 3, 7], [2, 1, 3], ["0-1 3", "", "7-9"]),        # as the counts model keeps them
+    ([3, 0, 7], [1, 2, 3], ["0-1 3", "", "7-9"]),        # not ascending: sorted
+    ([0, 2, 7], [2, 2, 3], ["0-3", "", "7-9"]),          # touching: one interval
+    ([0, 1, 7], [3, 1, 0], ["0-2", "", ""]),             # overlapping, and an empty run
+])
+def test_interval_sets_from_node_runs(first, count, want):
+    """A schedule that keeps node runs gives the interval sets of its nodes one by one."""
+    from fastsched.io.batsimout import schedule_interval_sets
+    from fastsched.model.noderuns import NodeRuns
+    from fastsched.model.schedule import Schedule
+    runs = NodeRuns(offsets=np.array([0, 2, 2, 3]), first=np.array(first),
+                    count=np.array(count))
+    s = Schedule(job_id=np.arange(3), start_time=np.zeros(3), end_time=np.ones(3),
+                 alloc_offsets=runs.node_offsets(), alloc_nodes=None, node_runs=runs)
+    assert schedule_interval_sets(s).tolist() == want == \
+        interval_sets(runs.node_offsets(), runs.nodes()).tolist()
+
+
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=site_rows())

@@ -29,7 +29,7 @@ KERNEL_SOURCES = ("engine/blocks", "engine/earliest", "engine/freenow", "engine/
                   "engine/driver", "engine/elastic", "engine/inputs", "engine/requeue",
                   "engine/interrupt", "engine/leafkernel", "engine/state", "model/cluster",
                   "model/constraints", "model/elastic", "model/errors", "model/events",
-                  "model/jobs", "model/policies", "model/progress",
+                  "model/jobs", "model/noderuns", "model/policies", "model/progress",
                   "model/reservations",
                   "model/settings", "model/topology", "model/validation",
                   "tools/rlsim")

@@ -17,6 +17,7 @@ import numpy as np
 from ..model.cluster import Cluster
 from ..model.constraints import CAPS, Dependencies, LimitGroups, check_covers
 from ..model.jobs import JobTable
+from ..model.noderuns import NodeRuns
 from ..model.policies import get_policy
 from . import _kernels
 from .driver import (EngineRun, Progress, drive, loop_deps, set_queue_rank, set_rows_rank,
@@ -26,30 +27,6 @@ from .interrupt import call, new_control
 from .state import as_i64
 
 _NEVER = np.int64(1) << np.int64(62)                # runs every instant
-
-
-@dataclass(frozen=True)
-class NodeRuns:
-    """Jobs' nodes as runs of consecutive node indices: job ``i`` holds nodes
-    ``first[k]`` to ``first[k] + count[k] - 1`` for ``k`` in
-    ``offsets[i]:offsets[i + 1]`` (runs in increasing node order; a job that
-    never started has none). The counts model's allocations in O(runs), not
-    one entry per node."""
-    offsets: np.ndarray   # int64[jobs + 1]
-    first: np.ndarray     # int64[runs]
-    count: np.ndarray     # int64[runs]
-
-    def expand(self, sizes, slots) -> tuple[np.ndarray, np.ndarray]:
-        """(offsets, node indices) of a CSR with ``slots[i]`` entries for job ``i``
-        whose first ``sizes[i]`` are its nodes (the rest left unset, as a job that
-        never started leaves its slots)."""
-        slots = np.asarray(slots, dtype=np.int64)
-        offsets = np.zeros(len(slots) + 1, dtype=np.int64)
-        np.cumsum(slots, out=offsets[1:])
-        nodes = np.empty(int(offsets[-1]), dtype=np.int64)
-        _kernels.expand_runs(as_i64(self.offsets), as_i64(self.first), as_i64(self.count),
-                             offsets, nodes)
-        return offsets, nodes
 
 
 class CountsLoop:
@@ -122,7 +99,7 @@ class CountsLoop:
 
     def node_runs(self) -> NodeRuns:
         """Every started job's nodes as runs of consecutive node indices, in the
-        caller's job order (what :meth:`result` expands to one index per node)."""
+        caller's job order."""
         inv, a = self.inverse, self.arrays
         count = np.where(a["start"] >= 0, a["run_cnt"], 0)[inv]
         offsets = np.zeros(self.n + 1, dtype=np.int64)
@@ -134,10 +111,9 @@ class CountsLoop:
     def result(self) -> EngineRun:
         inv, a = self.inverse, self.arrays
         runs = self.node_runs()
-        offsets, nodes = runs.expand(np.where(a["start"] >= 0, a["procs"], 0)[inv],
-                                     a["procs"][inv])
-        return EngineRun(start=a["start"][inv], end=a["end"][inv], alloc_offsets=offsets,
-                         alloc_nodes=nodes, alloc_gpu_mask=None,
+        return EngineRun(start=a["start"][inv], end=a["end"][inv],
+                         alloc_offsets=runs.node_offsets(), alloc_nodes=None, node_runs=runs,
+                         alloc_gpu_mask=None,
                          partition=np.zeros(self.n, dtype=np.int32), reason=a["reason"][inv],
                          never=a["never"][inv].astype(bool), eligible=a["eligible"][inv],
                          passes=int(a["sc"][3]))

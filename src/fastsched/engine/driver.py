@@ -18,6 +18,7 @@ from ..model.constraints import Dependencies
 from ..model.errors import InputError
 from ..model.jobs import JobTable
 from ..model.progress import Progress  # noqa: F401  (the loops' progress, public here)
+from ..model.noderuns import ExpandsRuns
 from .inputs import _unique_rank
 from .interrupt import PAUSE, REQUEST, interrupted
 from .state import Deps, as_i64
@@ -26,12 +27,14 @@ _INF = np.int64(1) << np.int64(62)
 
 
 @dataclass(frozen=True)
-class EngineRun:
+class EngineRun(ExpandsRuns):
     """What an event loop produced, in the caller's job order.
 
     Job i ran on ``alloc_nodes[alloc_offsets[i]:alloc_offsets[i+1]]``
     (ascending) with GPU bits ``alloc_gpu_mask`` there (None under the counts
-    model: whole nodes), in partition ``partition[i]``. A job that never
+    model: whole nodes), in partition ``partition[i]``. The counts model gives its
+    nodes as runs (``node_runs``, :class:`fastsched.model.noderuns.NodeRuns`) and
+    ``alloc_nodes`` is expanded from them only when read. A job that never
     started has start -1 and says why in ``reason[i]``: a limit group's cap
     (``group * 5 + cap``, see :mod:`fastsched.model.constraints`; cap 4 =
     rejected at submit), or -1 with ``never[i]`` (a dependency can no longer be
@@ -66,6 +69,7 @@ class EngineRun:
     configure: np.ndarray | None = None
     power: dict | None = None
     resizes: object = None
+    node_runs: object = None
 
 
 def submit_order(jobs: JobTable) -> tuple[np.ndarray, np.ndarray]:

@@ -48,7 +48,27 @@ def interval_sets(offsets: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     start[1:] = (row[1:] != row[:-1]) | (nodes[1:] != nodes[:-1] + 1)
     first = np.flatnonzero(start)
     last = np.append(first[1:], len(nodes)) - 1
-    lo, hi, run_row = nodes[first], nodes[last], row[first]
+    return _interval_tokens(nodes[first], nodes[last], row[first], rows)
+
+
+def schedule_interval_sets(schedule) -> np.ndarray:
+    """:func:`interval_sets` of a :class:`~fastsched.model.schedule.Schedule`'s jobs (from
+    its node runs when it has them: no node index per allocated node)."""
+    if schedule.node_runs is None:
+        return interval_sets(schedule.alloc_offsets, schedule.alloc_nodes)
+    runs = schedule.node_runs.merged()
+    rows = len(runs.offsets) - 1
+    row = np.repeat(np.arange(rows), np.diff(runs.offsets))
+    first, last = runs.first, runs.first + runs.count - 1
+    if not len(first):
+        return np.full(rows, "", dtype=object)
+    if ((row[1:] == row[:-1]) & (first[1:] <= last[:-1] + 1)).any():
+        return interval_sets(runs.node_offsets(), runs.nodes())     # (not ascending)
+    return _interval_tokens(first, last, row, rows)
+
+
+def _interval_tokens(lo, hi, run_row, rows: int) -> np.ndarray:
+    """Per row, its runs ``lo``-``hi`` (grouped by ``run_row``, ascending) as text."""
     text = np.where(lo == hi, lo.astype(str), np.char.add(np.char.add(lo.astype(str), "-"),
                                                           hi.astype(str))).astype(object)
     lead = np.ones(len(run_row), bool)
@@ -91,7 +111,7 @@ def batsim_frame(result, workload_name: str = "w0"):
         "waiting_time": np.where(started, s.start_time - w.submit_time, -1),
         "turnaround_time": turnaround,
         "stretch": stretch,
-        "allocated_resources": interval_sets(s.alloc_offsets, s.alloc_nodes),
+        "allocated_resources": schedule_interval_sets(s),
         "consumed_energy": -1,
         "metadata": metadata,
     }, columns=BATSIM_COLUMNS)

@@ -19,8 +19,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ..model.errors import InputError
+from ..model.noderuns import NodeRuns
 
-__all__ = ["expand", "compress", "compress_rows"]
+__all__ = ["expand", "compress", "compress_rows", "compress_runs", "schedule_hostlists"]
 
 #: refuse to expand hostlists larger than this (a typo like ``[1-999999999]``).
 MAX_HOSTS = 1 << 24
@@ -196,30 +197,68 @@ def compress_rows(names: Sequence[str], offsets: np.ndarray, nodes: np.ndarray) 
     nodes = np.asarray(nodes, dtype=np.int64)
     if len(nodes) == 0:
         return np.full(len(offsets) - 1, "", dtype=object)
-    used = np.zeros(len(names), dtype=bool)
-    used[nodes] = True
-    parsed = _ParsedNames(names, np.flatnonzero(used))
+    start = np.ones(len(nodes), dtype=bool)         # where a run of consecutive indices starts
+    start[1:] = nodes[1:] != nodes[:-1] + 1
+    start[offsets[:-1][np.diff(offsets) > 0]] = True
+    starts = np.flatnonzero(start)
+    runs = NodeRuns(offsets=np.searchsorted(starts, offsets), first=nodes[starts],
+                    count=np.diff(np.append(starts, len(nodes))))
+    return _compress(names, runs, nodes)
+
+
+def compress_runs(names: Sequence[str], runs: NodeRuns) -> np.ndarray:
+    """:func:`compress_rows` of rows given as runs of consecutive node indices
+    (:class:`fastsched.model.noderuns.NodeRuns`): in O(runs + nodes named), not one
+    entry per node, unless a row is not one ascending group of names (then its
+    nodes are listed one by one, as :func:`compress_rows` does)."""
+    if not np.asarray(runs.count).sum():
+        return np.full(len(runs.offsets) - 1, "", dtype=object)
+    return _compress(names, runs.merged())
+
+
+def schedule_hostlists(names: Sequence[str], schedule) -> np.ndarray:
+    """Each job's hostlist of a :class:`~fastsched.model.schedule.Schedule` (from its node
+    runs when it has them: no node index per allocated node)."""
+    if schedule.node_runs is not None:
+        return compress_runs(names, schedule.node_runs)
+    return compress_rows(names, schedule.alloc_offsets, schedule.alloc_nodes)
+
+
+def _compress(names, runs: NodeRuns, nodes=None) -> np.ndarray:
+    """The hostlists of ``runs`` (maximal runs per row); ``nodes``: the same rows one
+    index per node, or None to expand the runs only if a row needs them."""
+    offsets = runs.node_offsets()
+    used = (np.bincount(runs.first, minlength=len(names) + 1)
+            - np.bincount(runs.first + runs.count, minlength=len(names) + 1))
+    parsed = _ParsedNames(names, np.flatnonzero(np.cumsum(used[:-1]) > 0))
+    items = None if parsed.too_long else _ascending_runs(parsed, runs)
+    if items is None:
+        nodes = runs.nodes() if nodes is None else nodes
     if parsed.too_long:
         return np.array([compress([names[k] for k in nodes[a:b]])
                          for a, b in zip(offsets[:-1], offsets[1:])] or [], dtype=object)
-    items = _ascending_runs(parsed, offsets, nodes)
     if items is None:
         items = _sorted_entries(parsed, offsets, nodes)
     tokens, token_row = _range_tokens(parsed.texts, *items)
     return join_rows(tokens, token_row, len(offsets) - 1)
 
 
-def _ascending_runs(parsed, offsets, nodes):
+def _ascending_runs(parsed, runs: NodeRuns):
     """Items ``(row, text, lo, hi, width, group)`` for runs of consecutive node indices
     with consecutive numbers, when every row is one group in ascending order (else
     None). ``group`` changes where a bracket group starts: here, at each row."""
-    joined = np.zeros(len(nodes), dtype=bool)
-    joined[1:] = (nodes[1:] == nodes[:-1] + 1) & parsed.follows[nodes[:-1]]
-    joined[offsets[:-1][np.diff(offsets) > 0]] = False
-    starts = np.flatnonzero(~joined)
-    lo_node = nodes[starts]
-    hi_node = nodes[np.append(starts[1:], len(nodes)) - 1]
-    row = np.searchsorted(offsets, starts, side="right") - 1
+    first = runs.first
+    last = first + runs.count - 1
+    cut = np.flatnonzero(~parsed.follows)           # node k + 1 does not continue node k
+    lo_cut, hi_cut = np.searchsorted(cut, first), np.searchsorted(cut, last)
+    pieces = hi_cut - lo_cut + 1                    # the run split at each cut inside it
+    run = np.repeat(np.arange(len(first)), pieces)
+    j = np.arange(len(run)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    k = lo_cut[run] + j                             # the cut ending piece j of its run
+    cut = np.append(cut, 0)                         # (k is at most the number of cuts)
+    lo_node = np.where(j > 0, cut[np.maximum(k - 1, 0)] + 1, first[run])
+    hi_node = np.where(k < hi_cut[run], cut[k], last[run])
+    row = np.repeat(np.arange(len(runs.offsets) - 1), np.diff(runs.offsets))[run]
     text, width = parsed.text[lo_node], parsed.width[lo_node]
     lo, hi = parsed.num[lo_node], parsed.num[hi_node]
     _set_row_dependent_widths(width, row, text, parsed, lo_node)

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..model.errors import InputError
 from ..model.jobs import UNLIMITED
-from .hostlist import compress_rows
+from .hostlist import schedule_hostlists
 from .times import format_time
 
 __all__ = ["SACCT_FIELDS", "DEFAULT_SACCT_FIELDS", "write_sacct", "sacct_lines",
@@ -184,7 +184,7 @@ def _mem(mb: int) -> str:
 
 
 def _node_list(j: _Jobs) -> np.ndarray:
-    rows = compress_rows(j.cluster.node_names, j.s.alloc_offsets, j.s.alloc_nodes)
+    rows = schedule_hostlists(j.cluster.node_names, j.s)
     rows[~j.started] = NO_NODES
     return rows
 

@@ -209,20 +209,22 @@ def read_swf(path, *, procs: int | None = None, strict: bool = False) -> SWFTrac
         for r in np.flatnonzero(~keep):
             skipped.append(SkippedJob(int(ids[r]), int(lineno[r]),
                                       _skip_reason(int(nproc[r]), runtime[r], machine)))
-
-    ids, submit, runtime, limit_raw, nproc, user = (
-        a[keep] for a in (ids, submit, runtime, limit_raw, nproc, user))
+        ids, submit, runtime, limit_raw, nproc, user = (
+            a[keep] for a in (ids, submit, runtime, limit_raw, nproc, user))
     runtime = _round_time(runtime).astype(np.int64)
     limit_r = _round_time(limit_raw).astype(np.int64)
     limit = np.where(limit_r > 0, limit_r, np.maximum(runtime, 1))
     num_timeouts = int(np.count_nonzero(runtime > limit))
 
-    order = np.lexsort((ids, submit))
-    user = user[order]
+    columns = (ids, submit, limit, runtime, nproc, user)
+    if not _in_order(submit, ids):      # (traces are written in submit order)
+        order = np.lexsort((ids, submit))
+        columns = tuple(a[order] for a in columns)
+    ids, submit, limit, runtime, nproc, user = columns
     jobs = JobTable.from_arrays(
-        job_id=ids[order], submit_time=submit[order], time_limit=limit[order],
-        runtime=runtime[order], num_nodes=nproc[order], cpus_per_node=1,
-        gpus_per_node=0, mem_per_node=0, partition=0, user=_user_index(user))
+        job_id=ids, submit_time=submit, time_limit=limit, runtime=runtime, num_nodes=nproc,
+        cpus_per_node=1, gpus_per_node=0, mem_per_node=0, partition=0,
+        user=_user_index(user))
     return SWFTrace(path=path, jobs=jobs, procs=machine, header=header,
                     header_lines=header_lines, skipped=skipped, num_timeouts=num_timeouts,
                     user_ids=user)
@@ -344,6 +346,12 @@ def _derive(arr):
     nproc = np.where(req > 0, req, alloc)
     user = arr[:, 11].astype(np.int64)
     return ids, submit, runtime, limit_raw, nproc, user, True
+
+
+def _in_order(submit: np.ndarray, ids: np.ndarray) -> bool:
+    """Are the jobs sorted by submit time, then job number (the table's order)?"""
+    later = submit[1:] > submit[:-1]
+    return bool((later | ((submit[1:] == submit[:-1]) & (ids[1:] > ids[:-1]))).all())
 
 
 def _has_duplicates(ids: np.ndarray) -> bool:

@@ -48,7 +48,8 @@ def parse_numbers(blob: np.ndarray, nfields: int):
     """``(values, rows)`` of a blob of clean lines (:func:`is_clean`) with no comment
     line, or None if a line is malformed.
 
-    ``values`` is float64 ``(len(rows), nfields)``; ``rows`` the 0-based blob lines that
+    ``values`` is float64 ``(len(rows), nfields)``, column by column in memory
+    (Fortran order: each field's values contiguous); ``rows`` the 0-based blob lines that
     hold tokens, each of which must hold exactly ``nfields`` numbers (finite, as Python's
     ``float`` reads them).
     """
@@ -63,7 +64,7 @@ def parse_numbers(blob: np.ndarray, nfields: int):
 def _specials(values, special, blob):
     """``values`` with the tokens the compiled scan left (``special``: index, start,
     end) read by Python's ``float``; None if one is not a finite number."""
-    flat = values.reshape(-1)
+    nfields = values.shape[1]
     for t, s, e in special.tolist():
         try:
             v = float(blob[s:e].tobytes())
@@ -71,7 +72,7 @@ def _specials(values, special, blob):
             return None
         if not math.isfinite(v):
             return None
-        flat[t] = v
+        values[t // nfields, t % nfields] = v
     return values
 
 

@@ -89,7 +89,7 @@ class SimulationResult:
         its run time). With power saving, column ``configure_time``: the seconds the job
         was CONFIGURING, its nodes booting, before its start."""
         import pandas as pd
-        from ..io.hostlist import compress_rows
+        from ..io.hostlist import schedule_hostlists
         w, s = self.workload, self.schedule
         names = self.cluster.node_names
         started = s.start_time >= 0
@@ -110,8 +110,9 @@ class SimulationResult:
             "num_nodes": w.num_nodes,
             "procs": w.num_nodes.astype(np.int64) * w.cpus_per_node,
             "gpus": w.num_nodes.astype(np.int64) * w.gpus_per_node,
-            "nodes": compress_rows(names, s.alloc_offsets, s.alloc_nodes),
-            "gpu_ids": gpu_id_rows(names, s.alloc_offsets, s.alloc_nodes, s.alloc_gpu_mask),
+            "nodes": schedule_hostlists(names, s),
+            "gpu_ids": np.full(len(s), "", dtype=object) if s.alloc_gpu_mask is None else
+            gpu_id_rows(names, s.alloc_offsets, s.alloc_nodes, s.alloc_gpu_mask),
             "planning": pd.Categorical.from_codes(np.zeros(len(s), dtype=np.int8),
                                                   [s.planning or ""]),
             **self._constraint_columns(),
@@ -186,19 +187,16 @@ class SimulationResult:
         t = int(t)
         w, s = self.workload, self.schedule
         run = np.flatnonzero((s.start_time >= 0) & (s.start_time < t) & (s.end_time > t))
-        counts = np.diff(s.alloc_offsets)[run]
-        entries = csr_take(s.alloc_offsets, run)[1]
-        nodes = s.alloc_nodes[entries]
+        held = s.rows(run)                      # (only the running jobs' nodes expanded)
+        offsets, nodes = held.alloc_offsets, held.alloc_nodes
         if self.summary.get("engine") == "pool":       # whole nodes, every GPU
             c = self.cluster
             gpus, cpus, mem = c.gpus[nodes], c.cpus[nodes], c.mem_mb[nodes]
             mask = c.new_state().free_gpu_mask[nodes]
         else:
-            gpus, cpus, mem = (np.repeat(a[run], counts) for a in
+            gpus, cpus, mem = (np.repeat(a[run], np.diff(offsets)) for a in
                                (w.gpus_per_node, w.cpus_per_node, w.mem_per_node))
-            mask = None if s.alloc_gpu_mask is None else s.alloc_gpu_mask[entries]
-        offsets = np.zeros(len(run) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
+            mask = held.alloc_gpu_mask
         p = self.placement
         running = RunningJobs.from_arrays(
             job_id=w.job_id[run], planned_end=s.start_time[run] + w.time_limit[run],
@@ -379,16 +377,6 @@ def _last_rows(table: dict) -> np.ndarray:
     return np.flatnonzero(last)
 
 
-def _kept_offsets(offsets: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """CSR offsets of the kept rows, when the dropped rows hold no entries."""
-    counts = np.diff(offsets)
-    if counts[~keep].any():
-        raise ValueError("a job that never started holds nodes")
-    out = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
-    np.cumsum(counts[keep], out=out[1:])
-    return out
-
-
 def gpu_id_rows(names, offsets, nodes, masks) -> np.ndarray:
     """:func:`format_gpu_ids` of every job of a CSR allocation (``masks``: uint64 per
     entry, or None: no GPUs), with array operations: an object array of str."""
@@ -439,12 +427,10 @@ def summarize(cluster: Cluster, workload: JobTable, schedule: Schedule, *,
     """
     started = schedule.start_time >= 0
     if not started.all():
-        sub = Schedule(job_id=schedule.job_id[started], start_time=schedule.start_time[started],
-                       end_time=schedule.end_time[started],
-                       alloc_offsets=_kept_offsets(schedule.alloc_offsets, started),
-                       alloc_nodes=schedule.alloc_nodes,
-                       alloc_gpu_mask=schedule.alloc_gpu_mask)
-        out = summarize(cluster, workload.take(started), sub, exclusive=exclusive)
+        if np.diff(schedule.alloc_offsets)[~started].any():
+            raise ValueError("a job that never started holds nodes")
+        out = summarize(cluster, workload.take(started), schedule.rows(started),
+                        exclusive=exclusive)
         out.update(jobs=len(workload), never_started=int((~started).sum()))
         return out
     n = len(workload)

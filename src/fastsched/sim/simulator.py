@@ -452,8 +452,13 @@ def _whole_node_jobs(cluster: Cluster, jobs: JobTable) -> bool:
 
 
 def _started_schedule(jobs: JobTable, run, model: str) -> Schedule:
-    """A Schedule from an event loop's run: jobs that never started hold no nodes."""
+    """A Schedule from an event loop's run: jobs that never started hold no nodes.
+    The counts model's nodes stay runs (its runs hold no entry for such jobs)."""
     started = run.start >= 0
+    if run.node_runs is not None:
+        return Schedule(job_id=jobs.job_id.copy(), start_time=run.start, end_time=run.end,
+                        alloc_offsets=run.alloc_offsets, alloc_nodes=None,
+                        node_runs=run.node_runs, planning=model)
     if started.all():           # the run's allocations as they are (no copy of them)
         return Schedule(job_id=jobs.job_id.copy(), start_time=run.start, end_time=run.end,
                         alloc_offsets=run.alloc_offsets, alloc_nodes=run.alloc_nodes,
