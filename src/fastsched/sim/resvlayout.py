@@ -52,6 +52,12 @@ class MemberLayout:
     reservation_of: np.ndarray
 
 
+def window_horizon(jobs) -> int:
+    """Until when repeating windows are listed for a run of ``jobs``: the last
+    submission plus the longest time limit."""
+    return int(jobs.submit_time.max(initial=0)) + int(jobs.time_limit.max(initial=0))
+
+
 def member_layout(cluster: Cluster, resv: JobReservations, choices: PartitionChoices,
                   blocked, horizon: int, jobs) -> MemberLayout:
     """The layout for ``resv``'s member jobs (``choices``: every job's partitions;

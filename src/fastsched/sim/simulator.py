@@ -32,7 +32,8 @@ from ..model.images import Containers
 from ..model.lifecycle import Lifecycle
 from ..model.reservations import Reservations
 from ..model.resvjobs import members_of
-from .resvlayout import member_layout, mapped_back, ran_in, refuse_with_members
+from .resvlayout import (member_layout, mapped_back, ran_in, refuse_with_members,
+                         window_horizon as _horizon)
 from .images import check_containers, engine_images, images_summary, pull_workload
 from .power import check_power, down_cloud, engine_power, power_summary
 from .lifecycle import attempt_table, has_failures, lifecycle_summary, run_events
@@ -422,12 +423,6 @@ def _blocked(reservations: Reservations | None, jobs: JobTable):
     if not reservations:
         return None
     return reservations.windows(_horizon(jobs))
-
-
-def _horizon(jobs: JobTable) -> int:
-    """Until when repeating windows are listed: the last submission plus the longest
-    time limit."""
-    return int(jobs.submit_time.max(initial=0)) + int(jobs.time_limit.max(initial=0))
 
 
 def _check_slurm_run(policy, priority, dependencies, limits, checkpoints, resume) -> None:
