@@ -122,3 +122,36 @@ def test_what_it_refuses_with_member_jobs():
     s = Scheduler(_cluster(), "easy", advance_reservations=_members(("",) * 4))
     s.submit(_jobs().take(np.array([0, 1])))
     assert s.schedule(0).start_time.tolist() == [80, 0]
+
+
+def test_cli_sbatch_test_only_starts_a_member_inside_its_reservation(tmp_path, capsys):
+    from fastsched.cli import main
+    from test_resvjobs import _conf
+    conf = _conf(tmp_path)
+    member = tmp_path / "m.sh"
+    member.write_text("#!/bin/bash\n#SBATCH -N 1 -t 1 --gres=gpu:4 --reservation=maint\n")
+    plain = tmp_path / "p.sh"
+    plain.write_text("#!/bin/bash\n#SBATCH -N 4 -t 2 --gres=gpu:4\n")
+    resv = tmp_path / "resv.txt"
+    resv.write_text("ReservationName=maint StartTime=3600 EndTime=7200 Nodes=g1 Users=alice\n")
+    base = ["sbatch", "--test-only", "--cluster", str(conf)]
+
+    def last_line(args):
+        assert main(base + args) == 0
+        return capsys.readouterr().out.splitlines()[-1]
+
+    assert last_line(["--resv-file", str(resv), "--user=alice", str(member)]) == \
+        "expected start: 3600 s after submission on an empty cluster (in reservation maint)"
+    assert last_line(["--user", "alice", f"--resv-file={resv}", str(member), "-t", "90"]) == \
+        "expected start: never (no window of reservation 'maint' fits its time limit)"
+    # the others keep out of the window: 2 minutes on all four nodes fit before it
+    assert last_line(["--resv-file", str(resv), str(plain)]) == \
+        "expected start: 0 s after submission on an empty cluster"
+    assert last_line(["--resv-file", str(resv), str(plain), "-t", "61"]) == \
+        "expected start: 7200 s after submission on an empty cluster"
+    assert main(base + ["--resv-file", str(resv), str(member)]) == 2
+    assert "job 1: access denied to requested reservation 'maint'" in capsys.readouterr().err
+    assert main(base + [str(member)]) == 2
+    assert "give the reservations (--resv-file)" in capsys.readouterr().err
+    assert main(["sbatch", "--test-only", str(member), "--user"]) == 2
+    assert "--user needs a value" in capsys.readouterr().err
