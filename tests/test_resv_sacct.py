@@ -108,3 +108,31 @@ def test_reading_a_dump_with_a_bad_reservation_name_is_refused(tmp_path):
     with pytest.raises(InputError, match="job 3: requested reservation 'maint' is invalid"):
         log.workload.reservations(Reservations((Reservation("other", 0, 9, (1,)),), 4))
     assert np.asarray(log.workload.reservation).dtype == object
+
+
+def test_cli_check_of_a_dump_holds_its_runs_to_their_reservations(tmp_path, capsys):
+    from fastsched.io.slurmconf import read_cluster
+    from fastsched.io.workload import write_workload
+    conf = _conf(tmp_path)
+    jobs = tmp_path / "jobs.csv"
+    write_workload(_workload(["", "", "maint", "maint"]), read_cluster(conf), jobs)
+    resv = tmp_path / "resv.txt"
+    resv.write_text("ReservationName=maint StartTime=50 EndTime=80 Nodes=g1 Users=alice\n")
+    dump = tmp_path / "out.sacct"
+    assert main(["simulate", str(jobs), "--cluster", str(conf), "--resv-file", str(resv),
+                 "--no-progress", "--sacct-out", str(dump)]) == 0
+    capsys.readouterr()
+    check = ["check", str(dump), "--cluster", str(conf), "--resv-file", str(resv)]
+    assert main(check) == 0
+    out = capsys.readouterr().out
+    assert "outside_reservation" in out and "reserved_node" in out
+    # job 3 recorded as run on g2 at 50: not its reservation's node
+    moved = dump.read_text().replace("|g1|COMPLETED|0:0|maint", "|g2|COMPLETED|0:0|maint")
+    assert moved != dump.read_text()
+    dump.write_text(moved)
+    assert main(check) == 1
+    assert "job 3 of reservation 'maint' ran on node 1, not in it" in capsys.readouterr().out
+    resv.write_text("ReservationName=other StartTime=50 EndTime=80 Nodes=g1\n")
+    assert main(check) == 2
+    assert "resv.txt: field Reservation: job 3 ran in reservation 'maint', which the " \
+        "reservation file does not define" in capsys.readouterr().err
