@@ -88,6 +88,16 @@ def test_a_drained_node_takes_its_twin_with_it():
     assert s.schedule(50).starts.tolist() == [3]
     with pytest.raises(InputError, match=r"node indices in 0\.\.3"):
         s.drain_nodes([4])                          # (the twin is not a node of the cluster)
+    jobs = _jobs().take(np.array([1, 2]))          # (job 1 needs every node)
+    members = JobReservations.of(_MAINT, ["", "maint"], ["bob", "alice"])
+    # as any job that can never run on the configured nodes: refused, naming it
+    with pytest.raises(InputError, match="job 3 needs 1 nodes .* in partition 'all@maint', "
+                       "which has 0 such available"):
+        Scheduler(_cluster(), "easy", jobs=jobs, available=[False, True, True, True],
+                  advance_reservations=members)
+    with pytest.raises(InputError):
+        Scheduler(_cluster(), "easy", jobs=_jobs(), available=[True] * 3,
+                  advance_reservations=_members())
 
 
 def test_for_site_takes_the_workloads_reservations():

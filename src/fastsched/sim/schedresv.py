@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..engine import check_node_jobs
+from ..engine import check_node_jobs, node_availability
 from ..engine.inputs import ever_available
 from ..model.cluster import Cluster
 from ..model.errors import InputError
@@ -52,8 +52,11 @@ class SchedulerMembers:
         return cls(cluster, layout)
 
     def available(self, available) -> np.ndarray | None:
-        """Node availability of the cluster's nodes, on the layout (a twin as its node)."""
-        return None if available is None else np.asarray(available)[self.layout.node_of]
+        """Node availability of the cluster's nodes (checked), on the layout (a twin as
+        its node)."""
+        if available is None:
+            return None
+        return node_availability(self.cluster, available)[self.layout.node_of]
 
     def windows(self, now: int):
         """The windows a pass at ``now`` holds: the layout's (the simulator's), those not
