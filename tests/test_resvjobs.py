@@ -300,18 +300,6 @@ def test_cli_records_are_byte_identical_when_no_job_names_a_reservation(tmp_path
     assert outs[0].read_bytes() == outs[1].read_bytes()
 
 
-def test_the_scheduler_refuses_member_jobs_by_name():
-    from fastsched.sim.scheduler import Scheduler
-    with pytest.raises(UnsupportedError, match="Scheduler does not run jobs in a reservation"):
-        Scheduler(_cluster(), "easy", advance_reservations=_members())
-    magnetic = Reservations((Reservation("m", 0, 9, (0,), flags=("MAGNETIC",)),), 4)
-    with pytest.raises(UnsupportedError, match="MAGNETIC"):
-        Scheduler(_cluster(), "easy", advance_reservations=magnetic)
-    s = Scheduler(_cluster(), "easy", advance_reservations=_members(("",) * 4))
-    s.submit(_jobs().take(np.array([0, 1])))
-    assert s.schedule(0).start_time.tolist() == [80, 0]    # as with plain reservations
-
-
 def test_a_daily_reservation_takes_its_members_in_each_window():
     daily = Reservations((Reservation("d", 10, 40, (0,), flags=("DAILY",)),), 4)
     jobs = JobTable.from_arrays(job_id=[1, 2, 3, 4], submit_time=[0, 50, 86_420, 86_420],

@@ -63,8 +63,8 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--resv-file", metavar="FILE",
                         help="the advance reservations of the run (simulate --resv-file): also "
                         "check that no job ran on a reserved node while it was open, and that "
-                        "the jobs of the trace's reservation column ran only on its nodes, "
-                        "inside its windows")
+                        "the jobs of the trace's reservation column (a sacct dump's "
+                        "Reservation field) ran only on its nodes, inside its windows")
     parser.add_argument("--power", metavar="SPEC", type=power_text,
                         help="the power saving of the run (simulate --power, over --cluster's "
                         "slurm.conf keys): records with a configure_time column are checked "
@@ -146,12 +146,17 @@ def _check_sacct(args) -> int:
                              "on --cluster)", field=f"--{option}")
     cluster, log = load_sacct(args.jobs_csv, args.cluster, tz=args.tz, skip_bad=args.skip_bad)
     priority = log.priority if not np.isnan(log.priority).all() else None
+    resv = None
+    if args.resv_file:          # each run in the reservation its Reservation field names
+        from ..io.reservations import recorded_reservations
+        resv = recorded_reservations(args.resv_file, cluster, log.reservation,
+                                     log.jobs.job_id)
     # Slurm's backfill reserves concrete nodes: judge a recorded schedule by the nodes
     # model unless told otherwise
     report = verify(cluster, log.jobs, log.schedule, policy=args.policy,
                     reserve_depth=args.reserve_depth,
                     reservations=args.reservations or "nodes", priority=priority,
-                    **_node_check_limit(args))
+                    advance_reservations=resv, **_node_check_limit(args))
     print(f"{args.jobs_csv}: {len(log.jobs):,} runs of {len(np.unique(log.jobs.job_id)):,} "
           f"jobs ({int((log.attempt > 0).sum()):,} after a requeue), {log.steps:,} step "
           f"lines ignored, {len(log.skipped):,} records left out")

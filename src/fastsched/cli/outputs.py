@@ -25,7 +25,8 @@ def output_args(p: argparse.ArgumentParser) -> None:
                    "JobID, JobIDRaw, JobName, User, Account, Partition, QOS, Submit, Eligible, "
                    "Start, End, Elapsed, ElapsedRaw, Timelimit, TimelimitRaw, ReqTRES, "
                    "AllocTRES, ReqCPUS, AllocCPUS, ReqNodes, NNodes, NodeList, State, "
-                   "ExitCode, CPUTimeRAW (default: %(default)s)")
+                   "ExitCode, CPUTimeRAW, Reservation (the reservation a job ran in, "
+                   "--resv-file) (default: %(default)s)")
     g.add_argument("--swf-out", metavar="FILE",
                    help="the schedule as an SWF trace (18 fields, ';' header; wait and run "
                    "times as simulated)")

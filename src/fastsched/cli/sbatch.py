@@ -9,7 +9,10 @@ import numpy as np
 
 from ..io.sbatch import (NormalisedRequest, SlurmRequest, format_request, normalise, parse_args,
                          parse_script, to_job_request)
+from ..io.reservations import read_reservations
 from ..model.constraints import PartitionChoices
+from ..model.jobs import JobTable
+from ..model.resvjobs import JobReservations
 from ..model.errors import InputError
 from ..sim.gputypes import place_gpu_types
 from ..sim.scheduler import Scheduler
@@ -17,7 +20,7 @@ from ..tools.generate import load_cluster
 
 
 _USAGE = ("usage: fastsched sbatch --test-only [--cluster slurm.conf|ai-8k|ai-100k|ai-1m] "
-          "[--strict] SCRIPT [sbatch options...]")
+          "[--resv-file FILE] [--user NAME] [--strict] SCRIPT [sbatch options...]")
 _HELP = _USAGE + """
 
 Parse a batch script's #SBATCH lines and sbatch options (options on the command line
@@ -28,6 +31,11 @@ jobs: only --test-only is supported.
   --test-only            print the normalised request and its expected start
   --cluster C            slurm.conf path, or ai-8k / ai-100k / ai-1m (default: none,
                          so no cluster checks and no expected start)
+  --resv-file FILE       advance reservations (as simulate --resv-file takes them): the
+                         expected start keeps out of their windows, and a job with
+                         --reservation=NAME starts inside one of NAME's windows
+  --user NAME            the submitting user, for the reservations' Users= (default:
+                         unknown; -A/--account is the account)
   --strict               an unknown #SBATCH option is an error (default: a warning
                          naming file:line; the option is listed as ignored)
   -h, --help             this help
@@ -52,15 +60,22 @@ def configure(s: argparse.ArgumentParser, command: str) -> None:
     s.set_defaults(run=_cmd_sbatch)
 
 
+#: fastsched's own options that take a value (not sbatch's): what the value is
+_VALUED = {"--cluster": "slurm.conf, ai-8k, ai-100k, ai-1m", "--resv-file": "a file",
+           "--user": "a user name"}
+
+
 def _split_cli(tokens: list[str]):
-    """(test_only, cluster, help, strict, sbatch tokens) from the raw tokens."""
+    """(test_only, values of :data:`_VALUED` by name without dashes, help, strict,
+    sbatch tokens) from the raw tokens."""
     test_only = help_ = strict = False
-    cluster = None
+    values: dict = {}
     rest: list[str] = []
     i = 0
     while i < len(tokens):
         t = tokens[i]
         i += 1
+        name = t.partition("=")[0]
         if t == "--":
             rest.extend(tokens[i - 1:])
             break
@@ -70,20 +85,21 @@ def _split_cli(tokens: list[str]):
             help_ = True
         elif t == "--strict":
             strict = True
-        elif t == "--cluster":
+        elif t in _VALUED:
             if i >= len(tokens):
-                raise InputError("--cluster needs a value (slurm.conf, ai-8k, ai-100k, ai-1m)")
-            cluster = tokens[i]
+                raise InputError(f"{t} needs a value ({_VALUED[t]})")
+            values[t[2:]] = tokens[i]
             i += 1
-        elif t.startswith("--cluster="):
-            cluster = t.partition("=")[2]
+        elif name in _VALUED:
+            values[name[2:]] = t.partition("=")[2]
         else:
             rest.append(t)
-    return test_only, cluster, help_, strict, rest
+    return test_only, values, help_, strict, rest
 
 
 def _cmd_sbatch(args) -> int:
-    test_only, cluster_spec, help_, strict, rest = _split_cli(list(args.tokens))
+    test_only, values, help_, strict, rest = _split_cli(list(args.tokens))
+    cluster_spec = values.get("cluster")
     if help_:
         print(_HELP, end="")
         return 0
@@ -109,23 +125,40 @@ def _cmd_sbatch(args) -> int:
         print("   " + line)
     for note in norm.notes:
         print("   note: " + note)
-    print(_expected_start(norm, cluster))
+    print(_expected_start(norm, cluster, values.get("resv-file"), values.get("user")))
     return 0
 
 
-def _expected_start(norm: NormalisedRequest, cluster) -> str:
+def _expected_start(norm: NormalisedRequest, cluster, resv_file=None, user=None) -> str:
     """Expected start on an empty ``cluster``: the Scheduler's what-if (the engine
-    the request needs, as the simulator would pick it)."""
+    the request needs, as the simulator would pick it), with the reservations of
+    ``resv_file`` (None: none) and the job in the one it names."""
     if cluster is None:
+        if resv_file or norm.reservation:
+            raise InputError("reservations need the nodes: give --cluster", field="--cluster")
         return "expected start: not computed (no --cluster given)"
+    if norm.reservation and not resv_file:
+        raise InputError(f"--reservation={norm.reservation}: give the reservations "
+                         "(--resv-file)", field="reservation")
     parts = [cluster.partition_index(p) for p in norm.partitions] or [0]
     placed = place_gpu_types(cluster, [norm.gpu_type],
                              PartitionChoices(np.array([0, len(parts)]), np.array(parts)))
     request = to_job_request(norm, job_id=1, submit_time=0,
                              partition=int(placed.partition[0]))
-    sched = Scheduler(placed.cluster, "conservative")
+    options = {}
+    if resv_file:
+        table = JobTable.from_requests([request])
+        resv = JobReservations.of(read_reservations(resv_file, cluster),
+                                  [norm.reservation or ""], None if user is None else [user],
+                                  None if norm.account is None else [norm.account],
+                                  table.job_id)
+        options = {"jobs": table, "advance_reservations": resv}
+    sched = Scheduler(placed.cluster, "conservative", **options)
     sched.submit(request)
     start = int(sched.expected_start_times(now=0)["expected_start"].iloc[0])
+    if start < 0:
+        return (f"expected start: never (no window of reservation {norm.reservation!r} "
+                "fits its time limit)")
     extra = []
     if norm.dependencies:
         extra.append("assuming its dependencies are satisfied")
@@ -133,5 +166,7 @@ def _expected_start(norm: NormalisedRequest, cluster) -> str:
         extra.append("for the first array task")
     if placed.derived:
         extra.append(f"on the nodes with {norm.gpu_type} GPUs")
+    if norm.reservation:
+        extra.append(f"in reservation {norm.reservation}")
     suffix = f" ({'; '.join(extra)})" if extra else ""
     return f"expected start: {start} s after submission on an empty cluster{suffix}"

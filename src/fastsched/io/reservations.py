@@ -25,6 +25,7 @@ import numpy as np
 from ..model.cluster import Cluster
 from ..model.errors import InputError, UnsupportedError
 from ..model.reservations import Reservation, Reservations
+from ..model.resvjobs import JobReservations
 from .hostlist import expand
 from .textfile import read_text
 from .times import parse_time
@@ -145,6 +146,25 @@ def _nodes(values: dict, cluster: Cluster) -> tuple:
 
 def _list(text: str | None) -> list[str]:
     return [] if not text else [w for w in text.split(",") if w]
+
+
+def recorded_reservations(path, cluster: Cluster, names, job_ids) -> JobReservations:
+    """The reservations of the file at ``path`` with the runs of a recorded schedule (a
+    sacct dump's rows: ``names``, each run's Reservation, "" none) as members of the
+    one they name, for the checker: Slurm let them in, so no access rule is applied.
+    A name the file lacks is an InputError naming the job (field Reservation)."""
+    resv = read_reservations(path, cluster)
+    index = {r.name: k for k, r in enumerate(resv.items)}
+    distinct, inverse = np.unique(np.asarray(names, dtype=object).astype(str),
+                                  return_inverse=True)
+    of = np.array([index.get(n, -1 if not n else -2) for n in distinct.tolist()], np.int32)
+    member = of[inverse.reshape(-1)] if len(distinct) else np.zeros(0, np.int32)
+    if (member == -2).any():
+        i = int(np.flatnonzero(member == -2)[0])
+        raise InputError(f"job {int(job_ids[i])} ran in reservation "
+                         f"{str(distinct[inverse.reshape(-1)[i]])!r}, which the reservation "
+                         "file does not define", file=str(path), field="Reservation")
+    return JobReservations(resv.items, resv.num_nodes, member=member)
 
 
 def run_reservations(path, cluster: Cluster, workload=None) -> Reservations | None:

@@ -39,6 +39,9 @@ Rules:
 * Dependency (when the dump has it): :mod:`fastsched.io.sacctdeps` (jobs whose
   dependencies are all on jobs of the dump wait for them in a replay, submitted at
   Submit; the others keep their Eligible time, counted in a warning).
+* Reservation (when the dump has it) is the workload's ``reservation`` column: the
+  job runs in that advance reservation when replayed, which then needs the
+  reservations (``--resv-file``); ``(null)`` and the like are none.
 * Array tasks ``123_4`` keep ``array_job``/``array_task``; het-job components
   ``123+1`` keep ``het_job`` and run as separate jobs (the engine does not
   start components together).

@@ -277,7 +277,18 @@ def _workload(rows, cols, r, raw, part, limit, elapsed, attempt, req, cluster, u
                     np.arange(len(account_names), dtype=np.int32), list(account_names),
                     qos=qos, qos_names=qos_names, array_job=array_job[sort],
                     array_task=array_task[sort], dependencies=_permuted(deps, sort),
-                    gpu_type=req["type"][rows_kept])
+                    gpu_type=req["type"][rows_kept],
+                    reservation=_reservations(rows, r[rows_kept]))
+
+
+def _reservations(rows, r: np.ndarray) -> np.ndarray:
+    """The Reservation of rows ``r`` ("": none, as sacct's ``(null)`` and the like),
+    each distinct text cleaned once."""
+    if not rows.has("Reservation"):
+        return np.full(len(r), "", dtype=object)
+    codes, uniques = rows.codes("Reservation")
+    texts = ["" if u.strip() in NO_VALUE else u.strip() for u in uniques]
+    return np.array(texts + [""], dtype=object)[codes[r]]
 
 
 def _replayed_dependencies(rows, cols, r, kept, submit, jobs, array_job, array_task):

@@ -17,7 +17,10 @@ read for their output forms):
 * TRES lists ``billing=8,cpu=8,gres/gpu=2,mem=32G,node=2`` (names sorted, memory in
   M, or G/T when whole); NodeList a hostlist, ``None assigned`` for a job that never
   ran; ExitCode ``0:0``;
-* JobID of an array task ``123_4`` (JobIDRaw the task's own id).
+* JobID of an array task ``123_4`` (JobIDRaw the task's own id);
+* Reservation: the advance reservation the job ran in (``--reservation``, or the
+  MAGNETIC one that drew it; empty: none), read back as the workload's
+  ``reservation`` column.
 
 State is COMPLETED, TIMEOUT (killed at its limit) or PENDING (never started by the
 end of the run); a job refused by a submit limit (``REJECTED`` in
@@ -42,13 +45,15 @@ NO_NODES = "None assigned"
 #: the fields --sacct-format takes by default: every one :func:`fastsched.read_sacct` reads
 DEFAULT_SACCT_FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition",
                         "QOS", "Submit", "Eligible", "Start", "End", "Elapsed", "Timelimit",
-                        "ReqTRES", "AllocTRES", "NNodes", "NodeList", "State", "ExitCode")
+                        "ReqTRES", "AllocTRES", "NNodes", "NodeList", "State", "ExitCode",
+                        "Reservation")
 
 
 class _Jobs:
     """The per-job arrays the fields are made of (computed when a field asks)."""
 
     def __init__(self, result, workload, tz: str, origin: int):
+        self.result = result
         self.cluster, self.w, self.s = result.cluster, result.workload, result.schedule
         self.state = np.asarray(result.states(), dtype=object)
         self.state[self.state == "REJECTED"] = "CANCELLED"
@@ -189,6 +194,17 @@ def _node_list(j: _Jobs) -> np.ndarray:
     return rows
 
 
+def _reservation(j: _Jobs) -> np.ndarray:
+    """The result's (a run with member jobs), else the workload's ``reservation``
+    column (a result of a run without them: nobody named one), else empty."""
+    names = getattr(j.result, "reservation", None)
+    if names is None and j.meta is not None:
+        names = getattr(j.meta, "reservation", None)
+    if names is None:
+        return np.full(j.n, "", dtype=object)
+    return np.asarray(names, dtype=object).astype(str).astype(object)
+
+
 def _reason(j: _Jobs) -> np.ndarray:
     return np.where(j.started, "None", "").astype(object)
 
@@ -221,6 +237,7 @@ SACCT_FIELDS = {
     "NodeList": _node_list,
     "State": lambda j: j.state,
     "ExitCode": lambda j: np.full(j.n, "0:0", dtype=object),
+    "Reservation": _reservation,
     "CPUTimeRAW": lambda j: (j.elapsed() * j.w.num_nodes.astype(np.int64)
                              * j.w.cpus_per_node).astype(str).astype(object),
 }

@@ -46,6 +46,9 @@ class Decisions:
     #: with preemption (:class:`fastsched.sim.schedpreempt.Preempted`): the job that
     #: preempts after this pass, its victims, their modes and stop times; else None
     preempt: object = None
+    #: with jobs running in advance reservations: the scheduler's own node per entry of
+    #: ``nodes`` (a reservation's twin node, :mod:`fastsched.sim.schedresv`); else None
+    layout_nodes: np.ndarray | None = field(default=None, repr=False)
 
     def nodes_of(self, i: int) -> np.ndarray:
         return self.nodes[self.node_offsets[i]:self.node_offsets[i + 1]]

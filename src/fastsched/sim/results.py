@@ -75,6 +75,10 @@ class SimulationResult:
     #: the preemption the run applied (:class:`fastsched.model.preemption.Preemption`),
     #: or None
     preemption: object = None
+    #: with jobs running in advance reservations: the reservation each job ran in (a
+    #: member's, started or not, or the MAGNETIC one a drawn job started in; "": none),
+    #: an object array of names (sacct's Reservation); None otherwise
+    reservation: np.ndarray | None = None
 
     @cached_property
     def jobs(self):

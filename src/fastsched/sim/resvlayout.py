@@ -40,14 +40,22 @@ TAIL = (1 << 40) - 1
 class MemberLayout:
     """The cluster with the twins (``cluster``), the member jobs' partition choices
     (``partitions``), the windows the engine holds (``blocked``: ``(start, end, node)``
-    arrays), each node's own index (``node_of``, the twins' nodes) and each partition's
-    (``partition_of``)."""
+    arrays), each node's own index (``node_of``, the twins' nodes), each partition's
+    (``partition_of``) and the reservation each partition is in (``reservation_of``,
+    an index in the reservations' ``items``, -1: the cluster's own partitions)."""
 
     cluster: Cluster
     partitions: PartitionChoices
     blocked: tuple
     node_of: np.ndarray
     partition_of: np.ndarray
+    reservation_of: np.ndarray
+
+
+def window_horizon(jobs) -> int:
+    """Until when repeating windows are listed for a run of ``jobs``: the last
+    submission plus the longest time limit."""
+    return int(jobs.submit_time.max(initial=0)) + int(jobs.time_limit.max(initial=0))
 
 
 def member_layout(cluster: Cluster, resv: JobReservations, choices: PartitionChoices,
@@ -64,6 +72,7 @@ def member_layout(cluster: Cluster, resv: JobReservations, choices: PartitionCho
     twin_of = {k: first[j] + np.arange(len(twin_nodes[j])) for j, k in enumerate(used)}
     # partitions P@R: partition p's nodes of reservation R, as twins
     parts, partition_of, index = list(cluster.partitions), list(range(P)), {}
+    reservation_of = [-1] * P
     for k in used:
         r_nodes = twin_nodes[used.index(k)]
         for p, part in enumerate(cluster.partitions):
@@ -72,6 +81,7 @@ def member_layout(cluster: Cluster, resv: JobReservations, choices: PartitionCho
             parts.append(replace(part, name=f"{part.name}@{resv.items[k].name}",
                                  nodes=np.sort(twin_of[k][inside]).astype(np.int64)))
             partition_of.append(p)
+            reservation_of.append(k)
     big = _with_twins(cluster, node_of, parts)
     new_choices = _member_choices(resv, choices, index, P)
     holds = [tuple(np.asarray(a, dtype=np.int64) for a in blocked)] if blocked else []
@@ -81,7 +91,8 @@ def member_layout(cluster: Cluster, resv: JobReservations, choices: PartitionCho
     start, end, node = (np.concatenate([h[i] for h in holds]) for i in range(3))
     order = np.lexsort((node, end, start))
     return MemberLayout(big, new_choices, (start[order], end[order], node[order]),
-                        node_of, np.asarray(partition_of, dtype=np.int32))
+                        node_of, np.asarray(partition_of, dtype=np.int32),
+                        np.asarray(reservation_of, dtype=np.int32))
 
 
 def _member_choices(resv: JobReservations, choices: PartitionChoices, index: dict,
@@ -177,6 +188,17 @@ def mapped_back(run, layout: MemberLayout):
     partition = np.where(start >= 0, layout.partition_of[np.maximum(run.partition, 0)],
                          np.where(late, -1, run.partition)).astype(run.partition.dtype)
     return replace(run, start=start, end=end, alloc_nodes=nodes, partition=partition)
+
+
+def ran_in(run, layout: MemberLayout, resv: JobReservations) -> np.ndarray:
+    """The name of the reservation each job of the engine run on the layout (before
+    :func:`mapped_back`) ran in, as ``sacct``'s Reservation prints it: a member's
+    reservation (started or not), the MAGNETIC one a drawn job started in, else ""."""
+    started = (run.start >= 0) & (run.start < TAIL)
+    k = np.where(started, layout.reservation_of[np.maximum(run.partition, 0)], -1)
+    k = np.where(resv.member >= 0, resv.member, k)
+    names = np.array([r.name for r in resv.items] + [""], dtype=object)
+    return names[np.where(k >= 0, k, len(resv.items))]
 
 
 def refuse_with_members(**options) -> None:

@@ -30,12 +30,12 @@ from ..model.jobs import JOB_FIELDS, JobRequest, JobTable
 from ..model.policies import (RESERVATION_MODELS, check_reservations, check_reserve_depth,
                               get_policy)
 from ..model.reservations import Reservations, check_jobs_held_off
-from ..model.resvjobs import members_of
 from ..model.validation import check_jobs, reject
 from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, ConstraintState,
                           QueuePriority, csr_offsets, first_duplicate)
 from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
 from .schedpreempt import SchedulerPreemption, scheduler_priority
+from .schedresv import SchedulerMembers
 
 
 
@@ -63,7 +63,11 @@ class Scheduler:
     :meth:`drain_nodes` and :meth:`resume_nodes` change it later. ``advance_reservations``
     (:class:`fastsched.model.reservations.Reservations`): nodes held over time windows,
     as :func:`fastsched.simulate` holds them (node engine); each pass holds the windows
-    its plans can reach (``Reservations.windows_for_pass``). ``preemption``
+    its plans can reach (``Reservations.windows_for_pass``); with
+    :class:`fastsched.model.resvjobs.JobReservations` over ``jobs``, its member jobs
+    (``--reservation``, MAGNETIC) run inside their reservations as :func:`fastsched.simulate`
+    runs them (:mod:`.schedresv`: :attr:`cluster` and :attr:`state` then hold the
+    reservations' twin nodes, the decisions the cluster's own nodes). ``preemption``
     (:class:`fastsched.model.preemption.Preemption`, with ``jobs``) and ``lifecycle``
     (the jobs' requeue flags and the requeue delay): preemption as
     :func:`fastsched.simulate` applies it (node engine; :mod:`.schedpreempt`): each
@@ -94,16 +98,23 @@ class Scheduler:
                  window: int | None = None, placement: Placement | None = None,
                  advance_reservations: Reservations | None = None, preemption=None,
                  lifecycle=None):
-        self.cluster = cluster
         self.policy = get_policy(policy)
         self.reserve_depth = check_reserve_depth(reserve_depth)
         # no model named: the pool engine while every job fits it, else (for good) nodes
         engine = RESERVATION_MODELS.get(check_reservations(reservations), "auto")
+        self._reservations = _checked_reservations(advance_reservations, cluster, engine)
+        # member jobs: scheduled on the reservations' twin nodes, shown on the cluster's
+        self._members = SchedulerMembers.of(
+            cluster, jobs, self._reservations, partitions, placement=placement,
+            preemption=preemption if preemption is not None and preemption.active else None)
+        if self._members is not None:
+            cluster, partitions = self._members.layout.cluster, self._members.layout.partitions
+            available = self._members.available(available)
+        self.cluster = cluster
         self.available = node_availability(cluster, available)
         self._configured = self.available.copy()     # what submitted jobs are checked against
         self.resolution, self.window = resolution, window
         _grid(resolution, window)
-        self._reservations = _checked_reservations(advance_reservations, cluster, engine)
         if preemption is not None and not preemption.active:
             preemption = None           # preempt/none, or nothing may preempt: unchanged
         if preemption is not None and jobs is None:
@@ -180,6 +191,9 @@ class Scheduler:
         engine: running jobs hold whole nodes."""
         run_limits, limits = _split_limits(limits, len(running), len(pending))
         s = cls(cluster, policy, jobs=pending, limits=limits, **options)
+        if s._members is not None:
+            raise UnsupportedError("from_state with jobs running in a reservation "
+                                   "(--reservation, MAGNETIC) is not modelled yet")
         if s._auto and s.engine == "pool" and not _whole_node_jobs(cluster, running):
             s.engine = "nodes"
         r = _checked_running(cluster, running, s.engine)
@@ -232,7 +246,8 @@ class Scheduler:
         rows = decisions.rows[started]
         counts = np.diff(decisions.node_offsets)[started]
         entries = csr_take(decisions.node_offsets, started)[1]
-        nodes = decisions.nodes[entries]
+        nodes = (decisions.nodes if decisions.layout_nodes is None
+                 else decisions.layout_nodes)[entries]
         jobs = self._catalog.take(rows)
         new = RunningJobs.from_arrays(
             job_id=jobs.job_id, planned_end=decisions.now + jobs.time_limit,
@@ -318,7 +333,8 @@ class Scheduler:
         """
         now = _check_now(now)
         if self._preempt is None:
-            return self._pass(now, self.policy.name, self.reserve_depth, full, self._version)
+            return self._shown(self._pass(now, self.policy.name, self.reserve_depth, full,
+                                          self._version))
         self._preempt.due(self, now)
         d = self._pass(now, self.policy.name, self.reserve_depth, full, self._version)
         return replace(d, preempt=self._preempt.decide(self, now, d))
@@ -337,7 +353,7 @@ class Scheduler:
         (hostlist, "(null)" when the pool engine holds a count rather than
         nodes) and reason."""
         import pandas as pd
-        d = self._pass(_check_now(now), "conservative", 1, True, -1)
+        d = self._shown(self._pass(_check_now(now), "conservative", 1, True, -1))
         hosts, _ = d._names()
         jobs = self._catalog.take(d.rows)
         names = np.array([p.name for p in self.cluster.partitions], dtype=object)
@@ -403,12 +419,15 @@ class Scheduler:
         return "nodes"
 
     def _node_indices(self, nodes) -> np.ndarray:
+        """The node indices ``nodes`` of the cluster, checked; with member jobs, each
+        node's twins too (what happens to a node happens to its twins)."""
+        n = (self.cluster if self._members is None else self._members.cluster).num_nodes
         x = np.atleast_1d(np.asarray(nodes))
-        if x.dtype.kind not in "iu" or (len(x) and (x.min() < 0 or
-                                                    x.max() >= self.cluster.num_nodes)):
-            raise InputError(f"nodes must be node indices in 0..{self.cluster.num_nodes - 1}, "
-                             f"got {nodes!r}", field="nodes")
-        return np.unique(x.astype(np.int64))
+        if x.dtype.kind not in "iu" or (len(x) and (x.min() < 0 or x.max() >= n)):
+            raise InputError(f"nodes must be node indices in 0..{n - 1}, got {nodes!r}",
+                             field="nodes")
+        x = np.unique(x.astype(np.int64))
+        return x if self._members is None else self._members.node_indices(x)
 
     def _queue_order(self, priority: "QueuePriority | None" = None) -> np.ndarray:
         """The queued catalog rows in queue order: priority (higher first, when given),
@@ -526,6 +545,10 @@ class Scheduler:
                          partition=partition, engine=self.engine, cluster=self.cluster,
                          held=held, rows=rows)
 
+    def _shown(self, d: Decisions) -> Decisions:
+        """``d`` as the caller sees it: with member jobs, on the cluster's own nodes."""
+        return d if self._members is None else self._members.shown(d)
+
     def _windows(self, now: int, jobs: JobTable):
         """The advance reservations' windows a pass at ``now`` over the queued ``jobs``
         holds (None: none): every plan of the pass would end, without them, by the
@@ -533,6 +556,8 @@ class Scheduler:
         another (:meth:`fastsched.model.reservations.Reservations.windows_for_pass`)."""
         if self._reservations is None:
             return None
+        if self._members is not None:          # the simulator's windows and twin holds
+            return self._members.windows(now)
         ends = self._running.planned_end
         span = int(jobs.time_limit.sum()) + max(int(ends.max(initial=now)) - now, 0)
         return self._reservations.windows_for_pass(now, span)
@@ -582,10 +607,6 @@ def _checked_reservations(reservations: Reservations | None, cluster: Cluster,
     if engine in ("pool", "slurm"):
         raise UnsupportedError("advance reservations need the node engine "
                                "(reservations=\"nodes\")")
-    if any("MAGNETIC" in r.flags for r in reservations.items) or \
-            members_of(reservations) is not None:
-        raise UnsupportedError("the Scheduler does not run jobs in a reservation "
-                               "(--reservation, MAGNETIC) yet: simulate() does")
     return reservations
 
 

@@ -32,7 +32,8 @@ from ..model.images import Containers
 from ..model.lifecycle import Lifecycle
 from ..model.reservations import Reservations
 from ..model.resvjobs import members_of
-from .resvlayout import member_layout, mapped_back, refuse_with_members
+from .resvlayout import (member_layout, mapped_back, ran_in, refuse_with_members,
+                         window_horizon as _horizon)
 from .images import check_containers, engine_images, images_summary, pull_workload
 from .power import check_power, down_cloud, engine_power, power_summary
 from .lifecycle import attempt_table, has_failures, lifecycle_summary, run_events
@@ -246,7 +247,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         run, prio, priority = _run_engine(model, cluster if members is None else
                                           layout.cluster, jobs, spec.name, reserve_depth,
                                           priority, period, **constraints)
+        resv_names = None
         if members is not None:
+            resv_names = ran_in(run, layout, members)
             run = mapped_back(run, layout)
     finally:
         if bar is not None:
@@ -260,7 +263,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              "partitions": partitions, "dependencies": dependencies, "placement": placement,
              "attempts": attempts, "lifecycle": lifecycle, "events": events, "pull": pull,
              "configure": None if power is None else run.configure, "power": power,
-             "preemption": preemption,
+             "preemption": preemption, "reservation": resv_names,
              "priority_at": _PriorityAt(priority, run) if callable(priority) else
              (None if priority is None else _FixedPriority(priority))}
     if model == "counts" and dependencies is None and limits is None and priority is None:
@@ -420,12 +423,6 @@ def _blocked(reservations: Reservations | None, jobs: JobTable):
     if not reservations:
         return None
     return reservations.windows(_horizon(jobs))
-
-
-def _horizon(jobs: JobTable) -> int:
-    """Until when repeating windows are listed: the last submission plus the longest
-    time limit."""
-    return int(jobs.submit_time.max(initial=0)) + int(jobs.time_limit.max(initial=0))
 
 
 def _check_slurm_run(policy, priority, dependencies, limits, checkpoints, resume) -> None:
