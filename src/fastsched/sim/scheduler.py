@@ -141,6 +141,7 @@ class Scheduler:
         self._usage = np.zeros((len(self._constraints.limits.caps), len(CAPS)), dtype=np.int64)
         self._clock = 0                                   # the latest time given
         self._version = 0
+        self._keep_state = True     # node engine: the pass's state kept between passes
         self._preempt = None
         if preemption is not None:                        # the node engine preempts
             SchedulerPreemption.check(self, given)
