@@ -319,7 +319,10 @@ class Scheduler:
 
         Node engine: like the simulator, the pass stops after the last job that
         could start now (later jobs BLOCKED); ``full=True`` plans the whole
-        queue. The pool engine always plans the whole queue.
+        queue. The pool engine always plans the whole queue. The node engine keeps its
+        state (free-now arrays, running lists, work profile) between passes over the same
+        running jobs and nodes, built again after apply, complete and node changes; the
+        decisions are those of :func:`fastsched.engine.plan_nodes` afresh.
         """
         now = _check_now(now)
         if self._preempt is None:
