@@ -4,7 +4,6 @@ pass (:mod:`fastsched.engine.kept`): the pass itself undoes its reservations
 from __future__ import annotations
 
 from .. import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
-import numpy as np
 from numba import njit
 
 from .profile import _give_back, _on_grid
