@@ -62,7 +62,22 @@ def test_scaling_grid_from_the_cli(capsys, tmp_path):
     assert "400  conservative" in capsys.readouterr().out
 
 
+def test_short_queue_from_the_cli(capsys, tmp_path):
+    """B9: the kept-state and pure passes timed alternately, CPU beside wall, same
+    decisions."""
+    import json
+    from fastsched.cli import main
+    out = tmp_path / "b9.json"
+    assert main(["bench", "short-queue", "--clusters", "ai-8k", "--repeat", "2",
+                 "--json", str(out)]) == 0
+    (p,) = json.loads(out.read_text())["points"]
+    assert p["cluster"] == "ai-8k" and p["pending"] == 1000 and p["same_decisions"] is True
+    assert p["starts"] > 0 and p["kept_cpu_ms"] > 0 and p["pure_wall_ms"] > 0
+    assert "kept_wall_spread_ms: " in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv, says", [
+    (["bench", "short-queue", "--pending", "10"], "--pending is for the scaling scenario"),
     (["bench", "easy-100k", "--pending", "10"], "--pending is for the scaling scenario"),
     (["bench", "scaling", "--clusters", "ai-9k"], "unknown 'ai-9k'"),
     (["bench", "scaling", "--pending", "10,x"], "not an integer"),

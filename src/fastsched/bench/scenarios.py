@@ -290,12 +290,18 @@ def _node_engine(name: str):
     return run
 
 
+def _short_queue(repeat: int, **options) -> dict:
+    """B9 (fastsched.bench.shortqueue)."""
+    from .shortqueue import b9
+    return b9(repeat, **options)
+
+
 SCENARIOS = {"kth-easy": _kth_easy, "priority-1m": _priority_1m,
              "easy-100k": _node_engine("easy-100k"),
              "conservative-100k": _node_engine("conservative-100k"),
              "scaling": _node_engine("scaling"), "memory-1m": _node_engine("memory-1m"),
              "place-512": _place_512, "easy-100k-topo": _easy_100k_topo,
-             "ai-mix-1m": _ai_mix_1m, "rl-env": _rl_env}
+             "ai-mix-1m": _ai_mix_1m, "rl-env": _rl_env, "short-queue": _short_queue}
 
 #: what each scenario runs, for ``fastsched bench --help``
 SUMMARIES = {
@@ -308,13 +314,16 @@ SUMMARIES = {
     "place-512": "a 512-node job placed with topology constraints on ai-100k",
     "easy-100k-topo": "B2 with topology-aware starts",
     "ai-mix-1m": "B5, 1M ai-mix jobs on ai-100k under multifactor priorities and EASY",
+    "short-queue": "B9, Scheduler.schedule() (conservative) repeated on ai-100k and ai-1m, "
+                   "85%% busy, 1k pending, state kept between passes, beside the pure pass",
     "rl-env": "fastsched.gym steps/s (trivial policy; target 100k) beside the plain "
               "RLScheduler simulator alone, Lublin-1",
 }
 
 
 def run_scenario(name: str, repeat: int = 7, **options) -> dict:
-    """``options``: a scenario's own (ai-mix-1m: ``jobs``; scaling: ``clusters``, ``pending``)."""
+    """``options``: a scenario's own (ai-mix-1m: ``jobs``; scaling: ``clusters``, ``pending``;
+    short-queue: ``clusters``)."""
     return SCENARIOS[name](repeat, **options)
 
 
@@ -326,10 +335,14 @@ POINT_COLUMNS = [("cluster", "cluster"), ("gpus", "GPUs"), ("pending", "pending"
 
 
 def format_figures(figures: dict) -> str:
-    """Figures as ``key: value`` lines; a scenario's ``points`` as a table."""
+    """Figures as ``key: value`` lines; a scenario's ``points`` as a table (scaling's), or
+    each point's lines after the others (short-queue's)."""
     lines = [f"{key:>28}: {value}" for key, value in figures.items() if key != "points"]
     points = figures.get("points")
-    if points:
+    if points and "policy" not in points[0]:
+        for p in points:
+            lines += [""] + [f"{key:>28}: {value}" for key, value in p.items()]
+    elif points:
         rows = [[h for _, h in POINT_COLUMNS]]
         rows += [["" if p.get(k) is None else str(p[k]) for k, _ in POINT_COLUMNS] for p in points]
         widths = [max(len(r[i]) for r in rows) for i in range(len(POINT_COLUMNS))]

@@ -22,18 +22,21 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--jobs", type=positive_int, metavar="N",
                         help="ai-mix-1m only: simulate N jobs (default 1,000,000; one run)")
     parser.add_argument("--clusters", type=comma_list(choice_of(CLUSTERS)), metavar="A,B",
-                        help="scaling only: clusters of the grid (default ai-8k,ai-100k,ai-1m)")
+                        help="scaling: clusters of the grid (default ai-8k,ai-100k,ai-1m); "
+                        "short-queue: the clusters (default ai-100k,ai-1m)")
     parser.add_argument("--pending", type=comma_list(positive_int), metavar="N,M",
                         help="scaling only: queue sizes of the grid (default 1000,10000,100000,1000000)")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    own = {"jobs": "ai-mix-1m", "clusters": "scaling", "pending": "scaling"}
+    own = {"jobs": ("ai-mix-1m",), "clusters": ("scaling", "short-queue"),
+           "pending": ("scaling",)}
     options = {k: getattr(args, k) for k in own if getattr(args, k) is not None}
     for k in options:
-        if own[k] != args.scenario:
-            raise InputError(f"--{k} is for the {own[k]} scenario only", field=f"--{k}")
+        if args.scenario not in own[k]:
+            raise InputError(f"--{k} is for the {' and '.join(own[k])} scenario"
+                             f"{'s' if len(own[k]) > 1 else ''} only", field=f"--{k}")
     figures = run_scenario(args.scenario, repeat=args.repeat, **options)
     print(format_figures(figures))
     if args.json:

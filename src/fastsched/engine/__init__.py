@@ -19,7 +19,9 @@ Concepts, one module each:
 * :mod:`.passes` — one scheduling pass; :mod:`.loop` — the event loop;
   :mod:`.counts` — the counts model's event loop (Cython, no Numba);
   :mod:`.driver` — runs either loop (reorders, checkpoints) and its result;
-  :mod:`.plan` — the single pass and its decisions; :mod:`.inputs` — checks
+  :mod:`.plan` — the single pass and its decisions; :mod:`.kept` and
+  :mod:`.undo` — a single pass's state kept for the next one over the same
+  running jobs (the Scheduler's passes); :mod:`.inputs` — checks
   and layouts of the inputs;
 * support: :mod:`.heap`, :mod:`.leafkernel` (kernels without reference
   counting), :mod:`.prefetch`, :mod:`.interrupt` (stopping a compiled run),

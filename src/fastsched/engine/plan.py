@@ -16,6 +16,7 @@ from .blocks import _exclusive, _with_held_blocks
 from .inputs import (_check_policy, _grid, _permute_csr, _placement,
                      _request_types, _unique_rank, check_node_jobs, new_nodes, node_availability)
 from .interrupt import call as _call, new_control
+from .kept import KeptState
 from .limits import NCAPS
 from .passes import _pass
 from .profile import _build_all, block_windows, new_profile
@@ -103,6 +104,28 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     pending job, default its submit time) starts a --switches wait. ``blocked``:
     advance reservations' node windows (see :func:`run_nodes`).
     """
+    return _plan(None, cluster, running, pending, now, policy, reserve_depth, available,
+                 full=full, partitions=partitions, limits=limits, limit_usage=limit_usage,
+                 rank=rank, resolution=resolution, window=window, placement=placement,
+                 eligible=eligible, blocked=blocked)
+
+
+def plan_kept(kept: KeptState | None, cluster: Cluster, running: RunningJobs,
+              pending: JobTable, now: int, policy: str, reserve_depth: int = 1,
+              available=None, **options) -> NodeDecisions:
+    """:func:`plan_nodes` (same arguments, same decisions) on the engine state ``kept``
+    holds for ``running`` (:mod:`.kept`: built when it is not the one kept, left as it
+    was found), so that passes over the same running jobs cost the queue's work, not
+    the cluster's set-up. Without ``kept``, or with topology levels or advance
+    reservations' windows (they change the state), the pure pass."""
+    return _plan(kept, cluster, running, pending, now, policy, reserve_depth, available,
+                 **options)
+
+
+def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available, *,
+          full=False, partitions=None, limits=None, limit_usage=None, rank=None,
+          resolution=1, window=None, placement=None, eligible=None,
+          blocked=None) -> NodeDecisions:
     _check_policy(policy, reserve_depth)
     res, win = _grid(resolution, window)
     pl = _placement(placement, cluster, len(pending))
@@ -118,9 +141,15 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
         raise InputError(f"limit_usage must have shape ({G}, {NCAPS})", field="limit_usage")
     now = int(now)
     avail = node_availability(cluster, available)
-    nodes = new_nodes(cluster, avail)
-    running = _with_held_blocks(cluster, running, pl.levels, avail)
-    free_now, run, wcap = _running_state(cluster, running, now, int(res))
+    if pl.levels.shape[0] or (blocked is not None and len(blocked[0])):
+        kept = None
+    if kept is None:
+        nodes = new_nodes(cluster, avail)
+        running = _with_held_blocks(cluster, running, pl.levels, avail)
+        free_now, run, wcap = _running_state(cluster, running, now, int(res))
+    else:
+        kept = kept.ready(cluster, running, avail, int(res), now)
+        nodes, run = kept.nodes, kept.run
     if rank is None:
         order = np.lexsort((pending.job_id, pending.submit_time))
     else:
@@ -129,24 +158,34 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     jg_off, jg = _permute_csr(limits.offsets, limits.group, order)
     lim = Limits(jg_off, as_i64(jg), as_i64(limits.caps).reshape(-1, NCAPS), usage)
     out = new_outputs(n, int(jobs.offsets[-1]), -1)
-    p = new_profile(wcap)
-    free = new_free(*free_now, len(types.p), int(nodes.capG.max(initial=0)), nodes)
-    _build_all(np.int64(now), p, run, free)
-    if blocked is not None and len(blocked[0]):
-        check_jobs_held_off(pending)
-    p = block_windows(p, blocked, nodes.capG, nodes.capC, nodes.capM, now)
+    if kept is None:
+        p = new_profile(wcap)
+        free = new_free(*free_now, len(types.p), int(nodes.capG.max(initial=0)), nodes)
+        _build_all(np.int64(now), p, run, free)
+        if blocked is not None and len(blocked[0]):
+            check_jobs_held_off(pending)
+        p = block_windows(p, blocked, nodes.capG, nodes.capC, nodes.capM, now)
+    else:
+        p, free = kept.p, kept.free(len(types.p))
     stop_at_head, depth = get_policy(policy).kernel_rules(reserve_depth)
     walked = _walked(stop_at_head, bool(full), jobs.pc_off, jobs.pc_type, jobs.nn, types, nodes,
                      free) if n else 0
     if n:
         rules = Rules(stop_at_head, np.int64(depth), bool(full), res, win,
-                      np.int64(_INDEX_AFTER_PASS), False, False)
+                      np.int64(_INDEX_AFTER_PASS), kept is not None, False)
         topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order], pl.leaf_wait[order],
                         pl.gpu_groups, *_exclusive(pl, avail, order))
         control = new_control()
-        nst = _call(_pass, np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), rules, jobs,
-                    types, nodes, free, p, run, lim, topo, out, new_scratch(jobs.nn), control,
-                    control=control)[0]
+        try:
+            nst, p, run = _call(_pass, np.int64(now), np.arange(n, dtype=np.int64), np.int64(n),
+                                rules, jobs, types, nodes, free, p, run, lim, topo, out,
+                                new_scratch(jobs.nn), control, control=control)
+            if kept is not None:
+                kept.restore(p, run, jobs, out, n, res)
+        except BaseException:
+            if kept is not None:
+                kept.drop()
+            raise
         if stop_at_head:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, out.reason, n)
     planned = out.planned

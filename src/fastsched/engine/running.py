@@ -68,6 +68,16 @@ class RunningJobs:
         return len(self.job_id)
 
 
+def check_planned_ends(running: RunningJobs, now: int) -> np.ndarray:
+    """The running jobs' planned ends (int64), all after ``now`` (else InputError)."""
+    pe_job = np.asarray(running.planned_end, dtype=np.int64)
+    if len(pe_job) and pe_job.min() <= now:
+        r = int(np.argmin(pe_job))
+        raise InputError(f"running job {running.job_id[r]} has planned end {pe_job[r]} <= now "
+                         f"({now}): complete it first", field="running")
+    return pe_job
+
+
 def _running_state(cluster: Cluster, running: RunningJobs, now: int, res: int = 1):
     """Free-now arrays ``(fg, fc, fm, fmask)``, per-node running lists (held ends:
     planned ends rounded up to multiples of ``res``, sorted) and profile segment
@@ -92,11 +102,7 @@ def _running_state(cluster: Cluster, running: RunningJobs, now: int, res: int = 
         raise InputError("running: gpus/cpus/mem need one entry per (job, node)", field="running")
     if E and ((x < 0).any() or (x >= X).any()):
         raise InputError("running: node index out of range", field="running")
-    pe_job = np.asarray(running.planned_end, dtype=np.int64)
-    if len(pe_job) and pe_job.min() <= now:
-        r = int(np.argmin(pe_job))
-        raise InputError(f"running job {running.job_id[r]} has planned end {pe_job[r]} <= now "
-                         f"({now}): complete it first", field="running")
+    pe_job = check_planned_ends(running, now)
     pe = np.repeat((pe_job + res - 1) // res * res, np.diff(offs))
     fg = capG - np.bincount(x, weights=g, minlength=X).astype(np.int64)
     fc = capC - np.bincount(x, weights=c, minlength=X).astype(np.int64)

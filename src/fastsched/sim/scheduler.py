@@ -19,8 +19,9 @@ from dataclasses import replace
 import numpy as np
 
 from ..engine import _kernels
-from ..engine import (NodeDecisions, RunningJobs, check_node_jobs, node_availability,
-                      plan_nodes)
+from ..engine import NodeDecisions, RunningJobs, check_node_jobs, node_availability
+from ..engine.kept import KeptState
+from ..engine.plan import plan_kept
 from ..engine.inputs import _grid
 from ..model.cluster import Cluster, NodeState
 from ..model.constraints import (CAPS, Dependencies, LimitGroups, PartitionChoices, Placement,
@@ -152,6 +153,10 @@ class Scheduler:
         self._usage = np.zeros((len(self._constraints.limits.caps), len(CAPS)), dtype=np.int64)
         self._clock = 0                                   # the latest time given
         self._version = 0
+        # node engine: the engine state kept between passes (False: each pass builds it,
+        # the pure pass, as the benchmark's reference)
+        self._keep_state = True
+        self._kept = KeptState()
         self._preempt = None
         if preemption is not None:                        # the node engine preempts
             SchedulerPreemption.check(self, given)
@@ -329,7 +334,10 @@ class Scheduler:
 
         Node engine: like the simulator, the pass stops after the last job that
         could start now (later jobs BLOCKED); ``full=True`` plans the whole
-        queue. The pool engine always plans the whole queue.
+        queue. The pool engine always plans the whole queue. The node engine keeps its
+        state (free-now arrays, running lists, work profile) between passes over the same
+        running jobs and nodes, built again after apply, complete and node changes; the
+        decisions are those of :func:`fastsched.engine.plan_nodes` afresh.
         """
         now = _check_now(now)
         if self._preempt is None:
@@ -528,11 +536,12 @@ class Scheduler:
             partition = jobs.partition.astype(np.int64)
         else:
             runnable = self._constraints.runnable(self.cluster, rows, jobs, self.available)
-            d = plan_nodes(self.cluster, self._running, jobs.take(runnable), now, policy, depth,
-                           self.available, full=full, resolution=self.resolution,
-                           window=self.window, limit_usage=self._usage,
-                           rank=priority.rank(rows[runnable]), blocked=self._windows(now, jobs),
-                           **self._constraints.of_rows(rows[runnable], self._catalog))
+            d = plan_kept(self._kept if self._keep_state else None, self.cluster,
+                          self._running, jobs.take(runnable), now, policy, depth,
+                          self.available, full=full, resolution=self.resolution,
+                          window=self.window, limit_usage=self._usage,
+                          rank=priority.rank(rows[runnable]), blocked=self._windows(now, jobs),
+                          **self._constraints.of_rows(rows[runnable], self._catalog))
             outcome, planned, offsets, nodes, masks, part = _widen(d, runnable)
             held[runnable] = np.where((d.outcome == BLOCKED) & (d.reason != "Priority"),
                                       d.reason, "")

@@ -1,0 +1,113 @@
+"""The node engine's state kept between a Scheduler's passes (fastsched.engine.kept):
+every pass gives exactly the pure pass's decisions (plan_nodes afresh over the same
+state), through random submit / schedule / apply / complete / fail / drain / resume
+sequences, and leaves the kept state as it found it."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fastsched import InputError, JobRequest
+from fastsched.model.cluster import Cluster, Partition
+from fastsched.sim.scheduler import Scheduler
+
+FIELDS = ("job_id", "outcome", "start_time", "node_offsets", "nodes", "gpu_mask", "num_nodes",
+          "partition", "held", "rows")
+
+
+def pure(s: Scheduler, now: int, full: bool):
+    s._keep_state = False
+    try:
+        return s.schedule(now, full=full)
+    finally:
+        s._keep_state = True
+
+
+def assert_same(a, b):
+    for f in FIELDS:
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.shape == y.shape and (x == y).all(), f
+    assert (a.now, a.version, a.engine) == (b.now, b.version, b.engine)
+
+
+@st.composite
+def clusters(draw):
+    """3-6 nodes of 2-8 GPUs, CPUs and memory; an overlapping second partition."""
+    X = draw(st.integers(3, 6))
+    gpus = [draw(st.sampled_from([2, 4, 8])) for _ in range(X)]
+    cpus = [draw(st.sampled_from([4, 8, 16])) for _ in range(X)]
+    mem = [draw(st.sampled_from([1000, 4000])) for _ in range(X)]
+    parts = [Partition("all", np.arange(X)), Partition("some", np.arange(X // 2, X))]
+    return Cluster([f"n{i}" for i in range(X)], cpus, gpus, mem, partitions=parts)
+
+
+def job(draw, cluster: Cluster, job_id: int, now: int) -> JobRequest:
+    part = draw(st.integers(0, 1))
+    nodes = cluster.partitions[part].nodes
+    limit = draw(st.integers(1, 30))
+    return JobRequest(job_id=job_id, submit_time=now, time_limit=limit,
+                      runtime=draw(st.integers(0, limit)),
+                      num_nodes=draw(st.integers(1, min(3, len(nodes)))),
+                      cpus_per_node=draw(st.integers(0, 4)),
+                      gpus_per_node=draw(st.integers(0, 2)),
+                      mem_per_node=draw(st.sampled_from([0, 500, 1000])), partition=part)
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), cluster=clusters())
+def test_every_pass_is_the_pure_pass(policy, data, cluster):
+    draw = data.draw
+    s = Scheduler(cluster, policy, reservations="nodes", reserve_depth=draw(st.integers(1, 3)),
+                  resolution=draw(st.sampled_from([1, 1, 4])))
+    now, next_id = 0, 1
+    for _ in range(draw(st.integers(1, 25))):
+        op = draw(st.sampled_from(["submit", "submit", "schedule", "apply", "apply", "time",
+                                   "fail", "drain", "resume"]))
+        if op == "submit":
+            k = draw(st.integers(1, 4))
+            for _ in range(k):
+                s.submit(job(draw, cluster, next_id, now))
+                next_id += 1
+        elif op == "time":       # time passes: what has reached its planned end ends
+            now += draw(st.integers(1, 12))
+            r = s.running_jobs
+            ended = r.job_id[r.planned_end <= now]
+            if len(ended):
+                s.complete(ended, now, state=draw(st.sampled_from(["COMPLETED", "FAILED"])))
+            if len(r) and draw(st.booleans()):      # and one more, early
+                left = sorted(set(s.running) - set(ended.tolist()))
+                if left:
+                    s.complete(draw(st.sampled_from(left)), now)
+        elif op in ("fail", "drain", "resume"):
+            nodes = draw(st.lists(st.integers(0, cluster.num_nodes - 1), min_size=1,
+                                  max_size=2))
+            if op == "fail":
+                s.fail_nodes(nodes, now)
+            else:
+                (s.drain_nodes if op == "drain" else s.resume_nodes)(nodes)
+        else:
+            full = draw(st.booleans())
+            kept = s.schedule(now, full=full)
+            assert_same(kept, pure(s, now, full))
+            assert_same(s.schedule(now, full=full), kept)     # the kept state as it was
+            if op == "apply":
+                s.apply(kept)
+
+
+def test_a_kept_state_is_rebuilt_for_other_running_jobs_and_checks_planned_ends():
+    cluster = Cluster.homogeneous(4, cpus=8, gpus=4, mem_mb=100)
+    s = Scheduler(cluster, "conservative", reservations="nodes")
+    for i in range(1, 6):
+        s.submit(JobRequest(job_id=i, submit_time=0, time_limit=10 * i, runtime=5,
+                            num_nodes=2, gpus_per_node=2))
+    d = s.schedule(0)
+    state = s._kept.p.WT
+    assert s.schedule(3)._names() == pure(s, 3, False)._names()
+    assert s._kept.p.WT is state and s._kept.now == 3      # kept, moved to the new now
+    s.apply(s.schedule(3))
+    assert_same(s.schedule(4), pure(s, 4, False))       # rebuilt for the started jobs
+    with pytest.raises(InputError, match="planned end 13 <= now"):
+        s.schedule(13)
+    assert_same(s.schedule(12), pure(s, 12, False))     # the failed call changed nothing
+    assert (d.outcome == 0).sum() == 4         # two GPUs of each node a job: four fit
