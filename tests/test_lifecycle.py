@@ -199,6 +199,24 @@ def test_workload_lifecycle_columns_round_trip(tmp_path):
             read_workload(path, cluster)
 
 
+@pytest.mark.parametrize("keys,delay", [("", 121), ("AuthInfo=auth/munge,cred_expire=30\n", 31),
+                                        ("SchedulerParameters=bf_continue,requeue_delay=5\n"
+                                         "AuthInfo=cred_expire=30\n", 6),
+                                        ("SchedulerParameters=requeue_delay=0\n", 1)])
+def test_the_requeue_delay_comes_from_slurm_conf(tmp_path, keys, delay):
+    """Slurm's ``_requeue_delay``: SchedulerParameters' requeue_delay, else the
+    credential's lifetime; the begin time is one second past it."""
+    from fastsched.io.slurmconf import read_cluster
+    from fastsched.sim.lifecycle import site_requeue
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("NodeName=n[1-2] CPUs=4\nPartitionName=p Nodes=ALL\n" + keys)
+    assert site_requeue(read_cluster(conf)) == (True, delay)
+    conf.write_text("NodeName=n[1-2] CPUs=4\nPartitionName=p Nodes=ALL\n"
+                    "SchedulerParameters=requeue_delay=soon\n")
+    with pytest.raises(InputError, match="requeue_delay"):
+        site_requeue(read_cluster(conf))
+
+
 def test_cli_failures_and_down_events(tmp_path, capsys):
     cluster = _cluster(8)
     jobs = _jobs([900] * 6, [2, 2, 1, 1, 4, 1])

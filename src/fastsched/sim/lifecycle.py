@@ -8,6 +8,7 @@ import numpy as np
 
 from ..model.cluster import Cluster
 from ..model.constraints import csr_take
+from ..model.errors import InputError
 from ..model.events import NODE_EVENT_KINDS, NodeEvents
 from ..model.jobs import JobTable
 from ..model.lifecycle import REQUEUE_DELAY, Lifecycle, goodput
@@ -125,16 +126,25 @@ def lifecycle_summary(jobs: JobTable, table: dict, lifecycle: Lifecycle) -> dict
 
 def site_requeue(cluster: Cluster) -> tuple[bool, int]:
     """(JobRequeue, requeue delay) of the cluster's slurm.conf: ``JobRequeue=0`` makes
-    batch jobs not requeueable by default (Slurm's default is 1), and
-    ``AuthInfo=...cred_expire=N`` sets the delay to N + 1 (121 s by default)."""
-    other = {str(k).lower(): str(v) for k, v in cluster.settings.other.items()} \
-        if cluster.settings is not None else {}
+    batch jobs not requeueable by default (Slurm's default is 1). The delay is N + 1
+    for ``SchedulerParameters=requeue_delay=N``, else for ``AuthInfo=...cred_expire=N``
+    (121 s by default), as Slurm's ``_requeue_delay`` (job_mgr.c) takes them."""
+    settings = cluster.settings
+    other = {str(k).lower(): str(v) for k, v in settings.other.items()} \
+        if settings is not None else {}
     requeue = other.get("jobrequeue", "1").strip() != "0"
     delay = REQUEUE_DELAY
     for item in other.get("authinfo", "").split(","):
         key, _, value = item.strip().partition("=")
         if key.strip().lower() == "cred_expire" and value.strip().isdigit():
             delay = int(value) + 1
+    given = settings.scheduler_parameters.get("requeue_delay") if settings is not None \
+        else None
+    if given is not None:
+        if isinstance(given, bool) or not isinstance(given, int):
+            raise InputError(f"requeue_delay must be a whole number of seconds, got "
+                             f"{given!r}", field="SchedulerParameters")
+        delay = given + 1
     return requeue, delay
 
 
