@@ -206,11 +206,17 @@ def test_workload_lifecycle_columns_round_trip(tmp_path):
 def test_the_requeue_delay_comes_from_slurm_conf(tmp_path, keys, delay):
     """Slurm's ``_requeue_delay``: SchedulerParameters' requeue_delay, else the
     credential's lifetime; the begin time is one second past it."""
+    import warnings
+
     from fastsched.io.slurmconf import read_cluster
+    from fastsched.model.errors import ConfigWarning
     from fastsched.sim.lifecycle import site_requeue
     conf = tmp_path / "slurm.conf"
     conf.write_text("NodeName=n[1-2] CPUs=4\nPartitionName=p Nodes=ALL\n" + keys)
-    assert site_requeue(read_cluster(conf)) == (True, delay)
+    with warnings.catch_warnings():          # a key it applies is not "not modelled"
+        warnings.simplefilter("error", ConfigWarning)
+        cluster = read_cluster(conf)
+    assert site_requeue(cluster) == (True, delay)
     conf.write_text("NodeName=n[1-2] CPUs=4\nPartitionName=p Nodes=ALL\n"
                     "SchedulerParameters=requeue_delay=soon\n")
     with pytest.raises(InputError, match="requeue_delay"):

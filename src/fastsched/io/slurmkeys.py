@@ -23,6 +23,8 @@ _PRIORITY_NOTE = ("kept on Cluster.settings; simulate applies priority weights o
 #: SchedulerParameters options the simulator applies (simulate takes them as
 #: --resolution / --window when those are not given)
 SCHEDULER_PARAMETERS_MODELLED = ("bf_resolution", "bf_window")
+#: SchedulerParameters options the lifecycle applies: when a requeued job may start again
+_SCHEDULER_PARAMETERS_LIFECYCLE = ("requeue_delay",)
 #: SchedulerParameters options the Slurm planning model applies too (fastsched plan)
 _SCHEDULER_PARAMETERS_PLAN = ("bf_max_job_test", "bf_max_job_part", "bf_max_job_user",
                               "bf_max_job_user_part")
@@ -61,12 +63,14 @@ def _preempt(value: str) -> str:
 def _scheduler_parameters(value: str) -> str:
     unmodelled = [k for k in parse_scheduler_parameters(value)
                   if k not in SCHEDULER_PARAMETERS_MODELLED
+                  and k not in _SCHEDULER_PARAMETERS_LIFECYCLE
                   and k not in _SCHEDULER_PARAMETERS_PLAN
                   and k not in _SCHEDULER_PARAMETERS_HARMLESS]
     if not unmodelled:
         return ""
     return (f"{', '.join(unmodelled)} not modelled (only "
-            f"{' and '.join(SCHEDULER_PARAMETERS_MODELLED)} are, and fastsched plan "
+            f"{' and '.join(SCHEDULER_PARAMETERS_MODELLED)} are, requeue_delay sets "
+            "the requeue delay, and fastsched plan "
             f"applies {', '.join(_SCHEDULER_PARAMETERS_PLAN)}; the rest are kept on "
             "Cluster.settings.scheduler_parameters)")
 
