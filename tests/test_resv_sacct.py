@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 
 import fastsched as fs
-from fastsched import JobTable, simulate
+from fastsched import simulate
 from fastsched.cli import main
 from fastsched.io.sacctout import DEFAULT_SACCT_FIELDS, sacct_lines
 from fastsched.model.errors import InputError
 from fastsched.model.reservations import Reservation, Reservations
 from fastsched.model.resvjobs import JobReservations
-from test_resvjobs import _cluster, _conf, _jobs, _members, _workload
+from test_resvjobs import _cluster, _conf, _jobs, _magnetic_case, _members, _workload
 
 
 def _column(result, **options):
@@ -33,13 +33,8 @@ def test_the_reservation_field_names_the_members_reservation():
 
 
 def test_a_job_drawn_into_a_magnetic_reservation_shows_it_only_when_it_ran_inside():
-    magnetic = Reservations((Reservation("m", 0, 100, (0, 1), users=("alice",),
-                                         flags=("MAGNETIC",)),), 4)
-    jobs = JobTable.from_arrays(job_id=[1, 2, 3, 4], submit_time=0,
-                                time_limit=[50, 50, 50, 200], runtime=[50, 50, 50, 200],
-                                num_nodes=[2, 2, 2, 1], gpus_per_node=4, cpus_per_node=1,
-                                user=0)
-    resv = JobReservations.of(magnetic, [""] * 4, ["alice", "bob", "alice", "alice"])
+    magnetic, jobs, users = _magnetic_case()
+    resv = JobReservations.of(magnetic, [""] * 4, users)
     r = simulate(_cluster(), jobs, "easy", advance_reservations=resv)
     # 1 and 3 ran on the reservation's nodes inside it; 2 (bob) and 4 (too long) outside
     assert r.schedule.start_time.tolist() == [0, 0, 50, 50]

@@ -314,14 +314,20 @@ def test_a_daily_reservation_takes_its_members_in_each_window():
     assert verify(r.cluster, r.workload, r.schedule, advance_reservations=members).ok
 
 
-def test_a_magnetic_reservation_draws_the_jobs_that_may_use_it():
+def _magnetic_case():
+    """A MAGNETIC reservation of nodes 0-1 for alice over [0, 100), and four jobs: 1, 3
+    and 4 alice's (4 longer than the window), 2 bob's. (reservations, jobs, users)"""
     magnetic = Reservations((Reservation("m", 0, 100, (0, 1), users=("alice",),
                                          flags=("MAGNETIC",)),), 4)
     jobs = JobTable.from_arrays(job_id=[1, 2, 3, 4], submit_time=0,
                                 time_limit=[50, 50, 50, 200], runtime=[50, 50, 50, 200],
                                 num_nodes=[2, 2, 2, 1], gpus_per_node=4, cpus_per_node=1,
                                 user=0)
-    users = ["alice", "bob", "alice", "alice"]
+    return magnetic, jobs, ["alice", "bob", "alice", "alice"]
+
+
+def test_a_magnetic_reservation_draws_the_jobs_that_may_use_it():
+    magnetic, jobs, users = _magnetic_case()
     resv = JobReservations.of(magnetic, [""] * 4, users)
     assert resv.attracted[:, 0].tolist() == [True, False, True, True]
     r = simulate(_cluster(), jobs, "easy", advance_reservations=resv)
