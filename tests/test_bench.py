@@ -39,6 +39,36 @@ def test_ai_mix_site_reports_wall_decisions_and_rss():
     assert fig["wall_s"] > 0 and fig["decisions_per_s"] > 0 and fig["peak_rss_mb"] > 0
 
 
+def test_ai_mix_site_with_failures_reports_both_runs():
+    fig = run_scenario("ai-mix-1m", repeat=1, jobs=300, failures="mtbf=1d,repair=1h,seed=1")
+    assert fig["failures"] == "mtbf=1d,repair=1h,seed=1"
+    assert fig["killed_attempts_failures"] > 0 and 0 < fig["goodput_failures"] < 1
+    assert fig["cpu_ratio_failures"] == round(fig["cpu_s_failures"] / fig["cpu_s"], 2)
+    assert fig["passes_failures"] > 0 and fig["passes"] > 0
+
+
+def test_reservations_are_held_by_the_benchmark_pass():
+    """with_reservations: windows on disjoint 32-node runs; the pass plans no job on
+    a reserved node while its window is open."""
+    import numpy as np
+    from fastsched.bench.state import busy_state, run_pass, with_reservations
+    state = with_reservations(busy_state("ai-8k", pending=300), 10)
+    start, end, node = state.blocked
+    assert len(np.unique(node)) == 10 * 32 and (start[:2] < state.now).all()
+    d = run_pass(state, "conservative", True)
+    assert (d.outcome < 2).all()
+    clashes = 0
+    for i in range(len(d)):
+        t0 = d.planned_start[i]
+        t1 = t0 + int(state.pending.time_limit[state.pending.job_id == d.job_id[i]][0])
+        on = np.isin(node, d.nodes_of(i))
+        clashes += int(np.count_nonzero(on & (start < t1) & (end > t0)))
+    assert clashes == 0
+    fig = measure_point("ai-8k", 300, "easy", False, repeat=1, max_seconds=None,
+                        reservations=10)
+    assert fig["reservations"] == 10 and fig["cpu_median_ms"] > 0
+
+
 def test_bench_jobs_is_for_ai_mix_only(capsys):
     from fastsched.cli import main
     assert main(["bench", "kth-easy", "--jobs", "10"]) == 2
@@ -80,6 +110,9 @@ def test_short_queue_from_the_cli(capsys, tmp_path):
     (["bench", "short-queue", "--pending", "10"], "--pending is for the scaling scenario"),
     (["bench", "easy-100k", "--pending", "10"], "--pending is for the scaling scenario"),
     (["bench", "scaling", "--clusters", "ai-9k"], "unknown 'ai-9k'"),
+    (["bench", "kth-easy", "--reservations", "3"], "--reservations is for the easy-100k"),
+    (["bench", "easy-100k", "--failures", "mtbf=1d,repair=1h"], "--failures is for the ai-mix-1m"),
+    (["bench", "ai-mix-1m", "--failures", "mtbf=1d"], "needs repair"),
     (["bench", "scaling", "--pending", "10,x"], "not an integer"),
     (["bench", "scaling", "--pending", ","], "empty list"),
 ])

@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import naive_nodes
@@ -113,3 +113,53 @@ def test_cli_events(tmp_path):
     assert summary["node_events"] == 2 and summary["reservations"] == "nodes"
     plain = simulate(Cluster.homogeneous(100), read_swf(trace).jobs, "easy")
     assert summary["avg_wait"] > plain.summary["avg_wait"]   # half the machine was gone
+
+
+@settings(deadline=None)   # (the first examples compile the kernel)
+@given(data=st.data())
+def test_availability_kernel_equals_a_rebuild(data):
+    """An event's nodes are taken out of (or put back in) every partition's list of
+    available nodes, the types' capacities and their taken free-now counts, in place:
+    all equal what is built afresh from the availability (the naive twin below)."""
+    from fastsched.engine.availability import set_available
+    from fastsched.engine.state import FreeNow, Nodes, RequestTypes
+    n, parts = data.draw(st.integers(1, 12)), data.draw(st.integers(1, 4))
+
+    def ints(size, hi):
+        return np.array(data.draw(st.lists(st.integers(0, hi), min_size=size,
+                                           max_size=size)), dtype=np.int64)
+    member = ints(n * parts, 1).reshape(n, parts).astype(bool)
+    avail = ints(n, 1).astype(bool)
+    cap, free = ints(n, 2), ints(n, 2)       # capacity and free-now, one resource
+    ntypes = data.draw(st.integers(1, 5))
+    tp, tg = ints(ntypes, parts - 1), ints(ntypes, 2)
+    counted = ints(ntypes, 1).astype(bool)
+    value = data.draw(st.booleans())
+    nodes = ints(data.draw(st.integers(1, 4)), n - 1)
+
+    def built(up):          # the naive twin: everything from the availability
+        each = [np.flatnonzero(member[:, p] & up) for p in range(parts)]
+        poff = np.cumsum([0] + [len(e) for e in each])
+        bits = np.array([sum(1 << p for p in range(parts) if member[x, p] and up[x])
+                         for x in range(n)], dtype=np.uint64)
+        caps = [sum(member[x, tp[t]] and up[x] and cap[x] >= tg[t] for x in range(n))
+                for t in range(ntypes)]
+        counts = [sum(member[x, tp[t]] and up[x] and free[x] >= tg[t] for x in range(n))
+                  if counted[t] else -1 for t in range(ntypes)]
+        return poff, np.concatenate(each), bits, caps, counts
+
+    poff, pflat, bits, caps, counts = built(avail)
+    zeros = np.zeros(ntypes, dtype=np.int64)
+    nd = Nodes(cap, cap, cap, poff.astype(np.int64), pflat.astype(np.int64), bits)
+    ty = RequestTypes(tp, tg, zeros, zeros, np.array(caps, dtype=np.int64))
+    fr = FreeNow(free, free, free, None, np.array(counts, dtype=np.int64),
+                 *([None] * 5))
+    changed = np.unique(nodes[avail[nodes] != value])
+    every = built(np.ones(n, dtype=bool))[2]
+    got_off, got_flat = set_available(changed, value, member, every, nd, ty, fr)
+    after = avail.copy()
+    after[changed] = value
+    want = built(after)
+    assert got_off.tolist() == want[0].tolist() and got_flat.tolist() == want[1].tolist()
+    assert nd.pbits.tolist() == want[2].tolist()
+    assert ty.cap.tolist() == want[3] and fr.tcount.tolist() == want[4]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 
 #: modules with compiled code, then the package modules they import
-KERNEL_SOURCES = ("engine/blocks", "engine/earliest", "engine/freenow", "engine/heap",
+KERNEL_SOURCES = ("engine/availability", "engine/blocks", "engine/earliest", "engine/freenow", "engine/heap",
                   "engine/images", "engine/limits", "engine/loop", "engine/passes", "engine/placement",
                   "engine/power",
                   "engine/prefetch", "engine/profile", "engine/runindex", "engine/running",

@@ -188,29 +188,67 @@ def ai_mix_site_inputs(num_jobs: int = 1_000_000, cluster: str = "ai-100k"):
     return c, ai_mix(c, num_jobs, seed=1), config
 
 
-def ai_mix_site_run(cluster, workload, config, progress: bool | None = False):
+def ai_mix_site_run(cluster, workload, config, progress: bool | None = False, **options):
     """One B5 run: the whole workload through :func:`fastsched.simulate_site` under EASY
-    (``progress``: a progress bar on stderr; None: at a terminal)."""
+    (``progress``: a progress bar on stderr; None: at a terminal; ``options``: more of
+    :func:`fastsched.simulate`'s, e.g. a failure model)."""
     from ..sim.site import simulate_site
-    return simulate_site(cluster, workload, config, "easy", progress=progress)
+    return simulate_site(cluster, workload, config, "easy", progress=progress, **options)
 
 
-def _ai_mix_1m(repeat: int, jobs: int = 1_000_000) -> dict:
+#: B5 with failures: every job checkpoints hourly at a minute's cost, as training jobs
+#: do, so that a failure costs its lost hour, not the whole run (without checkpoints a
+#: multi-day job on hundreds of nodes rarely finishes, and the replay simulates years)
+FAILURE_CHECKPOINTS = {"checkpoint_interval": 3600, "checkpoint_cost": 60}
+
+
+def failure_options(spec: str, jobs) -> dict:
+    """``simulate`` options for B5 with the failure model ``spec`` (e.g.
+    "mtbf=30d,repair=4h,seed=1"): every job requeueable, :data:`FAILURE_CHECKPOINTS`."""
+    from ..model.failures import FailureModel
+    from ..model.lifecycle import Lifecycle
+    return {"failures": FailureModel.parse(spec),
+            "lifecycle": Lifecycle.of(len(jobs), **FAILURE_CHECKPOINTS)}
+
+
+def _ai_mix_1m(repeat: int, jobs: int = 1_000_000, failures: str | None = None) -> dict:
     """B5: ``jobs`` ai-mix jobs on ai-100k under the site's multifactor priorities and
     EASY, one run (``repeat`` is ignored: a run is minutes); a 200-job run on ai-8k
-    first loads the compiled kernels, untimed."""
-    ai_mix_site_run(*ai_mix_site_inputs(200, "ai-8k"))
+    first loads the compiled kernels, untimed. With ``failures`` (a failure model),
+    the same run with it follows the run without, in this process, and the figures
+    are both runs' and their ratio."""
+    small = ai_mix_site_inputs(200, "ai-8k")
+    ai_mix_site_run(*small)
     inputs = ai_mix_site_inputs(jobs)
-    t = time.perf_counter()
-    result = ai_mix_site_run(*inputs, progress=None)
-    wall = time.perf_counter() - t
-    return {"scenario": "ai-mix-1m (B5)", "jobs": jobs, "wall_s": round(wall, 1),
-            "passes": result.summary["passes"],
-            "decisions_per_s": round(jobs / wall),        # one start decision per job
-            "gpu_utilisation": round(result.summary["gpu_utilisation"], 3),
-            "runs": 1,
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "machine": machine()}
+    fig = {"scenario": "ai-mix-1m (B5)", "jobs": jobs}
+    fig.update(_b5_run(inputs, {}))
+    if failures is not None:
+        ai_mix_site_run(*small, **failure_options(failures, small[1].jobs))
+        with_failures = _b5_run(inputs, failure_options(failures, inputs[1].jobs))
+        fig.update({f"{k}_failures": v for k, v in with_failures.items()})
+        fig["failures"] = failures
+        fig["checkpoints"] = "every job: interval {checkpoint_interval} s, cost " \
+            "{checkpoint_cost} s".format(**FAILURE_CHECKPOINTS)
+        fig["cpu_ratio_failures"] = round(with_failures["cpu_s"] / fig["cpu_s"], 2)
+        fig["wall_ratio_failures"] = round(with_failures["wall_s"] / fig["wall_s"], 2)
+    fig.update(runs=1, peak_rss_mb=round(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), machine=machine())
+    return fig
+
+
+def _b5_run(inputs, options: dict) -> dict:
+    """One timed B5 replay (wall and CPU) and what it did."""
+    t, c = time.perf_counter(), time.process_time()
+    result = ai_mix_site_run(*inputs, progress=None, **options)
+    cpu, wall = time.process_time() - c, time.perf_counter() - t
+    fig = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+           "passes": result.summary["passes"],
+           "decisions_per_s": round(len(inputs[1].jobs) / wall),   # one start per job
+           "gpu_utilisation": round(result.summary["gpu_utilisation"], 3)}
+    lc = result.summary.get("lifecycle")
+    if lc is not None:
+        fig.update(killed_attempts=lc["killed_attempts"], goodput=round(lc["goodput"], 3))
+    return fig
 
 
 def time_runs_cpu(fn, repeat: int) -> tuple[list[float], list[float]]:
@@ -313,7 +351,8 @@ SUMMARIES = {
     "memory-1m": "peak RSS of ai-1m 85%% busy with 1M pending and one EASY pass",
     "place-512": "a 512-node job placed with topology constraints on ai-100k",
     "easy-100k-topo": "B2 with topology-aware starts",
-    "ai-mix-1m": "B5, 1M ai-mix jobs on ai-100k under multifactor priorities and EASY",
+    "ai-mix-1m": "B5, 1M ai-mix jobs on ai-100k under multifactor priorities and EASY "
+                 "(--failures: and again with a failure model)",
     "short-queue": "B9, Scheduler.schedule() (conservative) repeated on ai-100k and ai-1m, "
                    "85%% busy, 1k pending, state kept between passes, beside the pure pass",
     "rl-env": "fastsched.gym steps/s (trivial policy; target 100k) beside the plain "
@@ -322,8 +361,9 @@ SUMMARIES = {
 
 
 def run_scenario(name: str, repeat: int = 7, **options) -> dict:
-    """``options``: a scenario's own (ai-mix-1m: ``jobs``; scaling: ``clusters``, ``pending``;
-    short-queue: ``clusters``)."""
+    """``options``: a scenario's own (ai-mix-1m: ``jobs``, ``failures``; scaling:
+    ``clusters``, ``pending``; short-queue: ``clusters``; easy-100k and
+    conservative-100k: ``reservations``)."""
     return SCENARIOS[name](repeat, **options)
 
 

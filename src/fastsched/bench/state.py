@@ -17,6 +17,11 @@ Choices fixed here:
   (start + limit) is after ``now``. GPU masks: each node's lowest free indices.
 * pending jobs are ai-mix jobs (seed ``seed + 1``), ids after the running
   ones, submit times rescaled into [0, now) keeping their order.
+* ``reservations`` (issue 18: a pass with 100 active advance reservations):
+  reservation k holds a leaf's worth of nodes (32) at node ``k x (nodes //
+  count)`` from ``now - 1 h + k x 30 min`` for 4 h, once (no repeat), so the
+  first few are open at ``now`` and the rest open over the next days, spread
+  over the cluster; no pending job is a member.
 """
 from __future__ import annotations
 
@@ -45,6 +50,8 @@ class BusyState:
     running: RunningJobs
     pending: JobTable
     now: int
+    #: advance reservations' node windows the pass holds (``plan_nodes``'s ``blocked``)
+    blocked: tuple | None = None
 
     @property
     def busy_fraction(self) -> float:
@@ -115,9 +122,28 @@ def busy_state(cluster_name: str = "ai-100k", busy: float = 0.85, pending: int =
     return BusyState(cluster, running, JobTable(**cols), NOW)
 
 
+def with_reservations(state: BusyState, count: int) -> BusyState:
+    """``state`` with ``count`` advance reservations (see the module docstring)."""
+    from ..model.reservations import Reservation, Reservations
+    stride, width = state.cluster.num_nodes // max(count, 1), 32
+    if count and stride < width:
+        raise ValueError(f"{count} reservations of {width} nodes do not fit "
+                         f"{state.cluster.num_nodes} nodes")
+    items = tuple(Reservation(f"r{k}", state.now - 3600 + 1800 * k,
+                              state.now + 3 * 3600 + 1800 * k,
+                              tuple(range(k * stride, k * stride + width)))
+                  for k in range(count))
+    resv = Reservations(items, state.cluster.num_nodes)
+    ends = state.running.planned_end
+    span = int(state.pending.time_limit.sum()) + max(int(ends.max(initial=state.now))
+                                                     - state.now, 0)
+    return BusyState(state.cluster, state.running, state.pending, state.now,
+                     resv.windows_for_pass(state.now, span))
+
+
 def run_pass(state: BusyState, policy: str, full: bool, depth: int = 1):
     return plan_nodes(state.cluster, state.running, state.pending, state.now, policy, depth,
-                      full=full)
+                      full=full, blocked=state.blocked)
 
 
 #: a point whose pass takes longer than this (s) is timed once: the big B6 points
@@ -126,24 +152,26 @@ LONG_PASS_S = 20.0
 
 
 def _timed(state, policy, full):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     d = run_pass(state, policy, full)
-    return time.perf_counter() - t, d
+    return time.perf_counter() - t, d, time.process_time() - c
 
 
-def _child(cluster_name, pending, policy, full, repeat, seed, out, warmup):
+def _child(cluster_name, pending, policy, full, repeat, seed, out, warmup, reservations):
     if warmup == "small":               # load the compiled kernels on a small state
         out.put(("warmup", _timed(busy_state("ai-8k", pending=1_000, seed=seed),
                                   policy, full)[0]))
     t = time.perf_counter()
     state = busy_state(cluster_name, pending=pending, seed=seed)
+    if reservations:
+        state = with_reservations(state, reservations)
     out.put(("state", time.perf_counter() - t, len(state.running), state.busy_fraction,
              int(state.cluster.gpus.sum())))
     if warmup == "same":
         out.put(("warmup", _timed(state, policy, full)[0]))
     for k in range(repeat):
-        dt, d = _timed(state, policy, full)
-        out.put(("run", dt, np.bincount(d.outcome, minlength=3).tolist(), d.walked))
+        dt, d, cpu = _timed(state, policy, full)
+        out.put(("run", dt, np.bincount(d.outcome, minlength=3).tolist(), d.walked, cpu))
         if dt > LONG_PASS_S:
             break
     out.put(("done", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
@@ -163,21 +191,24 @@ def _receive(q, proc, limit: float | None):
 
 
 def measure_point(cluster_name: str, pending: int, policy: str, full: bool, repeat: int = 3,
-                  seed: int = 0, max_seconds: float | None = 120.0, warmup: str = "same") -> dict:
+                  seed: int = 0, max_seconds: float | None = 120.0, warmup: str = "same",
+                  reservations: int = 0) -> dict:
     """Time one pass (median of ``repeat`` after a warm-up) in a child process; a run
     that takes longer than ``max_seconds`` stops the point (reported not measured;
     ``None``: no limit).
     ``warmup``: "same" (an untimed pass on the state itself) or "small" (an untimed pass
-    on ai-8k with 1,000 pending). A pass over :data:`LONG_PASS_S` is timed once."""
+    on ai-8k with 1,000 pending). A pass over :data:`LONG_PASS_S` is timed once.
+    ``reservations``: that many advance reservations held (:func:`with_reservations`)."""
     import multiprocessing as mp
     ctx = mp.get_context("fork")
     q = ctx.Queue()
     proc = ctx.Process(target=_child,
-                       args=(cluster_name, pending, policy, full, repeat, seed, q, warmup))
+                       args=(cluster_name, pending, policy, full, repeat, seed, q, warmup,
+                             reservations))
     proc.start()
     fig = {"cluster": cluster_name, "pending": pending, "policy": policy, "full": full,
-           "warmup": warmup}
-    times = []
+           "warmup": warmup, **({"reservations": reservations} if reservations else {})}
+    times, cpus = [], []
     try:
         while True:
             msg = _receive(q, proc, None if max_seconds is None else max_seconds + 60)
@@ -198,6 +229,7 @@ def measure_point(cluster_name: str, pending: int, policy: str, full: bool, repe
                            busy=round(msg[3], 4), gpus=msg[4])
             elif msg[0] == "run":
                 times.append(msg[1])
+                cpus.append(msg[4])
                 fig.update(outcomes=dict(zip(("start", "reserved", "blocked"), msg[2])),
                            walked=msg[3])
             else:
@@ -210,21 +242,24 @@ def measure_point(cluster_name: str, pending: int, policy: str, full: bool, repe
     if "not_measured" not in fig and times:
         med = statistics.median(times)
         fig.update(median_ms=round(1000 * med, 1), min_ms=round(1000 * min(times), 1),
+                   cpu_median_ms=round(1000 * statistics.median(cpus), 1),
                    us_per_decision=round(1e6 * med / pending, 3), runs=len(times),
                    decisions_per_s=round(pending / med),
                    walked_per_s=round(fig["walked"] / med))
     return fig
 
 
-def _b2(repeat: int) -> dict:
-    """B2 easy-100k: one EASY pass (depth 1) on ai-100k, 85% busy, 100,000 pending."""
-    fig = measure_point("ai-100k", 100_000, "easy", False, repeat)
+def _b2(repeat: int, reservations: int = 0) -> dict:
+    """B2 easy-100k: one EASY pass (depth 1) on ai-100k, 85% busy, 100,000 pending
+    (``reservations``: with that many advance reservations held)."""
+    fig = measure_point("ai-100k", 100_000, "easy", False, repeat, reservations=reservations)
     return {"scenario": "easy-100k (B2)", **fig, "machine": machine()}
 
 
-def _b3(repeat: int) -> dict:
+def _b3(repeat: int, reservations: int = 0) -> dict:
     """B3 conservative-100k: one conservative pass, full depth, same state."""
-    fig = measure_point("ai-100k", 100_000, "conservative", True, repeat)
+    fig = measure_point("ai-100k", 100_000, "conservative", True, repeat,
+                        reservations=reservations)
     return {"scenario": "conservative-100k (B3)", **fig, "machine": machine()}
 
 

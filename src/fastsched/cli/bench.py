@@ -8,7 +8,7 @@ from ..bench.scenarios import SCENARIOS, SUMMARIES
 from ..bench.scenarios import format_figures, run_scenario
 from ..model.errors import InputError
 from ..tools.generate import CLUSTERS
-from .argtypes import choice_of, comma_list, positive_int
+from .argtypes import choice_of, comma_list, failure_model, positive_int
 
 
 def configure(parser: argparse.ArgumentParser, command: str) -> None:
@@ -26,12 +26,20 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "short-queue: the clusters (default ai-100k,ai-1m)")
     parser.add_argument("--pending", type=comma_list(positive_int), metavar="N,M",
                         help="scaling only: queue sizes of the grid (default 1000,10000,100000,1000000)")
+    parser.add_argument("--failures", metavar="SPEC", type=_failure_spec,
+                        help="ai-mix-1m only: run it again with this failure model (e.g. "
+                        "mtbf=30d,repair=4h,seed=1; every job requeueable and checkpointing "
+                        "hourly at 60 s) and report both runs and their ratio")
+    parser.add_argument("--reservations", type=positive_int, metavar="N",
+                        help="easy-100k and conservative-100k only: N advance reservations "
+                        "held (32 nodes each, 4 h, opening every 30 min from an hour ago)")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
     own = {"jobs": ("ai-mix-1m",), "clusters": ("scaling", "short-queue"),
-           "pending": ("scaling",)}
+           "pending": ("scaling",), "failures": ("ai-mix-1m",),
+           "reservations": ("easy-100k", "conservative-100k")}
     options = {k: getattr(args, k) for k in own if getattr(args, k) is not None}
     for k in options:
         if args.scenario not in own[k]:
@@ -43,3 +51,9 @@ def run(args) -> int:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)
     return 0
+
+
+def _failure_spec(text: str) -> str:
+    """A failure model's text, checked now (before minutes of replay)."""
+    failure_model(text)
+    return text

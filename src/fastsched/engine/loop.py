@@ -15,6 +15,7 @@ from ..model.events import NODE_EVENT_KINDS
 from ..model.jobs import JobTable
 from ..model.policies import get_policy
 from ..model.reservations import check_jobs_held_off
+from .availability import set_available
 from .blocks import _exclusive, _release_blocks
 from .heap import _heap_pop, _heap_push
 from .images import new_image_cache, start_pull
@@ -374,32 +375,19 @@ class _EventLoop:
             if self.elastic is not None:
                 self.elastic.killed(self, killed)
         self._set_available(nodes, kind in ("resume", "up"))
-        self.free.tcount[:] = -1                         # recounted when next asked
         self.sc[5] = min(int(self.sc[5]), int(t))
 
     def _set_available(self, nodes, value: bool) -> None:
-        """Make ``nodes`` (un)available: the partitions' node lists and the request
-        types' capacities are updated for the nodes that change, not rebuilt (a
-        failure model sends thousands of events)."""
+        """Make ``nodes`` (un)available (:mod:`fastsched.engine.availability`)."""
         changed = np.unique(nodes[self.avail[nodes] != value])
         if not len(changed):
             return
         self.avail[changed] = value
         if self.member is None:
             self.member = _membership(self.cluster)
-        entry_node, entry_part, bits_all, member = self.member
-        keep = self.avail[entry_node]
-        poff = np.zeros(len(self.cluster.partitions) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(entry_part[keep], minlength=len(poff) - 1), out=poff[1:])
-        pbits = bits_all if not len(bits_all) else \
-            np.where(self.avail, bits_all, np.uint64(0)).astype(np.uint64)
-        nd, t = self.nodes, self.types
-        self.nodes = nd._replace(poff=poff, pflat=entry_node[keep], pbits=pbits)
-        fits = ((nd.capG[changed][:, None] >= t.g[None, :])
-                & (nd.capC[changed][:, None] >= t.c[None, :])
-                & (nd.capM[changed][:, None] >= t.m[None, :]) & member[changed][:, t.p])
-        delta = fits.sum(axis=0).astype(np.int64)
-        self.types = t._replace(cap=t.cap + delta if value else t.cap - delta)
+        poff, pflat = set_available(changed, value, *self.member, self.nodes, self.types,
+                                    self.free)
+        self.nodes = self.nodes._replace(poff=poff, pflat=pflat)
 
     def _jobs_on(self, t: int, nodes) -> np.ndarray:
         """The jobs running on ``nodes`` that end after ``t`` (submit order, ascending)."""
@@ -602,14 +590,13 @@ def _window_edges(blocked):
 
 
 def _membership(cluster: Cluster):
-    """Every partition's nodes, available or not, as the kernels list them: (node and
-    partition per entry, partition by partition, nodes ascending; per node its
-    partitions' bits (empty beyond 64 partitions); a node x partition bool matrix)."""
+    """Every partition's nodes, available or not: a node x partition bool matrix, and
+    per node its partitions' bits (empty beyond 64 partitions)."""
     every = new_nodes(cluster, np.ones(cluster.num_nodes, dtype=np.bool_))
     part = np.repeat(np.arange(len(every.poff) - 1), np.diff(every.poff))
     member = np.zeros((cluster.num_nodes, len(every.poff) - 1), dtype=np.bool_)
     member[every.pflat, part] = True
-    return every.pflat, part, every.pbits, member
+    return member, every.pbits
 
 
 def _check_ranges(topo, preemption) -> None:
