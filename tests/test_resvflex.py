@@ -21,9 +21,9 @@ from test_scheduler_resv import _driven, _started
 
 
 def _reservations(draw, cluster, jobs):
-    """1-3 reservations on disjoint nodes, one window each, some FLEX, some for some of
-    the users u0, u1, u2, and the jobs running in them (a job of a reservation that is
-    not FLEX only where it can ever run inside it)."""
+    """1-3 reservations on disjoint nodes, one window each, some FLEX (at least one),
+    some MAGNETIC, some for some of the users u0, u1, u2, and the jobs running in the
+    FLEX ones."""
     N = cluster.num_nodes
     group = draw(st.lists(st.integers(-1, 2), min_size=N, max_size=N))
     items = []
@@ -31,7 +31,7 @@ def _reservations(draw, cluster, jobs):
         nodes = tuple(x for x in range(N) if group[x] == k)
         if nodes:
             s = draw(st.integers(0, 60))
-            flags = draw(st.sampled_from([("FLEX",), ("FLEX",), ()]))
+            flags = draw(st.sampled_from([("FLEX",), ("FLEX",), (), ("MAGNETIC",)]))
             users = draw(st.sampled_from([(), ("u0",), ("-u0",)]))
             items.append(Reservation(f"r{k}", s, s + draw(st.integers(1, 60)), nodes,
                                      users=users, flags=flags))
@@ -52,7 +52,10 @@ def _twin(resv, jobs):
           for i, k in zip(ids, resv.member.tolist()) if k >= 0}
     flex = [i for i, k in zip(ids, resv.member.tolist())
             if k >= 0 and "FLEX" in resv.items[k].flags]
-    return Members(of, flex=flex)
+    drawn = {i: [(set(resv.items[k].nodes), [(resv.items[k].start, resv.items[k].end)])
+                 for k in np.flatnonzero(row).tolist()]
+             for i, row in zip(ids, resv.attracted) if row.any()}
+    return Members(of, drawn, flex=flex)
 
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
@@ -114,6 +117,7 @@ def test_flex_jobs_run_before_and_in_the_window(policy):
     # 3 runs before the window on a reserved node, 4 in it, 5 (bob) after it
     assert s.start_time.tolist() == [0, 0, 50, 80]
     assert [s.nodes_of(row).tolist() for row in range(4)] == [[2, 3], [0], [0, 1], [0, 1]]
+    assert r.reservation.tolist() == ["", "flex", "flex", ""]    # sacct's Reservation
     report = verify(r.cluster, r.workload, s, advance_reservations=_members())
     assert report.ok and "outside_reservation" in report.checks, report
     # in a plain reservation, job 3 waits for the window

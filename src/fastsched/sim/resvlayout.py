@@ -14,8 +14,8 @@ at once. Its time on one of R's nodes is then wholly inside a window (a twin) or
 wholly outside every window (the node): a run crossing a window's edge on R's nodes
 is the one FLEX run this layout cannot express (docs/lifecycle.md). A job drawn to
 MAGNETIC reservations takes those partitions of each first, then its own: it starts
-wherever it can first, in the reservation on a tie. Nothing else changes for the other jobs (their partitions
-hold no twin), so a run without member jobs is untouched.
+wherever it can first, in the reservation on a tie. Nothing else changes for the other
+jobs (their partitions hold no twin), so a run without member jobs is untouched.
 
 A member job that fits no window (its time limit longer than every window left, or
 submitted after the last) could only start after the twins' last hold, at

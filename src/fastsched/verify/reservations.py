@@ -9,8 +9,8 @@ every node, less those of the other reservations open during its run): it is che
 as any other job against the other reservations only, and never ``outside_reservation``.
 
 A job drawn to a MAGNETIC reservation is checked as one running in it when it ran on
-the reservation's nodes while a window was open, else as any other job. A job running in a reservation may
-never start: :func:`pending_explained` accepts that
+the reservation's nodes while a window was open, else as any other job. A job running
+in a reservation (not FLEX) may never start: :func:`pending_explained` accepts that
 when every window after its submission is too short for its time limit or had another
 of its reservation's jobs running."""
 from __future__ import annotations
