@@ -12,7 +12,7 @@ tests/naive_nodes.py's ``simulate(members=...)``. The rule, written plainly:
 * a job drawn to MAGNETIC reservations (naming none) is planned as a member of each in
   turn and as itself: the earliest start wins, the first of these on a tie;
 * a job of a FLEX reservation R (``flex``) sees every node as any job does, and each of
-  R's nodes a second time, after all of them (in R's node order): that side with R's
+  R's nodes a second time, after all of them (ascending): that side with R's
   windows free and held whole outside them, as a member sees it; its holds go onto the
   node itself. At every instant one side is held whole, so it never takes both.
 """
