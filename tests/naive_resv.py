@@ -10,7 +10,11 @@ tests/naive_nodes.py's ``simulate(members=...)``. The rule, written plainly:
 * the loop visits each opening of a window while jobs wait (and ``TAIL``, where a job no
   window took would start: the simulator drops such starts);
 * a job drawn to MAGNETIC reservations (naming none) is planned as a member of each in
-  turn and as itself: the earliest start wins, the first of these on a tie.
+  turn and as itself: the earliest start wins, the first of these on a tie;
+* a job of a FLEX reservation R (``flex``) sees every node as any job does, and each of
+  R's nodes a second time, after all of them (ascending): that side with R's
+  windows free and held whole outside them, as a member sees it; its holds go onto the
+  node itself. At every instant one side is held whole, so it never takes both.
 """
 from dataclasses import replace
 
@@ -21,14 +25,21 @@ class Members:
     """``reservation``: job id -> (R's nodes, R's windows as (start, end) pairs);
     ``attracted``: job id -> such pairs of the MAGNETIC reservations it is drawn to."""
 
-    def __init__(self, reservation, attracted=None):
+    def __init__(self, reservation, attracted=None, flex=()):
         self.reservation = reservation
         self.attracted = attracted or {}
+        self.flex = set(flex)
 
     def planner(self, plan_fn):
         """``plan_fn`` (naive_nodes._plan) as a job of a reservation, or drawn to some,
         plans: (t, nodes, partition) or None."""
         def plan(now, nodes, holds, job, parts, only_now, topo):
+            if job.job_id in self.flex:
+                got = plan_fn(now, *self.view(job, nodes, holds, now), job, parts,
+                              only_now, topo)
+                side = sorted(self.reservation[job.job_id][0])
+                return got and (got[0], [x if x < len(nodes) else side[x - len(nodes)]
+                                         for x in got[1]], got[2])     # (the engine's order)
             if job.job_id not in self.attracted:
                 return plan_fn(now, *self.view(job, nodes, holds, now), job, parts,
                                only_now, topo)
@@ -48,6 +59,8 @@ class Members:
         """(nodes, plan) as the job sees them (unchanged for a job in no reservation)."""
         if job.job_id not in self.reservation:
             return nodes, plan
+        if job.job_id in self.flex:
+            return _flex_view(self.reservation[job.job_id], nodes, plan, now)
         return _view(self.reservation[job.job_id], nodes, plan, now)
 
     def closings(self):
@@ -73,6 +86,15 @@ def _view(reservation, nodes, plan, now):
                 (s, e, node.gpus, node.cpus, node.mem) for s, e in outside if e > now]
         view.append(holds)
     return seen, view
+
+
+def _flex_view(reservation, nodes, plan, now):
+    """(nodes, plan) as a job of FLEX ``reservation`` sees them: every node as it is,
+    then R's nodes again as a member sees them."""
+    side = sorted(reservation[0])
+    seen, view = _view(reservation, nodes, plan, now)
+    nodes = list(nodes) + [seen[x] for x in side]
+    return nodes, None if plan is None else list(plan) + [view[x] for x in side]
 
 
 def _gaps(windows):

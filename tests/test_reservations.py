@@ -118,8 +118,8 @@ def test_a_job_asking_for_nothing_is_refused_with_reservations():
 
 
 def test_unmodelled_flag_is_refused_by_name():
-    with pytest.raises(UnsupportedError, match="FLEX"):
-        Reservations((Reservation("a", 0, 10, (0,), flags=("FLEX",)),), 4)
+    with pytest.raises(UnsupportedError, match="ANY_NODES"):
+        Reservations((Reservation("a", 0, 10, (0,), flags=("ANY_NODES",)),), 4)
 
 
 def _conf(tmp_path):

@@ -64,7 +64,8 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         help="the advance reservations of the run (simulate --resv-file): also "
                         "check that no job ran on a reserved node while it was open, and that "
                         "the jobs of the trace's reservation column (a sacct dump's "
-                        "Reservation field) ran only on its nodes, inside its windows")
+                        "Reservation field) ran only on its nodes, inside its windows "
+                        "(Flags=FLEX: anywhere but in another reservation's window)")
     parser.add_argument("--power", metavar="SPEC", type=power_text,
                         help="the power saving of the run (simulate --power, over --cluster's "
                         "slurm.conf keys): records with a configure_time column are checked "

@@ -34,6 +34,7 @@ jobs: only --test-only is supported.
   --resv-file FILE       advance reservations (as simulate --resv-file takes them): the
                          expected start keeps out of their windows, and a job with
                          --reservation=NAME starts inside one of NAME's windows
+                         (with Flags=FLEX, in them or anywhere else)
   --user NAME            the submitting user, for the reservations' Users= (default:
                          unknown; -A/--account is the account)
   --strict               an unknown #SBATCH option is an error (default: a warning

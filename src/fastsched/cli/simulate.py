@@ -62,7 +62,8 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "repeat); no job runs on their nodes while they are open, and "
                         "backfill plans none across them (nodes model), but the jobs of the "
                         "workload's reservation column (sbatch --reservation): those run only "
-                        "there, starting and ending by their time limit inside a window")
+                        "there, starting and ending by their time limit inside a window "
+                        "(Flags=FLEX: there or on any other node, before, in or after it)")
     parser.add_argument("--image-pull", metavar="SPEC", type=image_pull,
                         help="container image pulls (the workload's container_image column, "
                         "sbatch --container-image): default=120s,cache=4[,IMAGE=SECONDS...]: "

@@ -18,8 +18,14 @@ import numpy as np
 from .errors import InputError, UnsupportedError
 
 #: Slurm's reservation flags that the model takes; the others are refused by name
-#: (MAGNETIC: jobs that may use it are drawn to it, :mod:`fastsched.model.resvjobs`)
-FLAGS = ("MAINT", "IGNORE_JOBS", "DAILY", "WEEKLY", "SPEC_NODES", "OVERLAP", "MAGNETIC")
+#: (MAGNETIC: jobs that may use it are drawn to it; FLEX: its jobs may also run outside
+#: it, :mod:`fastsched.model.resvjobs`)
+FLAGS = ("MAINT", "IGNORE_JOBS", "DAILY", "WEEKLY", "SPEC_NODES", "OVERLAP", "MAGNETIC",
+         "FLEX")
+#: FLEX with these is refused: a FLEX member of a MAINT or OVERLAP reservation would
+#: ignore the other reservations' windows (Slurm's _foreach_job_test_resv_overlap), and
+#: a job drawn to a MAGNETIC one would run as a member anywhere
+_NOT_WITH_FLEX = ("MAINT", "OVERLAP", "MAGNETIC")
 _REPEAT = {"DAILY": 86_400, "WEEKLY": 7 * 86_400}
 #: windows end before this (2**40 s, some 35,000 years: the engine packs times below it)
 _LATEST = 1 << 40
@@ -76,6 +82,9 @@ class Reservations:
             if unknown:
                 raise UnsupportedError(f"{where}: flag {unknown[0]} is not modelled (modelled: "
                                        f"{', '.join(FLAGS)})")
+            both = [f for f in _NOT_WITH_FLEX if f in r.flags] if "FLEX" in r.flags else []
+            if both:
+                raise UnsupportedError(f"{where}: FLEX with {both[0]} is not modelled")
             if r.period and r.end - r.start >= r.period:
                 raise InputError(f"{where}: a window of {r.end - r.start} s cannot repeat "
                                  f"every {r.period} s", field="Duration")

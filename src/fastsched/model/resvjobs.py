@@ -13,6 +13,11 @@ listing ``-name`` denies those and allows the others; user ``root`` may use ever
 reservation. A reservation with neither field (a maintenance window written without
 ``Users=root``) lets every job in.
 
+``Flags=FLEX``: a member is not bound to the reservation's nodes or windows (Slurm's
+job_test_resv): it may also run on any other node of its partitions, before, during or
+after the windows, keeping off other reservations' nodes while they are open, as any
+job does (:mod:`fastsched.sim.resvlayout`; docs/lifecycle.md has what differs).
+
 ``Flags=MAGNETIC``: a job naming no reservation that may use a magnetic one is drawn
 to it (Slurm queues it once per magnetic reservation and once without): it runs in
 whichever lets it start first, inside the reservation on a tie, as a member when

@@ -7,10 +7,15 @@ the twins back to their nodes.
 
 Member jobs take partitions ``P@R`` (the nodes of partition P in reservation R, as
 twins), one per partition they ask for: Slurm's node set for a job in a reservation
-is the reservation's nodes within its partition. A job drawn to MAGNETIC reservations
-takes those partitions of each first, then its own: it starts wherever it can first,
-in the reservation on a tie. Nothing else changes for the other jobs (their partitions
-hold no twin), so a run without member jobs is untouched.
+is the reservation's nodes within its partition. For a ``Flags=FLEX`` reservation,
+``P@R`` also has all of P's own nodes: a member may run on any of them (held in other
+reservations' windows, as for any job) and on R's nodes in R's windows (the twins),
+at once. Its time on one of R's nodes is then wholly inside a window (a twin) or
+wholly outside every window (the node): a run crossing a window's edge on R's nodes
+is the one FLEX run this layout cannot express (docs/lifecycle.md). A job drawn to
+MAGNETIC reservations takes those partitions of each first, then its own: it starts
+wherever it can first, in the reservation on a tie. Nothing else changes for the other
+jobs (their partitions hold no twin), so a run without member jobs is untouched.
 
 A member job that fits no window (its time limit longer than every window left, or
 submitted after the last) could only start after the twins' last hold, at
@@ -76,10 +81,13 @@ def member_layout(cluster: Cluster, resv: JobReservations, choices: PartitionCho
     for k in used:
         r_nodes = twin_nodes[used.index(k)]
         for p, part in enumerate(cluster.partitions):
-            inside = np.isin(r_nodes, np.asarray(part.nodes, dtype=np.int64))
+            own = np.asarray(part.nodes, dtype=np.int64)
+            nodes = twin_of[k][np.isin(r_nodes, own)]
+            if "FLEX" in resv.items[k].flags:       # and the partition's own nodes
+                nodes = np.concatenate((own, nodes))
             index[k, p] = len(parts)
             parts.append(replace(part, name=f"{part.name}@{resv.items[k].name}",
-                                 nodes=np.sort(twin_of[k][inside]).astype(np.int64)))
+                                 nodes=np.sort(nodes).astype(np.int64)))
             partition_of.append(p)
             reservation_of.append(k)
     big = _with_twins(cluster, node_of, parts)

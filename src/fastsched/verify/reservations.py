@@ -4,15 +4,20 @@ while one of its windows is open, unless it runs in that reservation) and
 its nodes, from the opening to the closing of one of its windows). Computed from the
 reservations and the schedule alone.
 
+A job of a FLEX reservation may run anywhere else too (Slurm's job_test_resv gives it
+every node, less those of the other reservations open during its run): it is checked
+as any other job against the other reservations only, and never ``outside_reservation``.
+
 A job drawn to a MAGNETIC reservation is checked as one running in it when it ran on
-the reservation's nodes while a window was open, else as any other job. A job running in a reservation may
-never start: :func:`pending_explained` accepts that
+the reservation's nodes while a window was open, else as any other job. A job running
+in a reservation (not FLEX) may never start: :func:`pending_explained` accepts that
 when every window after its submission is too short for its time limit or had another
 of its reservation's jobs running."""
 from __future__ import annotations
 
 import numpy as np
 
+from ..model.reservations import Reservations
 from ..model.resvjobs import JobReservations
 from .report import Violation
 
@@ -26,17 +31,24 @@ def check_reservations(schedule, start, end, reservations, out) -> list[str]:
         member = _ran_in(reservations, start, end, schedule)
     else:
         member = np.full(len(start), -1, dtype=np.int32)
+    flex = np.array(["FLEX" in r.flags for r in reservations.items] + [False])
     others = np.where(member >= 0, -1, start)       # the member jobs are checked below
     horizon = int(end.max(initial=0)) + 1
-    for i, name, node in reservations.overlapping(others, end, schedule.alloc_offsets,
-                                                   schedule.alloc_nodes, horizon):
+    hits = reservations.overlapping(others, end, schedule.alloc_offsets,
+                                    schedule.alloc_nodes, horizon)
+    for k in np.unique(member[(member >= 0) & flex[member] & (start >= 0)]).tolist():
+        rest = Reservations(reservations.items[:k] + reservations.items[k + 1:],
+                            reservations.num_nodes)
+        hits += rest.overlapping(np.where(member == k, start, -1), end,
+                                 schedule.alloc_offsets, schedule.alloc_nodes, horizon)
+    for i, name, node in sorted(hits):
         out.append(Violation("reserved_node", int(schedule.job_id[i]), int(start[i]),
                              f"job {int(schedule.job_id[i])} ran on node {node} during "
                              f"reservation {name!r}"))
     checks = ["reserved_node"]
     if isinstance(reservations, JobReservations) and len(reservations.used):
         checks.append("outside_reservation")
-    for k in np.unique(member[(member >= 0) & (start >= 0)]).tolist():
+    for k in np.unique(member[(member >= 0) & ~flex[member] & (start >= 0)]).tolist():
         _check_members(reservations.items[k], np.flatnonzero((member == k) & (start >= 0)),
                        schedule, start, end, out)
     return checks
@@ -96,9 +108,10 @@ def _check_members(r, jobs, schedule, start, end, out) -> None:
 
 
 def pending_explained(jobs, start, end, reservations) -> np.ndarray:
-    """Per job, True when it runs in a reservation, never started, and each window of
-    it closing after the job's submission is shorter (from then) than its time limit or
-    had another job of the reservation running in it: too busy to tell."""
+    """Per job, True when it runs in a reservation (not FLEX: its jobs may run outside
+    it), never started, and each window of it closing after the job's submission is
+    shorter (from then) than its time limit or had another job of the reservation
+    running in it: too busy to tell."""
     out = np.zeros(len(start), dtype=bool)
     if not isinstance(reservations, JobReservations) or not len(reservations.member):
         return out
@@ -107,6 +120,8 @@ def pending_explained(jobs, start, end, reservations) -> np.ndarray:
     for i in np.flatnonzero((member >= 0) & (start < 0)).tolist():
         k = int(member[i])
         r = reservations.items[k]
+        if "FLEX" in r.flags:
+            continue
         others = np.flatnonzero((member == k) & (start >= 0))
         submit, limit = int(jobs.submit_time[i]), int(jobs.time_limit[i])
         opens = [int(r.start)] if not r.period else \
