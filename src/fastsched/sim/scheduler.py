@@ -37,6 +37,7 @@ from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, Co
 from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
 from .schedpreempt import SchedulerPreemption, scheduler_priority
 from .schedresv import SchedulerMembers
+from .schedstarts import StartCosts, refuse_with_power
 
 
 
@@ -73,7 +74,12 @@ class Scheduler:
     (the jobs' requeue flags and the requeue delay): preemption as
     :func:`fastsched.simulate` applies it (node engine; :mod:`.schedpreempt`): each
     pass's ``Decisions.preempt`` names the victims, :meth:`apply` stops them,
-    :attr:`preempt_time` says when to pass again for it.
+    :attr:`preempt_time` says when to pass again for it. ``containers``
+    (:class:`fastsched.Containers`, with ``jobs``) and ``power`` (a
+    :class:`fastsched.PowerSaving` or its text): each start's image pull and its
+    powered-down nodes' boots as :func:`fastsched.simulate` counts them (node engine;
+    :mod:`.schedstarts`): decisions carry ``configure_time``, ``pull_time``, ``end_time``
+    and ``job_state`` (CONFIGURING while the boots last).
 
     Everything :func:`fastsched.simulate` takes is taken here with the same
     meaning, checks and errors: ``partitions``, ``dependencies``, ``limits``,
@@ -98,7 +104,7 @@ class Scheduler:
                  priority=None, period: int | None = None, resolution: int = 1,
                  window: int | None = None, placement: Placement | None = None,
                  advance_reservations: Reservations | None = None, preemption=None,
-                 lifecycle=None):
+                 lifecycle=None, containers=None, power=None):
         self.policy = get_policy(policy)
         self.reserve_depth = check_reserve_depth(reserve_depth)
         # no model named: the pool engine while every job fits it, else (for good) nodes
@@ -118,6 +124,11 @@ class Scheduler:
         _grid(resolution, window)
         if preemption is not None and not preemption.active:
             preemption = None           # preempt/none, or nothing may preempt: unchanged
+        self._costs = StartCosts.of(cluster, jobs, containers, power, engine,
+                                    preemption=preemption, advance_reservations=self._reservations)
+        if self._costs is not None:     # CLOUD nodes that never boot are DOWN for good
+            self.available = self._costs.available(self.available)
+            self._configured = self.available.copy()
         if preemption is not None and jobs is None:
             raise InputError("preemption describes the jobs of a table: pass it as jobs=",
                              field="preemption")
@@ -165,6 +176,10 @@ class Scheduler:
             self.engine, self._auto = "nodes", False
             self._preempt = SchedulerPreemption(cluster, jobs, preemption, lifecycle,
                                                 partitions)
+        if self._costs is not None:                       # the node engine counts them
+            if self.engine != "nodes" and jobs is not None:
+                check_node_jobs(cluster, jobs, self._configured)
+            self.engine, self._auto = "nodes", False
 
     @classmethod
     def for_site(cls, cluster: Cluster, workload, config, policy: str = "easy",
@@ -199,6 +214,7 @@ class Scheduler:
         if s._members is not None:
             raise UnsupportedError("from_state with jobs running in a reservation "
                                    "(--reservation, MAGNETIC) is not modelled yet")
+        refuse_with_power(s._costs, "from_state")       # (running jobs' nodes are on)
         if s._auto and s.engine == "pool" and not _whole_node_jobs(cluster, running):
             s.engine = "nodes"
         r = _checked_running(cluster, running, s.engine)
@@ -254,8 +270,10 @@ class Scheduler:
         nodes = (decisions.nodes if decisions.layout_nodes is None
                  else decisions.layout_nodes)[entries]
         jobs = self._catalog.take(rows)
+        begin = decisions.now + (0 if self._costs is None else
+                                 self._costs.commit(decisions)[started])   # after boots
         new = RunningJobs.from_arrays(
-            job_id=jobs.job_id, planned_end=decisions.now + jobs.time_limit,
+            job_id=jobs.job_id, planned_end=begin + jobs.time_limit,
             node_offsets=csr_offsets(counts), nodes=nodes,
             gpus=np.repeat(jobs.gpus_per_node, counts),
             cpus=np.repeat(jobs.cpus_per_node, counts),
@@ -266,7 +284,7 @@ class Scheduler:
         self._start_running(new, rows, self._constraints.groups_of(rows))
         self._queued = self._queued[~np.isin(self._queued, rows)]
         self._catalog.status[rows] = RUNNING
-        self._catalog.start[rows] = decisions.now
+        self._catalog.start[rows] = begin
         self._release(rows, np.ones(len(rows), dtype=bool), decisions.now, started=True)
 
     def complete(self, job_id, now: int | None = None, *, state: str = "COMPLETED") -> None:
@@ -291,6 +309,7 @@ class Scheduler:
         jobs that cannot run without these nodes wait (reason ReqNodeNotAvail)."""
         down = self._node_indices(nodes)
         now = _check_now(now)
+        refuse_with_power(self._costs, "fail_nodes")
         if self.engine == "pool" and not self._auto:
             raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                    "node engine")
@@ -310,6 +329,7 @@ class Scheduler:
         cannot run without them wait (reason ReqNodeNotAvail); :meth:`resume_nodes`
         undoes it."""
         drained = self._node_indices(nodes)
+        refuse_with_power(self._costs, "drain_nodes")
         if self.engine == "pool" and not self._auto:
             raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                    "node engine")
@@ -341,8 +361,9 @@ class Scheduler:
         """
         now = _check_now(now)
         if self._preempt is None:
-            return self._shown(self._pass(now, self.policy.name, self.reserve_depth, full,
-                                          self._version))
+            d = self._shown(self._pass(now, self.policy.name, self.reserve_depth, full,
+                                       self._version))
+            return d if self._costs is None else self._costs.decide(d, self._catalog.take(d.rows))
         self._preempt.due(self, now)
         d = self._pass(now, self.policy.name, self.reserve_depth, full, self._version)
         return replace(d, preempt=self._preempt.decide(self, now, d))
@@ -476,6 +497,8 @@ class Scheduler:
         gone = _take_running(self._running, ended)
         groups = _take_csr(self._running_groups, ended)
         rows = self._running_rows[ended]
+        if self._costs is not None:
+            self._costs.ended(gone.nodes, now)
         self._hold(gone, -1)
         self._charge(gone, groups, -1)
         self._usage[:, 4] -= np.bincount(groups[1], minlength=len(self._usage))
