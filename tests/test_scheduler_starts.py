@@ -91,7 +91,7 @@ def test_scheduler_pulls_images_as_the_simulator(policy, case, data):
     got = drive(s, jobs)
     r = simulate(cluster, jobs, policy, containers=c)
     assert got == simulated(r, pulls=True, boots=False)
-    assert s._costs.images.node_pulls == r.summary["images"]["images_pulled"]
+    assert s.start_costs.images.node_pulls == r.summary["images"]["images_pulled"]
     event(f"starts that pulled: {min(sum(1 for g in got if g and g[3] > 0), 3)}")
 
 
@@ -125,7 +125,7 @@ def test_scheduler_boots_nodes_as_the_simulator(policy, case, data):
     got = drive(s, jobs)
     r = simulate(cluster, jobs, policy, power=pm, containers=c, reservations="nodes")
     assert got == simulated(r, pulls=with_images, boots=True)
-    assert s._costs.power.power_ups == r.summary["power"]["power_ups"]
+    assert s.start_costs.power.power_ups == r.summary["power"]["power_ups"]
     event(f"jobs CONFIGURING: {min(sum(1 for g in got if g and g[4] > 0), 3)}")
 
 
@@ -147,9 +147,9 @@ def test_a_start_carries_its_pull_and_the_cache_is_kept_at_apply():
     d = s.schedule(0)
     assert d.pull_time.tolist() == [50, 0] and d.end_time.tolist() == [150, 100]
     assert d.job_state == ["RUNNING", "RUNNING"]
-    assert s._costs.images.cached(0) == []            # a pass changes nothing
+    assert s.start_costs.images.cached(0) == []            # a pass changes nothing
     s.apply(d)
-    assert s._costs.images.cached(0) == ["x"] and s._costs.images.cached(1) == []
+    assert s.start_costs.images.cached(0) == ["x"] and s.start_costs.images.cached(1) == []
     s.complete(2, 100)
     s.complete(1, 150)
     s.submit(jobs.take(jobs.submit_time == 200))
@@ -163,7 +163,7 @@ def test_a_start_on_powered_down_nodes_is_configuring_until_they_boot():
                      cloud_nodes=("n002", "n003"))
     jobs = _jobs([500, 50, 10], [1, 2, 1], limit=[1000, 50, 100], submit=[0, 0, 1000])
     s = Scheduler(cluster, "easy", jobs=jobs, power=pm)
-    assert s._costs.power.states(0).tolist() == ["", "POWERED_DOWN", "POWERED_DOWN"]
+    assert s.start_costs.power.states(0).tolist() == ["", "POWERED_DOWN", "POWERED_DOWN"]
     s.submit(jobs.take(jobs.submit_time == 0))
     d = s.schedule(0)
     # job 2 bursts into the cloud: one resume token a minute, so it runs from 120
@@ -172,13 +172,13 @@ def test_a_start_on_powered_down_nodes_is_configuring_until_they_boot():
     assert d.reason == ["", ""]                  # allocated, not pending (Slurm: None)
     s.apply(d)
     assert s.running_jobs.planned_end.tolist() == [1000, 170]   # the limit from 120
-    assert s._costs.power.states(30).tolist() == ["", "POWERING_UP", "POWERING_UP"]
+    assert s.start_costs.power.states(30).tolist() == ["", "POWERING_UP", "POWERING_UP"]
     s.complete(2, 170)
     s.complete(1, 500)
     # n001 idle from 500: still up at 600 (idle exactly SuspendTime), down after
-    assert s._costs.power.states(600).tolist()[0] == ""
-    assert s._costs.power.states(601).tolist()[0] == "POWERING_DOWN"
-    assert s._costs.power.states(630).tolist()[0] == "POWERED_DOWN"
+    assert s.start_costs.power.states(600).tolist()[0] == ""
+    assert s.start_costs.power.states(601).tolist()[0] == "POWERING_DOWN"
+    assert s.start_costs.power.states(630).tolist()[0] == "POWERED_DOWN"
     s.submit(jobs.take(jobs.submit_time == 1000))
     d = s.schedule(1000)
     assert d.configure_time.tolist() == [60] and d.job_state == ["CONFIGURING"]
@@ -214,11 +214,52 @@ def test_what_is_refused_by_name_leaving_the_state_unchanged():
     s = Scheduler(cluster, "easy", jobs=jobs, power=PowerSaving(suspend_time=10))
     s.submit(jobs)
     s.apply(s.schedule(0))
-    before = (s.available.copy(), s.running, s._costs.power.busy.copy())
+    before = (s.available.copy(), s.running, s.start_costs.power.busy.copy())
     for call in (lambda: s.fail_nodes([0], 5), lambda: s.drain_nodes([1])):
         with pytest.raises(UnsupportedError, match="power saving"):
             call()
-        assert (s.available.tolist(), s.running, s._costs.power.busy.tolist()) == \
+        assert (s.available.tolist(), s.running, s.start_costs.power.busy.tolist()) == \
             (before[0].tolist(), before[1], before[2].tolist())
     with pytest.raises(UnsupportedError, match="from_state"):
         Scheduler.from_state(cluster, s.running_jobs, _jobs([5], [1]), power=PowerSaving())
+
+
+# ------------------------------------------------------------------ CLI
+
+_BURST = """SuspendTime=600
+ResumeRate=20
+ResumeTimeout=900
+NodeName=onprem[001-002] CPUs=64 RealMemory=512000 Gres=gpu:8
+NodeName=cloud[001-004] CPUs=64 RealMemory=512000 Gres=gpu:8 State=CLOUD
+PartitionName=gpu Nodes=onprem[001-002],cloud[001-004] Default=YES MaxTime=UNLIMITED
+"""
+
+
+def _sbatch(capsys, *args):
+    from fastsched.cli import main
+    code = main(["sbatch", *args])
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def test_cli_sbatch_test_only_shows_the_boots_and_the_pull(tmp_path, capsys):
+    conf = tmp_path / "burst.conf"
+    conf.write_text(_BURST)
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --gpus-per-node=8\n#SBATCH -t 60\n"
+                      "#SBATCH --container-image=ubuntu:22.04\nsrun true\n")
+    code, out = _sbatch(capsys, "--test-only", "--cluster", str(conf), "--image-pull",
+                        "default=2m,ubuntu:22.04=30s", "--power", "boot=5m", str(script))
+    # 2 on-prem nodes: up at 0, nothing boots
+    assert code == 0 and "job state at its start: RUNNING\n" in out
+    assert "image pull: 30 s" in out
+    # 4 nodes: 2 CLOUD nodes boot, a token every 3 s (ResumeRate=20)
+    code, out = _sbatch(capsys, "--test-only", "--cluster", str(conf), "--power", "boot=5m",
+                        str(script), "-N", "4")
+    assert code == 0 and "CONFIGURING for 303 s" in out and "image pull" not in out
+    code, out = _sbatch(capsys, "--test-only", "--power", "boot=5m", str(script))
+    assert code == 2 and "--power needs the nodes: give --cluster" in out
+    assert "normalised request" not in out               # refused before any output
+    code, out = _sbatch(capsys, "--test-only", "--cluster", str(conf), "--power", "boot=x",
+                        str(script))
+    assert code == 2 and "not a duration" in out

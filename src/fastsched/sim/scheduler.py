@@ -395,6 +395,13 @@ class Scheduler:
                              "schednodes": [h or "(null)" for h in hosts], "reason": reason})
 
     @property
+    def start_costs(self) -> StartCosts | None:
+        """With ``containers`` or ``power``: the nodes' image caches (``.images``, e.g.
+        ``.images.cached(node)``) and power states (``.power``, e.g. ``.power.states(now)``,
+        sinfo's POWERED_DOWN / POWERING_UP ...); else None (:mod:`.schedstarts`)."""
+        return self._costs
+
+    @property
     def pending(self) -> JobTable:
         """Queued jobs (submitted, dependencies satisfied, not started) in queue order."""
         return self._catalog.take(self._queue_order())
