@@ -121,9 +121,13 @@ def test_scheduler_boots_nodes_as_the_simulator(policy, case, data):
     pm = data.draw(power_models(cluster))
     with_images = data.draw(st.booleans())
     c = data.draw(containers(len(jobs))) if with_images else None
-    s = Scheduler(cluster, policy, jobs=jobs, power=pm, containers=c)
+    # a priority order: the pass's starts take resume tokens and cache slots in it
+    priority = data.draw(st.none() | st.lists(st.integers(0, 3), min_size=len(jobs),
+                                              max_size=len(jobs)).map(np.array))
+    s = Scheduler(cluster, policy, jobs=jobs, power=pm, containers=c, priority=priority)
     got = drive(s, jobs)
-    r = simulate(cluster, jobs, policy, power=pm, containers=c, reservations="nodes")
+    r = simulate(cluster, jobs, policy, power=pm, containers=c, reservations="nodes",
+                 priority=priority)
     assert got == simulated(r, pulls=with_images, boots=True)
     assert s.start_costs.power.power_ups == r.summary["power"]["power_ups"]
     event(f"jobs CONFIGURING: {min(sum(1 for g in got if g and g[4] > 0), 3)}")
