@@ -204,9 +204,9 @@ def test_what_is_refused_by_name_leaving_the_state_unchanged():
     cluster = Cluster.homogeneous(2, cpus=1, prefix="n")
     jobs = _jobs([10, 10], [1, 1])
     c = Containers.of(["a", "b"])
-    with pytest.raises(UnsupportedError, match="containers need the node engine"):
+    with pytest.raises(UnsupportedError, match="containers with reservations='counts'"):
         Scheduler(cluster, "easy", jobs=jobs, containers=c, reservations="counts")
-    with pytest.raises(UnsupportedError, match="power need the node engine"):
+    with pytest.raises(UnsupportedError, match="power saving with reservations='slurm'"):
         Scheduler(cluster, "conservative", power=PowerSaving(), reservations="slurm")
     with pytest.raises(InputError, match="jobs="):
         Scheduler(cluster, "easy", containers=c)
@@ -267,3 +267,17 @@ def test_cli_sbatch_test_only_shows_the_boots_and_the_pull(tmp_path, capsys):
     code, out = _sbatch(capsys, "--test-only", "--cluster", str(conf), "--power", "boot=x",
                         str(script))
     assert code == 2 and "not a duration" in out
+
+
+def test_preemption_and_advance_reservations_are_refused_by_name():
+    from fastsched.model.reservations import Reservation, Reservations
+    from test_scheduler_preempt import _two_tiers
+    cluster, jobs, pre = _two_tiers()
+    c = Containers.of(["a", ""])
+    with pytest.raises(UnsupportedError, match="containers with preemption"):
+        Scheduler(cluster, "easy", jobs=jobs, containers=c, preemption=pre)
+    with pytest.raises(UnsupportedError, match="power saving with preemption"):
+        Scheduler(cluster, "easy", jobs=jobs, power=PowerSaving(), preemption=pre)
+    resv = Reservations((Reservation("maint", 50, 80, (0,)),), 2)
+    with pytest.raises(UnsupportedError, match="containers with advance reservations"):
+        Scheduler(cluster, "easy", jobs=jobs, containers=c, advance_reservations=resv)

@@ -33,13 +33,15 @@ class StartCosts:
         """The costs of ``containers`` and ``power`` (None when neither is given) for the
         jobs of ``jobs``; ``refused``: the Scheduler's options not modelled with them
         (UnsupportedError naming the first given)."""
-        given = [name for name, value in (("containers", containers), ("power", power))
-                 if value is not None]
+        given = [name for name, value in (("containers", containers),
+                                          ("power saving", power)) if value is not None]
         if not given:
             return None
         if engine in ("pool", "slurm"):
-            raise UnsupportedError(f"{given[0]} need the node engine "
-                                   "(reservations=\"nodes\"), as in simulate")
+            model = "counts" if engine == "pool" else engine
+            raise UnsupportedError(f"{given[0]} with reservations={model!r}: modelled on "
+                                   "the node engine only (reservations=\"nodes\"), as in "
+                                   "simulate")
         if containers is not None and jobs is None:
             raise InputError("containers describe the jobs of a table: pass it as jobs=",
                              field="containers")
