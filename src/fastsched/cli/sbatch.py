@@ -20,7 +20,8 @@ from ..tools.generate import load_cluster
 
 
 _USAGE = ("usage: fastsched sbatch --test-only [--cluster slurm.conf|ai-8k|ai-100k|ai-1m] "
-          "[--resv-file FILE] [--user NAME] [--strict] SCRIPT [sbatch options...]")
+          "[--resv-file FILE] [--user NAME] [--image-pull SPEC] [--power SPEC] [--strict] "
+          "SCRIPT [sbatch options...]")
 _HELP = _USAGE + """
 
 Parse a batch script's #SBATCH lines and sbatch options (options on the command line
@@ -37,6 +38,12 @@ jobs: only --test-only is supported.
                          (with Flags=FLEX, in them or anywhere else)
   --user NAME            the submitting user, for the reservations' Users= (default:
                          unknown; -A/--account is the account)
+  --image-pull SPEC      the pull model of --container-image (as simulate takes it:
+                         default=120s,cache=4[,IMAGE=SECONDS...]): the start shows the
+                         image's pull (nodes' caches start empty), inside the time limit
+  --power SPEC           power saving over the slurm.conf keys (as simulate takes it:
+                         boot=5m[,SuspendTime=600,...]): a start on powered-down (CLOUD)
+                         nodes shows how long the job is CONFIGURING while they boot
   --strict               an unknown #SBATCH option is an error (default: a warning
                          naming file:line; the option is listed as ignored)
   -h, --help             this help
@@ -63,7 +70,8 @@ def configure(s: argparse.ArgumentParser, command: str) -> None:
 
 #: fastsched's own options that take a value (not sbatch's): what the value is
 _VALUED = {"--cluster": "slurm.conf, ai-8k, ai-100k, ai-1m", "--resv-file": "a file",
-           "--user": "a user name"}
+           "--user": "a user name", "--image-pull": "a pull model, e.g. default=120s,cache=4",
+           "--power": "a power model, e.g. boot=5m"}
 
 
 def _split_cli(tokens: list[str]):
@@ -104,6 +112,7 @@ def _cmd_sbatch(args) -> int:
     if help_:
         print(_HELP, end="")
         return 0
+    _check_cost_texts(values)
     cli = parse_args(rest, stop_at_positional=True)
     script = cli.script
     if script is None:
@@ -126,14 +135,17 @@ def _cmd_sbatch(args) -> int:
         print("   " + line)
     for note in norm.notes:
         print("   note: " + note)
-    print(_expected_start(norm, cluster, values.get("resv-file"), values.get("user")))
+    print(_expected_start(norm, cluster, values.get("resv-file"), values.get("user"),
+                          values.get("image-pull"), values.get("power")))
     return 0
 
 
-def _expected_start(norm: NormalisedRequest, cluster, resv_file=None, user=None) -> str:
+def _expected_start(norm: NormalisedRequest, cluster, resv_file=None, user=None,
+                    image_pull=None, power=None) -> str:
     """Expected start on an empty ``cluster``: the Scheduler's what-if (the engine
     the request needs, as the simulator would pick it), with the reservations of
-    ``resv_file`` (None: none) and the job in the one it names."""
+    ``resv_file`` (None: none) and the job in the one it names; with ``image_pull`` /
+    ``power`` (texts), the start's pull and boots."""
     if cluster is None:
         if resv_file or norm.reservation:
             raise InputError("reservations need the nodes: give --cluster", field="--cluster")
@@ -154,6 +166,7 @@ def _expected_start(norm: NormalisedRequest, cluster, resv_file=None, user=None)
                                   None if norm.account is None else [norm.account],
                                   table.job_id)
         options = {"jobs": table, "advance_reservations": resv}
+    options.update(_start_costs(norm, request, cluster, image_pull, power))
     sched = Scheduler(placed.cluster, "conservative", **options)
     sched.submit(request)
     start = int(sched.expected_start_times(now=0)["expected_start"].iloc[0])
@@ -170,4 +183,47 @@ def _expected_start(norm: NormalisedRequest, cluster, resv_file=None, user=None)
     if norm.reservation:
         extra.append(f"in reservation {norm.reservation}")
     suffix = f" ({'; '.join(extra)})" if extra else ""
-    return f"expected start: {start} s after submission on an empty cluster{suffix}"
+    return f"expected start: {start} s after submission on an empty cluster{suffix}" + \
+        _costs_line(sched, start)
+
+
+def _check_cost_texts(values: dict) -> None:
+    """``--image-pull`` and ``--power``: checked before anything is printed."""
+    from ..model.images import ImagePull
+    from ..model.power import PowerSaving
+    for name, parse in (("image-pull", ImagePull.parse), ("power", PowerSaving.parse)):
+        if values.get(name):
+            if not values.get("cluster"):
+                raise InputError(f"--{name} needs the nodes: give --cluster",
+                                 field="--cluster")
+            parse(values[name])
+
+
+def _start_costs(norm: NormalisedRequest, request, cluster, image_pull, power) -> dict:
+    """The Scheduler options of ``--image-pull`` (the job's --container-image) and
+    ``--power`` (over ``cluster``'s slurm.conf keys)."""
+    out = {}
+    if image_pull:
+        from ..model.images import Containers
+        out.update(jobs=JobTable.from_requests([request]),
+                   containers=Containers.of([norm.container.get("container-image") or ""],
+                                            image_pull))
+    if power:
+        from ..io.slurmpower import power_saving
+        out["power"] = power_saving(cluster, power)
+    return out
+
+
+def _costs_line(sched: Scheduler, start: int) -> str:
+    """What the start costs (with --image-pull / --power): its boots and its pull."""
+    if sched.start_costs is None or start != 0:
+        return ""
+    d = sched.schedule(0)
+    state, configure, pull = d.job_state[0], int(d.configure_time[0]), int(d.pull_time[0])
+    lines = [f"\njob state at its start: {state}"]
+    if configure:
+        lines.append(f" for {configure} s while its powered-down nodes boot (it runs from "
+                     f"{configure} s; its time limit counts from then)")
+    if sched.start_costs.images is not None:
+        lines.append(f"\nimage pull: {pull} s, inside its time limit")
+    return "".join(lines)

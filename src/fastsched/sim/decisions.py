@@ -49,6 +49,13 @@ class Decisions:
     #: with jobs running in advance reservations: the scheduler's own node per entry of
     #: ``nodes`` (a reservation's twin node, :mod:`fastsched.sim.schedresv`); else None
     layout_nodes: np.ndarray | None = field(default=None, repr=False)
+    #: with container images or power saving (:mod:`fastsched.sim.schedstarts`), per
+    #: job (0 / -1 unless it starts): seconds CONFIGURING (its powered-down nodes boot
+    #: first), its image pull, and when it ends (now + configure + min(pull + runtime,
+    #: limit)); else None
+    configure_time: np.ndarray | None = None
+    pull_time: np.ndarray | None = None
+    end_time: np.ndarray | None = None
 
     def nodes_of(self, i: int) -> np.ndarray:
         return self.nodes[self.node_offsets[i]:self.node_offsets[i + 1]]
@@ -64,6 +71,15 @@ class Decisions:
         return self.job_id[self.outcome == START]
 
     @property
+    def job_state(self) -> list[str]:
+        """Slurm's job state after the pass: PENDING, RUNNING, or CONFIGURING for a start
+        that waits for its nodes' boots (squeue's CF; its reason is then "None")."""
+        state = np.where(self.outcome == START, "RUNNING", "PENDING").astype(object)
+        if self.configure_time is not None:
+            state[(self.outcome == START) & (self.configure_time > 0)] = "CONFIGURING"
+        return state.tolist()
+
+    @property
     def reason(self) -> list[str]:
         """Slurm's pending reasons: the first waiting job of a partition waits for
         "Resources", every later one for "Priority" (higher-priority jobs exist
@@ -72,14 +88,18 @@ class Decisions:
 
     def to_pandas(self):
         """job_id, outcome, start_time, reason, num_nodes, and the nodes as a hostlist
-        and GPU ids like ``node001(IDX:0-3)`` (needs ``cluster``; else node indices)."""
+        and GPU ids like ``node001(IDX:0-3)`` (needs ``cluster``; else node indices);
+        configure_time, pull_time and end_time when the pass has them."""
         import pandas as pd
         hosts, gpu_ids = self._names()
         num = np.diff(self.node_offsets) if self.num_nodes is None else self.num_nodes
+        costs = {name: getattr(self, name) for name in ("configure_time", "pull_time",
+                                                        "end_time")
+                 if getattr(self, name) is not None}
         return pd.DataFrame({"job_id": self.job_id,
                              "outcome": [OUTCOME_NAMES[o] for o in self.outcome],
                              "start_time": self.start_time, "reason": self.reason,
-                             "num_nodes": num, "nodes": hosts, "gpu_ids": gpu_ids})
+                             "num_nodes": num, "nodes": hosts, "gpu_ids": gpu_ids, **costs})
 
     def _names(self) -> tuple[list[str], list[str]]:
         from ..io.hostlist import compress

@@ -37,6 +37,8 @@ from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, Co
 from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
 from .schedpreempt import SchedulerPreemption, scheduler_priority
 from .schedresv import SchedulerMembers
+from .schedrunning import checked_running, whole_node_jobs, whole_nodes
+from .schedstarts import StartCosts, refuse_with_power
 
 
 
@@ -73,7 +75,12 @@ class Scheduler:
     (the jobs' requeue flags and the requeue delay): preemption as
     :func:`fastsched.simulate` applies it (node engine; :mod:`.schedpreempt`): each
     pass's ``Decisions.preempt`` names the victims, :meth:`apply` stops them,
-    :attr:`preempt_time` says when to pass again for it.
+    :attr:`preempt_time` says when to pass again for it. ``containers``
+    (:class:`fastsched.Containers`, with ``jobs``) and ``power`` (a
+    :class:`fastsched.PowerSaving` or its text): each start's image pull and its
+    powered-down nodes' boots as :func:`fastsched.simulate` counts them (node engine;
+    :mod:`.schedstarts`): decisions carry ``configure_time``, ``pull_time``, ``end_time``
+    and ``job_state`` (CONFIGURING while the boots last).
 
     Everything :func:`fastsched.simulate` takes is taken here with the same
     meaning, checks and errors: ``partitions``, ``dependencies``, ``limits``,
@@ -98,7 +105,7 @@ class Scheduler:
                  priority=None, period: int | None = None, resolution: int = 1,
                  window: int | None = None, placement: Placement | None = None,
                  advance_reservations: Reservations | None = None, preemption=None,
-                 lifecycle=None):
+                 lifecycle=None, containers=None, power=None):
         self.policy = get_policy(policy)
         self.reserve_depth = check_reserve_depth(reserve_depth)
         # no model named: the pool engine while every job fits it, else (for good) nodes
@@ -118,6 +125,11 @@ class Scheduler:
         _grid(resolution, window)
         if preemption is not None and not preemption.active:
             preemption = None           # preempt/none, or nothing may preempt: unchanged
+        self._costs = StartCosts.of(cluster, jobs, containers, power, engine,
+                                    preemption=preemption, advance_reservations=self._reservations)
+        if self._costs is not None:     # CLOUD nodes that never boot are DOWN for good
+            self.available = self._costs.available(self.available)
+            self._configured = self.available.copy()
         if preemption is not None and jobs is None:
             raise InputError("preemption describes the jobs of a table: pass it as jobs=",
                              field="preemption")
@@ -165,6 +177,10 @@ class Scheduler:
             self.engine, self._auto = "nodes", False
             self._preempt = SchedulerPreemption(cluster, jobs, preemption, lifecycle,
                                                 partitions)
+        if self._costs is not None:                       # the node engine counts them
+            if self.engine != "nodes" and jobs is not None:
+                check_node_jobs(cluster, jobs, self._configured)
+            self.engine, self._auto = "nodes", False
 
     @classmethod
     def for_site(cls, cluster: Cluster, workload, config, policy: str = "easy",
@@ -199,9 +215,10 @@ class Scheduler:
         if s._members is not None:
             raise UnsupportedError("from_state with jobs running in a reservation "
                                    "(--reservation, MAGNETIC) is not modelled yet")
-        if s._auto and s.engine == "pool" and not _whole_node_jobs(cluster, running):
+        refuse_with_power(s._costs, "from_state")       # (running jobs' nodes are on)
+        if s._auto and s.engine == "pool" and not whole_node_jobs(cluster, running):
             s.engine = "nodes"
-        r = _checked_running(cluster, running, s.engine)
+        r = checked_running(cluster, running, s.engine)
         groups = (run_limits.offsets, run_limits.group) if run_limits is not None else \
             (np.zeros(len(r) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
         s._start_running(r, np.full(len(r), -1, dtype=np.int64), groups)
@@ -254,19 +271,21 @@ class Scheduler:
         nodes = (decisions.nodes if decisions.layout_nodes is None
                  else decisions.layout_nodes)[entries]
         jobs = self._catalog.take(rows)
+        begin = decisions.now + (0 if self._costs is None else
+                                 self._costs.commit(decisions)[started])   # after boots
         new = RunningJobs.from_arrays(
-            job_id=jobs.job_id, planned_end=decisions.now + jobs.time_limit,
+            job_id=jobs.job_id, planned_end=begin + jobs.time_limit,
             node_offsets=csr_offsets(counts), nodes=nodes,
             gpus=np.repeat(jobs.gpus_per_node, counts),
             cpus=np.repeat(jobs.cpus_per_node, counts),
             mem=np.repeat(jobs.mem_per_node, counts), gpu_mask=decisions.gpu_mask[entries],
             exclusive_topo=self._constraints.exclusive_topo(rows))
         if self.engine == "pool":
-            new = _whole_nodes(self.cluster, new)
+            new = whole_nodes(self.cluster, new)
         self._start_running(new, rows, self._constraints.groups_of(rows))
         self._queued = self._queued[~np.isin(self._queued, rows)]
         self._catalog.status[rows] = RUNNING
-        self._catalog.start[rows] = decisions.now
+        self._catalog.start[rows] = begin
         self._release(rows, np.ones(len(rows), dtype=bool), decisions.now, started=True)
 
     def complete(self, job_id, now: int | None = None, *, state: str = "COMPLETED") -> None:
@@ -291,6 +310,7 @@ class Scheduler:
         jobs that cannot run without these nodes wait (reason ReqNodeNotAvail)."""
         down = self._node_indices(nodes)
         now = _check_now(now)
+        refuse_with_power(self._costs, "fail_nodes")
         if self.engine == "pool" and not self._auto:
             raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                    "node engine")
@@ -310,6 +330,7 @@ class Scheduler:
         cannot run without them wait (reason ReqNodeNotAvail); :meth:`resume_nodes`
         undoes it."""
         drained = self._node_indices(nodes)
+        refuse_with_power(self._costs, "drain_nodes")
         if self.engine == "pool" and not self._auto:
             raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                    "node engine")
@@ -341,8 +362,9 @@ class Scheduler:
         """
         now = _check_now(now)
         if self._preempt is None:
-            return self._shown(self._pass(now, self.policy.name, self.reserve_depth, full,
-                                          self._version))
+            d = self._shown(self._pass(now, self.policy.name, self.reserve_depth, full,
+                                       self._version))
+            return d if self._costs is None else self._costs.decide(d, self._catalog.take(d.rows))
         self._preempt.due(self, now)
         d = self._pass(now, self.policy.name, self.reserve_depth, full, self._version)
         return replace(d, preempt=self._preempt.decide(self, now, d))
@@ -371,6 +393,13 @@ class Scheduler:
                              "user": jobs.user, "expected_start": d.start_time,
                              "num_nodes": jobs.num_nodes,
                              "schednodes": [h or "(null)" for h in hosts], "reason": reason})
+
+    @property
+    def start_costs(self) -> StartCosts | None:
+        """With ``containers`` or ``power``: the nodes' image caches (``.images``, e.g.
+        ``.images.cached(node)``) and power states (``.power``, e.g. ``.power.states(now)``,
+        sinfo's POWERED_DOWN / POWERING_UP ...); else None (:mod:`.schedstarts`)."""
+        return self._costs
 
     @property
     def pending(self) -> JobTable:
@@ -476,6 +505,8 @@ class Scheduler:
         gone = _take_running(self._running, ended)
         groups = _take_csr(self._running_groups, ended)
         rows = self._running_rows[ended]
+        if self._costs is not None:
+            self._costs.ended(gone.nodes, now)
         self._hold(gone, -1)
         self._charge(gone, groups, -1)
         self._usage[:, 4] -= np.bincount(groups[1], minlength=len(self._usage))
@@ -710,88 +741,3 @@ def _take_running(r: RunningJobs, rows: np.ndarray) -> RunningJobs:
                        csr_offsets(np.diff(r.node_offsets)[rows]),
                        **{f: getattr(r, f)[entries] for f in _ENTRY_FIELDS},
                        exclusive_topo=_exclusive_of(r)[rows])
-
-
-def _whole_node_jobs(cluster: Cluster, r: RunningJobs) -> bool:
-    """Whether ``r`` could be a pool-engine state: each node held whole by one job."""
-    x = np.asarray(r.nodes, dtype=np.int64)
-    if len(x) and ((x < 0).any() or (x >= cluster.num_nodes).any()):
-        return True                 # let the checks name the bad index
-    whole = ((np.asarray(r.cpus) >= cluster.cpus[x])
-             | (np.asarray(r.gpus) >= np.maximum(cluster.gpus[x], 1)))
-    return bool(whole.all()) and len(np.unique(x)) == len(x)
-
-
-def _whole_nodes(cluster: Cluster, r: RunningJobs) -> RunningJobs:
-    """``r`` holding every CPU, GPU and MB of its nodes (the pool engine's allocation)."""
-    full = cluster.new_state().free_gpu_mask
-    x = r.nodes
-    return RunningJobs(r.job_id, r.planned_end, r.node_offsets, x,
-                       cluster.gpus[x].astype(np.int64), cluster.cpus[x].astype(np.int64),
-                       cluster.mem_mb[x].astype(np.int64), full[x], r.exclusive_topo)
-
-
-def _checked_running(cluster: Cluster, running: RunningJobs, engine: str) -> RunningJobs:
-    """Validate ``running`` (InputError, field "running") and give it concrete GPU masks."""
-    r = RunningJobs.from_arrays(job_id=running.job_id, planned_end=running.planned_end,
-                                node_offsets=running.node_offsets, nodes=running.nodes,
-                                gpus=running.gpus, cpus=running.cpus, mem=running.mem,
-                                gpu_mask=running.gpu_mask,
-                                exclusive_topo=running.exclusive_topo)
-    E, X = len(r.nodes), cluster.num_nodes
-    offs = r.node_offsets
-    if (len(offs) != len(r.job_id) + 1 or offs[0] != 0 or offs[-1] != E
-            or (np.diff(offs) < 1).any() or len(r.planned_end) != len(r.job_id)):
-        raise InputError("running: node_offsets must be a CSR (0, ..., len(nodes)) with at "
-                         "least one node per job, and one planned_end per job", field="running")
-    if not len(r.gpus) == len(r.cpus) == len(r.mem) == E or (
-            r.gpu_mask is not None and len(r.gpu_mask) != E):
-        raise InputError("running: gpus/cpus/mem/gpu_mask need one entry per (job, node)",
-                         field="running")
-    if E and ((r.nodes < 0).any() or (r.nodes >= X).any()):
-        raise InputError("running: node index out of range", field="running")
-    if (r.gpus < 0).any() or (r.cpus < 0).any() or (r.mem < 0).any():
-        raise InputError("running: negative request", field="running")
-    if len(np.unique(r.job_id)) != len(r.job_id):
-        raise InputError("running: a job id appears twice", field="running")
-    if engine == "pool":
-        if len(np.unique(r.nodes)) != E:
-            raise InputError("running: the pool engine gives each node to one job",
-                             field="running")
-        return _whole_nodes(cluster, r)
-    over = ((np.bincount(r.nodes, weights=r.gpus, minlength=X) > cluster.gpus)
-            | (np.bincount(r.nodes, weights=r.cpus, minlength=X) > cluster.cpus)
-            | (np.bincount(r.nodes, weights=r.mem, minlength=X) > cluster.mem_mb))
-    if over.any():
-        raise InputError(f"running jobs hold more than node {int(np.flatnonzero(over)[0])} has",
-                         field="running")
-    mask = _lowest_masks(r.nodes, r.gpus) if r.gpu_mask is None else r.gpu_mask
-    used = np.zeros(X, dtype=np.uint64)
-    np.bitwise_or.at(used, r.nodes, mask)
-    full = cluster.new_state().free_gpu_mask
-    if (_popcount(mask) != r.gpus).any() or (used & ~full).any() \
-            or _popcount(mask).sum() != _popcount(used).sum():
-        raise InputError("running: GPU masks must have one bit per GPU held, within the "
-                         "node's GPUs, and not overlap", field="running")
-    if r.exclusive_topo is not None and len(r.exclusive_topo) != len(r.job_id):
-        raise InputError("running: exclusive_topo needs one entry per job", field="running")
-    return RunningJobs(r.job_id, r.planned_end, offs, r.nodes, r.gpus, r.cpus, r.mem, mask,
-                       r.exclusive_topo)
-
-
-def _popcount(masks: np.ndarray) -> np.ndarray:
-    bits = np.unpackbits(np.ascontiguousarray(masks, dtype=np.uint64).view(np.uint8))
-    return bits.reshape(-1, 64).sum(axis=1).astype(np.int64)
-
-
-def _lowest_masks(nodes: np.ndarray, gpus: np.ndarray) -> np.ndarray:
-    """Each entry's GPUs as the node's lowest indices not taken by earlier entries."""
-    order = np.argsort(nodes, kind="stable")
-    g = gpus[order]
-    csum = np.cumsum(g) - g
-    first = np.searchsorted(nodes[order], nodes[order], side="left")
-    before = np.empty(len(nodes), dtype=np.int64)
-    before[order] = csum - csum[first]
-    ones = np.where(gpus >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
-                    (np.uint64(1) << np.minimum(gpus, 63).astype(np.uint64)) - np.uint64(1))
-    return (ones << before.astype(np.uint64)).astype(np.uint64)
