@@ -172,8 +172,8 @@ class _Reader:
                               "modelled)")
         elif word == "CLOUD":
             self.warnings.add(conf.where, f"{key}={value}: powered down until first used "
-                              "only under simulate --power; else scheduled as if always "
-                              "up")
+                              "only under simulate --power and sbatch --test-only --power; "
+                              "else scheduled as if always up")
         return state
 
     def partition(self, conf: ConfLine, value: str, opts: dict) -> None:

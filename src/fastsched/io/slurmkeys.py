@@ -104,8 +104,8 @@ GLOBAL_NOT_MODELLED = {
     "maxjobcount": "no limit on the number of jobs in the system",
     "maxarraysize": "array sizes are not limited",
     "fairsharedampeningfactor": _PRIORITY_NOTE,
-    "suspendtime": "power saving is modelled only under simulate --power (else nodes are "
-                   "always up)",
+    "suspendtime": "power saving is modelled only under simulate --power and sbatch "
+                   "--test-only --power (else nodes are always up)",
 }
 
 #: lower-case NodeName key -> why it is not modelled
