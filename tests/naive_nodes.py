@@ -531,10 +531,13 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         return [t for i, t in hold.items() if i not in result and i not in eligible]
 
     no_kill, nodes_min, shapes = no_kill or {}, nodes_min or {}, {}
-    # node ranges start on fewer nodes, in the partitions where all could run at the
-    # start (the engine's partition choices)
+    # node ranges start on fewer nodes, in the partitions where all could run while the
+    # most nodes are up: up at the start or brought back by an event (the engine's
+    # partition choices)
+    back = {x for _, kind, which in events if kind in ("resume", "up") for x in which}
+    most = [replace(x, available=True) if i in back else x for i, x in enumerate(nodes)]
     low = {j.job_id: (nodes_min[j.job_id], [
-        p for p in parts_of(j) if sum(_eligible(x, _in_partition(j, p)) for x in nodes)
+        p for p in parts_of(j) if sum(_eligible(x, _in_partition(j, p)) for x in most)
         >= j.nodes]) for j in jobs if nodes_min.get(j.job_id, 0) > 0}
 
     def queued(i):      # the job as it waits (all its nodes, its attempt's runtime there)
