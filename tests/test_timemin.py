@@ -262,6 +262,9 @@ def test_the_cli_runs_and_checks_a_time_min_column(tmp_path):
     assert (out.start_time[3], out.end_time[3], out.time_limit[3]) == (10, 3010, 3540)
     assert out.planning[3] == "nodes"
     assert main(["check", str(recs), "--trace", str(trace), "--cluster", str(conf)]) == 0
+    # the policy checks do not model cut limits: NOT CHECKED (exit 3)
+    assert main(["check", str(recs), "--trace", str(trace), "--cluster", str(conf),
+                 "--policy", "easy"]) == 3
     # records that claim job 3 ran with its full limit, ending as if so
     bad = out.copy()
     bad.loc[3, "time_limit"] = 7260
@@ -325,3 +328,29 @@ def test_a_workload_api_run():
     r = simulate(cluster, w.jobs, "easy", **w.constraints())
     assert r.jobs.time_limit.tolist() == [3600, 3600, 3540]
     assert r.summary["reservations"] == "nodes"
+
+
+def test_a_site_run_keeps_the_time_min():
+    from fastsched.policy.config import parse_config
+    from fastsched.sim.site import simulate_site
+    from test_site import CONFIG
+    jobs = _example()
+    w = Workload(jobs, np.zeros(3, np.int32), ["u0", "u1"], ["a", "b"], np.array([0, 1]),
+                 ["a", "b"], time_min=np.array([0, 0, 1800]))
+    r = simulate_site(_cluster(), w, parse_config(CONFIG))
+    assert r.jobs.time_limit.tolist() == [3600, 3600, 3540] and r.verify().ok
+
+
+def test_sbatch_test_only_says_the_expected_start_ignores_time_min(tmp_path, capsys):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH -t 60 --time-min=30\n")
+    assert main(["sbatch", "--test-only", str(script)]) == 0
+    assert "--time-min is modelled by simulate, not by the Scheduler" in \
+        capsys.readouterr().out
+
+
+def test_the_help_names_time_min(capsys):
+    for command in ("simulate", "check"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "time_min column" in capsys.readouterr().out
