@@ -58,6 +58,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
+import naive_timemin
 import naive_topology
 from naive_elastic import done as _done, first_shape as _first_shape, shrink as _shrink
 from naive import dependencies_satisfied
@@ -299,10 +300,11 @@ def _on_grid(t, res):
 
 
 def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, held_out,
-          res=1, window=None, topo_of=None, blocked=(), low=None, members=None):
+          res=1, window=None, topo_of=None, blocked=(), low=None, members=None, tmin=None):
     """A job of a node range (``low``: by job id, its fewest nodes and the partitions
     where it may start on fewer) that does not start now on all its nodes starts on
-    fewer (:func:`_narrow`) before it reserves. Every hold (running, started or reserved at t) ends at its end (start +
+    fewer (:func:`_narrow`) before it reserves; then a job with a time minimum (``tmin``:
+    by job id) starts with a shorter limit (:func:`naive_timemin.shorten`). Every hold (running, started or reserved at t) ends at its end (start +
     limit, t + limit) rounded up to the grid of multiples of ``res``; fitting is
     still "free over [t, t + limit)". A job whose earliest start is more than
     ``window`` after now gets no reservation (and uses none of EASY's)."""
@@ -330,16 +332,19 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
         parts = parts_of(job)
         topo = None if topo_of is None else topo_of(job, now)
         least, choices = (low or {}).get(job.job_id, (job.nodes, parts))
+        short = (tmin or {}).get(job.job_id, 0)
+
+        def now_narrow(job=job, parts=parts, choices=choices, least=least, short=short):
+            return _narrow(now, nodes, plan, job, choices, least) or \
+                naive_timemin.shorten(now, nodes, plan, job, parts, short)
         # a job in a reservation sees its side of it; its holds go into the plan
         plan_in = _plan if members is None else members.planner(_plan)
         if policy == "fcfs":
-            best = plan_in(now, nodes, plan, job, parts, True, topo) or \
-                _narrow(now, nodes, plan, job, choices, least)
+            best = plan_in(now, nodes, plan, job, parts, True, topo) or now_narrow()
             if best is None:
                 break
         elif policy == "easy":
-            best = plan_in(now, nodes, plan, job, parts, True, topo) or \
-                _narrow(now, nodes, plan, job, choices, least)
+            best = plan_in(now, nodes, plan, job, parts, True, topo) or now_narrow()
             if best is None and reservations < depth:
                 best = plan_in(now, nodes, plan, job, parts, False, topo)
                 if best is None or best[0] > far:
@@ -350,7 +355,7 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
         else:  # conservative
             best = plan_in(now, nodes, plan, job, parts, False, topo)
             if best is None or best[0] != now:
-                best = _narrow(now, nodes, plan, job, choices, least) or best
+                best = now_narrow() or best
             if best is None or best[0] > far:
                 continue
         if len(best) > 3:
@@ -391,7 +396,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
              reorder=None, period=None, resolution=1, window=None, placement=None,
              events=None, requeue=None, checkpoint=None, delay=121, attempts=None,
              blocked=(), images=None, power=None, no_kill=None, nodes_min=None,
-             resized=None, preempt=None, members=None):
+             resized=None, preempt=None, members=None, time_min=None, ran_limits=None):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
@@ -433,6 +438,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     attempt number, start, end, [node indices]).
     ``members``: jobs running in a reservation (:class:`naive_resv.Members`: the rule
     is written there).
+    ``time_min`` (by job id): a job's time minimum (:mod:`naive_timemin`); the limit
+    each started job ran with goes into ``ran_limits`` (a dict by job id) when given.
     ``preempt``: see :func:`naive_preempt` (the rule is written there);
     ``attempts`` entries then get whether the attempt was preempted as a last item.
 
@@ -631,7 +638,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             queue = queue_now(now)
             started = _pass(policy, reserve_depth, now, queue, nodes, running, parts_of,
                             groups, caps, held, resolution, window, topo_of, blocked, low,
-                            members)
+                            members, time_min)
             for k, (job, chosen, p) in enumerate(started):
                 if power is not None:
                     job = replace(job, boot=boot_wait(now, chosen))
@@ -648,6 +655,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                 for x in chosen:
                     history[x].append(now + job.duration())
                 result[job.job_id] = (now + job.boot, now + job.duration(), chosen, gpus, p)
+                if ran_limits is not None:
+                    ran_limits[job.job_id] = job.limit
                 started_ever.add(job.job_id)
             zero = {job.job_id for job, _, _ in started if job.duration() == 0}
             end_now(now, zero)

@@ -162,28 +162,3 @@ def test_cli_range_job_starts_narrow_and_check_passes(tmp_path):
     assert (out.start_time[2], out.end_time[2], out.num_nodes[2]) == (1, 481, 5)
     assert main(["check", str(recs), "--trace", str(tmp_path / "w.csv"), "--cluster",
                  str(conf)]) == 0
-
-
-def test_time_min_is_refused_by_name(tmp_path, capsys):
-    from fastsched.io.sbatch import normalise, parse_script
-    from fastsched.io.workload import read_workload, requests_to_workload
-    from fastsched.model.errors import InputError
-    cluster = _cluster()
-    head = ("job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,cpus_per_node,"
-            "mem_per_node,partition,user,account,time_min\n")
-    ok = tmp_path / "ok.csv"
-    ok.write_text(head + "1,0,100,50,1,8,8,0,all,u,a,\n2,0,100,50,1,8,8,0,all,u,a,0\n")
-    assert len(read_workload(ok, cluster)) == 2           # empty or 0: accepted
-    bad = tmp_path / "bad.csv"
-    bad.write_text(head + "1,0,100,50,1,8,8,0,all,u,a,0\n2,0,100,50,1,8,8,0,all,u,a,30\n")
-    with pytest.raises(InputError, match=r"bad.csv:3: field time_min: --time-min"):
-        read_workload(bad, cluster)
-    norm = normalise(parse_script("#!/bin/bash\n#SBATCH -t 90 --time-min=30\n"), cluster)
-    assert norm.time_min == 1800                           # the parser accepts it
-    with pytest.raises(InputError, match="field time-min: --time-min.*not modelled"):
-        requests_to_workload([(norm, 0, 60)], cluster)
-    conf = tmp_path / "slurm.conf"
-    conf.write_text("ClusterName=t\nNodeName=gpu[001-008] CPUs=8 Gres=gpu:8\n"
-                    "PartitionName=all Nodes=ALL Default=YES\n")
-    assert main(["simulate", str(bad), "--cluster", str(conf), "--no-progress"]) != 0
-    assert "time_min" in capsys.readouterr().err

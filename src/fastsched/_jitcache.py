@@ -24,7 +24,7 @@ KERNEL_SOURCES = ("engine/availability", "engine/blocks", "engine/earliest", "en
                   "engine/images", "engine/limits", "engine/loop", "engine/passes", "engine/placement",
                   "engine/power",
                   "engine/prefetch", "engine/profile", "engine/runindex", "engine/running",
-                  "engine/slurmplan", "engine/treap", "engine/undo", "engine/wholenode",
+                  "engine/slurmplan", "engine/timemin", "engine/treap", "engine/undo", "engine/wholenode",
                   "policy/fairshare", "policy/priority", "sim/gpusweep", "tools/rlfast",
                   "engine/driver", "engine/elastic", "engine/inputs", "engine/requeue",
                   "engine/interrupt", "engine/leafkernel", "engine/state", "model/cluster",

@@ -31,7 +31,9 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "dump (what Slurm did: its own workload and schedule, on --cluster)")
     parser.add_argument("--trace",
                         help="the SWF trace or workload CSV the schedule replays (needed for a "
-                        "jobs CSV; a sacct dump is its own trace)")
+                        "jobs CSV; a sacct dump is its own trace). With a time_min column "
+                        "(sbatch --time-min) the records' time_limit must lie in [time_min, "
+                        "time_limit] (the time_limit check; policy checks are then skipped)")
     parser.add_argument("--cluster", help="for a workload CSV: slurm.conf, or ai-8k / ai-100k / ai-1m")
     parser.add_argument("--policy", choices=sorted(POLICIES),
                         help="also check this policy's promises")

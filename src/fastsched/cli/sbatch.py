@@ -135,6 +135,9 @@ def _cmd_sbatch(args) -> int:
         print("   " + line)
     for note in norm.notes:
         print("   note: " + note)
+    if norm.time_min:
+        print("   note: the expected start plans the job with its full time limit "
+              "(--time-min is modelled by simulate, not by the Scheduler)")
     print(_expected_start(norm, cluster, values.get("resv-file"), values.get("user"),
                           values.get("image-pull"), values.get("power")))
     return 0

@@ -30,7 +30,11 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "--cluster or a cluster derived from the trace, or a GPU job list "
                         "(CSV: id, submit, duration, GPUs), and print the summary.")
     parser.add_argument("trace", nargs="?",
-                        help="SWF trace, or workload CSV (.csv, .csv.gz); not with --resume")
+                        help="SWF trace, or workload CSV (.csv, .csv.gz); not with --resume. "
+                        "A workload's time_min column (sbatch --time-min, seconds) lets a job "
+                        "start with its limit cut down to fit a gap, as Slurm's backfill does "
+                        "(nodes model; records' time_limit is the limit it ran with; "
+                        "docs/lifecycle.md)")
     policy_args(parser)
     parser.add_argument("--procs", type=machine_size,
                         help="SWF machine size (default: the MaxProcs/MaxNodes header)")

@@ -51,6 +51,8 @@ class EngineRun(ExpandsRuns):
     ``resizes``: the shapes of elastic jobs that shrinks ended
     (:class:`fastsched.engine.elastic.Resizes`; the record above is each job's last
     shape, its start that of the attempt), None from a loop without elastic jobs.
+    ``time_limit``: the limit each job ran with (a ``--time-min`` job's may be cut:
+    :mod:`fastsched.engine.timemin`), None from a loop without such jobs.
     """
 
     start: np.ndarray
@@ -70,6 +72,7 @@ class EngineRun(ExpandsRuns):
     power: dict | None = None
     resizes: object = None
     node_runs: object = None
+    time_limit: np.ndarray | None = None
 
 
 def submit_order(jobs: JobTable) -> tuple[np.ndarray, np.ndarray]:

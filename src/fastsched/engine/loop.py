@@ -255,7 +255,7 @@ class _EventLoop:
     def __init__(self, cluster, jobs, policy, reserve_depth, available, partitions,
                  dependencies, limits, resolution=1, window=None, placement=None,
                  lifecycle=None, blocked=None, images=None, node_events=True, power=None,
-                 preemption=None):
+                 preemption=None, time_min=None):
         n = len(jobs)
         self.n = n
         res, window = _grid(resolution, window)
@@ -287,6 +287,12 @@ class _EventLoop:
         if lc is not None and lc.ranged:
             self.jobs = self.jobs._replace(low=as_i64(lc.start_nodes(jobs.num_nodes)[order]))
             _check_ranges(self.topo, preemption)
+        #: the limits jobs asked for (``--time-min`` starts cut ``jobs.limit`` in place)
+        self.asked = None
+        if time_min is not None and (np.asarray(time_min) > 0).any():
+            _check_time_min(self.topo, node_events, lifecycle, images, power, preemption)
+            self.asked = self.jobs.limit.copy()
+            self.jobs = self.jobs._replace(tmin=as_i64(np.asarray(time_min)[order]))
         self._allocate(cluster.num_nodes)
         nd = self.nodes
         if blocked is not None and len(blocked[0]):
@@ -296,7 +302,7 @@ class _EventLoop:
         self.preemptor = None if preemption is None else \
             preemption(order, self.jobs.pc_off, self.jobs.pc_part)
         if WHOLE_NODE_PASS and not node_events and power is None and self.preemptor is None \
-                and (lc is None or not lc.ranged) \
+                and (lc is None or not lc.ranged) and self.asked is None \
                 and whole_node_run(
                 nd, self.types, self.jobs, self.topo, stop_at_head, depth,
                 blocked is not None and len(blocked[0]) > 0):
@@ -564,7 +570,8 @@ class _EventLoop:
                        configure=self.power.configure[inv] if self.with_power else None,
                        power=self._power_result() if self.with_power else None,
                        resizes=None if self.elastic is None or not self.elastic.no_kill.any()
-                       else self.elastic.records(self.order, inv))
+                       else self.elastic.records(self.order, inv),
+                       time_limit=None if self.asked is None else self.jobs.limit[inv])
 
     def _power_result(self) -> dict:
         """Per node its seconds powered and with a job up to the run's last end, and the
@@ -610,6 +617,20 @@ def _check_ranges(topo, preemption) -> None:
                                "modelled yet")
 
 
+def _check_time_min(topo, node_events, lifecycle, images, power, preemption) -> None:
+    """``--time-min`` starts cut a job's limit at a pass (:mod:`.timemin`); refused
+    where a job's limit changes again later or its start is shaped otherwise."""
+    given = [name for name, on in (
+        ("topology placement", topo.levels.shape[0] > 0 or topo.excl.any()),
+        ("node events", node_events), ("a lifecycle (requeue, --no-kill, node ranges)",
+                                       lifecycle is not None),
+        ("container images", images is not None), ("power saving", power is not None),
+        ("preemption", preemption is not None)) if on]
+    if given:
+        raise UnsupportedError(f"jobs with --time-min (time_min) and {', '.join(given)} "
+                               "are not modelled yet")
+
+
 def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order, nodes):
     """The event loop's :class:`Jobs` (in submit ``order``) and request types."""
     def q(a):
@@ -622,7 +643,8 @@ def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order, nodes):
     np.cumsum(nn, out=offsets[1:])
     out = Jobs(q(jobs.time_limit), q(jobs.runtime), nn, q(jobs.gpus_per_node),
                q(jobs.cpus_per_node), q(jobs.mem_per_node), pc_off, pc_part, pc_type, offsets,
-               np.full(len(nn), -1, dtype=np.int64), nn.copy())
+               np.full(len(nn), -1, dtype=np.int64), nn.copy(),
+               np.zeros(len(nn), dtype=np.int64))
     return out, new_request_types(types, nodes)
 
 
@@ -632,7 +654,8 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
               rank=None, reorder=None, period: int | None = None, resolution: int = 1,
               window: int | None = None, placement=None, tick=None, checkpoints=None,
               resume=None, events=None, lifecycle=None, blocked=None, images=None,
-              power=None, checked: bool = False, preemption=None) -> EngineRun:
+              power=None, checked: bool = False, preemption=None,
+              time_min=None) -> EngineRun:
     """Simulate ``jobs`` on ``cluster`` node by node (GPU-granular), with constraints.
 
     ``partitions``/``dependencies``/``limits``: see :mod:`fastsched.constraints`
@@ -684,7 +707,11 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     (``functools.partial(fastsched.engine.preempt.Preemptor, rules)`` for a
     :class:`fastsched.model.preemption.Preemption`): after each pass a queued job may
     stop running jobs it may preempt (:mod:`fastsched.engine.preempt`); their attempts
-    are logged as node failures' are, marked ``preempted``.
+    are logged as node failures' are, marked ``preempted``. ``time_min``: each job's
+    ``--time-min`` in seconds (0: none; :mod:`fastsched.engine.timemin`): a job that
+    cannot start now with its limit may start with a shorter one, at least that; the
+    run's ``time_limit`` has the limit each job ran with (not with ``events``,
+    ``lifecycle``, ``images``, ``power``, ``preemption`` or topology placement).
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)
@@ -703,7 +730,7 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
         loop = _EventLoop(cluster, jobs, policy, reserve_depth, available, partitions,
                           dependencies, limits, resolution, window, placement, lifecycle,
                           blocked, images, node_events=events is not None, power=power,
-                          preemption=preemption)
+                          preemption=preemption, time_min=time_min)
     return drive(loop, jobs, rank=rank, reorder=reorder, period=period, tick=tick,
                  checkpoints=checkpoints, resume=resume, events=events)
 

@@ -19,6 +19,7 @@ from .running import _insert_running, _running_room
 from .runindex import ix_hold, ix_new_job, ix_touched
 from .treap import MAX_SLOTS as _MAX_SLOTS, ix_packable, new_meta, tr_empty, tr_reserve
 from .state import Ask, Index
+from .timemin import _shorten_now
 
 # what a pass does with a job (_plan_mode)
 _ANY_TIME, _ONLY_NOW, _SKIP, _STOP_WALK = 0, 1, 2, 3
@@ -116,6 +117,10 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
                 _narrow_now(j, now, jobs, types, nodes, p, free, topo, scratch.trial, chosen,
                             out) > 0:
             t = now             # a node range: it starts now on fewer nodes
+        if t != now and jobs.tmin[j] > 0 and \
+                _shorten_now(j, now, jobs, types, nodes, p, free, topo, scratch.trial, chosen,
+                             out):
+            t = now             # --time-min: it starts now with a shorter limit
         if t < 0:
             if rules.stop_at_head:
                 break

@@ -221,7 +221,8 @@ def _pass_jobs(pending: JobTable, partitions: PartitionChoices, order, eligible)
     runtime = _runtime_in_a_pass(limit)
     return Jobs(limit, runtime, nn, q(pending.gpus_per_node), q(pending.cpus_per_node),
                 q(pending.mem_per_node), pc_off, pc_part.astype(np.int64), pc_type, offsets,
-                q(pending.submit_time if eligible is None else eligible), nn), \
+                q(pending.submit_time if eligible is None else eligible), nn,
+                np.zeros(len(nn), dtype=np.int64)), \
         new_request_types(types, None)
 
 

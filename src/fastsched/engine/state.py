@@ -54,9 +54,10 @@ RequestTypes = namedtuple("RequestTypes", ["p", "g", "c", "m", "cap"])
 #: ``pc_type``); where its nodes go in the allocation arrays (``offsets``);
 #: when it became eligible (starts a --switches wait); the fewest nodes it
 #: starts on (``low``: a ``--nodes=MIN-MAX`` job's MIN, else ``nn``;
-#: :func:`fastsched.engine.passes._narrow_now`)
+#: :func:`fastsched.engine.passes._narrow_now`); its ``--time-min`` (``tmin``, 0: none;
+#: :mod:`fastsched.engine.timemin`)
 Jobs = namedtuple("Jobs", ["limit", "runtime", "nn", "rg", "rc", "rm", "pc_off", "pc_part",
-                           "pc_type", "offsets", "eligible", "low"])
+                           "pc_type", "offsets", "eligible", "low", "tmin"])
 
 #: limit groups: each job's groups (CSR ``jg_off``/``jg``), their caps and
 #: usage ([G, NCAPS], :mod:`fastsched.engine.limits`)

@@ -4,8 +4,9 @@
 0: no checkpoints), and for elastic jobs ``no_kill`` (``1``/``yes``/``true``: sbatch
 --no-kill; empty or ``0``: not) and ``nodes_min`` (the fewest nodes it runs on after
 a node failure, at most ``num_nodes``; empty or 0: one; it also starts on as few).
-A ``time_min`` column (sbatch ``--time-min``) is accepted empty or 0 only. See
-:mod:`fastsched.model.lifecycle` and :mod:`fastsched.model.elastic` for what they mean."""
+A ``time_min`` column (sbatch ``--time-min``, seconds; empty or 0: none) is read here
+too, at most the row's ``time_limit``. See :mod:`fastsched.model.lifecycle`,
+:mod:`fastsched.model.elastic` and :mod:`fastsched.model.timemin` for what they mean."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,11 +21,19 @@ _YES = {"1", "yes", "true", "requeue"}
 _NO = {"0", "no", "false", "no-requeue"}
 
 
-def read_lifecycle_columns(frame, fname: str, num_nodes=None) -> dict:
+def read_lifecycle_columns(frame, fname: str, num_nodes=None, time_limit=None) -> dict:
     """The lifecycle columns the CSV ``frame`` has, as per-row arrays (``requeue``:
     int8, -1 = the cluster's default); a bad value is an InputError naming the line.
-    ``num_nodes``: each row's, which ``nodes_min`` may not exceed."""
+    ``num_nodes``: each row's, which ``nodes_min`` may not exceed; ``time_limit``: each
+    row's, which ``time_min`` may not exceed."""
     out = _read_elastic(frame, fname, num_nodes)
+    if "time_min" in frame.columns:
+        tmin = _seconds_column(frame["time_min"], fname, "time_min")
+        if time_limit is not None and (tmin > np.asarray(time_limit)).any():
+            i = int(np.flatnonzero(tmin > np.asarray(time_limit))[0])
+            raise InputError(f"time_min {tmin[i]} s is above the job's time_limit "
+                             f"{time_limit[i]} s", file=fname, line=i + 2, field="time_min")
+        out["time_min"] = tmin
     if "requeue" in frame.columns:
         text = frame["requeue"].astype(str).str.strip().str.lower().to_numpy(dtype=object)
         value = np.full(len(text), -1, dtype=np.int8)
@@ -52,21 +61,8 @@ def read_lifecycle_columns(frame, fname: str, num_nodes=None) -> dict:
     return out
 
 
-#: why ``--time-min`` is refused (a column ``time_min``, or the option in a script)
-TIME_MIN_REFUSED = ("--time-min (time_min) is not modelled: Slurm's backfill may start "
-                    "such a job with its time limit cut down towards time_min to fit a gap "
-                    "(backfill.c _try_sched, _reset_job_time_limit); give the job's "
-                    "time_limit alone")
-
-
 def _read_elastic(frame, fname: str, num_nodes) -> dict:
-    """The ``no_kill`` (bool) and ``nodes_min`` (int64) columns the frame has; a
-    ``time_min`` column is read and refused where set (:data:`TIME_MIN_REFUSED`)."""
-    if "time_min" in frame.columns:
-        tmin = _seconds_column(frame["time_min"], fname, "time_min")
-        if (tmin > 0).any():
-            raise InputError(TIME_MIN_REFUSED, file=fname,
-                             line=int(np.flatnonzero(tmin > 0)[0]) + 2, field="time_min")
+    """The ``no_kill`` (bool) and ``nodes_min`` (int64) columns the frame has."""
     out = {}
     if "no_kill" in frame.columns:
         text = frame["no_kill"].astype(str).str.strip().str.lower().to_numpy(dtype=object)
@@ -102,9 +98,12 @@ def _seconds_column(series, fname: str, col: str,
     return num.astype(np.int64)
 
 
-def lifecycle_text(requeue, interval, cost, no_kill=None, nodes_min=None) -> dict:
+def lifecycle_text(requeue, interval, cost, no_kill=None, nodes_min=None,
+                   time_min=None) -> dict:
     """The lifecycle columns a workload needs written (none when all are defaults)."""
     out = {}
+    if time_min is not None and time_min.any():
+        out["time_min"] = np.where(time_min > 0, time_min.astype(str), "").astype(object)
     if no_kill is not None and no_kill.any():
         out["no_kill"] = np.where(no_kill, "1", "").astype(object)
     if nodes_min is not None and nodes_min.any():

@@ -24,8 +24,9 @@ Values:
   "days-hours:minutes:seconds"", plus ``UNLIMITED``/``INFINITE``; "A time limit of
   zero requests that no time limit be imposed". No ``--time``: the partition's
   MaxTime (fastsched clusters have no DefaultTime). ``--time-min`` above ``--time``
-  is an error; a workload built from a request with ``--time-min`` refuses it by name
-  (backfill's shortened limits are not modelled: docs/lifecycle.md).
+  is an error; a workload built from the request gets it as its ``time_min``
+  (backfill may start the job with a limit cut down towards it:
+  :mod:`fastsched.model.timemin`, docs/lifecycle.md).
 * Memory (``--mem``, ``--mem-per-cpu``, ``--mem-per-gpu``): "Default units are
   megabytes. Different units can be specified using the suffix [K|M|G|T]" (K rounds
   up to whole MB; powers of 1024). "--mem, --mem-per-cpu, and --mem-per-gpu are

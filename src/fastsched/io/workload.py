@@ -38,6 +38,9 @@ order after the required ones; any other extra column is ignored):
   groups are its alone while it runs) or empty; anything else is an error.
 * ``requeue``, ``checkpoint_interval``, ``checkpoint_cost``, ``no_kill``, ``nodes_min``:
   what a node failure does to the job (:mod:`fastsched.io.lifecycle`).
+* ``time_min``: sbatch ``--time-min`` in seconds (empty or 0: none; at most
+  ``time_limit``): the job may start with a limit cut down towards it to fit a gap
+  (:mod:`fastsched.model.timemin`; nodes model).
 * ``container_image``: the job's container image (pyxis ``--container-image``; empty:
   none), pulled on its nodes at its start when a run has a pull model
   (:mod:`fastsched.model.images`).
@@ -68,7 +71,7 @@ from ..model.errors import InputError
 from ..model.jobs import UNLIMITED, JobTable
 from ..model.reservations import Reservations
 from ..model.resvjobs import JobReservations
-from .lifecycle import TIME_MIN_REFUSED, lifecycle_text, read_lifecycle_columns
+from .lifecycle import lifecycle_text, read_lifecycle_columns
 from .parquet import is_parquet, read_parquet_frame, write_parquet_frame
 from .sbatch import parse_array, parse_dependency
 from .submission import build_jobs
@@ -98,8 +101,8 @@ _TEXT_COLUMNS = _NAME_COLUMNS + [ORG_COLUMN, "qos", "name", "dependency", "array
 #: the optional Workload fields (None = the default)
 _OPTIONAL = ("qos", "qos_names", "name", "dependencies", "partitions", "array_job",
              "array_task", "limits", "exclusive_topo", "requeue", "checkpoint_interval",
-             "checkpoint_cost", "no_kill", "nodes_min", "container_image", "gpu_type",
-             "reservation")
+             "checkpoint_cost", "no_kill", "nodes_min", "time_min", "container_image",
+             "gpu_type", "reservation")
 
 
 @dataclass
@@ -117,7 +120,8 @@ class Workload:
     job: 1 --requeue, 0 --no-requeue, -1 the cluster's default),
     ``checkpoint_interval`` and ``checkpoint_cost`` (seconds; :meth:`lifecycle`);
     ``no_kill`` (bool per job, sbatch --no-kill) and ``nodes_min`` (int64 per job, 0:
-    one): elastic jobs (:mod:`fastsched.model.elastic`);
+    one): elastic jobs (:mod:`fastsched.model.elastic`); ``time_min`` (int64 seconds per
+    job, 0: none; sbatch --time-min, :mod:`fastsched.model.timemin`);
     ``container_image`` (str per job, "" = none; :meth:`containers`); ``gpu_type`` (str
     per job, "" untyped): the GPU type asked for; ``reservation`` (str per job, "" =
     none, sbatch ``--reservation``): the advance reservation it runs in
@@ -146,6 +150,7 @@ class Workload:
     checkpoint_cost: np.ndarray | None = None
     no_kill: np.ndarray | None = None
     nodes_min: np.ndarray | None = None
+    time_min: np.ndarray | None = None
     container_image: np.ndarray | None = None
     gpu_type: np.ndarray | None = None
     reservation: np.ndarray | None = None
@@ -163,6 +168,8 @@ class Workload:
             out["partitions"] = self.partitions
         if self.limits is not None and len(self.limits.caps):
             out["limits"] = self.limits
+        if self.time_min is not None and (self.time_min > 0).any():
+            out["time_min"] = self.time_min
         return out
 
     def __post_init__(self):
@@ -214,7 +221,7 @@ class Workload:
             np.asarray(self.reservation, dtype=object)
         for attr, fill, dtype in (("requeue", -1, np.int8), ("checkpoint_interval", 0, np.int64),
                                   ("checkpoint_cost", 0, np.int64), ("no_kill", False, np.bool_),
-                                  ("nodes_min", 0, np.int64)):
+                                  ("nodes_min", 0, np.int64), ("time_min", 0, np.int64)):
             value = getattr(self, attr)
             setattr(self, attr, _constant(fill, n, dtype) if value is None else
                     np.ascontiguousarray(value, dtype=dtype))
@@ -380,7 +387,7 @@ def _optional_columns(w: Workload) -> dict:
     if w.exclusive_topo.any():
         out["exclusive"] = np.where(w.exclusive_topo, "topo", "").astype(object)
     out.update(lifecycle_text(w.requeue, w.checkpoint_interval, w.checkpoint_cost, w.no_kill,
-                              w.nodes_min))
+                              w.nodes_min, w.time_min))
     if (w.container_image != "").any():
         out["container_image"] = np.asarray(w.container_image, dtype=object)
     if (w.gpu_type != "").any():
@@ -464,7 +471,7 @@ def read_workload(path, cluster: Cluster, *, strict: bool = False) -> Workload:
         per_row["name"] = frame["name"].to_numpy(dtype=object)
     if "exclusive" in frame.columns:
         per_row["exclusive_topo"] = exclusive_column(frame["exclusive"], fname)
-    per_row.update(read_lifecycle_columns(frame, fname, cols["num_nodes"]))
+    per_row.update(read_lifecycle_columns(frame, fname, cols["num_nodes"], cols["time_limit"]))
     if "container_image" in frame.columns:
         per_row["container_image"] = read_image_column(frame["container_image"], fname)
     if "reservation" in frame.columns:
@@ -612,8 +619,6 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
             raise fail(f"unknown partition {unknown[0] if unknown else ''!r}; cluster has "
                        f"{part_names}", "partition")
         choices.append([part_names.index(p) for p in norm.partitions])
-        if norm.time_min:
-            raise fail(TIME_MIN_REFUSED, "time-min")
         for col, value in (("job_id", next_id), ("submit_time", submit_time),
                            ("time_limit", UNLIMITED if norm.time_limit is None
                             else norm.time_limit), ("runtime", runtime),
@@ -657,6 +662,9 @@ def requests_to_workload(items, cluster: Cluster, *, first_job_id: int = 1,
         per_row["nodes_min"] = np.array([norm.num_nodes if norm.no_kill and
                                          norm.max_nodes > norm.num_nodes else 0
                                          for norm, _, _ in items], dtype=np.int64)
+    if any(norm.time_min for norm, _, _ in items):
+        per_row["time_min"] = np.array([norm.time_min or 0 for norm, _, _ in items],
+                                       dtype=np.int64)
     built = build_jobs(rows, partitions, per_row, dependency=dependency, arrays=arrays,
                        tasks=None, where=lambda r: (f"request {r}", None))
     return _assemble(built, [user], account_names, np.arange(len(account_names)),
@@ -700,7 +708,7 @@ def _assemble(built: dict, user_names, account_names, org_of_account, org_names,
                     checkpoint_interval=built.get("checkpoint_interval"),
                     checkpoint_cost=built.get("checkpoint_cost"),
                     no_kill=built.get("no_kill"), nodes_min=built.get("nodes_min"),
-                    container_image=built.get("container_image"),
+                    time_min=built.get("time_min"), container_image=built.get("container_image"),
                     gpu_type=built.get("gpu_type"), reservation=built.get("reservation"))
 
 

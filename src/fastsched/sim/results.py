@@ -79,6 +79,11 @@ class SimulationResult:
     #: member's, started or not, or the MAGNETIC one a drawn job started in; "": none),
     #: an object array of names (sacct's Reservation); None otherwise
     reservation: np.ndarray | None = None
+    #: with --time-min jobs: each job's time minimum (seconds, 0: none) and the limit
+    #: it asked for (``workload`` has the limits the jobs ran with: a --time-min job's
+    #: may be cut); None otherwise
+    time_min: np.ndarray | None = None
+    asked_limit: np.ndarray | None = None
 
     @cached_property
     def jobs(self):
@@ -231,7 +236,8 @@ class SimulationResult:
                       policy=policy,
                       reserve_depth=reserve_depth, dependencies=self.dependencies,
                       limits=self.limits, partitions=self.partitions, placement=self.placement,
-                      priority=self.priority, power=self.power, configure=self.configure)
+                      priority=self.priority, power=self.power, configure=self.configure,
+                      time_min=self.time_min, asked_limit=self.asked_limit)
 
     def to_csv(self, path) -> None:
         self.jobs.to_csv(path, index=False)

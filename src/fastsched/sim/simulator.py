@@ -31,6 +31,7 @@ from ..model.events import NodeEvents
 from ..model.images import Containers
 from ..model.lifecycle import Lifecycle
 from ..model.reservations import Reservations
+from ..model.timemin import check_time_min, with_limits
 from ..model.resvjobs import members_of
 from .resvlayout import (member_layout, mapped_back, ran_in, refuse_with_members,
                          window_horizon as _horizon)
@@ -80,7 +81,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              lifecycle: Lifecycle | None = None,
              advance_reservations: Reservations | None = None,
              containers: Containers | None = None,
-             power=None, preemption=None) -> SimulationResult:
+             power=None, preemption=None, time_min=None) -> SimulationResult:
     """Replay ``jobs`` on ``cluster`` under ``policy`` ("fcfs", "easy", "conservative").
 
     ``reserve_depth`` is the number of blocked jobs EASY gives reservations to
@@ -163,12 +164,20 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     them (REQUEUE: requeued from their last checkpoint, as after a node failure;
     CANCEL: they end PREEMPTED); records per attempt and ``summary["preemption"]``
     (nodes model; docs/lifecycle.md). ``preempt/none`` changes nothing.
+    ``time_min`` (seconds per job, 0: none; sbatch ``--time-min``, at most the job's
+    limit): Slurm's backfill rule (:mod:`fastsched.engine.timemin`): a job that cannot
+    start now with its limit starts with a shorter one, at least its time minimum,
+    when that fits before the next hold on its nodes; past it, TIMEOUT. The result's
+    ``workload`` and records hold the limits the jobs ran with, ``asked_limit`` those
+    asked for (nodes model; not with node events, a lifecycle, containers, power
+    saving, preemption, topology placement or jobs in reservations; docs/lifecycle.md).
 
     ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the
     event loop's state now and then; ``resume`` (a state from such a file) goes on
     from it: the result is identical to an uninterrupted run's.
     """
     wall = time.perf_counter()
+    time_min = _time_min(time_min, jobs)
     events = run_events(cluster, jobs, events, failures)
     if lifecycle is not None and len(lifecycle) != len(jobs):
         raise InputError(f"lifecycle covers {len(lifecycle)} jobs, the table has {len(jobs)}",
@@ -192,7 +201,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         ("partitions", partitions), ("window", window), ("placement", placement),
         ("resolution", None if resolution == 1 else resolution), ("events", events),
         ("lifecycle", lifecycle), ("containers", containers), ("power", power),
-        ("preemption", preemption),
+        ("preemption", preemption), ("time_min", time_min),
         ("advance_reservations", advance_reservations if advance_reservations else None))
         if value is not None]
     if events is not None:
@@ -208,7 +217,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         refuse_with_members(events=events, placement=placement, power=power,
                             containers=containers, preemption=preemption,
                             node_ranges=lifecycle if lifecycle is not None and lifecycle.ranged
-                            else None)
+                            else None, time_min=time_min)
     engine = RESERVATION_MODELS[model]
     if model == "slurm":
         _check_slurm_run(spec.name, priority, dependencies, limits, checkpoints, resume)
@@ -226,7 +235,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     if engine == "nodes":
         constraints.update(partitions=choices, resolution=resolution, window=window,
                            placement=placement, events=events, lifecycle=lifecycle,
-                           blocked=_blocked(advance_reservations, jobs), checked=True)
+                           blocked=_blocked(advance_reservations, jobs), checked=True,
+                           time_min=time_min)
         layout = None if members is None else member_layout(
             cluster, members, choices, constraints["blocked"], _horizon(jobs), jobs)
         if layout is not None:      # member jobs: on the reservations' twin nodes
@@ -255,6 +265,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         if bar is not None:
             bar.close()
     schedule = _started_schedule(jobs, run, model)
+    asked = None
+    if time_min is not None:        # the records hold the limits the jobs ran with
+        asked, jobs = jobs.time_limit, with_limits(jobs, run.time_limit)
     attempts = None if lifecycle is None else attempt_table(run)
     pull = None if containers is None else run.pull
     passes = run.passes
@@ -264,6 +277,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              "attempts": attempts, "lifecycle": lifecycle, "events": events, "pull": pull,
              "configure": None if power is None else run.configure, "power": power,
              "preemption": preemption, "reservation": resv_names,
+             "time_min": time_min, "asked_limit": asked,
              "priority_at": _PriorityAt(priority, run) if callable(priority) else
              (None if priority is None else _FixedPriority(priority))}
     if model == "counts" and dependencies is None and limits is None and priority is None:
@@ -307,6 +321,14 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
             "priority desc, then submit_time asc, job_id asc" + (
                 f"; priorities recomputed every {period} s" if callable(priority) else ""))
     return SimulationResult(cluster, jobs, schedule, summary, skipped, **extra)
+
+
+def _time_min(time_min, jobs: JobTable):
+    """The checked ``time_min`` per job, or None where no job has one."""
+    if time_min is None:
+        return None
+    tmin = check_time_min(time_min, jobs.time_limit)
+    return tmin if (tmin > 0).any() else None
 
 
 def reservation_model(cluster: Cluster, jobs: JobTable, requested: str | None,

@@ -151,7 +151,8 @@ def simulate_site(cluster, workload, config, policy: str = "easy", **options):
                       dependencies=getattr(workload, "dependencies", None),
                       partitions=getattr(workload, "partitions", None),
                       priority=priority_function(config, workload, cluster, tree),
-                      period=int(config.calc_period), **options)
+                      period=int(config.calc_period),
+                      time_min=getattr(workload, "time_min", None), **options)
     if result.priority is not None:
         result.priority = np.where(np.isfinite(result.priority),
                                    np.mod(result.priority, _TIER_SCALE), np.nan)

@@ -104,7 +104,8 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
            reserve_depth: int = 1, dependencies=None, limits=None, partitions=None,
            placement=None, reservations: str | None = None, priority=None,
            node_check_limit: int | None = NODE_CHECK_LIMIT,
-           advance_reservations=None, power=None, configure=None) -> VerifyReport:
+           advance_reservations=None, power=None, configure=None, time_min=None,
+           asked_limit=None) -> VerifyReport:
     """Check ``schedule`` (rows in the order of ``jobs``) on ``cluster``.
 
     ``policy``: None (resource checks only), ``"fcfs"``, ``"easy"`` (with
@@ -137,6 +138,12 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     configure seconds longer once running: a pass plans a job with its limit, and its
     wait for boots is known after the pass that started it), and :mod:`.power` adds
     ``not_booted``, ``needless_configure`` and ``resume_rate``.
+
+    ``time_min`` (seconds per job, 0: none; sbatch ``--time-min``) with ``asked_limit``
+    (the limits the jobs asked for; ``jobs`` has those they ran with, the records'
+    ``time_limit``) adds ``time_limit`` (:mod:`.timemin`): each started job ran with a
+    limit in [time_min, asked] (without a time_min: the asked one). The policy checks do
+    not model a cut limit, so they are then skipped.
     """
     model = _check_arguments(schedule, policy, reserve_depth, dependencies, limits,
                              reservations)
@@ -172,7 +179,16 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
         checks.append("exclusive_topo")
     if advance_reservations:
         checks += check_reservations(schedule, start, end, advance_reservations, out)
+    if time_min is not None:
+        from .timemin import check_time_limits
+        check_time_limits(jobs, start, time_min, jobs.time_limit if asked_limit is None
+                          else asked_limit, out)
+        checks.append("time_limit")
     not_checked = []
+    if policy is not None and time_min is not None:
+        not_checked.append(f"{policy}: --time-min limits are not modelled by the policy "
+                           "checks")
+        policy = None
     if policy is not None and advance_reservations:
         not_checked.append(f"{policy}: advance reservations are not modelled by the policy "
                            "checks")

@@ -99,6 +99,10 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
     ``power`` (:class:`fastsched.model.power.PowerSaving`: a run with power saving) needs
     a ``configure_time`` column, the seconds each job waited CONFIGURING for its nodes'
     boots before its start: the power checks of :mod:`fastsched.verify.power`.
+
+    ``time_min`` (per job, sbatch ``--time-min``; in ``constraints``) reads the
+    ``time_limit`` column as the limit each job ran with (``jobs`` has those asked
+    for): the ``time_limit`` check of :mod:`fastsched.verify.timemin`.
     """
     if "attempt" in df.columns:
         from ..model.errors import UnsupportedError
@@ -141,6 +145,14 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
     except InputError as e:
         raise InputError(e.reason, file=source, field=e.field) from None
     jobs = with_pull(jobs, _pull(ordered, source))
+    if constraints.get("time_min") is not None:     # the limits the records ran with
+        from ..model.timemin import with_limits
+        ran = _seconds_column(ordered, "time_limit", source)
+        if ran is None:
+            raise InputError("--time-min checks need a 'time_limit' column (the limit each "
+                             "job ran with)", file=source, field="time_limit")
+        constraints["asked_limit"] = jobs.time_limit
+        jobs = with_limits(jobs, ran)
     from . import verify
     configure = None
     if power is not None:

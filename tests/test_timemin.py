@@ -1,0 +1,356 @@
+"""``--time-min``: a job that cannot start now with its time limit starts with a shorter
+one, at least its time minimum, cut at whole minutes before the next hold on its nodes
+(Slurm's backfill). The engine against the twin (tests/naive_timemin.py over
+tests/naive_nodes.py), runs without a time minimum unchanged, the records, the
+``time_limit`` check, the readers and the CLI."""
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+import naive_nodes
+from fastsched import Cluster, InputError, JobTable, NodeEvents, simulate
+from fastsched.cli import main
+from fastsched.engine import run_nodes
+from fastsched.io.workload import Workload, read_workload, requests_to_workload, write_workload
+from fastsched.model.errors import UnsupportedError
+from fastsched.model.lifecycle import Lifecycle
+from fastsched.model.timemin import with_limits
+from fastsched.verify import verify
+from test_constraints import SETTINGS, constrained_cases, engine_inputs
+from test_reservations import windows_of
+
+
+def _scaled(data, jobs):
+    """The drawn jobs on a coarser clock (times up to 30 s are below Slurm's minute),
+    each with a time minimum: none, or up to its limit."""
+    k = data.draw(st.sampled_from([1, 7, 40]))
+    jobs = jobs.take(np.arange(len(jobs)))
+    for name in ("submit_time", "time_limit", "runtime"):
+        setattr(jobs, name, (getattr(jobs, name) * k).astype(getattr(jobs, name).dtype))
+    tmin = [data.draw(st.sampled_from([0, 1, max(int(lim) // 4, 1), int(lim) // 2])
+                      | st.integers(0, int(lim))) for lim in jobs.time_limit]
+    return jobs, np.array(tmin, dtype=np.int64), k
+
+
+def _twin(cluster, available, jobs, parts, deps, groups, caps, rank, tmin, policy, depth,
+          blocked=()):
+    ids = [int(j) for j in jobs.job_id]
+    ran = {}
+    out, _ = naive_nodes.simulate(
+        cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
+        deps=deps, groups=groups, caps=caps, rank=rank, blocked=blocked,
+        time_min={j: int(tmin[i]) for i, j in enumerate(ids)}, ran_limits=ran)
+    return out, ran
+
+
+def _same_limits(run, jobs, ran):
+    for i, j in enumerate(int(x) for x in jobs.job_id):
+        if run.start[i] >= 0:
+            assert run.time_limit[i] == ran[j], j
+
+
+@pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
+                                          ("conservative", 1)])
+@SETTINGS
+@given(data=st.data())
+def test_time_min_starts_match_twin(data, policy, depth):
+    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
+    jobs, tmin, k = _scaled(data, jobs)
+    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
+    ids = [int(j) for j in jobs.job_id]
+    key = None if rank is None else np.array([rank[j] for j in ids])
+    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
+                    limits=lg, rank=key, time_min=tmin)
+    out, ran = _twin(cluster, available, jobs, parts, deps, groups, caps, rank, tmin, policy,
+                     depth)
+    naive_nodes.assert_same_records(run, ids, out)
+    if (tmin > 0).any():
+        _same_limits(run, jobs, ran)
+        cut = int(((run.time_limit < jobs.time_limit) & (run.start >= 0)).sum())
+        event(f"cut limits: {min(cut, 2)}")
+
+
+@st.composite
+def _crowded(draw):
+    """A few alike nodes and a queue of jobs longer than a minute, about half of them
+    with a time minimum: cut limits are common (the cases above mostly test that the
+    rule stays out of the way of everything else)."""
+    n = draw(st.integers(2, 5))
+    cluster = Cluster.homogeneous(n, gpus=4, cpus=4, prefix="g")
+    k = draw(st.integers(4, 16))
+    limit = np.array(draw(st.lists(st.integers(60, 900), min_size=k, max_size=k)))
+    share = np.array(draw(st.lists(st.sampled_from([0.0, 0.3, 1.0, 1.2]), min_size=k,
+                                   max_size=k)))
+    jobs = JobTable.from_arrays(
+        job_id=np.arange(1, k + 1),
+        submit_time=sorted(draw(st.lists(st.integers(0, 600), min_size=k, max_size=k))),
+        time_limit=limit, runtime=(limit * share).astype(np.int64),
+        num_nodes=draw(st.lists(st.integers(1, n), min_size=k, max_size=k)),
+        gpus_per_node=draw(st.lists(st.sampled_from([1, 4]), min_size=k, max_size=k)),
+        cpus_per_node=1, user=0)
+    tmin = np.array([draw(st.sampled_from([0, 1, int(x) // 4, int(x) // 2])) for x in limit])
+    return cluster, jobs, tmin
+
+
+@pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
+                                          ("conservative", 1)])
+@SETTINGS
+@given(case=_crowded())
+def test_crowded_time_min_starts_match_twin(case, policy, depth):
+    cluster, jobs, tmin = case
+    parts = {int(j): [0] for j in jobs.job_id}
+    run = run_nodes(cluster, jobs, policy, depth, time_min=tmin)
+    out, ran = _twin(cluster, None, jobs, parts, {}, {}, [], None, tmin, policy, depth)
+    naive_nodes.assert_same_records(run, [int(j) for j in jobs.job_id], out)
+    if (tmin > 0).any():
+        _same_limits(run, jobs, ran)
+        cut = int(((run.time_limit < jobs.time_limit) & (run.start >= 0)).sum())
+        event(f"cut limits: {min(cut, 3)}")
+
+
+@pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
+                                          ("conservative", 1)])
+@SETTINGS
+@given(data=st.data())
+def test_time_min_before_advance_reservations_matches_twin(data, policy, depth):
+    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
+    jobs, tmin, k = _scaled(data, jobs)
+    jobs.cpus_per_node = np.maximum(jobs.cpus_per_node, 1).astype(jobs.cpus_per_node.dtype)
+    blocked = [(s * k, e * k, x) for s, e, x in windows_of(data.draw, cluster.num_nodes)]
+    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
+    ids = [int(j) for j in jobs.job_id]
+    key = None if rank is None else np.array([rank[j] for j in ids])
+    arrays = tuple(np.array(c, dtype=np.int64) for c in zip(*blocked))
+    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
+                    limits=lg, rank=key, blocked=arrays, time_min=tmin)
+    out, ran = _twin(cluster, available, jobs, parts, deps, groups, caps, rank, tmin, policy,
+                     depth, blocked)
+    naive_nodes.assert_same_records(run, ids, out)
+    if (tmin > 0).any():
+        _same_limits(run, jobs, ran)
+        cut = int(((run.time_limit < jobs.time_limit) & (run.start >= 0)).sum())
+        event(f"cut limits: {min(cut, 2)}")
+    for i in np.flatnonzero(run.start >= 0):       # no job overlaps a window of its nodes
+        nodes = run.alloc_nodes[run.alloc_offsets[i]:run.alloc_offsets[i + 1]]
+        assert not any(x in nodes and s < run.end[i] and run.start[i] < e
+                       for s, e, x in blocked)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_without_a_time_min_runs_are_byte_identical(data):
+    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
+    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
+    policy = data.draw(st.sampled_from(["fcfs", "easy", "conservative"]))
+    zero = np.zeros(len(jobs), dtype=np.int64)
+    runs = [run_nodes(cluster, jobs, policy, 1, available, partitions=pc, dependencies=dp,
+                      limits=lg, time_min=t) for t in (None, zero)]
+    held = np.repeat(runs[0].start >= 0, np.diff(runs[0].alloc_offsets))
+    for name in ("start", "end", "partition", "alloc_offsets", "alloc_nodes",
+                 "alloc_gpu_mask", "reason"):
+        a, b = (getattr(r, name) for r in runs)
+        if name.startswith("alloc_") and name != "alloc_offsets":
+            a, b = a[held], b[held]
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    assert runs[1].time_limit is None
+
+
+# ------------------------------------------------------------------ the worked example
+
+def _cluster(n=4):
+    return Cluster.homogeneous(n, gpus=8, cpus=8, prefix="gpu")
+
+
+def _example():
+    """4 nodes. Job 1 runs on 2 until 3600; job 2 (4 nodes) is reserved at 3600; job 3
+    (2 nodes, 2 h limit, 30 min minimum, 50 min of work) fits the 2 free nodes only
+    with a limit below 3600 - 10 s: 59 whole minutes."""
+    return JobTable.from_arrays(job_id=[1, 2, 3], submit_time=[0, 5, 10],
+                                time_limit=[3600, 3600, 7200], runtime=[3600, 1800, 3000],
+                                num_nodes=[2, 4, 2], gpus_per_node=8, cpus_per_node=8,
+                                user=0)
+
+
+def test_a_job_starts_in_the_gap_with_a_cut_limit():
+    jobs = _example()
+    for policy in ("easy", "conservative"):
+        r = simulate(_cluster(), jobs, policy, reservations="nodes",
+                     time_min=[0, 0, 1800])
+        j = r.jobs.set_index("job_id")
+        assert (j.start_time[3], j.end_time[3], j.time_limit[3], j.state[3]) == \
+            (10, 3010, 3540, "COMPLETED"), policy
+        assert j.start_time[2] == 3600 and j.time_limit[2] == 3600
+        assert r.asked_limit.tolist() == [3600, 3600, 7200]
+        assert r.verify().ok and "time_limit" in r.verify().checks
+    plain = simulate(_cluster(), jobs, "easy", reservations="nodes")
+    assert plain.jobs.start_time.tolist() == [0, 3600, 5400]      # waits behind job 2
+
+
+def test_a_job_beyond_its_cut_limit_ends_timeout():
+    jobs = _example()
+    jobs.runtime = np.array([3600, 1800, 4000], dtype=jobs.runtime.dtype)
+    r = simulate(_cluster(), jobs, "easy", reservations="nodes", time_min=[0, 0, 1800])
+    j = r.jobs.set_index("job_id")
+    assert (j.start_time[3], j.end_time[3], j.state[3]) == (10, 3550, "TIMEOUT")
+    assert r.summary["timeouts"] == 1 and r.verify().ok
+
+
+def test_a_time_min_too_long_for_the_gap_waits():
+    # 3590 s to job 2's reservation: a 60 min minimum does not fit, the job waits
+    r = simulate(_cluster(), _example(), "easy", reservations="nodes",
+                 time_min=[0, 0, 3600])
+    assert r.jobs.set_index("job_id").start_time[3] == 5400
+
+
+def test_the_time_limit_check_catches_broken_records():
+    r = simulate(_cluster(), _example(), "easy", reservations="nodes",
+                 time_min=[0, 0, 1800])
+    s = r.schedule
+    for limits in ([3600, 3600, 1740], [3600, 3600, 7260], [3000, 3600, 3540]):
+        bad = verify(r.cluster, with_limits(r.workload, limits), s, time_min=r.time_min,
+                     asked_limit=r.asked_limit)
+        assert "time_limit" in bad.kinds(), limits
+    # the end is checked against the limit it ran with: a job running past it
+    long = verify(r.cluster, with_limits(r.workload, [3600, 3600, 2000]), s,
+                  time_min=r.time_min, asked_limit=r.asked_limit)
+    assert "wrong_end" in long.kinds()
+    # without the time minimum, a cut limit is a violation too
+    assert "time_limit" in verify(r.cluster, r.workload, s, time_min=np.zeros(3, np.int64),
+                                  asked_limit=r.asked_limit).kinds()
+
+
+def test_bad_time_min_is_refused():
+    jobs = _example()
+    with pytest.raises(InputError, match="time_min 9000 s must be >= 0 and at most"):
+        simulate(_cluster(), jobs, "easy", time_min=[0, 0, 9000])
+    with pytest.raises(InputError, match="time_min: 2 entries for 3 jobs"):
+        simulate(_cluster(), jobs, "easy", time_min=[0, 0])
+    with pytest.raises(UnsupportedError, match="counts model does not take time_min"):
+        simulate(_cluster(), jobs, "easy", reservations="counts", time_min=[0, 0, 1800])
+    with pytest.raises(UnsupportedError, match="reservations='slurm' takes no time_min"):
+        simulate(_cluster(), jobs, "conservative", reservations="slurm",
+                 time_min=[0, 0, 1800])
+    ev = NodeEvents.from_rows([(100, "drain", [0])], 4)
+    with pytest.raises(UnsupportedError, match="--time-min.*node events"):
+        simulate(_cluster(), jobs, "easy", events=ev, time_min=[0, 0, 1800])
+    with pytest.raises(UnsupportedError, match="--time-min.*lifecycle"):
+        simulate(_cluster(), jobs, "easy", lifecycle=Lifecycle.of(3), time_min=[0, 0, 1800])
+    # all zero: no time minimum, any model
+    assert simulate(_cluster(), jobs, "easy", reservations="counts",
+                    time_min=[0, 0, 0]).time_min is None
+
+
+# ------------------------------------------------------------------ readers and the CLI
+
+_CONF = ("ClusterName=t\nNodeName=gpu[1-4] CPUs=8 Gres=gpu:8\n"
+         "PartitionName=all Nodes=ALL Default=YES\n")
+_HEAD = ("job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,cpus_per_node,"
+         "mem_per_node,partition,user,account,time_min\n")
+_ROWS = ("1,0,3600,3600,2,8,8,0,all,u,a,\n2,5,3600,1800,4,8,8,0,all,u,a,0\n"
+         "3,10,7200,3000,2,8,8,0,all,u,a,1800\n")
+
+
+def test_the_cli_runs_and_checks_a_time_min_column(tmp_path):
+    conf, trace, recs = tmp_path / "slurm.conf", tmp_path / "w.csv", tmp_path / "jobs.csv"
+    conf.write_text(_CONF)
+    trace.write_text(_HEAD + _ROWS)
+    assert main(["simulate", str(trace), "--cluster", str(conf), "--jobs-out", str(recs),
+                 "--no-progress"]) == 0
+    out = pd.read_csv(recs).set_index("job_id")
+    assert (out.start_time[3], out.end_time[3], out.time_limit[3]) == (10, 3010, 3540)
+    assert out.planning[3] == "nodes"
+    assert main(["check", str(recs), "--trace", str(trace), "--cluster", str(conf)]) == 0
+    # the policy checks do not model cut limits: NOT CHECKED (exit 3)
+    assert main(["check", str(recs), "--trace", str(trace), "--cluster", str(conf),
+                 "--policy", "easy"]) == 3
+    # records that claim job 3 ran with its full limit, ending as if so
+    bad = out.copy()
+    bad.loc[3, "time_limit"] = 7260
+    bad.reset_index().to_csv(tmp_path / "bad.csv", index=False)
+    assert main(["check", str(tmp_path / "bad.csv"), "--trace", str(trace), "--cluster",
+                 str(conf)]) == 1
+
+
+def test_the_readers_take_time_min(tmp_path):
+    from fastsched.io.sbatch import normalise, parse_script
+    cluster = _cluster()
+    w = tmp_path / "w.csv"
+    w.write_text(_HEAD + _ROWS)
+    work = read_workload(w, cluster)
+    assert work.time_min.tolist() == [0, 0, 1800]
+    assert work.constraints()["time_min"].tolist() == [0, 0, 1800]
+    write_workload(work, cluster, tmp_path / "again.csv")
+    assert read_workload(tmp_path / "again.csv", cluster).time_min.tolist() == [0, 0, 1800]
+    bad = tmp_path / "bad.csv"
+    bad.write_text(_HEAD + "1,0,100,50,1,8,8,0,all,u,a,200\n")
+    with pytest.raises(InputError, match=r"bad.csv:2: field time_min: time_min 200 s is "
+                       "above the job's time_limit 100 s"):
+        read_workload(bad, cluster)
+    bad.write_text(_HEAD + "1,0,100,50,1,8,8,0,all,u,a,x\n")
+    with pytest.raises(InputError, match=r"bad.csv:2: field time_min"):
+        read_workload(bad, cluster)
+    # an #SBATCH script's --time-min (minutes) becomes the workload's time_min
+    norm = normalise(parse_script("#!/bin/bash\n#SBATCH -N 2 -t 2:00:00 --time-min=30\n"
+                                  "#SBATCH --gres=gpu:8 -c 8\n"), cluster)
+    built = requests_to_workload([(norm, 10, 3000)], cluster)
+    assert built.time_min.tolist() == [1800] and built.jobs.time_limit.tolist() == [7200]
+    plain = requests_to_workload([(normalise(parse_script("#SBATCH -t 5\n"), cluster), 0, 1)],
+                                 cluster)
+    assert plain.constraints() == {}
+
+
+def test_an_sbatch_script_with_time_min_runs_from_the_cli(tmp_path):
+    from fastsched.io.sbatch import normalise, parse_script
+    cluster = _cluster()
+    scripts = ["#!/bin/bash\n#SBATCH -N 2 -t 60 --gres=gpu:8 -c 8\n",
+               "#!/bin/bash\n#SBATCH -N 4 -t 60 --gres=gpu:8 -c 8\n",
+               "#!/bin/bash\n#SBATCH -N 2 -t 2:00:00 --time-min=30 --gres=gpu:8 -c 8\n"]
+    items = [(normalise(parse_script(s), cluster), t, r)
+             for s, t, r in zip(scripts, [0, 5, 10], [3600, 1800, 3000])]
+    w = requests_to_workload(items, cluster)
+    conf, trace, recs = tmp_path / "slurm.conf", tmp_path / "w.csv", tmp_path / "jobs.csv"
+    conf.write_text(_CONF)
+    write_workload(w, cluster, trace)
+    assert main(["simulate", str(trace), "--cluster", str(conf), "--jobs-out", str(recs),
+                 "--no-progress"]) == 0
+    out = pd.read_csv(recs).set_index("job_id")
+    assert (out.start_time[3], out.time_limit[3]) == (10, 3540)
+    assert main(["check", str(recs), "--trace", str(trace), "--cluster", str(conf)]) == 0
+
+
+def test_a_workload_api_run():
+    cluster = _cluster()
+    jobs = _example()
+    w = Workload(jobs, np.zeros(3, np.int32), ["u"], ["a"], np.zeros(1, np.int32), ["o"],
+                 time_min=np.array([0, 0, 1800]))
+    r = simulate(cluster, w.jobs, "easy", **w.constraints())
+    assert r.jobs.time_limit.tolist() == [3600, 3600, 3540]
+    assert r.summary["reservations"] == "nodes"
+
+
+def test_a_site_run_keeps_the_time_min():
+    from fastsched.policy.config import parse_config
+    from fastsched.sim.site import simulate_site
+    from test_site import CONFIG
+    jobs = _example()
+    w = Workload(jobs, np.zeros(3, np.int32), ["u0", "u1"], ["a", "b"], np.array([0, 1]),
+                 ["a", "b"], time_min=np.array([0, 0, 1800]))
+    r = simulate_site(_cluster(), w, parse_config(CONFIG))
+    assert r.jobs.time_limit.tolist() == [3600, 3600, 3540] and r.verify().ok
+
+
+def test_sbatch_test_only_says_the_expected_start_ignores_time_min(tmp_path, capsys):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH -t 60 --time-min=30\n")
+    assert main(["sbatch", "--test-only", str(script)]) == 0
+    assert "--time-min is modelled by simulate, not by the Scheduler" in \
+        capsys.readouterr().out
+
+
+def test_the_help_names_time_min(capsys):
+    for command in ("simulate", "check"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "time_min column" in capsys.readouterr().out
