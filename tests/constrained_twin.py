@@ -68,3 +68,16 @@ def attempt_rows(run, ids, *fields):
     return sorted((ids[a.job[k]], int(a.attempt[k]), int(a.start[k]), int(a.end[k]),
                    a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]].tolist(),
                    *(getattr(a, f)[k].item() for f in fields)) for k in range(len(a)))
+
+
+def assert_same_runs(a, b) -> None:
+    """Two engine runs made the same decisions, byte for byte: starts, ends, partitions,
+    reasons and the allocations of the jobs that started (a job that never started has
+    no allocation: its slot is scratch)."""
+    held = np.repeat(a.start >= 0, np.diff(a.alloc_offsets))
+    for name in ("start", "end", "partition", "alloc_offsets", "alloc_nodes",
+                 "alloc_gpu_mask", "reason"):
+        x, y = getattr(a, name), getattr(b, name)
+        if name.startswith("alloc_") and name != "alloc_offsets":
+            x, y = x[held], y[held]
+        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), name

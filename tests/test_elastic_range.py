@@ -16,6 +16,7 @@ from fastsched.engine import run_nodes
 from fastsched.io.workload import Workload, write_workload
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
+from constrained_twin import assert_same_runs
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 from test_elastic import _twin
 from test_lifecycle import tampered
@@ -57,14 +58,7 @@ def test_without_a_range_runs_are_byte_identical(data):
     whole = Lifecycle.of(len(jobs), nodes_min=jobs.num_nodes)       # MIN = MAX: no range
     runs = [run_nodes(cluster, jobs, policy, 1, available, partitions=pc, dependencies=dp,
                       limits=lg, lifecycle=lc) for lc in (None, whole)]
-    # a job that never started has no allocation (its slot is scratch)
-    held = np.repeat(runs[0].start >= 0, np.diff(runs[0].alloc_offsets))
-    for name in ("start", "end", "partition", "alloc_offsets", "alloc_nodes",
-                 "alloc_gpu_mask", "reason"):
-        a, b = (getattr(r, name) for r in runs)
-        if name.startswith("alloc_") and name != "alloc_offsets":
-            a, b = a[held], b[held]
-        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    assert_same_runs(*runs)
 
 
 def _jobs(runtime, nodes, limit=1000):

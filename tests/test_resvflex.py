@@ -10,13 +10,13 @@ from hypothesis import strategies as st
 
 import naive_nodes
 from naive_resv import TAIL, Members
-from fastsched import Cluster, JobTable, Scheduler, simulate, verify
+from fastsched import JobTable, Scheduler, simulate, verify
 from fastsched.cli import main
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.reservations import Reservation, Reservations
 from fastsched.model.resvjobs import JobReservations, may_use
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
-from test_resvjobs import engine_run, simulate_schedule
+from test_resvjobs import _cluster, engine_run, simulate_schedule
 from test_scheduler_resv import _driven, _started
 
 
@@ -85,11 +85,6 @@ def test_flex_jobs_match_twin(data, policy, depth):
 
 
 # ---- a worked case: g1-g2 reserved for alice over [50, 80), FLEX ----
-
-def _cluster():
-    return Cluster([f"g{i}" for i in range(1, 5)], cpus=[8] * 4, gpus=[4] * 4,
-                   mem_mb=[0] * 4)
-
 
 def _jobs():
     # 1 (bob) fills g3-g4 until 100; 3 (alice, in flex) runs before the window on g1;

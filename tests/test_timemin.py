@@ -18,6 +18,7 @@ from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.timemin import with_limits
 from fastsched.verify import verify
+from constrained_twin import assert_same_runs
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 from test_reservations import windows_of
 
@@ -147,13 +148,7 @@ def test_without_a_time_min_runs_are_byte_identical(data):
     zero = np.zeros(len(jobs), dtype=np.int64)
     runs = [run_nodes(cluster, jobs, policy, 1, available, partitions=pc, dependencies=dp,
                       limits=lg, time_min=t) for t in (None, zero)]
-    held = np.repeat(runs[0].start >= 0, np.diff(runs[0].alloc_offsets))
-    for name in ("start", "end", "partition", "alloc_offsets", "alloc_nodes",
-                 "alloc_gpu_mask", "reason"):
-        a, b = (getattr(r, name) for r in runs)
-        if name.startswith("alloc_") and name != "alloc_offsets":
-            a, b = a[held], b[held]
-        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    assert_same_runs(*runs)
     assert runs[1].time_limit is None
 
 
