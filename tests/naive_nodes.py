@@ -58,6 +58,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
+import naive_images
 import naive_timemin
 import naive_topology
 from naive_elastic import done as _done, first_shape as _first_shape, shrink as _shrink
@@ -645,7 +646,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                     started[k] = (job, chosen, p)
                     power.setdefault("boot_out", {})[job.job_id] = job.boot
                 if images is not None:
-                    job = replace(job, pull=_pull(job, chosen, images, caches))
+                    job = replace(job, pull=naive_images.pull(job, chosen, images, caches))
                     started[k] = (job, chosen, p)
                     if len(images) > 3:
                         images[3][job.job_id] = job.pull
@@ -775,22 +776,6 @@ def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, la
                     last[i] = now
                     return i, sorted(victims, key=lambda r: order[r[0].job_id])
     return None
-
-
-def _pull(job, chosen, images, caches):
-    """The pull of ``job`` starting on ``chosen``; its image is then on every one of
-    them, the most recently used there."""
-    image_of, seconds, capacity = images[0], images[1], images[2]
-    image = image_of.get(job.job_id)
-    if image is None:
-        return 0
-    missing = any(image not in caches[x] for x in chosen)
-    for x in chosen:
-        caches[x].pop(image, None)
-        caches[x][image] = None
-        while len(caches[x]) > capacity:
-            caches[x].popitem(last=False)
-    return seconds[image] if missing else 0
 
 
 def assert_same_records(run, ids, out) -> None:
