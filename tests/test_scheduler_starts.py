@@ -281,3 +281,20 @@ def test_preemption_and_advance_reservations_are_refused_by_name():
     resv = Reservations((Reservation("maint", 50, 80, (0,)),), 2)
     with pytest.raises(UnsupportedError, match="containers with advance reservations"):
         Scheduler(cluster, "easy", jobs=jobs, containers=c, advance_reservations=resv)
+
+
+def test_a_boot_wait_leaves_no_stale_breakpoint():
+    """Job 7 waits for n1's boot until 2, so its holds are lengthened after its pass;
+    at 1, job 1 takes n1's GPU and job 2 (no GPU) goes to n1 by best fit (it has no GPU
+    free left; n0 has one), in the simulator as in the Scheduler. The lengthened hold
+    once left a breakpoint at 1 that no event advanced: the simulator's best fit then
+    read n1 as it was before job 1 and put job 2 on n0 (a shrunk hypothesis case)."""
+    cluster = Cluster(["n0", "n1"], cpus=[2, 4], gpus=[1, 1], mem_mb=[0, 0])
+    pm = PowerSaving(suspend_time=None, boot=2, cloud_nodes=("n1",), exc_nodes=("n0", "n1"))
+    jobs = JobTable.from_arrays(job_id=[7, 1, 2], submit_time=[0, 1, 1], time_limit=1,
+                                runtime=0, num_nodes=[2, 1, 1], gpus_per_node=[0, 1, 0],
+                                cpus_per_node=[1, 2, 1], mem_per_node=0)
+    r = simulate(cluster, jobs, "easy", power=pm, reservations="nodes")
+    want = [(2, 2, [0, 1], 0, 2), (2, 2, [1], 0, 1), (2, 2, [1], 0, 1)]
+    assert simulated(r, pulls=False, boots=True) == want
+    assert drive(Scheduler(cluster, "easy", jobs=jobs, power=pm), jobs) == want

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .leafkernel import leaf_kernel
-from .profile import _hold, _on_grid, _room
+from .profile import _hold, _merge_at, _on_grid, _room, _split
 from .running import _insert_running, _take_running
 
 #: ``idle`` of a CLOUD node that never ran a job: powered down since always
@@ -141,6 +141,9 @@ def extend_holds(now, res, jobs, out, p, run, pw):
             if p.wlen[x] + 2 > p.wcap[x]:
                 p = _room(x, p)
             _hold(x, old, new, jobs.rg[j], jobs.rc[j], jobs.rm[j], p)
+            # the hold now runs on through ``old``: no breakpoint may stay there, for
+            # no event will advance the node past it (the first segment must be now's)
+            _merge_at(x, _split(x, old, p), p)
             _, g, c, m = _take_running(x, j, run)
             _insert_running(x, new, g, c, m, j, run)
     pw.cnt[2] = 0
