@@ -8,15 +8,14 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-import naive_nodes
-from naive_resv import TAIL, Members
+from naive_resv import Members
 from fastsched import JobTable, Scheduler, simulate, verify
 from fastsched.cli import main
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.reservations import Reservation, Reservations
 from fastsched.model.resvjobs import JobReservations, may_use
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
-from test_resvjobs import _cluster, engine_run, simulate_schedule
+from test_resvjobs import _cluster, members_match_twin, simulate_schedule
 from test_scheduler_resv import _driven, _started
 
 
@@ -63,22 +62,10 @@ def _twin(resv, jobs):
 @SETTINGS
 @given(data=st.data())
 def test_flex_jobs_match_twin(data, policy, depth):
-    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
-    jobs = jobs.take(np.arange(len(jobs)))      # every job asks for a CPU, as Slurm's do
-    jobs.cpus_per_node = np.maximum(jobs.cpus_per_node, 1).astype(jobs.cpus_per_node.dtype)
-    resv = _reservations(data.draw, cluster, jobs)
-    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
-    ids = [int(j) for j in jobs.job_id]
-    key = None if rank is None else np.array([rank[j] for j in ids])
-    run = engine_run(cluster, jobs, policy, depth, available, resv, pc, dependencies=dp,
-                     limits=lg, rank=key)
-    blocked = list(zip(*(a.tolist() for a in resv.windows(0))))
-    out, _ = naive_nodes.simulate(
-        cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
-        deps=deps, groups=groups, caps=caps, rank=rank, blocked=blocked,
-        members=_twin(resv, jobs))
-    out = {j: r for j, r in out.items() if r[0] < TAIL}    # the simulator drops these
-    naive_nodes.assert_same_records(run, ids, out)
+    cluster, jobs, resv, run = members_match_twin(
+        data, policy, depth,
+        lambda draw, cluster, available, jobs, parts: _reservations(draw, cluster, jobs),
+        _twin)
     report = verify(cluster, jobs, simulate_schedule(jobs, run), advance_reservations=resv)
     kinds = {v.kind for v in report.violations}
     assert not kinds & {"reserved_node", "outside_reservation", "overcommit"}, report

@@ -72,15 +72,15 @@ def twin_members(resv, jobs):
                     for i, row in enumerate(resv.attracted) if row.any()})
 
 
-@pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
-                                          ("conservative", 1)])
-@SETTINGS
-@given(data=st.data())
-def test_member_jobs_match_twin(data, policy, depth):
+def members_match_twin(data, policy, depth, draw_reservations, twin_of):
+    """A constrained case with the advance reservations ``draw_reservations(draw,
+    cluster, available, jobs, parts)`` draws, run by the engine and by its twin (members
+    as ``twin_of(resv, jobs)`` has them): the same records. Returns (cluster, jobs,
+    resv, run) for the caller's checks."""
     cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
     jobs = jobs.take(np.arange(len(jobs)))      # every job asks for a CPU, as Slurm's do
     jobs.cpus_per_node = np.maximum(jobs.cpus_per_node, 1).astype(jobs.cpus_per_node.dtype)
-    resv = _reservations(data.draw, cluster, available, jobs, parts)
+    resv = draw_reservations(data.draw, cluster, available, jobs, parts)
     pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
     ids = [int(j) for j in jobs.job_id]
     key = None if rank is None else np.array([rank[j] for j in ids])
@@ -90,9 +90,19 @@ def test_member_jobs_match_twin(data, policy, depth):
     out, _ = naive_nodes.simulate(
         cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
         deps=deps, groups=groups, caps=caps, rank=rank, blocked=blocked,
-        members=twin_members(resv, jobs))
+        members=twin_of(resv, jobs))
     out = {j: r for j, r in out.items() if r[0] < TAIL}    # the simulator drops these
     naive_nodes.assert_same_records(run, ids, out)
+    return cluster, jobs, resv, run
+
+
+@pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
+                                          ("conservative", 1)])
+@SETTINGS
+@given(data=st.data())
+def test_member_jobs_match_twin(data, policy, depth):
+    cluster, jobs, resv, run = members_match_twin(data, policy, depth, _reservations,
+                                                  twin_members)
     sched = simulate_schedule(jobs, run)
     report = verify(cluster, jobs, sched, advance_reservations=resv)
     kinds = {v.kind for v in report.violations} - {"not_started"}   # deps, limits
