@@ -14,9 +14,10 @@ from fastsched.cli import main
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.reservations import Reservation, Reservations
 from fastsched.model.resvjobs import JobReservations, may_use
-from test_constraints import SETTINGS, constrained_cases, engine_inputs
-from test_resvjobs import _cluster, members_match_twin, simulate_schedule
-from test_scheduler_resv import _driven, _started
+from test_constraints import SETTINGS
+from test_resvjobs import (_cluster, disjoint_reservations, members_match_twin,
+                           simulate_schedule)
+from test_scheduler_resv import _driven, _started, scheduler_matches_simulator
 
 
 def _reservations(draw, cluster, jobs):
@@ -24,16 +25,8 @@ def _reservations(draw, cluster, jobs):
     some MAGNETIC, some for some of the users u0, u1, u2, and the jobs running in the
     FLEX ones."""
     N = cluster.num_nodes
-    group = draw(st.lists(st.integers(-1, 2), min_size=N, max_size=N))
-    items = []
-    for k in range(3):
-        nodes = tuple(x for x in range(N) if group[x] == k)
-        if nodes:
-            s = draw(st.integers(0, 60))
-            flags = draw(st.sampled_from([("FLEX",), ("FLEX",), (), ("MAGNETIC",)]))
-            users = draw(st.sampled_from([(), ("u0",), ("-u0",)]))
-            items.append(Reservation(f"r{k}", s, s + draw(st.integers(1, 60)), nodes,
-                                     users=users, flags=flags))
+    items = disjoint_reservations(draw, N, [("FLEX",), ("FLEX",), (), ("MAGNETIC",)],
+                                  [(), ("u0",), ("-u0",)])
     assume(any("FLEX" in r.flags for r in items))
     users = [f"u{u}" for u in draw(st.lists(st.integers(0, 2), min_size=len(jobs),
                                             max_size=len(jobs)))]
@@ -165,16 +158,9 @@ def test_scheduler_plans_flex_jobs_as_the_simulator():
 @SETTINGS
 @given(data=st.data())
 def test_the_scheduler_runs_flex_jobs_as_the_simulator(data, policy, depth):
-    cluster, _, jobs, parts, deps, groups, caps, _ = data.draw(constrained_cases())
-    jobs = jobs.take(np.arange(len(jobs)))
-    jobs.cpus_per_node = np.maximum(jobs.cpus_per_node, 1).astype(jobs.cpus_per_node.dtype)
-    resv = _reservations(data.draw, cluster, jobs)
-    pc, _, lg = engine_inputs(jobs, parts, deps, groups, caps)
-    r = simulate(cluster, jobs, policy, reserve_depth=depth, partitions=pc, limits=lg,
-                 advance_reservations=resv)
-    s = Scheduler(cluster, policy, jobs=jobs, reserve_depth=depth, partitions=pc, limits=lg,
-                  advance_reservations=resv)
-    assert _driven(s, jobs, resv) == _started(r)
+    scheduler_matches_simulator(
+        data, policy, depth,
+        lambda draw, cluster, available, jobs, parts: _reservations(draw, cluster, jobs))
 
 
 _RESV_LINE = ("ReservationName=flex StartTime=50 EndTime=80 Nodes=g[1-2] Users=alice "

@@ -20,21 +20,28 @@ from fastsched.sim.resvlayout import mapped_back, member_layout
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 
 
+def disjoint_reservations(draw, num_nodes: int, flags, users) -> list:
+    """Up to 3 reservations r0-r2 on disjoint nodes (each node in one or none), one
+    window each within [0, 120), their flags and users drawn from ``flags`` / ``users``."""
+    group = draw(st.lists(st.integers(-1, 2), min_size=num_nodes, max_size=num_nodes))
+    items = []
+    for k in range(3):
+        nodes = tuple(x for x in range(num_nodes) if group[x] == k)
+        if nodes:
+            s = draw(st.integers(0, 60))
+            flag, user = draw(st.sampled_from(flags)), draw(st.sampled_from(users))
+            items.append(Reservation(f"r{k}", s, s + draw(st.integers(1, 60)), nodes,
+                                     users=user, flags=flag))
+    return items
+
+
 def _reservations(draw, cluster, available, jobs, parts):
     """1-3 reservations on disjoint nodes, one window each, some MAGNETIC, some for
     some of the users u0, u1, u2, and the jobs running in them (a job is made a member
     only where it may and can ever run)."""
     N = cluster.num_nodes
-    group = draw(st.lists(st.integers(-1, 2), min_size=N, max_size=N))
-    items = []
-    for k in range(3):
-        nodes = tuple(x for x in range(N) if group[x] == k)
-        if nodes:
-            s = draw(st.integers(0, 60))
-            flags = draw(st.sampled_from([(), ("MAGNETIC",)]))
-            users = draw(st.sampled_from([(), ("u0",), ("-u0",), ("u1", "u0")]))
-            items.append(Reservation(f"r{k}", s, s + draw(st.integers(1, 60)), nodes,
-                                     users=users, flags=flags))
+    items = disjoint_reservations(draw, N, [(), ("MAGNETIC",)],
+                                  [(), ("u0",), ("-u0",), ("u1", "u0")])
     assume(items)
     ok = np.ones(N, bool) if available is None else np.asarray(available, bool)
     users = [f"u{u}" for u in draw(st.lists(st.integers(0, 2), min_size=len(jobs),

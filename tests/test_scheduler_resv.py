@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fastsched import JobTable, Scheduler, simulate
+from fastsched import Scheduler, simulate
 from fastsched.model.errors import InputError, UnsupportedError
 from fastsched.model.constraints import Placement
 from fastsched.model.reservations import Reservation, Reservations
@@ -44,10 +44,17 @@ def _driven(s, jobs, resv):
 @SETTINGS
 @given(data=st.data())
 def test_the_scheduler_runs_member_jobs_as_the_simulator(data, policy, depth):
+    scheduler_matches_simulator(data, policy, depth, _reservations)
+
+
+def scheduler_matches_simulator(data, policy, depth, draw_reservations) -> None:
+    """A constrained case with the member jobs ``draw_reservations(draw, cluster,
+    available, jobs, parts)`` draws (every node available): a Scheduler driven at the
+    simulator's instants starts what ``simulate`` starts."""
     cluster, _, jobs, parts, deps, groups, caps, _ = data.draw(constrained_cases())
     jobs = jobs.take(np.arange(len(jobs)))      # every job asks for a CPU, as Slurm's do
     jobs.cpus_per_node = np.maximum(jobs.cpus_per_node, 1).astype(jobs.cpus_per_node.dtype)
-    resv = _reservations(data.draw, cluster, None, jobs, parts)
+    resv = draw_reservations(data.draw, cluster, None, jobs, parts)
     pc, _, lg = engine_inputs(jobs, parts, deps, groups, caps)
     r = simulate(cluster, jobs, policy, reserve_depth=depth, partitions=pc, limits=lg,
                  advance_reservations=resv)
