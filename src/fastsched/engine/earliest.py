@@ -7,6 +7,9 @@ A later start is the smallest t covered by ``need`` feasible start intervals;
 its nodes are those whose run starts latest, then best fit at t, then index.
 Every node is wholly free after its last breakpoint (its tail), so the start
 is at most the need-th smallest tail of an eligible node: the scans stop there.
+Without holds on its nodes (EASY's first reservation of a pass) a node's free
+resources only grow, and the start is the need-th smallest first fit
+(:func:`_earliest_monotone`): no sweep.
 """
 from __future__ import annotations
 
@@ -30,23 +33,59 @@ _PACKED_MAX = np.int64(1) << np.int64(62)
 
 @njit(cache=True)
 def _lex_order(k0, k1, k2, k3, count):
-    """Order of 0..count-1 by (k0, k1, k2, k3, position). One stable sort of the four keys
-    packed into one integer (offsets from their minima) when their spans allow it, as
-    they do for free GPUs, CPUs and MB; else stable sorts, least significant first."""
-    if count == 0:
-        return np.arange(0)
-    keys = (k0[:count], k1[:count], k2[:count], k3[:count])
+    """Order of 0..count-1 by (k0, k1, k2, k3, position). One sort of the keys and the
+    position packed into one integer (offsets from their minima) when their spans
+    allow it, as they do for free GPUs, CPUs and MB: the packed keys are distinct, so
+    an unstable sort (Numba's quicksort, 2-3x its mergesort) gives the same order;
+    else stable sorts, least significant first."""
+    packed = _packed_keys(k0, k1, k2, k3, count)
+    if packed.shape[0] != count:
+        return _lex_order_sorts(k0, k1, k2, k3, count)
+    packed.sort()
+    for i in range(count):
+        packed[i] = packed[i] % count
+    return packed
+
+
+@njit(cache=True)
+def _lex_first(k0, k1, k2, k3, count, need):
+    """The first ``need`` (<= count) of :func:`_lex_order`'s order: for a few among many
+    (a small job's best fit among every node free enough) a selection, not a sort."""
+    packed = _packed_keys(k0, k1, k2, k3, count)
+    if packed.shape[0] != count or 4 * need > count:
+        return _lex_order(k0, k1, k2, k3, count)[:need]
+    kth = np.partition(packed, need - 1)[need - 1]
+    first = np.empty(need, dtype=np.int64)
+    m = 0
+    for i in range(count):          # the keys are distinct: exactly need are <= kth
+        if packed[i] <= kth:
+            first[m] = packed[i]
+            m += 1
+    first.sort()
+    for i in range(need):
+        first[i] = first[i] % count
+    return first
+
+
+@njit(cache=True)
+def _packed_keys(k0, k1, k2, k3, count):
+    """(k0, k1, k2, k3, position) of 0..count-1 packed into one distinct integer each,
+    ordered as the tuples are; an empty array when their spans do not fit in one."""
     packed = np.zeros(count, dtype=np.int64)
-    room = _PACKED_MAX
-    for key in keys:
+    if count == 0:
+        return packed
+    room = _PACKED_MAX // count
+    for key in (k0[:count], k1[:count], k2[:count], k3[:count]):
         lo = key.min()
         span = key.max() - lo + 1
         if span <= 0 or span > room:        # (<= 0: the span overflowed)
-            return _lex_order_sorts(k0, k1, k2, k3, count)
+            return np.zeros(0, dtype=np.int64)
         room //= span
         for i in range(count):
             packed[i] = packed[i] * span + (key[i] - lo)
-    return np.argsort(packed, kind="mergesort")
+    for i in range(count):
+        packed[i] = packed[i] * count + i
+    return packed
 
 
 @njit(cache=True)
@@ -74,6 +113,10 @@ def _plan_job(now, ask, only_now, skip_now, part, plist, nodes, p, free, chosen,
     first > now) get their first segment moved to now before they are read; a start
     now of a GPU job without topology reads only the nodes with enough free GPUs
     (:func:`_fitting_now_by_gpus`). Topology: :func:`_choose_now`."""
+    if skip_now and not only_now and ask.need > 1:
+        t = _earliest_monotone(now, ask, plist, nodes, p, chosen)
+        if t >= 0:
+            return t
     cand = np.empty(plist.shape[0], dtype=np.int64)
     by_gpus = (not skip_now and ask.g > 0 and topo.levels.shape[0] == 0
                and nodes.pbits.shape[0] > 0)
@@ -87,6 +130,10 @@ def _plan_job(now, ask, only_now, skip_now, part, plist, nodes, p, free, chosen,
         return -1
     if by_gpus:         # a later start reads every capable node
         _fitting_now(now, ask, True, plist, nodes, p, cand)
+    if ask.need > 1 and not skip_now:
+        t = _earliest_monotone(now, ask, plist, nodes, p, chosen)
+        if t >= 0:
+            return t
     t_up = _tail_bound(ask, plist, nodes, p)
     if ask.need == 1:
         return _earliest_one(ask, plist, nodes, p, t_up, chosen)
@@ -194,11 +241,71 @@ def _choose_now(now, ask, cand, nodes, p, chosen, topo, unit, max_leaves, excl):
                 best = i
         chosen[0] = cand[best]
     else:
-        order = _lex_order(k0, k1, k2, k3, nc)
+        first = _lex_first(k0, k1, k2, k3, nc, need)
         for i in range(need):
-            chosen[i] = cand[order[i]]
+            chosen[i] = cand[first[i]]
         chosen[:need].sort()
     return now
+
+
+@njit(cache=True)
+def _earliest_monotone(now, ask, plist, nodes, p, chosen):
+    """:func:`_plan_job`'s later start of a multi-node job when no capable node has a
+    hold: each node's free resources then only grow (running jobs end), so its one
+    feasible interval is [a, inf) from the first breakpoint a where the job fits, the
+    start is the need-th smallest a, and the choice among the nodes with a <= t is by
+    (-a, free at t, position), as :func:`_choose_covering` makes it: one scan and a
+    selection instead of the general sweep. Returns -1 (take the general sweep) as
+    soon as a node's resources fall after rising (a hold: an earlier reservation of
+    the pass, a maintenance window, a boot). Moves the first breakpoint of the nodes
+    it reads to now, as :func:`_fitting_now` does."""
+    g, c, m, need = ask.g, ask.c, ask.m, ask.need
+    WT, WG, WC, WM = p.WT, p.WG, p.WC, p.WM
+    a = np.empty(plist.shape[0], dtype=np.int64)
+    ax = np.empty(plist.shape[0], dtype=np.int64)
+    na = 0
+    for i in range(plist.shape[0]):
+        x = plist[i]
+        if not _capable(x, ask, nodes):
+            continue
+        o = p.wo[x]
+        WT[o] = now
+        L = p.wlen[x]
+        k = 0
+        while k < L and (WG[o + k] < g or WC[o + k] < c or WM[o + k] < m):
+            k += 1
+        if k == L:
+            return -1
+        for k2 in range(k + 1, L):
+            if WG[o + k2] < g or WC[o + k2] < c or WM[o + k2] < m:
+                return -1
+        a[na] = WT[o + k]
+        ax[na] = x
+        na += 1
+    if na < need:
+        return -1
+    t = np.partition(a[:na], need - 1)[need - 1]
+    k0 = np.empty(na, dtype=np.int64)
+    k1 = np.empty(na, dtype=np.int64)
+    k2 = np.empty(na, dtype=np.int64)
+    k3 = np.empty(na, dtype=np.int64)
+    cx = np.empty(na, dtype=np.int64)
+    nc = 0
+    for i in range(na):
+        if a[i] <= t:
+            x = ax[i]
+            s = p.wo[x] + _segment_at(x, t, p)
+            k0[nc] = -a[i]
+            k1[nc] = WG[s]
+            k2[nc] = WC[s]
+            k3[nc] = WM[s]
+            cx[nc] = x
+            nc += 1
+    first = _lex_first(k0, k1, k2, k3, nc, need)
+    for i in range(need):
+        chosen[i] = cx[first[i]]
+    chosen[:need].sort()
+    return t
 
 
 @njit(cache=True)
@@ -304,8 +411,10 @@ def _feasible_runs(ask, plist, nodes, p, t_up):
 @njit(cache=True)
 def _first_covered(ra, rb, nr, need):
     """The smallest t covered by ``need`` of the intervals: a sweep over their
-    starts with a min-heap of their ends (-1: none)."""
-    order = np.argsort(ra[:nr], kind="mergesort")
+    starts with a min-heap of their ends (-1: none). The intervals starting at one t
+    all enter the heap before it is read, so their order among themselves does not
+    matter: an unstable sort."""
+    order = np.argsort(ra[:nr])
     hk = np.empty(nr, dtype=np.int64)
     hv = np.empty(nr, dtype=np.int64)
     hs = 0

@@ -97,7 +97,15 @@ class JobTable:
 
     def take(self, index) -> "JobTable":
         """A new table with the rows ``index`` (an integer array or boolean mask)."""
-        return JobTable(**{name: getattr(self, name)[index] for name in JOB_FIELDS})
+        rows = np.asarray(index)
+        if rows.ndim != 1:
+            return JobTable(**{name: getattr(self, name)[index] for name in JOB_FIELDS})
+        # rows of checked columns are checked: no second pass over them (a replay
+        # takes the queue's rows every PriorityCalcPeriod)
+        table = object.__new__(JobTable)
+        for name in JOB_FIELDS:
+            setattr(table, name, getattr(self, name)[rows])
+        return table
 
     def request(self, i: int) -> "JobRequest":
         """Row ``i`` as a :class:`JobRequest`."""
