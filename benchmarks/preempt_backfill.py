@@ -15,6 +15,7 @@ import numpy as np
 
 from fastsched import simulate
 from fastsched.model.cluster import Partition
+from fastsched.model.jobs import JobTable
 from fastsched.model.preemption import REQUEUE, Preemption
 from fastsched.tools.generate import ai_cluster, ai_mix
 
@@ -28,26 +29,26 @@ def inputs(num_jobs: int, share: float):
     rng = np.random.default_rng(2)
     jobs = w.jobs
     scav = (rng.random(len(jobs)) < share) & (jobs.partition == 0)
-    jobs = replace(jobs, partition=np.where(scav, len(parts) - 1, jobs.partition)
-                   .astype(jobs.partition.dtype))
-    return c, jobs, w
+    jobs = JobTable(**{**jobs.to_dict(),
+                       "partition": np.where(scav, len(parts) - 1, jobs.partition)})
+    return c, jobs, w.lifecycle(True, 121)
 
 
-def run(c, jobs, w, policy: str, backfill: bool):
+def run(c, jobs, lc, policy: str, backfill: bool):
     pre = replace(Preemption.partition_prio(c, REQUEUE), backfill=backfill)
     t0, c0 = time.perf_counter(), time.process_time()
-    r = simulate(c, jobs, policy, preemption=pre, lifecycle=w.lifecycle(True, 121))
+    r = simulate(c, jobs, policy, preemption=pre, lifecycle=lc)
     return r, time.perf_counter() - t0, time.process_time() - c0
 
 
 def main(argv):
     num_jobs = int(argv[1]) if len(argv) > 1 else 20_000
     share = float(argv[2]) if len(argv) > 2 else 0.3
-    c, jobs, w = inputs(num_jobs, share)
-    run(c, jobs[:200] if hasattr(jobs, "__getitem__") else jobs, w, "easy", True)
+    c, jobs, lc = inputs(num_jobs, share)
+    run(c, jobs.take(np.arange(min(300, len(jobs)))), None, "easy", True)     # warm-up
     for policy in ("easy", "conservative"):
         for backfill in (False, True):
-            r, wall, cpu = run(c, jobs, w, policy, backfill)
+            r, wall, cpu = run(c, jobs, lc, policy, backfill)
             p = r.summary["preemption"]
             print(f"{policy:12s} backfill={backfill!s:5s} wall {wall:7.2f} s  cpu {cpu:7.2f} s"
                   f"  preempted attempts {p['preempted_attempts']:,}"
