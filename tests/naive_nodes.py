@@ -301,7 +301,8 @@ def _on_grid(t, res):
 
 
 def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, held_out,
-          res=1, window=None, topo_of=None, blocked=(), low=None, members=None, tmin=None):
+          res=1, window=None, topo_of=None, blocked=(), low=None, members=None, tmin=None,
+          preempting=None):
     """A job of a node range (``low``: by job id, its fewest nodes and the partitions
     where it may start on fewer) that does not start now on all its nodes starts on
     fewer (:func:`_narrow`) before it reserves; then a job with a time minimum (``tmin``:
@@ -340,6 +341,8 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
                 naive_timemin.shorten(now, nodes, plan, job, parts, short)
         # a job in a reservation sees its side of it; its holds go into the plan
         plan_in = _plan if members is None else members.planner(_plan)
+        if preempting is not None:      # naive_preemptplan: preemptable capacity
+            plan_in = preempting.planner(plan_in, now, running, started, res)
         if policy == "fcfs":
             best = plan_in(now, nodes, plan, job, parts, True, topo) or now_narrow()
             if best is None:
@@ -366,7 +369,7 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
             _hold(plan, job, t, chosen, res, nodes, topo[0])
         else:
             _hold(plan, job, t, chosen, res)
-        if t == now:
+        if t == now and len(best) < 5:     # (a fifth item: by preempting, never a start)
             started.append((job, chosen, p))
             running.append((job, now, chosen, None))
     return started
@@ -603,6 +606,9 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         return [t for t in closings if t > now][:1] if waiting_jobs() else []
     order = {j.job_id: k for k, j in enumerate(future)}      # submit order
     grace, wakes, waits, last = [], set(), {}, {}   # preemption (see naive_preempt)
+    from naive_preemptplan import Planning
+    preempting = Planning(preempt, result, waits, restarts) if (preempt or {}).get(
+        "backfill") else None
     while (future or running or (events and waiting_jobs()) or rejoining() or closing()
            or grace or wakes):
         now = min([j.submit for j in future[:1]]
@@ -639,7 +645,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             queue = queue_now(now)
             started = _pass(policy, reserve_depth, now, queue, nodes, running, parts_of,
                             groups, caps, held, resolution, window, topo_of, blocked, low,
-                            members, time_min)
+                            members, time_min, preempting)
             for k, (job, chosen, p) in enumerate(started):
                 if power is not None:
                     job = replace(job, boot=boot_wait(now, chosen))

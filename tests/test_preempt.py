@@ -54,14 +54,15 @@ def _twin_rules(pre, ids):
             "mode": lambda v, vp: _MODE_NAMES[int(pre.mode[cls(v, vp)])],
             "grace": lambda v, vp: int(pre.grace[cls(v, vp)]),
             "exempt": lambda v, vp: int(pre.exempt[cls(v, vp)]),
-            "level": lambda v, vp: int(pre.level[cls(v, vp)])}
+            "level": lambda v, vp: int(pre.level[cls(v, vp)]),
+            "backfill": pre.backfill}
 
 
-def _check_twin(data, policy, depth, qos, with_events):
-    case = data.draw(constrained_cases())
+def _check_twin(data, policy, depth, qos, with_events, backfill=False, case=None):
+    case = data.draw(constrained_cases()) if case is None else case
     cluster, jobs = case[0], case[2]
     classes = data.draw(st.integers(1, 3)) if qos else len(cluster.partitions)
-    pre = data.draw(preemptions(classes, len(jobs), qos))
+    pre = replace(data.draw(preemptions(classes, len(jobs), qos)), backfill=backfill)
     rows = data.draw(node_event_rows(cluster.num_nodes, max_events=4, max_time=60,
                                      kinds=("down", "up", "drain", "resume"))) \
         if with_events else []

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
+from dataclasses import replace
 
 import numpy as np
 
@@ -83,6 +84,12 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "job given powered-down nodes is CONFIGURING while they boot, its "
                         "start reset to when they are ready; prints cost vs wait (nodes "
                         "model; docs/lifecycle.md)")
+    parser.add_argument("--preempt-backfill", action="store_true",
+                        help="with the cluster's PreemptType: a job that may preempt is "
+                        "planned (EASY's reservation, conservative's plan) with the resources "
+                        "of the jobs it may preempt free from now, as Slurm's backfill will-run "
+                        "test with preemptees: other jobs do not backfill where they would "
+                        "delay it (nodes model; docs/lifecycle.md)")
     requeue = parser.add_mutually_exclusive_group()
     requeue.add_argument("--requeue", dest="requeue", action="store_true", default=None,
                          help="a job a node failure kills goes back to the queue unless its "
@@ -145,6 +152,11 @@ def run(args) -> int:
     preemption = site_preemption(cluster if config is None else config.apply_partitions(cluster),
                                  config, None if config is None or workload is None
                                  else config.job_qos(workload))
+    if args.preempt_backfill:
+        if not preemption.active:
+            raise InputError("--preempt-backfill needs the cluster's PreemptType (no job may "
+                             "preempt another)", field="--preempt-backfill")
+        preemption = replace(preemption, backfill=True)
     if preemption.active:
         options["preemption"] = preemption
     ranged = workload is not None and getattr(workload, "nodes_min", None) is not None \

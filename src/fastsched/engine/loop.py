@@ -31,6 +31,7 @@ from .interrupt import call as _call, new_control
 from .leafkernel import leaf_kernel
 from .limits import NCAPS, _charge, _count_submitted, _submit_held
 from .passes import _pass
+from .preemptplan import no_preempting
 from .profile import (_advance, _advance_nodes, _give_back, _on_grid, block_windows,
                       new_profile, profile_of)
 from .elastic import Shrinks
@@ -169,7 +170,7 @@ def _after_pass(now, qlen, nev, ev, deps, jobs, out, im, pw):
 
 @njit(cache=True, nogil=True)
 def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, topo, out,
-         scratch, ctl, im, pw):
+         scratch, ctl, im, pw, pre):
     """The event loop, resumable: runs every instant <= ``t_stop`` and returns.
 
     Jobs are indexed in submit order. Scalars live in ``sc`` = [next arrival,
@@ -188,7 +189,8 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
     the time and the jobs finished into it for progress bars. ``im``: the nodes'
     image caches (:mod:`fastsched.engine.images`); a job that pulled ended OK when
     its pull plus runtime fit its limit. ``pw``: power saving
-    (:mod:`fastsched.engine.power`; off: its hooks do nothing).
+    (:mod:`fastsched.engine.power`; off: its hooks do nothing). ``pre``: planning
+    with preemptable capacity (:mod:`fastsched.engine.preemptplan`).
     """
     n = ev.submit.shape[0]
     evk, evj = ev.evk, ev.evj
@@ -227,7 +229,7 @@ def _run(t_stop, sc, rules, ev, deps, jobs, types, nodes, free, p, run, lim, top
                                                nev)
             else:
                 nstarted, p, run = _pass(now, ev.queue, qlen, rules, jobs, types, nodes, free,
-                                         p, run, lim, topo, out, scratch, ctl)
+                                         p, run, lim, topo, out, scratch, ctl, pre)
             if nstarted < 0:
                 break
             passes += 1
@@ -301,6 +303,8 @@ class _EventLoop:
         # (built by the caller's factory: the preemption rules are no kernel source)
         self.preemptor = None if preemption is None else \
             preemption(order, self.jobs.pc_off, self.jobs.pc_part)
+        self.planning = no_preempting() if self.preemptor is None else \
+            self.preemptor.planning()
         if WHOLE_NODE_PASS and not node_events and power is None and self.preemptor is None \
                 and (lc is None or not lc.ranged) and self.asked is None \
                 and whole_node_run(
@@ -410,6 +414,8 @@ class _EventLoop:
         if not len(killed):
             return
         preempted = requeue is not None
+        if self.preemptor is not None:      # no longer a victim in its grace time
+            self.preemptor.stopping[killed] = False
         requeue = np.ones(len(killed), dtype=bool) if requeue is None else requeue
         ev, out, jobs, deps = self.ev, self.out, self.jobs, self.deps
         nev = int(self.sc[2])          # their completions leave the heap (sorted: a heap)
@@ -542,7 +548,7 @@ class _EventLoop:
         self.p, self.run_lists = _call(
             _run, np.int64(t_stop), self.sc, self.rules, self.ev, self.deps, self.jobs,
             self.types, self.nodes, self.free, self.p, self.run_lists, self.lim, self.topo,
-            self.out, self.scratch, control, self.images, self.power,
+            self.out, self.scratch, control, self.images, self.power, self.planning,
             control=control, tick=None if tick is None else (lambda: tick(control)))
 
     def profile(self, x: int):

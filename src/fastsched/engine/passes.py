@@ -20,6 +20,7 @@ from .runindex import ix_hold, ix_new_job, ix_touched
 from .treap import MAX_SLOTS as _MAX_SLOTS, ix_packable, new_meta, tr_empty, tr_reserve
 from .state import Ask, Index
 from .timemin import _shorten_now
+from .preemptplan import _plan_preempting
 
 # what a pass does with a job (_plan_mode)
 _ANY_TIME, _ONLY_NOW, _SKIP, _STOP_WALK = 0, 1, 2, 3
@@ -33,7 +34,7 @@ _NOW_BY_GPUS_SHARE = 16
 
 @njit(cache=True, nogil=True)
 def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, out, scratch,
-          ctl):
+          ctl, pre):
     """One scheduling pass at ``now`` over ``queue[:qlen]`` (job indices, queue order).
 
     It starts jobs (``out.start/end/planned``, ``out.alloc_nodes/alloc_mask`` at
@@ -55,7 +56,12 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
     later ones keep the scan path). --exclusive=topo jobs start only on idle
     leaf groups and hold them whole (:mod:`fastsched.engine.blocks`). ``ctl``:
     the control array of :mod:`fastsched.engine.interrupt`; on a stop request
-    the pass ends after the job it is planning.
+    the pass ends after the job it is planning. ``pre``: planning with preemptable
+    capacity (:mod:`fastsched.engine.preemptplan`; off when ``pre.can`` is empty): a
+    job that may preempt, planned at any time and not starting now, is planned with
+    its candidates' resources free and reserved there (at now too: the preemption
+    after the pass stops its victims); the run index is then off (such a reservation
+    may leave a node's free capacity negative).
 
     The work profile ``p`` is kept between passes: on entry it holds the running
     jobs only (every breakpoint but the first > now; room for two more
@@ -71,7 +77,8 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
     reserved = 0
     nstarted = 0
     resv = np.empty(last + 1, dtype=np.int64)      # the reserved jobs (undone at the end: keep)
-    indexed = rules.index_after >= 0 and topo.levels.shape[0] == 0 and \
+    preempting = pre.can.shape[0] > 0
+    indexed = rules.index_after >= 0 and topo.levels.shape[0] == 0 and not preempting and \
         ix_packable(nodes.capG, nodes.capC, nodes.capM)
     ix = _new_index(types.p.shape[0], indexed)
     chosen = scratch.chosen
@@ -121,6 +128,10 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
                 _shorten_now(j, now, jobs, types, nodes, p, free, topo, scratch.trial, chosen,
                              out):
             t = now             # --time-min: it starts now with a shorter limit
+        by_preempting = t != now and mode == _ANY_TIME and preempting and pre.can[j]
+        if by_preempting:
+            t, p = _plan_preempting(j, now, jobs, types, nodes, p, free, run, topo, out, pre,
+                                    scratch.trial, chosen)
         if t < 0:
             if rules.stop_at_head:
                 break
@@ -135,7 +146,7 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
         _hold_nodes(Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], 0, jobs.nn[j]), t, held_end, p, ix,
                     chosen)
         out.planned[j] = t
-        if t > now:
+        if t > now or by_preempting:
             resv[reserved] = j
             reserved += 1
             for i in range(jobs.nn[j]):

@@ -19,6 +19,7 @@ from .interrupt import call as _call, new_control
 from .kept import KeptState
 from .limits import NCAPS
 from .passes import _pass
+from .preemptplan import no_preempting
 from .profile import _build_all, block_windows, new_profile
 from .running import RunningJobs, _running_state
 from .state import (Jobs, Limits, Rules, Topology, as_i64, new_free, new_outputs,
@@ -179,7 +180,7 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
         try:
             nst, p, run = _call(_pass, np.int64(now), np.arange(n, dtype=np.int64), np.int64(n),
                                 rules, jobs, types, nodes, free, p, run, lim, topo, out,
-                                new_scratch(jobs.nn), control, control=control)
+                                new_scratch(jobs.nn), control, no_preempting(), control=control)
             if kept is not None:
                 kept.restore(p, run, jobs, out, n, res)
         except BaseException:

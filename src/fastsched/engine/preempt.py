@@ -34,6 +34,8 @@ import numpy as np
 
 from ..model.preemption import OFF, REQUEUE
 from .limits import _held
+from .preemptplan import no_preempting
+from .state import Preempting
 
 __all__ = ["Preemptor"]
 
@@ -90,6 +92,17 @@ class Preemptor:
         self.waits: dict[int, set] = {}
         self.last = np.full(n, -1, dtype=np.int64)     # when each job last preempted
         self.wakes: list[int] = []      # a heap of exemption ends to look again at
+        self.backfill = bool(pre.backfill)
+
+    def planning(self) -> Preempting:
+        """What the passes read to plan with preemptable capacity (``backfill``; off:
+        ``can`` empty); ``stopping`` is this Preemptor's own array, so the kernels see
+        its updates."""
+        if not self.backfill:
+            return no_preempting()
+        may = self.may & (self.mode != OFF)[None, :]
+        qos = np.zeros(0, dtype=np.int64) if self.qos is None else self.qos
+        return Preempting(self.can.copy(), may, self.exempt.copy(), qos, self.stopping)
 
     def next_time(self) -> int:
         """When the next victim's grace time ends, or the next exemption end a queued

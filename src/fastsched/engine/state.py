@@ -86,6 +86,13 @@ Outputs = namedtuple("Outputs", ["start", "end", "planned", "alloc_nodes", "allo
 Rules = namedtuple("Rules", ["stop_at_head", "depth", "full", "res", "window", "index_after",
                              "keep", "whole"])
 
+#: planning with preemptable capacity (:mod:`fastsched.engine.preemptplan`; ``can``
+#: empty: off): per job whether it may preempt (``can``), per class pair whether one
+#: may preempt the other with its mode not OFF (``may``), per class PreemptExemptTime
+#: (``exempt``), per job its QOS class (``qos``; empty: the class is the partition) and
+#: whether it is a victim in its grace time (``stopping``, kept by the Preemptor)
+Preempting = namedtuple("Preempting", ["can", "may", "exempt", "qos", "stopping"])
+
 #: one job's request as the planners take it: per-node (g, c, m), duration
 #: ``d`` and node count ``need``
 Ask = namedtuple("Ask", ["g", "c", "m", "d", "need"])

@@ -94,7 +94,11 @@ class Preemption:
     preempt one of class b), ``mode`` (OFF/CANCEL/REQUEUE as a victim), ``grace``
     (seconds a victim runs on once preempted), ``exempt`` (seconds a job runs before
     it may be preempted) and ``level`` (the plugin's priority tier of the class: a
-    partition's PriorityTier or a QOS's Priority, for the victims' order)."""
+    partition's PriorityTier or a QOS's Priority, for the victims' order).
+    ``backfill``: the plans of jobs that may preempt (EASY's reservations,
+    conservative's plans) count their candidates' resources as free from now, as
+    Slurm's backfill will-run test with preemptees does
+    (:mod:`fastsched.engine.preemptplan`); off, they plan on the free resources only."""
 
     kind: str
     may: np.ndarray
@@ -103,6 +107,7 @@ class Preemption:
     exempt: np.ndarray
     level: np.ndarray
     job_class: np.ndarray | None = None
+    backfill: bool = False
 
     def __post_init__(self):
         if self.kind not in PREEMPT_TYPES:

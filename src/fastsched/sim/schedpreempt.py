@@ -72,6 +72,10 @@ class SchedulerPreemption:
 
     def __init__(self, cluster, jobs, pre, lifecycle: Lifecycle | None, partitions):
         check_preemption(pre, jobs)
+        if pre.backfill:
+            raise UnsupportedError("preemption with backfill=True (plans counting preemptable "
+                                   "capacity) is not modelled in the Scheduler (simulate "
+                                   "models it)")
         n = len(jobs)
         lc = Lifecycle.of(n) if lifecycle is None else lifecycle
         if len(lc) != n:

@@ -1,0 +1,97 @@
+"""Planning with preemptable capacity: the earliest start of a job that may preempt,
+with the resources of its preemption candidates free from now.
+
+Slurm's backfill asks cons_tres' will-run test (``_future_run_test`` in
+``src/plugins/select/cons_tres/job_test.c``) with the job's preemptee candidates
+(``slurm_find_preemptable_jobs``): every candidate whose PreemptMode is not OFF is
+removed at once; if the job then fits, its start is now (backfill starts it by
+preempting), else the other running jobs are removed in end-time order with the
+candidates already gone. The reservation backfill then records (what later jobs must
+not delay) is at that time on those nodes.
+
+Here (the node engine's pass, :func:`fastsched.engine.passes._pass`, for a job
+planned at any time that does not start now on the free resources): for each of its
+partitions, the holds of the candidates on the partition's nodes are given back from
+now, the job is planned by scan, and the holds are taken again, so the profile is
+left as it was (the run index never reads it in between). The candidates are
+:meth:`fastsched.engine.preempt.Preemptor.candidates`'s: running on those nodes, of a
+class the job may preempt, mode not OFF, not exempt (run at least PreemptExemptTime:
+Slurm's ``slurm_find_preemptable_jobs`` leaves exempt jobs out), not already stopping
+(a victim in its GraceTime holds its resources until it stops). Its reservation is
+then held on the profile over the candidates' holds, so a node's free capacity may be
+negative there: no other job fits on it. A plan at now is a reservation at now: the
+preemption after the pass (:mod:`fastsched.engine.preempt`) stops the victims.
+"""
+from __future__ import annotations
+
+from .. import _jitcache  # noqa: F401  (first: the cached kernels below are keyed on it)
+import numpy as np
+from numba import njit
+
+from .earliest import _plan_job
+from .profile import _give_back, _hold, _room
+from .state import Ask, Preempting
+
+__all__ = ["no_preempting"]
+
+
+def no_preempting() -> Preempting:
+    """The kernels' preemption planning off (``can`` empty)."""
+    return Preempting(np.zeros(0, dtype=np.bool_), np.zeros((0, 0), dtype=np.bool_),
+                      np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                      np.zeros(0, dtype=np.bool_))
+
+
+@njit(cache=True)
+def _is_candidate(v, cls, now, pre, out):
+    """Is running job ``v`` a candidate of a preemptor of class ``cls`` at ``now``?"""
+    if v < 0 or pre.stopping[v] or out.start[v] < 0:
+        return False
+    cv = out.part_used[v] if pre.qos.shape[0] == 0 else pre.qos[v]
+    return pre.may[cls, cv] and out.start[v] + pre.exempt[cv] <= now
+
+
+@njit(cache=True)
+def _free_candidates(sign, cls, now, plist, pre, out, p, run):
+    """Give back (``sign`` 1) or take again (-1) the candidates' holds on ``plist``
+    from ``now``. Returns the profile (a node without room for two more breakpoints
+    gets a bigger segment first)."""
+    for i in range(plist.shape[0]):
+        x = plist[i]
+        for k in range(run.rlen[x]):
+            if not _is_candidate(run.RJ[x, k], cls, now, pre, out):
+                continue
+            if p.wlen[x] + 4 > p.wcap[x]:
+                p = _room(x, p, 4)
+            p.WT[p.wo[x]] = now         # the first segment starts now (all others > now)
+            if sign > 0:
+                _give_back(x, now, run.RT[x, k], run.RG[x, k], run.RC[x, k], run.RM[x, k], p)
+            else:
+                _hold(x, now, run.RT[x, k], run.RG[x, k], run.RC[x, k], run.RM[x, k], p)
+    return p
+
+
+@njit(cache=True)
+def _plan_preempting(j, now, jobs, types, nodes, p, free, run, topo, out, pre, trial, chosen):
+    """Job ``j``'s earliest start over its partitions (ties: the first listed) with its
+    candidates' resources free from now, its nodes in ``chosen`` and its partition in
+    ``out.part_used``; -1: none. Returns (start, profile)."""
+    t = -1
+    for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
+        part = jobs.pc_part[e]
+        if types.cap[jobs.pc_type[e]] < jobs.nn[j]:    # too few nodes there
+            continue
+        plist = nodes.pflat[nodes.poff[part]:nodes.poff[part + 1]]
+        cls = part if pre.qos.shape[0] == 0 else pre.qos[j]
+        p = _free_candidates(1, cls, now, plist, pre, out, p, run)
+        ask = Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], jobs.limit[j], jobs.nn[j])
+        te = _plan_job(now, ask, False, True, part, plist, nodes, p, free, trial, topo,
+                       1, 0, False)
+        p = _free_candidates(-1, cls, now, plist, pre, out, p, run)
+        if te >= 0 and (t < 0 or te < t):
+            t = te
+            out.part_used[j] = part
+            chosen[:jobs.nn[j]] = trial[:jobs.nn[j]]
+            if t == now:
+                break
+    return t, p
