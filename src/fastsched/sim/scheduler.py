@@ -36,6 +36,7 @@ from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, Co
                           QueuePriority, csr_offsets, first_duplicate)
 from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
 from .schedpreempt import SchedulerPreemption, scheduler_priority
+from .schedrequeue import SchedulerRequeue
 from .schedresv import SchedulerMembers
 from .schedrunning import checked_running, whole_node_jobs, whole_nodes
 from .schedstarts import StartCosts, refuse_with_power
@@ -75,7 +76,10 @@ class Scheduler:
     (the jobs' requeue flags and the requeue delay): preemption as
     :func:`fastsched.simulate` applies it (node engine; :mod:`.schedpreempt`): each
     pass's ``Decisions.preempt`` names the victims, :meth:`apply` stops them,
-    :attr:`preempt_time` says when to pass again for it. ``containers``
+    :attr:`preempt_time` says when to pass again for it. Without preemption,
+    ``lifecycle`` says what :meth:`fail_nodes` does to the jobs it ends: those that may
+    be requeued come back to the queue as the simulator requeues them
+    (:mod:`.schedrequeue`; :attr:`attempts`, :attr:`requeue_time`). ``containers``
     (:class:`fastsched.Containers`, with ``jobs``) and ``power`` (a
     :class:`fastsched.PowerSaving` or its text): each start's image pull and its
     powered-down nodes' boots as :func:`fastsched.simulate` counts them (node engine;
@@ -153,6 +157,7 @@ class Scheduler:
         self._constraints = ConstraintState.of(cluster, self._catalog.jobs(), self.available,
                                             partitions, dependencies, limits, placement)
         self._priority = QueuePriority.of(priority, period, self._catalog.jobs())
+        self._requeue = SchedulerRequeue.of(jobs, lifecycle, preemption)
         if jobs is not None and partitions is None:   # (with partitions: checked above)
             self.engine = self._engine_for(jobs)
         self.state = cluster.new_state()
@@ -306,11 +311,16 @@ class Scheduler:
 
     def fail_nodes(self, nodes, now: int) -> np.ndarray:
         """Nodes ``nodes`` (indices) went down at ``now``: planning no longer uses them,
-        and the running jobs on them end (NODE_FAIL). Returns those jobs' ids. Pending
-        jobs that cannot run without these nodes wait (reason ReqNodeNotAvail)."""
+        and the running jobs on them end (NODE_FAIL; complete() those ending at ``now``
+        first, as the simulator ends them). Returns those jobs' ids. With a
+        ``lifecycle``, those that may be requeued come back to the queue after the
+        requeue delay (:attr:`attempts`, :attr:`requeue_time`). Pending jobs that
+        cannot run without these nodes wait (reason ReqNodeNotAvail)."""
         down = self._node_indices(nodes)
         now = _check_now(now)
         refuse_with_power(self._costs, "fail_nodes")
+        if self._requeue is not None:
+            SchedulerRequeue.check(self)
         if self.engine == "pool" and not self._auto:
             raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                    "node engine")
@@ -318,7 +328,10 @@ class Scheduler:
         hit = np.unique(entry_job[np.isin(self._running.nodes, down)])
         ended = self._running.job_id[hit]
         self.engine = "nodes"
-        self._end_running(hit, now, False)
+        if self._requeue is None:
+            self._end_running(hit, now, False)
+        else:
+            self._requeue.kill(self, hit, now)
         self._clock = max(self._clock, now)
         self.available[down] = False
         self.state.state[down] = NodeState.DOWN
@@ -361,6 +374,8 @@ class Scheduler:
         decisions are those of :func:`fastsched.engine.plan_nodes` afresh.
         """
         now = _check_now(now)
+        if self._requeue is not None:
+            self._requeue.due(self, now)
         if self._preempt is None:
             d = self._shown(self._pass(now, self.policy.name, self.reserve_depth, full,
                                        self._version))
@@ -375,6 +390,19 @@ class Scheduler:
         requeued job's begin, the end of a running job's PreemptExemptTime a waiting job
         looked at); -1: none (:mod:`fastsched.sim.schedpreempt`)."""
         return -1 if self._preempt is None else self._preempt.next_time()
+
+    @property
+    def requeue_time(self) -> int:
+        """With a ``lifecycle``: the next begin time of a job a node failure requeued,
+        when a pass must run to queue it again; -1: none waits."""
+        return -1 if self._requeue is None else self._requeue.next_time()
+
+    @property
+    def attempts(self):
+        """With a ``lifecycle``: the attempts :meth:`fail_nodes` ended, a DataFrame
+        (:data:`fastsched.sim.schedrequeue.ATTEMPT_COLUMNS`: each NODE_FAIL, requeued
+        or not, its begin time, the progress kept and the work left); else None."""
+        return None if self._requeue is None else self._requeue.attempts(self.cluster)
 
     def expected_start_times(self, now: int):
         """Every pending job's expected start under a full conservative plan, like
@@ -499,8 +527,9 @@ class Scheduler:
         self._running_groups = _concat_csr(self._running_groups, groups)
         self._version += 1
 
-    def _end_running(self, ended: np.ndarray, now: int, ok: bool) -> None:
-        """Running jobs at positions ``ended`` end at ``now`` (``ok``: COMPLETED)."""
+    def _end_running(self, ended: np.ndarray, now: int, ok: bool, requeued=None) -> None:
+        """Running jobs at positions ``ended`` end at ``now`` (``ok``: COMPLETED); those
+        ``requeued`` marks leave the running jobs only (still submitted, waiting)."""
         keep = np.setdiff1d(np.arange(len(self._running)), ended)
         gone = _take_running(self._running, ended)
         groups = _take_csr(self._running_groups, ended)
@@ -509,11 +538,14 @@ class Scheduler:
             self._costs.ended(gone.nodes, now)
         self._hold(gone, -1)
         self._charge(gone, groups, -1)
-        self._usage[:, 4] -= np.bincount(groups[1], minlength=len(self._usage))
+        back = np.zeros(len(rows), dtype=bool) if requeued is None else requeued
+        submitted = groups[1][np.repeat(~back, np.diff(groups[0]))]
+        self._usage[:, 4] -= np.bincount(submitted, minlength=len(self._usage))
         self._running = _take_running(self._running, keep)
         self._running_rows = self._running_rows[keep]
         self._running_groups = _take_csr(self._running_groups, keep)
-        rows = rows[rows >= 0]
+        self._catalog.status[rows[back]] = WAITING
+        rows = rows[(rows >= 0) & ~back]
         self._catalog.status[rows] = ENDED
         self._catalog.end[rows] = now
         self._release(rows, np.full(len(rows), ok), now, started=False)
