@@ -3,6 +3,8 @@ instants through a drawn node-event stream, the Scheduler starts, kills and requ
 what ``simulate(..., events=..., lifecycle=...)`` does (every attempt: start, end,
 nodes, killed or not; the attempts it reports: number, requeued, begin time, progress
 kept, work left); what it refuses, leaving the state unchanged."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, reject, settings
@@ -32,11 +34,12 @@ def drive(s, jobs, lc, rows, events=True):
     submits = sorted(set(jobs.submit_time.tolist()))
     stream = sorted(rows, key=lambda e: e[0])
     ends, running, done, held = {}, {}, [], False
+    began, over, shrunk = {}, {}, set()
 
     def end(now):
         """Complete the jobs ending at ``now``: those killed at their limit TIMEOUT."""
         for j in [j for j, e in ends.items() if e == now]:
-            s.complete(j, now, state="COMPLETED" if left[j] <= limit[j] else "TIMEOUT")
+            s.complete(j, now, state="TIMEOUT" if over[j] else "COMPLETED")
             start, nodes = running.pop(j)
             done.append((j, start, now, nodes, False))
             del ends[j]
@@ -59,14 +62,25 @@ def drive(s, jobs, lc, rows, events=True):
                 for a in new.itertuples():
                     j = a.job_id
                     start, on = running.pop(j)
+                    if a.state == "RESIZING":       # a --no-kill job runs on, on fewer nodes
+                        assert a.start_time == start and a.end_time == now
+                        if start < now:             # (a shape that ran)
+                            done.append((j, start, now, on, False))
+                        running[j] = (now, sorted(set(on) - set(nodes)))
+                        ends[j] = min(now + a.remaining, began[j] + limit[j])
+                        over[j] = now + a.remaining > began[j] + limit[j]
+                        shrunk.add(j)
+                        continue
                     del ends[j]
                     done.append((j, start, now, on, True))
                     saved = int(saved_progress(now - start, lc.checkpoint_interval[row[j]]))
-                    assert (a.start_time, a.saved, a.remaining) == (start, saved,
-                                                                     left[j] - saved)
+                    if j not in shrunk:             # (else: node-seconds, model.elastic)
+                        assert (a.start_time, a.saved) == (start, saved)
+                    assert a.remaining == left[j] - a.saved
                     assert a.requeued == bool(lc.requeue[row[j]])
                     assert a.begin_time == (now + lc.delay if a.requeued else -1)
-                    left[j] -= saved
+                    left[j] -= a.saved
+                    shrunk.discard(j)
             else:
                 (s.drain_nodes if kind == "drain" else s.resume_nodes)(nodes)
         if submits and submits[0] == now:
@@ -80,6 +94,7 @@ def drive(s, jobs, lc, rows, events=True):
                 j = int(d.job_id[i])
                 running[j] = (now, sorted(d.nodes_of(i).tolist()))
                 ends[j] = now + min(left[j], limit[j])
+                began[j], over[j] = now, left[j] > limit[j]
             released = set(s.pending.job_id.tolist()) - set(d.job_id.tolist())
             if now not in ends.values() and not released:     # (the simulator's rule)
                 break
@@ -97,7 +112,7 @@ def simulated(r):
                   for k in range(len(t["row"])) if t["start"][k] >= 0)
 
 
-def aimed(draw, cluster, jobs, policy, rows, nodes=None):
+def aimed(draw, cluster, jobs, policy, rows, nodes=None, wide=False):
     """``rows`` after a first failure that hits a job of the run without failures (a
     node of ``nodes`` it runs on, inside its run), when one runs for 2 s or more: most
     cases then kill something."""
@@ -105,10 +120,13 @@ def aimed(draw, cluster, jobs, policy, rows, nodes=None):
     hit = []
     for i in np.flatnonzero(r.end_time - r.start_time >= 2).tolist():
         on = [x for x in r.nodes_of(i).tolist() if nodes is None or x in nodes]
-        hit += [(int(r.start_time[i]), int(r.end_time[i]), x) for x in on]
+        hit += [(int(r.start_time[i]), int(r.end_time[i]), x, len(r.nodes_of(i)))
+                for x in on]
     if not hit:
         return rows
-    start, end, x = draw(st.sampled_from(hit))
+    many = [h for h in hit if h[3] > 1]      # a multi-node job: a --no-kill one shrinks
+    start, end, x, _ = draw(st.sampled_from(many if many and (wide or draw(st.booleans()))
+                                            else hit))
     t = draw(st.integers(start + 1, end - 1))
     first = [(t, "down", [x])] + ([(t + draw(st.integers(0, 10)), "up", [x])]
                                   if draw(st.booleans()) else [])
@@ -116,14 +134,28 @@ def aimed(draw, cluster, jobs, policy, rows, nodes=None):
 
 
 @st.composite
-def failure_cases(draw, policy):
+def failure_cases(draw, policy, shrink=False):
+    """A cluster, jobs, node events and a lifecycle; ``shrink``: every job ``--no-kill``,
+    the first failure on a multi-node job's node when one runs."""
     cluster, _ = draw(node_clusters())
     available = np.ones(cluster.num_nodes, dtype=bool)
     jobs = draw(node_workloads(cluster, available, max_jobs=12))
     rows = draw(node_event_rows(cluster.num_nodes, max_events=6, max_time=30,
                                 kinds=("down", "down", "down", "up", "drain", "resume")))
-    rows = aimed(draw, cluster, jobs, policy, rows)
-    return cluster, jobs, rows, draw(lifecycles(len(jobs), max_interval=10, max_delay=6))
+    rows = aimed(draw, cluster, jobs, policy, rows, wide=shrink)
+    lc = draw(elastic_lifecycles(len(jobs)))
+    return cluster, jobs, rows, replace(lc, no_kill=np.ones(len(jobs), dtype=bool)) \
+        if shrink else lc
+
+
+@st.composite
+def elastic_lifecycles(draw, n):
+    """:func:`lifecycles`, often with ``--no-kill`` jobs (they shrink to one node)."""
+    lc = draw(lifecycles(n, max_interval=10, max_delay=6))
+    if draw(st.booleans()):
+        lc = replace(lc, no_kill=np.array(draw(st.lists(st.booleans() | st.just(True),
+                                                         min_size=n, max_size=n)), dtype=bool))
+    return lc
 
 
 def _check(policy, got, held, r, s, jobs):
@@ -135,12 +167,17 @@ def _check(policy, got, held, r, s, jobs):
         reject()
     assert got == simulated(r)
     t = r.attempts
-    killed = t["killed"] & (t["start"] >= 0)
     ids = r.workload.job_id
-    want = sorted((int(ids[t["row"][k]]), int(t["attempt"][k])) for k in np.flatnonzero(killed))
+    shapes = t["resized"] if "resized" in t else np.zeros(len(t["row"]), dtype=bool)
+    ended = (t["killed"] | shapes) & (t["start"] >= 0)
+    want = sorted((int(ids[t["row"][k]]), int(t["attempt"][k]), int(t["end"][k]),
+                   "RESIZING" if shapes[k] else "NODE_FAIL") for k in np.flatnonzero(ended))
     a = s.attempts
-    assert sorted(zip(a.job_id.tolist(), a.attempt.tolist())) == want
-    event(f"killed attempts: {min(len(a), 3)}, requeued: {min(int(a.requeued.sum()), 2)}")
+    a = a[(a.state == "NODE_FAIL") | (a.start_time < a.end_time)]   # shapes that ran
+    assert sorted(zip(a.job_id.tolist(), a.attempt.tolist(), a.end_time.tolist(),
+                      a.state.tolist())) == want
+    event(f"killed attempts: {min(int((a.state == 'NODE_FAIL').sum()), 3)}, requeued: "
+          f"{min(int(a.requeued.sum()), 2)}, shrinks: {min(int(shapes.sum()), 2)}")
 
 
 @st.composite
@@ -158,7 +195,7 @@ def spare_node_cases(draw, policy):
                                 kinds=("down", "down", "down", "up", "drain", "resume")))
     rows = [(t, kind, [failing[k] for k in nodes]) for t, kind, nodes in rows]
     rows = aimed(draw, cluster, jobs, policy, rows, failing)
-    return cluster, jobs, rows, draw(lifecycles(len(jobs), max_interval=10, max_delay=6))
+    return cluster, jobs, rows, draw(elastic_lifecycles(len(jobs)))
 
 
 def _scheduler_vs_simulate(policy, case):
@@ -175,6 +212,13 @@ def _scheduler_vs_simulate(policy, case):
 @given(data=st.data())
 def test_scheduler_requeues_as_the_simulator(policy, data):
     _scheduler_vs_simulate(policy, data.draw(failure_cases(policy)))
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_no_kill_jobs_shrink_as_the_simulator(policy, data):
+    _scheduler_vs_simulate(policy, data.draw(failure_cases(policy, shrink=True)))
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
@@ -194,7 +238,7 @@ def test_requeue_with_dependencies_and_limits_as_the_simulator(policy, data):
     cluster, _, jobs, parts, deps, groups, caps, _ = data.draw(constrained_cases())
     rows = data.draw(node_event_rows(cluster.num_nodes, max_events=6, max_time=30,
                                      kinds=("down", "down", "up", "drain", "resume")))
-    lc = data.draw(lifecycles(len(jobs), max_interval=10, max_delay=6))
+    lc = data.draw(elastic_lifecycles(len(jobs)))
     pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
     rows = aimed(data.draw, cluster, jobs, policy, rows)
     s = Scheduler(cluster, policy, jobs=jobs, partitions=pc, dependencies=dp, limits=lg,
@@ -267,8 +311,8 @@ def test_refused_combinations_leave_the_state_unchanged():
         Scheduler(cluster, "easy", lifecycle=Lifecycle.of(4))
     with pytest.raises(InputError, match="lifecycle"):
         Scheduler(cluster, "easy", jobs=jobs, lifecycle=Lifecycle.of(3))
-    with pytest.raises(UnsupportedError, match="no-kill"):
-        Scheduler(cluster, "easy", jobs=jobs, lifecycle=Lifecycle.of(4, no_kill=True))
+    with pytest.raises(UnsupportedError, match="node ranges"):
+        Scheduler(cluster, "easy", jobs=jobs, lifecycle=Lifecycle.of(4, nodes_min=1))
     s = Scheduler(cluster, "easy", jobs=jobs, lifecycle=Lifecycle.of(4),
                   containers=Containers.of(["a"] * 4, ImagePull(default=5)))
     s.submit(jobs)
@@ -276,3 +320,28 @@ def test_refused_combinations_leave_the_state_unchanged():
     with pytest.raises(UnsupportedError, match="containers"):
         s.fail_nodes([0], 10)
     assert s.running == [1, 2, 3] and s.available.all() and len(s.attempts) == 0
+
+
+def test_a_no_kill_job_shrinks_then_a_second_failure_kills_it():
+    jobs = JobTable.from_arrays(job_id=[1, 2], submit_time=0, time_limit=1000,
+                                runtime=[100, 50], num_nodes=[4, 1], cpus_per_node=8)
+    lc = Lifecycle.of(2, no_kill=[True, False], checkpoint_interval=[30, 0], delay=5)
+    s = Scheduler(Cluster.homogeneous(5, cpus=8), "easy", jobs=jobs, lifecycle=lc)
+    s.submit(jobs)
+    s.apply(s.schedule(0))                      # 1 on node[001-004], 2 on node005
+    assert s.fail_nodes([0], 40).tolist() == [1]
+    r = s.running_jobs
+    assert s.running == [1, 2] and r.nodes[:r.node_offsets[1]].tolist() == [1, 2, 3]
+    a = s.attempts.iloc[-1]
+    # 400 node-seconds of work, 160 done by 40; 240 on 3 nodes: 80 s more
+    assert (a.state, a.start_time, a.end_time, a.remaining, a.nodes) == \
+        ("RESIZING", 0, 40, 80, "node[001-004]")
+    d = s.schedule(40)                          # node001 is down: nothing else to start
+    assert len(d) == 0
+    s.resume_nodes([0])
+    assert s.state.free_cpus.tolist()[0] == 8   # the lost node's CPUs came back
+    assert s.fail_nodes([1, 2, 3], 59).tolist() == [1]      # below one node: killed
+    a = s.attempts.iloc[-1]
+    # killed at 59: its checkpoint at 30 s kept 120 node-seconds, 30 s at 4 nodes
+    assert (a.state, a.start_time, a.requeued, a.saved, a.remaining, a.begin_time) == \
+        ("NODE_FAIL", 40, True, 30, 70, 64)

@@ -312,9 +312,10 @@ class Scheduler:
     def fail_nodes(self, nodes, now: int) -> np.ndarray:
         """Nodes ``nodes`` (indices) went down at ``now``: planning no longer uses them,
         and the running jobs on them end (NODE_FAIL; complete() those ending at ``now``
-        first, as the simulator ends them). Returns those jobs' ids. With a
+        first, as the simulator ends them). Returns the ids of the jobs there. With a
         ``lifecycle``, those that may be requeued come back to the queue after the
-        requeue delay (:attr:`attempts`, :attr:`requeue_time`). Pending jobs that
+        requeue delay (:attr:`attempts`, :attr:`requeue_time`), and ``--no-kill`` jobs
+        left with a node run on, shrunk (RESIZING in :attr:`attempts`). Pending jobs that
         cannot run without these nodes wait (reason ReqNodeNotAvail)."""
         down = self._node_indices(nodes)
         now = _check_now(now)
@@ -331,7 +332,7 @@ class Scheduler:
         if self._requeue is None:
             self._end_running(hit, now, False)
         else:
-            self._requeue.kill(self, hit, now)
+            self._requeue.fail(self, hit, down, now)
         self._clock = max(self._clock, now)
         self.available[down] = False
         self.state.state[down] = NodeState.DOWN
@@ -401,7 +402,8 @@ class Scheduler:
     def attempts(self):
         """With a ``lifecycle``: the attempts :meth:`fail_nodes` ended, a DataFrame
         (:data:`fastsched.sim.schedrequeue.ATTEMPT_COLUMNS`: each NODE_FAIL, requeued
-        or not, its begin time, the progress kept and the work left); else None."""
+        or not, its begin time, the progress kept and the work left; or RESIZING, a
+        ``--no-kill`` job's shape a failure ended); else None."""
         return None if self._requeue is None else self._requeue.attempts(self.cluster)
 
     def expected_start_times(self, now: int):
