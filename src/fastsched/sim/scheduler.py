@@ -37,6 +37,7 @@ from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, Co
 from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
 from .schedpreempt import SchedulerPreemption, scheduler_priority
 from .schedrequeue import SchedulerRequeue
+from .schedtimemin import pass_limits, refuse_with_time_min, scheduler_time_min
 from .schedresv import SchedulerMembers
 from .schedrunning import checked_running, whole_node_jobs, whole_nodes
 from .schedstarts import StartCosts, refuse_with_power
@@ -84,7 +85,9 @@ class Scheduler:
     :class:`fastsched.PowerSaving` or its text): each start's image pull and its
     powered-down nodes' boots as :func:`fastsched.simulate` counts them (node engine;
     :mod:`.schedstarts`): decisions carry ``configure_time``, ``pull_time``, ``end_time``
-    and ``job_state`` (CONFIGURING while the boots last).
+    and ``job_state`` (CONFIGURING while the boots last). ``time_min`` (seconds per row
+    of ``jobs``, sbatch ``--time-min``): a START may carry a shorter limit
+    (``Decisions.time_limit``, :mod:`.schedtimemin`), as :func:`fastsched.simulate`'s.
 
     Everything :func:`fastsched.simulate` takes is taken here with the same
     meaning, checks and errors: ``partitions``, ``dependencies``, ``limits``,
@@ -109,7 +112,7 @@ class Scheduler:
                  priority=None, period: int | None = None, resolution: int = 1,
                  window: int | None = None, placement: Placement | None = None,
                  advance_reservations: Reservations | None = None, preemption=None,
-                 lifecycle=None, containers=None, power=None):
+                 lifecycle=None, containers=None, power=None, time_min=None):
         self.policy = get_policy(policy)
         self.reserve_depth = check_reserve_depth(reserve_depth)
         # no model named: the pool engine while every job fits it, else (for good) nodes
@@ -182,7 +185,12 @@ class Scheduler:
             self.engine, self._auto = "nodes", False
             self._preempt = SchedulerPreemption(cluster, jobs, preemption, lifecycle,
                                                 partitions)
-        if self._costs is not None:                       # the node engine counts them
+        self._time_min = scheduler_time_min(
+            jobs, time_min, lifecycle=lifecycle, preemption=preemption,
+            containers=containers, power=power, placement=placement,
+            advance_reservations=self._reservations,
+            **{"reservations='slurm'": True if engine == "slurm" else None})
+        if self._costs is not None or self._time_min is not None:   # the node engine's
             if self.engine != "nodes" and jobs is not None:
                 check_node_jobs(cluster, jobs, self._configured)
             self.engine, self._auto = "nodes", False
@@ -278,8 +286,10 @@ class Scheduler:
         jobs = self._catalog.take(rows)
         begin = decisions.now + (0 if self._costs is None else
                                  self._costs.commit(decisions)[started])   # after boots
+        limit = jobs.time_limit if decisions.time_limit is None else \
+            decisions.time_limit[started]
         new = RunningJobs.from_arrays(
-            job_id=jobs.job_id, planned_end=begin + jobs.time_limit,
+            job_id=jobs.job_id, planned_end=begin + limit,
             node_offsets=csr_offsets(counts), nodes=nodes,
             gpus=np.repeat(jobs.gpus_per_node, counts),
             cpus=np.repeat(jobs.cpus_per_node, counts),
@@ -320,6 +330,7 @@ class Scheduler:
         down = self._node_indices(nodes)
         now = _check_now(now)
         refuse_with_power(self._costs, "fail_nodes")
+        refuse_with_time_min(self._time_min, "fail_nodes")
         if self._requeue is not None:
             SchedulerRequeue.check(self)
         if self.engine == "pool" and not self._auto:
@@ -345,6 +356,7 @@ class Scheduler:
         undoes it."""
         drained = self._node_indices(nodes)
         refuse_with_power(self._costs, "drain_nodes")
+        refuse_with_time_min(self._time_min, "drain_nodes")
         if self.engine == "pool" and not self._auto:
             raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                    "node engine")
@@ -358,6 +370,7 @@ class Scheduler:
         """Nodes ``nodes`` (indices) are back, up or no longer drained: planning uses
         them again."""
         up = self._node_indices(nodes)
+        refuse_with_time_min(self._time_min, "resume_nodes")
         self.available[up] = self._configured[up]
         self.state.state[up] = np.where(self._configured[up], NodeState.UP, NodeState.DOWN)
         self._version += 1
@@ -587,6 +600,7 @@ class Scheduler:
         rows = self._queue_order(priority)
         jobs = self._catalog.take(rows)
         held = np.full(len(rows), "", dtype=object)
+        limits = None
         if self.engine == "pool":
             outcome, planned = self._plan_pool(now, get_policy(policy), depth, jobs)
             need = np.where(outcome == START, jobs.num_nodes, 0).astype(np.int64)
@@ -606,8 +620,11 @@ class Scheduler:
                           self.available, full=full, resolution=self.resolution,
                           window=self.window, limit_usage=self._usage,
                           rank=priority.rank(rows[runnable]), blocked=self._windows(now, jobs),
+                          time_min=None if self._time_min is None else
+                          self._time_min[rows[runnable]],
                           **self._constraints.of_rows(rows[runnable], self._catalog))
             outcome, planned, offsets, nodes, masks, part = _widen(d, runnable)
+            limits = pass_limits(d, runnable, jobs.time_limit)
             held[runnable] = np.where((d.outcome == BLOCKED) & (d.reason != "Priority"),
                                       d.reason, "")
             held[~runnable] = NODES_DOWN_REASON
@@ -617,7 +634,7 @@ class Scheduler:
         return Decisions(now, jobs.job_id, outcome, planned, offsets, nodes, version,
                          gpu_mask=masks, num_nodes=jobs.num_nodes.astype(np.int64),
                          partition=partition, engine=self.engine, cluster=self.cluster,
-                         held=held, rows=rows)
+                         held=held, rows=rows, time_limit=limits)
 
     def _shown(self, d: Decisions) -> Decisions:
         """``d`` as the caller sees it: with member jobs, on the cluster's own nodes."""
