@@ -340,7 +340,7 @@ def test_sbatch_test_only_says_the_expected_start_ignores_time_min(tmp_path, cap
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/bash\n#SBATCH -t 60 --time-min=30\n")
     assert main(["sbatch", "--test-only", str(script)]) == 0
-    assert "--time-min is modelled by simulate, not by the Scheduler" in \
+    assert "--time-min: an empty cluster has no later hold to cut it for" in \
         capsys.readouterr().out
 
 

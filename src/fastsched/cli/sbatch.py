@@ -137,7 +137,8 @@ def _cmd_sbatch(args) -> int:
         print("   note: " + note)
     if norm.time_min:
         print("   note: the expected start plans the job with its full time limit "
-              "(--time-min is modelled by simulate, not by the Scheduler)")
+              "(--time-min: an empty cluster has no later hold to cut it for; the "
+              "Scheduler does not model it with reservation windows yet)")
     print(_expected_start(norm, cluster, values.get("resv-file"), values.get("user"),
                           values.get("image-pull"), values.get("power")))
     return 0

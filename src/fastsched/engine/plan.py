@@ -57,6 +57,8 @@ class NodeDecisions:
     #: (blocked behind others) or the name of the limit that holds the job
     reason: np.ndarray | None = None
     partition: np.ndarray | None = None   # int32, where it starts / is reserved (-1: blocked)
+    #: with ``time_min``: the limit each job starts with (cut, or its own); else None
+    time_limit: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.job_id)
@@ -86,7 +88,7 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
                full: bool = False, partitions: PartitionChoices | None = None,
                limits: LimitGroups | None = None, limit_usage=None,
                rank=None, resolution: int = 1, window: int | None = None,
-               placement=None, eligible=None, blocked=None) -> NodeDecisions:
+               placement=None, eligible=None, blocked=None, time_min=None) -> NodeDecisions:
     """One scheduling pass at ``now`` of the node-level engine; changes nothing.
 
     The same compiled pass as :func:`run_nodes` (docs/gpu-semantics.md):
@@ -103,12 +105,14 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     jobs already count against the groups (default none). ``resolution`` /
     ``window`` / ``placement``: see :func:`run_nodes`; ``eligible`` (per
     pending job, default its submit time) starts a --switches wait. ``blocked``:
-    advance reservations' node windows (see :func:`run_nodes`).
+    advance reservations' node windows (see :func:`run_nodes`). ``time_min`` (seconds
+    per pending job, 0: none): a job that cannot start now with its limit may start
+    with a shorter one (:mod:`.timemin`); ``time_limit`` then has each job's.
     """
     return _plan(None, cluster, running, pending, now, policy, reserve_depth, available,
                  full=full, partitions=partitions, limits=limits, limit_usage=limit_usage,
                  rank=rank, resolution=resolution, window=window, placement=placement,
-                 eligible=eligible, blocked=blocked)
+                 eligible=eligible, blocked=blocked, time_min=time_min)
 
 
 def plan_kept(kept: KeptState | None, cluster: Cluster, running: RunningJobs,
@@ -126,7 +130,7 @@ def plan_kept(kept: KeptState | None, cluster: Cluster, running: RunningJobs,
 def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available, *,
           full=False, partitions=None, limits=None, limit_usage=None, rank=None,
           resolution=1, window=None, placement=None, eligible=None,
-          blocked=None) -> NodeDecisions:
+          blocked=None, time_min=None) -> NodeDecisions:
     _check_policy(policy, reserve_depth)
     res, win = _grid(resolution, window)
     pl = _placement(placement, cluster, len(pending))
@@ -155,7 +159,7 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
         order = np.lexsort((pending.job_id, pending.submit_time))
     else:
         order = np.argsort(_unique_rank(rank, pending), kind="stable")
-    jobs, types = _pass_jobs(pending, partitions, order, eligible)
+    jobs, types = _pass_jobs(pending, partitions, order, eligible, time_min)
     jg_off, jg = _permute_csr(limits.offsets, limits.group, order)
     lim = Limits(jg_off, as_i64(jg), as_i64(limits.caps).reshape(-1, NCAPS), usage)
     out = new_outputs(n, int(jobs.offsets[-1]), -1)
@@ -202,10 +206,12 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
                          outcome=outcome, planned_start=planned, node_offsets=node_offsets,
                          nodes=out.alloc_nodes[entry_keep], gpu_mask=out.alloc_mask[entry_keep],
                          walked=walked, reason=_reason_names(outcome, out.reason, limits),
-                         partition=out.part_used.astype(np.int32))
+                         partition=out.part_used.astype(np.int32),
+                         time_limit=None if time_min is None else jobs.limit.copy())
 
 
-def _pass_jobs(pending: JobTable, partitions: PartitionChoices, order, eligible):
+def _pass_jobs(pending: JobTable, partitions: PartitionChoices, order, eligible,
+               time_min=None):
     """The single pass's :class:`Jobs` (in queue ``order``) and request types.
 
     A pass plans each job for its whole time limit and never sees it end, so
@@ -223,7 +229,7 @@ def _pass_jobs(pending: JobTable, partitions: PartitionChoices, order, eligible)
     return Jobs(limit, runtime, nn, q(pending.gpus_per_node), q(pending.cpus_per_node),
                 q(pending.mem_per_node), pc_off, pc_part.astype(np.int64), pc_type, offsets,
                 q(pending.submit_time if eligible is None else eligible), nn,
-                np.zeros(len(nn), dtype=np.int64)), \
+                np.zeros(len(nn), dtype=np.int64) if time_min is None else q(time_min)), \
         new_request_types(types, None)
 
 

@@ -17,6 +17,8 @@ from ..model.validation import request_capacity
 
 #: a catalog row's status
 UNSEEN, WAITING, QUEUED, RUNNING, ENDED, REJECTED = range(6)
+#: a dependency edge's kind once spent (an ``after`` edge of a requeued job)
+SPENT = -1
 
 
 class Catalog:
@@ -248,11 +250,20 @@ class ConstraintState:
             sel = k == AFTER
             np.subtract.at(self.pending_deps, c[sel], 1)
             return np.unique(c[sel])
-        sel = k != AFTER
+        sel = (k != AFTER) & (k != SPENT)
         broken = sel & (((k == AFTEROK) & ~parent_ok) | ((k == AFTERNOTOK) & parent_ok))
         self.never[c[broken]] = True
         np.subtract.at(self.pending_deps, c[sel & ~broken], 1)
         return np.unique(c[sel])
+
+    def spend_after(self, rows) -> None:
+        """Jobs ``rows`` were requeued: their ``after`` edges, satisfied at their first
+        start, are spent (a later start satisfies nothing again)."""
+        offsets, _, kind = self.children
+        if not len(kind) or not len(rows):
+            return
+        _, idx = csr_take(offsets, rows)
+        kind[idx[kind[idx] == AFTER]] = SPENT
 
 
 def first_duplicate(ids):

@@ -56,6 +56,9 @@ class Decisions:
     configure_time: np.ndarray | None = None
     pull_time: np.ndarray | None = None
     end_time: np.ndarray | None = None
+    #: with ``time_min`` (:mod:`fastsched.sim.schedtimemin`): per job, the time limit it
+    #: starts with (cut to fit, at least its time minimum; else its own); else None
+    time_limit: np.ndarray | None = None
 
     def nodes_of(self, i: int) -> np.ndarray:
         return self.nodes[self.node_offsets[i]:self.node_offsets[i + 1]]

@@ -36,6 +36,8 @@ from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, Co
                           QueuePriority, csr_offsets, first_duplicate)
 from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
 from .schedpreempt import SchedulerPreemption, scheduler_priority
+from .schedrequeue import SchedulerRequeue
+from .schedtimemin import pass_limits, refuse_with_time_min, scheduler_time_min
 from .schedresv import SchedulerMembers
 from .schedrunning import checked_running, whole_node_jobs, whole_nodes
 from .schedstarts import StartCosts, refuse_with_power
@@ -75,12 +77,17 @@ class Scheduler:
     (the jobs' requeue flags and the requeue delay): preemption as
     :func:`fastsched.simulate` applies it (node engine; :mod:`.schedpreempt`): each
     pass's ``Decisions.preempt`` names the victims, :meth:`apply` stops them,
-    :attr:`preempt_time` says when to pass again for it. ``containers``
+    :attr:`preempt_time` says when to pass again for it. Without preemption,
+    ``lifecycle`` says what :meth:`fail_nodes` does to the jobs it ends: those that may
+    be requeued come back to the queue as the simulator requeues them
+    (:mod:`.schedrequeue`; :attr:`attempts`, :attr:`requeue_time`). ``containers``
     (:class:`fastsched.Containers`, with ``jobs``) and ``power`` (a
     :class:`fastsched.PowerSaving` or its text): each start's image pull and its
     powered-down nodes' boots as :func:`fastsched.simulate` counts them (node engine;
     :mod:`.schedstarts`): decisions carry ``configure_time``, ``pull_time``, ``end_time``
-    and ``job_state`` (CONFIGURING while the boots last).
+    and ``job_state`` (CONFIGURING while the boots last). ``time_min`` (seconds per row
+    of ``jobs``, sbatch ``--time-min``): a START may carry a shorter limit
+    (``Decisions.time_limit``, :mod:`.schedtimemin`), as :func:`fastsched.simulate`'s.
 
     Everything :func:`fastsched.simulate` takes is taken here with the same
     meaning, checks and errors: ``partitions``, ``dependencies``, ``limits``,
@@ -105,7 +112,7 @@ class Scheduler:
                  priority=None, period: int | None = None, resolution: int = 1,
                  window: int | None = None, placement: Placement | None = None,
                  advance_reservations: Reservations | None = None, preemption=None,
-                 lifecycle=None, containers=None, power=None):
+                 lifecycle=None, containers=None, power=None, time_min=None):
         self.policy = get_policy(policy)
         self.reserve_depth = check_reserve_depth(reserve_depth)
         # no model named: the pool engine while every job fits it, else (for good) nodes
@@ -153,6 +160,7 @@ class Scheduler:
         self._constraints = ConstraintState.of(cluster, self._catalog.jobs(), self.available,
                                             partitions, dependencies, limits, placement)
         self._priority = QueuePriority.of(priority, period, self._catalog.jobs())
+        self._requeue = SchedulerRequeue.of(jobs, lifecycle, preemption)
         if jobs is not None and partitions is None:   # (with partitions: checked above)
             self.engine = self._engine_for(jobs)
         self.state = cluster.new_state()
@@ -177,7 +185,12 @@ class Scheduler:
             self.engine, self._auto = "nodes", False
             self._preempt = SchedulerPreemption(cluster, jobs, preemption, lifecycle,
                                                 partitions)
-        if self._costs is not None:                       # the node engine counts them
+        self._time_min = scheduler_time_min(
+            jobs, time_min, lifecycle=lifecycle, preemption=preemption,
+            containers=containers, power=power, placement=placement,
+            advance_reservations=self._reservations,
+            **{"reservations='slurm'": True if engine == "slurm" else None})
+        if self._costs is not None or self._time_min is not None:   # the node engine's
             if self.engine != "nodes" and jobs is not None:
                 check_node_jobs(cluster, jobs, self._configured)
             self.engine, self._auto = "nodes", False
@@ -273,8 +286,10 @@ class Scheduler:
         jobs = self._catalog.take(rows)
         begin = decisions.now + (0 if self._costs is None else
                                  self._costs.commit(decisions)[started])   # after boots
+        limit = jobs.time_limit if decisions.time_limit is None else \
+            decisions.time_limit[started]
         new = RunningJobs.from_arrays(
-            job_id=jobs.job_id, planned_end=begin + jobs.time_limit,
+            job_id=jobs.job_id, planned_end=begin + limit,
             node_offsets=csr_offsets(counts), nodes=nodes,
             gpus=np.repeat(jobs.gpus_per_node, counts),
             cpus=np.repeat(jobs.cpus_per_node, counts),
@@ -306,11 +321,18 @@ class Scheduler:
 
     def fail_nodes(self, nodes, now: int) -> np.ndarray:
         """Nodes ``nodes`` (indices) went down at ``now``: planning no longer uses them,
-        and the running jobs on them end (NODE_FAIL). Returns those jobs' ids. Pending
-        jobs that cannot run without these nodes wait (reason ReqNodeNotAvail)."""
+        and the running jobs on them end (NODE_FAIL; complete() those ending at ``now``
+        first, as the simulator ends them). Returns the ids of the jobs there. With a
+        ``lifecycle``, those that may be requeued come back to the queue after the
+        requeue delay (:attr:`attempts`, :attr:`requeue_time`), and ``--no-kill`` jobs
+        left with a node run on, shrunk (RESIZING in :attr:`attempts`). Pending jobs that
+        cannot run without these nodes wait (reason ReqNodeNotAvail)."""
         down = self._node_indices(nodes)
         now = _check_now(now)
         refuse_with_power(self._costs, "fail_nodes")
+        refuse_with_time_min(self._time_min, "fail_nodes")
+        if self._requeue is not None:
+            SchedulerRequeue.check(self)
         if self.engine == "pool" and not self._auto:
             raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                    "node engine")
@@ -318,7 +340,10 @@ class Scheduler:
         hit = np.unique(entry_job[np.isin(self._running.nodes, down)])
         ended = self._running.job_id[hit]
         self.engine = "nodes"
-        self._end_running(hit, now, False)
+        if self._requeue is None:
+            self._end_running(hit, now, False)
+        else:
+            self._requeue.fail(self, hit, down, now)
         self._clock = max(self._clock, now)
         self.available[down] = False
         self.state.state[down] = NodeState.DOWN
@@ -331,6 +356,7 @@ class Scheduler:
         undoes it."""
         drained = self._node_indices(nodes)
         refuse_with_power(self._costs, "drain_nodes")
+        refuse_with_time_min(self._time_min, "drain_nodes")
         if self.engine == "pool" and not self._auto:
             raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                    "node engine")
@@ -344,6 +370,7 @@ class Scheduler:
         """Nodes ``nodes`` (indices) are back, up or no longer drained: planning uses
         them again."""
         up = self._node_indices(nodes)
+        refuse_with_time_min(self._time_min, "resume_nodes")
         self.available[up] = self._configured[up]
         self.state.state[up] = np.where(self._configured[up], NodeState.UP, NodeState.DOWN)
         self._version += 1
@@ -361,6 +388,8 @@ class Scheduler:
         decisions are those of :func:`fastsched.engine.plan_nodes` afresh.
         """
         now = _check_now(now)
+        if self._requeue is not None:
+            self._requeue.due(self, now)
         if self._preempt is None:
             d = self._shown(self._pass(now, self.policy.name, self.reserve_depth, full,
                                        self._version))
@@ -375,6 +404,20 @@ class Scheduler:
         requeued job's begin, the end of a running job's PreemptExemptTime a waiting job
         looked at); -1: none (:mod:`fastsched.sim.schedpreempt`)."""
         return -1 if self._preempt is None else self._preempt.next_time()
+
+    @property
+    def requeue_time(self) -> int:
+        """With a ``lifecycle``: the next begin time of a job a node failure requeued,
+        when a pass must run to queue it again; -1: none waits."""
+        return -1 if self._requeue is None else self._requeue.next_time()
+
+    @property
+    def attempts(self):
+        """With a ``lifecycle``: the attempts :meth:`fail_nodes` ended, a DataFrame
+        (:data:`fastsched.sim.schedrequeue.ATTEMPT_COLUMNS`: each NODE_FAIL, requeued
+        or not, its begin time, the progress kept and the work left; or RESIZING, a
+        ``--no-kill`` job's shape a failure ended); else None."""
+        return None if self._requeue is None else self._requeue.attempts(self.cluster)
 
     def expected_start_times(self, now: int):
         """Every pending job's expected start under a full conservative plan, like
@@ -499,8 +542,9 @@ class Scheduler:
         self._running_groups = _concat_csr(self._running_groups, groups)
         self._version += 1
 
-    def _end_running(self, ended: np.ndarray, now: int, ok: bool) -> None:
-        """Running jobs at positions ``ended`` end at ``now`` (``ok``: COMPLETED)."""
+    def _end_running(self, ended: np.ndarray, now: int, ok: bool, requeued=None) -> None:
+        """Running jobs at positions ``ended`` end at ``now`` (``ok``: COMPLETED); those
+        ``requeued`` marks leave the running jobs only (still submitted, waiting)."""
         keep = np.setdiff1d(np.arange(len(self._running)), ended)
         gone = _take_running(self._running, ended)
         groups = _take_csr(self._running_groups, ended)
@@ -509,11 +553,14 @@ class Scheduler:
             self._costs.ended(gone.nodes, now)
         self._hold(gone, -1)
         self._charge(gone, groups, -1)
-        self._usage[:, 4] -= np.bincount(groups[1], minlength=len(self._usage))
+        back = np.zeros(len(rows), dtype=bool) if requeued is None else requeued
+        submitted = groups[1][np.repeat(~back, np.diff(groups[0]))]
+        self._usage[:, 4] -= np.bincount(submitted, minlength=len(self._usage))
         self._running = _take_running(self._running, keep)
         self._running_rows = self._running_rows[keep]
         self._running_groups = _take_csr(self._running_groups, keep)
-        rows = rows[rows >= 0]
+        self._catalog.status[rows[back]] = WAITING
+        rows = rows[(rows >= 0) & ~back]
         self._catalog.status[rows] = ENDED
         self._catalog.end[rows] = now
         self._release(rows, np.full(len(rows), ok), now, started=False)
@@ -553,6 +600,7 @@ class Scheduler:
         rows = self._queue_order(priority)
         jobs = self._catalog.take(rows)
         held = np.full(len(rows), "", dtype=object)
+        limits = None
         if self.engine == "pool":
             outcome, planned = self._plan_pool(now, get_policy(policy), depth, jobs)
             need = np.where(outcome == START, jobs.num_nodes, 0).astype(np.int64)
@@ -572,8 +620,11 @@ class Scheduler:
                           self.available, full=full, resolution=self.resolution,
                           window=self.window, limit_usage=self._usage,
                           rank=priority.rank(rows[runnable]), blocked=self._windows(now, jobs),
+                          time_min=None if self._time_min is None else
+                          self._time_min[rows[runnable]],
                           **self._constraints.of_rows(rows[runnable], self._catalog))
             outcome, planned, offsets, nodes, masks, part = _widen(d, runnable)
+            limits = pass_limits(d, runnable, jobs.time_limit)
             held[runnable] = np.where((d.outcome == BLOCKED) & (d.reason != "Priority"),
                                       d.reason, "")
             held[~runnable] = NODES_DOWN_REASON
@@ -583,7 +634,7 @@ class Scheduler:
         return Decisions(now, jobs.job_id, outcome, planned, offsets, nodes, version,
                          gpu_mask=masks, num_nodes=jobs.num_nodes.astype(np.int64),
                          partition=partition, engine=self.engine, cluster=self.cluster,
-                         held=held, rows=rows)
+                         held=held, rows=rows, time_limit=limits)
 
     def _shown(self, d: Decisions) -> Decisions:
         """``d`` as the caller sees it: with member jobs, on the cluster's own nodes."""

@@ -1,0 +1,49 @@
+"""``--time-min`` in the embeddable :class:`fastsched.Scheduler`: the node engine's
+pass (:mod:`fastsched.engine.timemin`) over the Scheduler's queue, as
+:func:`fastsched.simulate` runs it with ``time_min``. A job that cannot start now with
+its time limit starts with a shorter one, at least its time minimum; its START
+decision carries that limit (``Decisions.time_limit``), which :meth:`Scheduler.apply`
+holds its nodes for (its planned end) and the caller ends it by.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.errors import InputError, UnsupportedError
+from ..model.timemin import check_time_min
+
+
+def scheduler_time_min(jobs, time_min, **refused) -> np.ndarray | None:
+    """``time_min`` per row of ``jobs`` (int64; None: no job has one), checked; the
+    Scheduler's options in ``refused`` (not None: given) are not modelled with it."""
+    if time_min is None:
+        return None
+    if jobs is None:
+        raise InputError("time_min describes the jobs of a table: pass it as jobs=",
+                         field="time_min")
+    tmin = check_time_min(time_min, jobs.time_limit)
+    if not (tmin > 0).any():
+        return None
+    given = [name for name, value in refused.items() if value is not None]
+    if given:
+        raise UnsupportedError(f"time_min with {', '.join(given)} is not modelled in the "
+                               "Scheduler yet")
+    return tmin
+
+
+def refuse_with_time_min(time_min, what: str) -> None:
+    """Node events change a job's limit again later: refused, as simulate refuses them."""
+    if time_min is not None:
+        raise UnsupportedError(f"{what} with time_min is not modelled (simulate refuses "
+                               "node events with --time-min too)")
+
+
+def pass_limits(d, runnable: np.ndarray, asked: np.ndarray) -> np.ndarray | None:
+    """The limit each queued job starts with (queue order): the pass's for the jobs it
+    planned (``runnable``), the ``asked`` limits for the others; None without
+    ``time_min``."""
+    if d.time_limit is None:
+        return None
+    out = np.asarray(asked, dtype=np.int64).copy()
+    out[runnable] = d.time_limit
+    return out

@@ -1,0 +1,163 @@
+"""``--time-min`` in the embeddable Scheduler: driven at the simulator's instants, it
+starts what ``simulate(..., time_min=...)`` starts, with the same limits (each START
+decision carries the limit the job runs with); what it refuses."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from fastsched import Cluster, JobTable, Scheduler, simulate
+from fastsched.model.errors import InputError, UnsupportedError
+from fastsched.model.lifecycle import Lifecycle
+from fastsched.sim.decisions import START
+from test_constraints import constrained_cases, engine_inputs
+from test_nodeplan import node_clusters, node_workloads
+
+
+def drive(s, jobs):
+    """Drive ``s`` through ``jobs`` with the simulator's event order (completions,
+    arrivals, passes repeated while jobs end at once or starts release dependents);
+    each job ends at start + min(runtime, the limit its decision gave), TIMEOUT when
+    cut. Returns {job id: (start, nodes, limit)}."""
+    runtime = {int(j): int(r) for j, r in zip(jobs.job_id, jobs.runtime)}
+    asked = {int(j): int(t) for j, t in zip(jobs.job_id, jobs.time_limit)}
+    submits = sorted(set(jobs.submit_time.tolist()))
+    ends, got, timeout = {}, {}, {}
+    while submits or ends:
+        now = min(submits[:1] + list(ends.values()))
+
+        def end():
+            for j in [j for j, e in ends.items() if e == now]:
+                s.complete(j, now, state="TIMEOUT" if timeout[j] else "COMPLETED")
+                del ends[j]
+        end()
+        if submits and submits[0] == now:
+            submits.pop(0)
+            s.submit(jobs.take(jobs.submit_time == now))
+        while True:
+            d = s.schedule(now)
+            s.apply(d)
+            for i in np.flatnonzero(d.outcome == START).tolist():
+                j = int(d.job_id[i])
+                limit = asked[j] if d.time_limit is None else int(d.time_limit[i])
+                got[j] = (now, sorted(d.nodes_of(i).tolist()), limit)
+                ends[j] = now + min(runtime[j], limit)
+                timeout[j] = runtime[j] > limit
+            released = set(s.pending.job_id.tolist()) - set(d.job_id.tolist())
+            if now not in ends.values() and not released:
+                break
+            end()
+    return got
+
+
+def _scaled(data, jobs):
+    """The drawn jobs on a minute-scale clock (a cut limit is whole minutes), most with
+    a time minimum below their limit."""
+    k = data.draw(st.sampled_from([7, 40, 60, 90]))
+    jobs = jobs.take(np.arange(len(jobs)))
+    for name in ("submit_time", "time_limit", "runtime"):
+        setattr(jobs, name, (getattr(jobs, name) * k).astype(getattr(jobs, name).dtype))
+    tmin = [data.draw(st.sampled_from([0, 1, max(int(lim) // 4, 1), int(lim) // 2])
+                      | st.integers(1, int(lim))) for lim in jobs.time_limit]
+    return jobs, np.array(tmin, dtype=np.int64)
+
+
+SETTINGS = settings(max_examples=100, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@SETTINGS
+@given(data=st.data())
+def test_scheduler_cuts_limits_as_the_simulator(policy, data):
+    cluster, _ = data.draw(node_clusters())
+    jobs = data.draw(node_workloads(cluster, np.ones(cluster.num_nodes, dtype=bool),
+                                    max_jobs=14))
+    jobs, tmin = _scaled(data, jobs)
+    _same(policy, cluster, jobs, tmin, {})
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@SETTINGS
+@given(data=st.data())
+def test_scheduler_cuts_limits_with_constraints_as_the_simulator(policy, data):
+    cluster, _, jobs, parts, deps, groups, caps, _ = data.draw(constrained_cases())
+    jobs, tmin = _scaled(data, jobs)
+    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
+    _same(policy, cluster, jobs, tmin, {"partitions": pc, "dependencies": dp, "limits": lg})
+
+
+@st.composite
+def gap_cases(draw):
+    """A gap to backfill: a one-node job runs, a job of every node waits for it, and
+    later jobs on fewer nodes fit before that reservation only with a cut limit."""
+    X = draw(st.integers(2, 5))
+    k = draw(st.sampled_from([1, 60]))
+    n = draw(st.integers(1, 8))
+    first = draw(st.integers(2, 40))
+    limits = [first, draw(st.integers(1, 40))] + draw(st.lists(st.integers(1, 80),
+                                                             min_size=n, max_size=n))
+    nodes = [1, X] + draw(st.lists(st.integers(1, X - 1), min_size=n, max_size=n))
+    submit = [0, 0] + draw(st.lists(st.integers(0, first), min_size=n, max_size=n))
+    runtime = [draw(st.integers(1, lim)) for lim in limits]
+    tmin = [0, 0] + [draw(st.sampled_from([0, 1, max(lim // 4, 1)]) | st.integers(1, lim))
+                     for lim in limits[2:]]
+    jobs = JobTable.from_arrays(job_id=np.arange(1, n + 3), submit_time=np.array(submit) * k,
+                                time_limit=np.array(limits) * k,
+                                runtime=np.array(runtime) * k, num_nodes=nodes)
+    return Cluster.homogeneous(X), jobs, np.array(tmin, dtype=np.int64) * k
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@SETTINGS
+@given(case=gap_cases())
+def test_scheduler_cuts_limits_in_gaps_as_the_simulator(policy, case):
+    _same(policy, *case, {})
+
+
+def _same(policy, cluster, jobs, tmin, options):
+    s = Scheduler(cluster, policy, jobs=jobs, time_min=tmin, **options)
+    got = drive(s, jobs)
+    r = simulate(cluster, jobs, policy, reservations="nodes", time_min=tmin, **options)
+    sched = r.schedule
+    want = {int(j): (int(sched.start_time[i]), sorted(sched.nodes_of(i).tolist()),
+                     int(r.workload.time_limit[i]))
+            for i, j in enumerate(jobs.job_id) if sched.start_time[i] >= 0}
+    assert got == want
+    cut = sum(1 for i, j in enumerate(jobs.job_id)
+              if int(j) in got and got[int(j)][2] < jobs.time_limit[i])
+    event(f"cut limits: {min(cut, 3)}")
+
+
+def test_a_start_carries_its_cut_limit_and_holds_its_nodes_for_it():
+    jobs = JobTable.from_arrays(job_id=[1, 2, 3], submit_time=0, time_limit=[600, 1200, 3600],
+                                runtime=[600, 1200, 1000], num_nodes=[1, 2, 1])
+    s = Scheduler(Cluster.homogeneous(2), "easy", jobs=jobs, time_min=[0, 0, 300])
+    s.submit(jobs)
+    d = s.schedule(0)
+    # 1 starts; 2 (both nodes) is reserved at 600; 3 fits before it only with a
+    # limit cut to the 600 s left, whole minutes, at least its 300 s minimum
+    assert list(d.starts) == [1, 3] and d.time_limit.tolist() == [600, 1200, 600]
+    s.apply(d)
+    assert s.running_jobs.planned_end.tolist() == [600, 600]
+
+
+def test_refused_combinations():
+    jobs = JobTable.from_arrays(job_id=[1, 2], submit_time=0, time_limit=600, runtime=60,
+                                num_nodes=1)
+    cluster = Cluster.homogeneous(2)
+    with pytest.raises(InputError, match="jobs="):
+        Scheduler(cluster, "easy", time_min=[0, 60])
+    with pytest.raises(InputError, match="time_min"):
+        Scheduler(cluster, "easy", jobs=jobs, time_min=[0, 700])
+    with pytest.raises(UnsupportedError, match="lifecycle"):
+        Scheduler(cluster, "easy", jobs=jobs, time_min=[0, 60], lifecycle=Lifecycle.of(2))
+    with pytest.raises(UnsupportedError, match="slurm"):
+        Scheduler(cluster, "conservative", jobs=jobs, time_min=[0, 60], reservations="slurm")
+    s = Scheduler(cluster, "easy", jobs=jobs, time_min=[0, 60])
+    for call in (lambda: s.fail_nodes([0], 0), lambda: s.drain_nodes([0]),
+                 lambda: s.resume_nodes([0])):
+        with pytest.raises(UnsupportedError, match="time_min"):
+            call()
+        assert s.available.all()
+    assert Scheduler(cluster, "easy", jobs=jobs, time_min=[0, 0]).engine == "pool"
