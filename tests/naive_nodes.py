@@ -440,7 +440,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     ``members``: jobs running in a reservation (:class:`naive_resv.Members`: the rule
     is written there).
     ``time_min`` (by job id): a job's time minimum (:mod:`naive_timemin`); the limit
-    each started job ran with goes into ``ran_limits`` (a dict by job id) when given.
+    each attempt ran with goes into ``ran_limits`` (by job id, a list by attempt) when
+    given; a requeued attempt asks for the job's own limit again.
     ``preempt``: see :func:`naive_preempt` (the rule is written there);
     ``attempts`` entries then get whether the attempt was preempted as a last item.
 
@@ -589,7 +590,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             job = replace(job, runtime=shape["runtime"], nodes=shape["width"])
             saved = kept // shape["width"]
         k = next(k for k, a in enumerate(arrived) if a.job_id == i)
-        arrived[k] = replace(job, runtime=job.runtime - saved, pull=0)
+        arrived[k] = replace(job, runtime=job.runtime - saved, pull=0, limit=queued(i).limit)
         del result[i], eligible[i]
         hold[i] = now + delay
         restarts[i] = restarts.get(i, 0) + 1
@@ -657,7 +658,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                     history[x].append(now + job.duration())
                 result[job.job_id] = (now + job.boot, now + job.duration(), chosen, gpus, p)
                 if ran_limits is not None:
-                    ran_limits[job.job_id] = job.limit
+                    ran_limits.setdefault(job.job_id, []).append(job.limit)
                 started_ever.add(job.job_id)
             zero = {job.job_id for job, _, _ in started if job.duration() == 0}
             end_now(now, zero)

@@ -113,7 +113,8 @@ def run(args) -> int:
         report = check_frame(cluster, jobs, frame, source=args.jobs_csv, events=events,
                              lifecycle=run_lifecycle(cluster, jobs, workload),
                              preemption=pre,
-                             partitions=constraints.get("partitions") if pre else None)
+                             partitions=constraints.get("partitions") if pre else None,
+                             time_min=constraints.get("time_min"))
         if args.policy:
             report.not_checked.append(f"{args.policy}: records with attempts (node "
                                       "failures) are checked without policy")

@@ -33,7 +33,9 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         help="SWF trace, or workload CSV (.csv, .csv.gz); not with --resume. "
                         "A workload's time_min column (sbatch --time-min, seconds) lets a job "
                         "start with its limit cut down to fit a gap, as Slurm's backfill does "
-                        "(nodes model; records' time_limit is the limit it ran with; "
+                        "(nodes model; records' time_limit is the limit it ran with; an "
+                        "attempt killed by --events/--failures is requeued asking for its "
+                        "full limit again, each attempt's record with its own; "
                         "docs/lifecycle.md)")
     policy_args(parser)
     parser.add_argument("--procs", type=machine_size,

@@ -12,8 +12,8 @@ from ..model.lifecycle import saved_progress
 def add_resizes(table: dict, resizes) -> dict:
     """``table`` (:func:`fastsched.sim.lifecycle.attempt_table`) with a record per
     shape of ``resizes`` (:class:`fastsched.engine.elastic.Resizes`), each attempt's
-    last record starting where its last resize ended; key ``resized`` marks the new
-    records. Rows in (job, attempt, start) order."""
+    last record starting where its last resize ended (a shape has its attempt's
+    ``limit``); key ``resized`` marks the new records. Rows in (job, attempt, start) order."""
     where = {(int(r), int(a)): k for k, (r, a) in enumerate(zip(table["row"], table["attempt"]))}
     m = np.array([where[(int(r), int(a))] for r, a in zip(resizes.job, resizes.attempt)],
                  dtype=np.int64)
@@ -31,6 +31,7 @@ def add_resizes(table: dict, resizes) -> dict:
            "node_fail": cat("node_fail", np.zeros(len(m), dtype=bool)),
            "partition": cat("partition", table["partition"][m]),
            "pull": None if table["pull"] is None else cat("pull", table["pull"][m]),
+           "limit": None if table.get("limit") is None else cat("limit", table["limit"][m]),
            "resized": np.concatenate([np.zeros(k, dtype=bool), np.ones(len(m), dtype=bool)])}
     counts = np.concatenate([np.diff(table["alloc_offsets"]), np.diff(resizes.alloc_offsets)])
     nodes = np.concatenate([table["alloc_nodes"], resizes.alloc_nodes])

@@ -52,6 +52,7 @@ def attempt_table(run) -> dict:
     alloc_gpu_mask, pull (its image pull, seconds; None from a run without images);
     with elastic jobs (``run.resizes``) also a record per shape of a shrunk attempt,
     rows in (job, attempt, start) order and key ``resized`` (:func:`add_resizes`); and
+    ``limit``: the time limit each ran with (None from a run without ``--time-min``);
     per job:
     last_runtime (what its last attempt had left to
     run), node_fail_job (its last attempt ended NODE_FAIL), preempted_job (its last
@@ -83,6 +84,8 @@ def attempt_table(run) -> dict:
                                 np.zeros(len(last), dtype=bool)])
     preempted = np.concatenate([np.zeros(k, dtype=bool) if a.preempted is None
                                 else a.preempted, np.zeros(len(last), dtype=bool)])
+    limit = None if run.time_limit is None else \
+        np.concatenate([a.limit, np.asarray(run.time_limit)[last]])
     offsets = np.zeros(len(row) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     rows = np.flatnonzero(keep)
@@ -93,6 +96,7 @@ def attempt_table(run) -> dict:
             "node_fail": node_fail[rows], "partition": partition[rows],
             "preempted": preempted[rows], "preempted_job": cancelled,
             "pull": None if run.pull is None else pull[rows],
+            "limit": None if limit is None else limit[rows],
             "alloc_offsets": off, "alloc_nodes": nodes[entries], "alloc_gpu_mask": masks[entries],
             "last_runtime": a.runtime, "node_fail_job": a.node_fail}
     return table if run.resizes is None else add_resizes(table, run.resizes)
@@ -122,6 +126,17 @@ def lifecycle_summary(jobs: JobTable, table: dict, lifecycle: Lifecycle) -> dict
                        shapes["before"], shapes["attempt_run"]))
     out.update(shrink_summary(table, jobs, interval))
     return out
+
+
+def attempt_timeouts(jobs: JobTable, table: dict, pull, started) -> int:
+    """The jobs whose last attempt ended TIMEOUT: what it had left (plus its image
+    ``pull``) over the limit it ran with (``jobs.time_limit``), neither killed nor
+    preempted; a job's first runtime says nothing once an attempt saved progress."""
+    left = table["last_runtime"] + (0 if pull is None else pull)
+    ended = ~table["node_fail_job"]
+    if table.get("preempted_job") is not None:
+        ended &= ~table["preempted_job"]
+    return int((started & ended & (left > jobs.time_limit)).sum())
 
 
 def site_requeue(cluster: Cluster) -> tuple[bool, int]:
