@@ -33,7 +33,7 @@ from .limits import NCAPS, _charge, _count_submitted, _submit_held
 from .passes import _pass
 from .profile import (_advance, _advance_nodes, _give_back, _on_grid, block_windows,
                       new_profile, profile_of)
-from .elastic import Shrinks
+from .elastic import Shrinks, check_regrow
 from .requeue import Requeues
 from .running import _take_running
 from .wholenode import _end_whole, _whole_pass, whole_node_run
@@ -283,7 +283,7 @@ class _EventLoop:
             lc.delay)
         self.elastic = None if lc is None or not (lc.elastic or lc.ranged) else Shrinks(
             np.zeros(n, dtype=bool) if lc.no_kill is None else np.asarray(lc.no_kill)[order],
-            lc.min_nodes(jobs.num_nodes)[order], self.jobs.nn, self.jobs.runtime)
+            lc.min_nodes(jobs.num_nodes)[order], self.jobs.nn, self.jobs.runtime, lc.regrow)
         if lc is not None and lc.ranged:
             self.jobs = self.jobs._replace(low=as_i64(lc.start_nodes(jobs.num_nodes)[order]))
             _check_ranges(self.topo, preemption)
@@ -293,6 +293,7 @@ class _EventLoop:
             _check_time_min(self.topo, images, power, preemption)
             self.asked = self.jobs.limit.copy()
             self.jobs = self.jobs._replace(tmin=as_i64(np.asarray(time_min)[order]))
+        check_regrow(lc, limits, images, self.topo)
         self._allocate(cluster.num_nodes)
         nd = self.nodes
         if blocked is not None and len(blocked[0]):
@@ -364,7 +365,7 @@ class _EventLoop:
         every partition (no new start or reservation there; running jobs go on),
         ``down`` does too and kills the jobs running there (those not ending at
         ``t``; :mod:`fastsched.engine.requeue`), ``resume`` and ``up`` put them back
-        (:mod:`fastsched.model.events`)."""
+        (:mod:`fastsched.model.events`; shrunk jobs may take them: ``regrow``)."""
         if kind not in NODE_EVENT_KINDS:
             raise UnsupportedError(f"node event {kind!r} is not modelled")
         if self.topo.excl.any():     # leaf groups held whole are released by their node lists
@@ -380,7 +381,10 @@ class _EventLoop:
             self._kill(int(t), killed)
             if self.elastic is not None:
                 self.elastic.killed(self, killed)
+        back = np.unique(nodes[~self.avail[nodes]]) if kind in ("resume", "up") else nodes[:0]
         self._set_available(nodes, kind in ("resume", "up"))
+        if len(back) and self.elastic is not None:
+            self.elastic.grow(self, int(t), back)
         self.sc[5] = min(int(self.sc[5]), int(t))
 
     def _set_available(self, nodes, value: bool) -> None:

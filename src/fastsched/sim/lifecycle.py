@@ -4,6 +4,8 @@ event file, each attempt of a requeued job as its own record (``sacct
 goodput; :mod:`fastsched.model.lifecycle`)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..model.cluster import Cluster
@@ -164,15 +166,16 @@ def site_requeue(cluster: Cluster) -> tuple[bool, int]:
 
 
 def run_lifecycle(cluster: Cluster, jobs: JobTable, workload=None,
-                  requeue: bool | None = None) -> Lifecycle:
+                  requeue: bool | None = None, regrow: bool = False) -> Lifecycle:
     """What a node failure does to each job of a run: the workload's columns where
     it has them (a job's own --requeue/--no-requeue), else ``requeue`` (None: the
-    cluster's JobRequeue), after the cluster's requeue delay."""
+    cluster's JobRequeue), after the cluster's requeue delay; ``regrow``: shrunk
+    ``--no-kill`` jobs take nodes that come back."""
     site, delay = site_requeue(cluster)
     default = site if requeue is None else requeue
     if workload is not None and hasattr(workload, "lifecycle"):
-        return workload.lifecycle(default, delay)
-    return Lifecycle.of(len(jobs), requeue=default, delay=delay)
+        return replace(workload.lifecycle(default, delay), regrow=bool(regrow))
+    return Lifecycle.of(len(jobs), requeue=default, delay=delay, regrow=regrow)
 
 
 def lifecycle_line(summary: dict) -> str:
@@ -181,7 +184,8 @@ def lifecycle_line(summary: dict) -> str:
     good = "n/a" if lc["goodput"] is None else f"{lc['goodput']:.1%}"
     shrinks = "" if "shrinks" not in lc else (
         f"; {lc['shrinks']:,} time(s) a --no-kill job shrank ({lc['shrunk_jobs']:,} job(s)), "
-        f"keeping {lc['shrink_kept_gpu_hours']:,.1f} GPU-h a kill would have lost")
+        f"keeping {lc['shrink_kept_gpu_hours']:,.1f} GPU-h a kill would have lost"
+        + (f", {lc['regrows']:,} regrowth(s)" if lc.get("regrows") else ""))
     return (f"node failures: {lc['killed_attempts']:,} attempt(s) killed, {lc['requeues']:,} "
             f"requeued, {lc['node_fail_jobs']:,} job(s) ended NODE_FAIL; "
             f"{lc['lost_gpu_hours']:,.1f} GPU-h lost, {lc['checkpoint_gpu_hours']:,.1f} GPU-h "

@@ -133,8 +133,8 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     submit, runtime = _sequences(jobs, whole, lifecycle, out, shapes)
     later = np.ones(n, dtype=bool)
     later[head] = False
-    failures = _node_states(cluster, jobs, a, events, out, later)
-    check_shapes(jobs, a, head, tail, lifecycle, failures, out)
+    failures, backs = _node_states(cluster, jobs, a, events, out, later)
+    check_shapes(jobs, a, head, tail, lifecycle, failures, out, backs)
     expanded = jobs.take(a.row)
     group = np.repeat(np.arange(len(head)), tail - head + 1)
     shrunk = np.isin(group, list(shapes))
@@ -263,10 +263,11 @@ def _preempted(jobs, a, out):
 def _node_states(cluster, jobs, a, events, out, later):
     """No attempt runs on a down node or starts on a drained one; a killed attempt
     ends when one of its nodes goes down (``later``: a record that goes on with its
-    attempt after a shrink, not a start). Returns node -> the times it went down."""
+    attempt after a resize, not a start). Returns node -> the times it went down, and
+    node -> the times it came back (``up`` or ``resume`` while down or drained)."""
     X = cluster.num_nodes
     down_at = [[] for _ in range(X)]            # per node: (from, to, kind) intervals
-    opened = {}
+    opened, backs = {}, {}
     for e in range(0 if events is None else len(events)):
         t, kind, nodes = events.at(e)
         for x in nodes.tolist():
@@ -277,6 +278,7 @@ def _node_states(cluster, jobs, a, events, out, later):
                 for state in ("down", "drain"):
                     if (x, state) in opened:
                         down_at[x].append((opened.pop((x, state)), t, state))
+                        backs.setdefault(x, set()).add(t)
     for (x, state), t in opened.items():
         down_at[x].append((t, np.iinfo(np.int64).max, state))
     failures = {}
@@ -302,5 +304,5 @@ def _node_states(cluster, jobs, a, events, out, later):
             out.append(Violation("killed_without_failure", jid, e,
                                  f"job {jid}: attempt {a.attempt[k]} ended NODE_FAIL at {e}, "
                                  "when none of its nodes went down"))
-    return failures
+    return failures, backs
 
