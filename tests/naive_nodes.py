@@ -58,6 +58,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
+import naive_elastic
 import naive_images
 import naive_timemin
 import naive_topology
@@ -400,7 +401,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
              reorder=None, period=None, resolution=1, window=None, placement=None,
              events=None, requeue=None, checkpoint=None, delay=121, attempts=None,
              blocked=(), images=None, power=None, no_kill=None, nodes_min=None,
-             resized=None, preempt=None, members=None, time_min=None, ran_limits=None):
+             resized=None, preempt=None, members=None, time_min=None, ran_limits=None,
+             regrow=False):
     """Simulate ``jobs`` (NaiveNodeJob or dicts of its fields) on ``cluster``
     (a fastsched.Cluster). ``available``: per-node bools (None: all available).
 
@@ -439,11 +441,13 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     ``no_kill`` (by job id) that keeps at least ``nodes_min`` (by job id, at least 1)
     of its nodes when some go down shrinks onto the rest instead of being killed (see
     :func:`_shrink`); ``resized`` (a list) gets each shape a shrink ended as (job id,
-    attempt number, start, end, [node indices]).
+    attempt number, start, end, [node indices]); with ``regrow`` they take nodes that
+    come back (:func:`naive_elastic.regrow`: the rule is written there).
     ``members``: jobs running in a reservation (:class:`naive_resv.Members`: the rule
     is written there).
     ``time_min`` (by job id): a job's time minimum (:mod:`naive_timemin`); the limit
-    each started job ran with goes into ``ran_limits`` (a dict by job id) when given.
+    each attempt ran with goes into ``ran_limits`` (by job id, a list by attempt) when
+    given; a requeued attempt asks for the job's own limit again.
     ``preempt``: see :func:`naive_preempt` (the rule is written there);
     ``attempts`` entries then get whether the attempt was preempted as a last item.
 
@@ -554,6 +558,9 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     def queued(i):      # the job as it waits (all its nodes, its attempt's runtime there)
         return next(a for a in arrived if a.job_id == i)
 
+    def gpus_of(x, count):
+        return _lowest_free_gpus(x, nodes[x], running, count, gpu_groups)
+
     def kill(now, which):
         """Node failure of ``which``: a --no-kill job keeping its minimum shrinks, the
         others stop (requeued when their job allows)."""
@@ -592,7 +599,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             job = replace(job, runtime=shape["runtime"], nodes=shape["width"])
             saved = kept // shape["width"]
         k = next(k for k, a in enumerate(arrived) if a.job_id == i)
-        arrived[k] = replace(job, runtime=job.runtime - saved, pull=0)
+        arrived[k] = replace(job, runtime=job.runtime - saved, pull=0, limit=queued(i).limit)
         del result[i], eligible[i]
         hold[i] = now + delay
         restarts[i] = restarts.get(i, 0) + 1
@@ -619,8 +626,14 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             _, kind, which = events.pop(0)
             if kind == "down":
                 kill(now, which)
+            back = [x for x in which if kind in ("resume", "up") and not nodes[x].available]
             for x in which:
                 nodes[x].available = kind in ("resume", "up")
+            if regrow and back:
+                naive_elastic.regrow(now, back, running, dict(
+                    result=result, shapes=shapes, order=order, queued=queued, no_kill=no_kill,
+                    restarts=restarts, resized=resized, nodes=nodes, blocked=blocked,
+                    res=resolution, gpus_of=gpus_of))
         wakes -= {w for w in wakes if w <= now}
         for t, i in sorted((g[0], g[1]) for g in grace if g[0] == now):
             r = [r for r in running if r[0].job_id == i and r[1] + r[0].duration() > now]
@@ -663,7 +676,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                     history[x].append(now + job.duration())
                 result[job.job_id] = (now + job.boot, now + job.duration(), chosen, gpus, p)
                 if ran_limits is not None:
-                    ran_limits[job.job_id] = job.limit
+                    ran_limits.setdefault(job.job_id, []).append(job.limit)
                 started_ever.add(job.job_id)
             zero = {job.job_id for job, _, _ in started if job.duration() == 0}
             end_now(now, zero)

@@ -3,6 +3,8 @@ one, at least its time minimum, cut at whole minutes before the next hold on its
 (Slurm's backfill). The engine against the twin (tests/naive_timemin.py over
 tests/naive_nodes.py), runs without a time minimum unchanged, the records, the
 ``time_limit`` check, the readers and the CLI."""
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -21,6 +23,8 @@ from fastsched.verify import verify
 from constrained_twin import assert_same_runs
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 from test_reservations import windows_of
+from test_elastic import elastic_lifecycles
+from fastsched.tools.testing import lifecycles, node_event_rows
 
 
 def _scaled(data, jobs):
@@ -49,7 +53,7 @@ def _twin(cluster, available, jobs, parts, deps, groups, caps, rank, tmin, polic
 def _same_limits(run, jobs, ran):
     for i, j in enumerate(int(x) for x in jobs.job_id):
         if run.start[i] >= 0:
-            assert run.time_limit[i] == ran[j], j
+            assert run.time_limit[i] == ran[j][-1], j
 
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
@@ -227,11 +231,8 @@ def test_bad_time_min_is_refused():
     with pytest.raises(UnsupportedError, match="reservations='slurm' takes no time_min"):
         simulate(_cluster(), jobs, "conservative", reservations="slurm",
                  time_min=[0, 0, 1800])
-    ev = NodeEvents.from_rows([(100, "drain", [0])], 4)
-    with pytest.raises(UnsupportedError, match="--time-min.*node events"):
-        simulate(_cluster(), jobs, "easy", events=ev, time_min=[0, 0, 1800])
-    with pytest.raises(UnsupportedError, match="--time-min.*lifecycle"):
-        simulate(_cluster(), jobs, "easy", lifecycle=Lifecycle.of(3), time_min=[0, 0, 1800])
+    with pytest.raises(UnsupportedError, match="--time-min.*power saving"):
+        simulate(_cluster(), jobs, "easy", power="boot=60", time_min=[0, 0, 1800])
     # all zero: no time minimum, any model
     assert simulate(_cluster(), jobs, "easy", reservations="counts",
                     time_min=[0, 0, 0]).time_min is None
@@ -349,3 +350,161 @@ def test_the_help_names_time_min(capsys):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert "time_min column" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ node failures and requeue
+
+def _limits_by_attempt(run, ids):
+    """(job id, attempt) -> the limit it ran with: killed attempts, then each started
+    job's last."""
+    a = run.attempts
+    out = {(ids[a.job[k]], int(a.attempt[k])): int(a.limit[k]) for k in range(len(a))}
+    for i in np.flatnonzero(run.start >= 0).tolist():
+        out[(ids[i], int(a.restarts[i]))] = int(run.time_limit[i])
+    return out
+
+
+@st.composite
+def _failing(draw):
+    """The crowded cases with node events on their clock (downs, ups, drains) and a
+    lifecycle: requeue or not, checkpoints, and often --no-kill with a node range.
+    Most also fail a node of a job that a run without events starts with a cut limit,
+    while it runs (random events alone rarely hit one)."""
+    cluster, jobs, tmin = draw(_crowded())
+    rows = draw(node_event_rows(cluster.num_nodes, max_events=6, max_time=900,
+                                kinds=("down", "down", "up", "drain", "resume")))
+    plain = run_nodes(cluster, jobs, "easy", time_min=tmin)
+    cut = [] if plain.time_limit is None else np.flatnonzero(
+        (plain.start >= 0) & (plain.time_limit < jobs.time_limit) & (plain.end > plain.start + 1))
+    if len(cut) and draw(st.integers(0, 3)):
+        i = int(draw(st.sampled_from(cut.tolist())))
+        t = draw(st.integers(int(plain.start[i]) + 1, int(plain.end[i]) - 1))
+        x = int(plain.alloc_nodes[plain.alloc_offsets[i]])
+        rows += [(t, "down", [x])] + ([(t + draw(st.integers(0, 300)), "up", [x])]
+                                      if draw(st.booleans()) else [])
+    else:
+        i = None
+    lc = draw(st.one_of(lifecycles(len(jobs), max_interval=300, max_delay=200),
+                        elastic_lifecycles(jobs)))
+    if i is not None and draw(st.integers(0, 3)):      # the victim is requeued
+        requeue = lc.requeue.copy()
+        requeue[i] = True
+        no_kill = None if lc.no_kill is None else lc.no_kill.copy()
+        if no_kill is not None:
+            no_kill[i] = False
+        lc = dataclasses.replace(lc, requeue=requeue, no_kill=no_kill)
+    return cluster, jobs, tmin, rows, lc
+
+
+@pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
+                                          ("conservative", 1)])
+@SETTINGS
+@given(case=_failing())
+def test_time_min_with_failures_and_requeue_matches_twin(case, policy, depth):
+    cluster, jobs, tmin, rows, lc = case
+    ids = [int(j) for j in jobs.job_id]
+    run = run_nodes(cluster, jobs, policy, depth, time_min=tmin, lifecycle=lc,
+                    events=NodeEvents.from_rows(rows, cluster.num_nodes))
+    killed, resized, ran = [], [], {}
+    out, _ = naive_nodes.simulate(
+        cluster, naive_nodes.jobs_from_table(jobs), policy, depth, events=rows,
+        requeue={j: bool(lc.requeue[i]) for i, j in enumerate(ids)},
+        checkpoint={j: int(lc.checkpoint_interval[i]) for i, j in enumerate(ids)},
+        delay=lc.delay, attempts=killed, resized=resized,
+        no_kill=None if lc.no_kill is None else {j: bool(lc.no_kill[i])
+                                                 for i, j in enumerate(ids)},
+        nodes_min=None if lc.nodes_min is None else {j: int(lc.nodes_min[i])
+                                                     for i, j in enumerate(ids)},
+        time_min={j: int(tmin[i]) for i, j in enumerate(ids)}, ran_limits=ran)
+    naive_nodes.assert_same_records(run, ids, out)
+    a = run.attempts
+    assert sorted((ids[a.job[k]], int(a.attempt[k]), int(a.start[k]), int(a.end[k]),
+                   a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]].tolist())
+                  for k in range(len(a))) == sorted(killed)
+    if (tmin > 0).any():
+        assert _limits_by_attempt(run, ids) == {(j, k): v for j, limits in ran.items()
+                                                for k, v in enumerate(limits)}
+        again = sum(len(limits) > 1 and limits[0] < jobs.time_limit[ids.index(j)]
+                    for j, limits in ran.items())
+        event(f"cut attempts started again: {min(again, 2)}")
+    event(f"killed: {min(len(killed), 2)}, shrinks: {min(len(resized), 2)}")
+
+
+@SETTINGS
+@given(case=_failing(), policy=st.sampled_from(["fcfs", "easy", "conservative"]))
+def test_runs_with_time_min_and_failures_pass_the_checks(case, policy):
+    cluster, jobs, tmin, rows, lc = case
+    r = simulate(cluster, jobs, policy, events=NodeEvents.from_rows(rows, cluster.num_nodes),
+                 lifecycle=lc, time_min=tmin, reservations="nodes")
+    report = r.verify()
+    assert report.ok, report
+    assert ("time_limit" in report.checks) == (tmin > 0).any()
+
+
+def _failed_example():
+    """The example's job 3 (cut to 3540 s at 10, checkpointing every 600 s) loses a
+    node at 1000 that is back at 1200."""
+    lc = Lifecycle.of(3, checkpoint_interval=[0, 0, 600])
+    ev = NodeEvents.from_rows([(1000, "down", [2]), (1200, "up", [2])], 4)
+    return simulate(_cluster(), _example(), "easy", events=ev, lifecycle=lc,
+                    time_min=[0, 0, 1800])
+
+
+def test_a_cut_attempt_killed_by_a_failure_is_planned_again_with_its_own_limit():
+    r = _failed_example()
+    f = r.jobs[r.jobs.job_id == 3]
+    # killed at 1000 with 600 s saved; requeued at 1121, it waits for 2 nodes until
+    # 1200; 2 h do not fit before job 2 at 3600, so its limit is cut again, to the
+    # 40 whole minutes left, and its 2400 s left end right then
+    assert f.attempt.tolist() == [0, 1]
+    assert f.state.tolist() == ["NODE_FAIL", "COMPLETED"]
+    assert f.start_time.tolist() == [10, 1200] and f.end_time.tolist() == [1000, 3600]
+    assert f.time_limit.tolist() == [3540, 2400]
+    assert r.attempts["limit"].tolist() == [3600, 3600, 3540, 2400]
+    # its last attempt had 2400 s left and a limit of 2400 s: no timeout (its first
+    # runtime, 3000 s, is over that limit)
+    assert r.summary["timeouts"] == 0
+    report = r.verify()
+    assert report.ok and "time_limit" in report.checks
+
+
+def test_the_attempt_checks_hold_each_attempt_to_its_own_limit():
+    from fastsched.verify.lifecycle import Attempts, verify_attempts
+    r = _failed_example()
+    t = r.attempts
+
+    def check(limit):
+        return verify_attempts(r.cluster, r.workload, Attempts(
+            t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
+            t["alloc_nodes"], limit=np.array(limit)), r.events, r.lifecycle,
+            time_min=r.time_min, asked_limit=r.asked_limit)
+    assert check([3600, 3600, 3540, 2400]).ok
+    # the first attempt claims its full limit: fine for the limits, but the second
+    # attempt's cut one is then below the minimum if it is 1740
+    assert check([3600, 3600, 7200, 2400]).ok
+    assert "time_limit" in check([3600, 3600, 3540, 1740]).kinds()
+    assert "time_limit" in check([3600, 3600, 7260, 2400]).kinds()
+    # the last attempt ran 2400 s: with a limit of 1800 it would have ended earlier
+    assert "wrong_end" in check([3600, 3600, 3540, 1800]).kinds()
+
+
+def test_the_cli_runs_and_checks_time_min_with_node_events(tmp_path):
+    conf, trace, recs = tmp_path / "slurm.conf", tmp_path / "w.csv", tmp_path / "jobs.csv"
+    events = tmp_path / "events.csv"
+    conf.write_text(_CONF)
+    trace.write_text(_HEAD.replace("time_min", "time_min,checkpoint_interval")
+                     + "".join(row + ("600" if row.startswith("3,") else "0") + "\n"
+                               for row in (_ROWS.replace("\n", ",\n")).split("\n")[:-1]))
+    events.write_text("time,event,nodes,reason\n1000,down,gpu3,xid79\n1200,up,gpu3,\n")
+    assert main(["simulate", str(trace), "--cluster", str(conf), "--events", str(events),
+                 "--jobs-out", str(recs), "--no-progress"]) == 0
+    out = pd.read_csv(recs)
+    f = out[out.job_id == 3]
+    assert f.time_limit.tolist() == [3540, 2400] and f.attempt.tolist() == [0, 1]
+    assert main(["check", str(recs), "--trace", str(trace), "--cluster", str(conf),
+                 "--events", str(events)]) == 0
+    bad = out.copy()
+    bad.loc[(bad.job_id == 3) & (bad.attempt == 1), "time_limit"] = 1740
+    bad.to_csv(tmp_path / "bad.csv", index=False)
+    assert main(["check", str(tmp_path / "bad.csv"), "--trace", str(trace), "--cluster",
+                 str(conf), "--events", str(events)]) == 1

@@ -60,6 +60,10 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "(and, under --cluster's PreemptType and --config's QOS, each "
                         "PREEMPTED attempt for its PreemptExemptTime and for a job that may "
                         "preempt it pending for its nodes: preempt_exempt, preemptor)")
+    parser.add_argument("--regrow", action="store_true",
+                        help="the run regrew --no-kill jobs (simulate --regrow): a shape may "
+                        "also gain nodes that came back at its start, up to the job's count "
+                        "(bad_resize)")
     parser.add_argument("--failures", metavar="SPEC", type=failure_model,
                         help="the failure model the run drew events from (simulate --failures)")
     parser.add_argument("--resv-file", metavar="FILE",
@@ -111,9 +115,11 @@ def run(args) -> int:
                             if args.events else None, args.failures)
         pre = _preemption(args, cluster, workload)
         report = check_frame(cluster, jobs, frame, source=args.jobs_csv, events=events,
-                             lifecycle=run_lifecycle(cluster, jobs, workload),
+                             lifecycle=run_lifecycle(cluster, jobs, workload,
+                                                     regrow=args.regrow),
                              preemption=pre,
-                             partitions=constraints.get("partitions") if pre else None)
+                             partitions=constraints.get("partitions") if pre else None,
+                             time_min=constraints.get("time_min"))
         if args.policy:
             report.not_checked.append(f"{args.policy}: records with attempts (node "
                                       "failures) are checked without policy")

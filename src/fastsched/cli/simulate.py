@@ -34,7 +34,9 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         help="SWF trace, or workload CSV (.csv, .csv.gz); not with --resume. "
                         "A workload's time_min column (sbatch --time-min, seconds) lets a job "
                         "start with its limit cut down to fit a gap, as Slurm's backfill does "
-                        "(nodes model; records' time_limit is the limit it ran with; "
+                        "(nodes model; records' time_limit is the limit it ran with; an "
+                        "attempt killed by --events/--failures is requeued asking for its "
+                        "full limit again, each attempt's record with its own; "
                         "docs/lifecycle.md)")
     policy_args(parser)
     parser.add_argument("--procs", type=machine_size,
@@ -97,6 +99,13 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     requeue.add_argument("--no-requeue", dest="requeue", action="store_false",
                          help="a job a node failure kills ends NODE_FAIL unless its workload "
                          "row says requeue")
+    parser.add_argument("--regrow", action="store_true",
+                        help="a running --no-kill job on fewer nodes than it asks for (shrunk "
+                        "by a failure, or started narrow on a node range) takes nodes that "
+                        "come back (up/resume events), before that instant's pass, lowest "
+                        "first; its work left speeds up in proportion (the malleable model's "
+                        "other half; Slurm needs an --dependency=expand helper job and "
+                        "SchedulerParameters=permit_job_expansion; docs/lifecycle.md)")
     parser.add_argument("--checkpoint", metavar="FILE",
                         help="save the simulation's state to FILE now and then (written whole: "
                         "temporary file, then rename), to go on later with --resume FILE")
@@ -161,8 +170,10 @@ def run(args) -> int:
         options["preemption"] = preemption
     ranged = workload is not None and getattr(workload, "nodes_min", None) is not None \
         and bool((workload.nodes_min > 0).any())          # node ranges start on fewer
-    if args.failures is not None or has_failures(events) or preemption.active or ranged:
-        options["lifecycle"] = run_lifecycle(cluster, jobs, workload, args.requeue)
+    if args.failures is not None or has_failures(events) or preemption.active or ranged \
+            or (args.regrow and events is not None):
+        options["lifecycle"] = run_lifecycle(cluster, jobs, workload, args.requeue,
+                                             regrow=args.regrow)
     if resume is not None or args.checkpoint:       # (a digest of every job: only then)
         header = {"argv": args.argv, "jobs": _fingerprint(jobs)}
     if resume is not None:

@@ -1,12 +1,15 @@
 """Elastic jobs in the event loop: a ``--no-kill`` job on nodes that go down shrinks
-onto the rest while it keeps its minimum nodes (:mod:`fastsched.model.elastic` has the
-rules and the work model).
+onto the rest while it keeps its minimum nodes, and with ``regrow`` takes nodes that
+come back (:mod:`fastsched.model.elastic` has the rules and the work model).
 
 The loop hands every ``down`` event's running jobs to :meth:`Shrinks.shrink` before
 killing any: the jobs that may shrink give the failed nodes back (the loop's own
 completion releases them, as if a job of those nodes alone ended), keep the others,
-and get a new end; the rest are killed as before. Bookkeeping is per shrunk job, in
-Python: failures are rare, and each touches only its jobs and nodes.
+and get a new end; the rest are killed as before. An ``up`` or ``resume`` event's
+nodes that were out go to :meth:`Shrinks.grow` (with ``regrow``), before the instant's
+pass: each is held for its new job from now to the job's hold end, as a start there
+would. Bookkeeping is per resized job, in Python: failures are rare, and each touches
+only its jobs and nodes.
 """
 from __future__ import annotations
 
@@ -15,7 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.elastic import finish, saved_work
+from ..model.errors import UnsupportedError
+from .earliest import _fitting_now
+from .freenow import _tcount_update
 from .limits import _count_submitted
+from .passes import _lowest_gpus
+from .profile import _advance_nodes, _hold, _on_grid, _room
+from .running import _insert_running, _running_room
+from .state import Ask
 
 
 @dataclass(frozen=True)
@@ -46,8 +56,9 @@ class Shrinks:
     shapes so far and what the attempt had to do; the log of the shapes a shrink
     ended."""
 
-    def __init__(self, no_kill, low, full, runtime):
+    def __init__(self, no_kill, low, full, runtime, regrow=False):
         self.no_kill = np.asarray(no_kill, dtype=bool)
+        self.regrow = bool(regrow)
         self.low = np.asarray(low, dtype=np.int64)
         self.full = np.array(full, dtype=np.int64)
         self.base = np.array(runtime, dtype=np.int64)
@@ -95,19 +106,95 @@ class Shrinks:
         lo, n = int(jobs.offsets[j]), int(jobs.nn[j])
         nodes = out.alloc_nodes[lo:lo + n].copy()
         masks = out.alloc_mask[lo:lo + n].copy()
-        start, pull = int(out.start[j]), int(loop.images.pull[j])
-        starts, widths, runtime, width, _ = self._shapes(loop, j)
-        keep = n - int(gone.sum())
+        self._reshape(loop, t, j, nodes, masks, n - int(gone.sum()))
+        self._release(loop, t, j, nodes, masks, gone, complete)
+        self._new_end(loop, j)
+
+    def _reshape(self, loop, t, j, nodes, masks, width):
+        """Job j's shape on ``nodes`` (GPU bits ``masks``) ends at ``t``, the next one
+        has ``width`` nodes."""
+        starts, widths = self._shapes(loop, j)[:2]
         if t > starts[-1]:
             self.log.append((j, int(loop.requeues.restarts[j]), starts[-1], t, nodes, masks))
             starts.append(t)
-            widths.append(keep)
-        else:                       # a second failure at the same instant: that shape never ran
-            widths[-1] = keep
-        self._release(loop, t, j, nodes, masks, gone, complete)
+            widths.append(width)
+        else:                       # a second resize at the same instant: that shape never ran
+            widths[-1] = width
+
+    def _new_end(self, loop, j):
+        """Job j ends when its work is done at the widths of its shapes (at its limit
+        at the latest)."""
+        jobs, out = loop.jobs, loop.out
+        start, pull = int(out.start[j]), int(loop.images.pull[j])
+        starts, widths, runtime, width, _ = self._shapes(loop, j)
         end = finish(starts, widths, start + pull, runtime * width)
         out.end[j] = min(end, start + int(jobs.limit[j]))
         jobs.runtime[j] = end - start - pull     # what decides COMPLETED or TIMEOUT
+
+    def grow(self, loop, t: int, back) -> None:
+        """The nodes ``back`` (ascending) came back at ``t`` (up or resumed, before the
+        instant's pass): each running ``--no-kill`` job on fewer nodes than it asks for,
+        in submit order, takes those of them in its partition where its request is free
+        from ``t`` to its hold's end (start + time limit), lowest first, up to its
+        count (:mod:`fastsched.model.elastic`)."""
+        if not self.regrow:
+            return
+        jobs, out = loop.jobs, loop.out
+        moved = []
+        for j in np.flatnonzero(self.no_kill & (jobs.nn < self.full) & (out.start >= 0)
+                                & (out.end > t)).tolist():
+            lo, n = int(jobs.offsets[j]), int(jobs.nn[j])
+            pool = back[loop.member[0][back, int(out.part_used[j])]]
+            pool = pool[~np.isin(pool, out.alloc_nodes[lo:lo + n])]
+            if not len(pool):
+                continue
+            held_end = int(_on_grid(np.int64(out.start[j] + jobs.limit[j]), loop.rules.res))
+            want = int(self.full[j]) - n
+            ask = Ask(np.int64(jobs.rg[j]), np.int64(jobs.rc[j]), np.int64(jobs.rm[j]),
+                      np.int64(held_end - t), np.int64(want))
+            _advance_nodes(pool, np.int64(t), loop.p)
+            cand = np.empty(len(pool), dtype=np.int64)
+            nc = int(_fitting_now(np.int64(t), ask, False, pool, loop.nodes, loop.p, cand))
+            if nc:
+                self._grow(loop, t, j, cand[:min(nc, want)], held_end)
+                moved.append(j)
+        if moved:
+            self._reschedule(loop, moved)
+
+    def _grow(self, loop, t, j, take, held_end):
+        """Job j takes the nodes ``take`` from ``t`` to ``held_end``: held in the kept
+        profile, its GPUs (the lowest free), free-now state, running lists and limit
+        usage, as a start there would; its allocation stays ascending."""
+        jobs, out, free = loop.jobs, loop.out, loop.free
+        lo, n, d = int(jobs.offsets[j]), int(jobs.nn[j]), len(take)
+        nodes = out.alloc_nodes[lo:lo + n].copy()
+        masks = out.alloc_mask[lo:lo + n].copy()
+        self._reshape(loop, t, j, nodes, masks, n + d)
+        g, c, m = jobs.rg[j], jobs.rc[j], jobs.rm[j]
+        loop.run_lists = _running_room(loop.run_lists, take, np.int64(d))
+        taken = np.empty(d, dtype=np.uint64)
+        for i, x in enumerate(take.tolist()):
+            loop.p = _room(np.int64(x), loop.p)
+            _hold(np.int64(x), np.int64(t), np.int64(held_end), g, c, m, loop.p)
+            taken[i] = _lowest_gpus(free.fmask[x], g)
+            free.fmask[x] &= ~taken[i]
+            free.fg[x] -= g
+            free.fc[x] -= c
+            free.fm[x] -= m
+            _tcount_update(np.int64(x), free.fg[x] + g, free.fc[x] + c, free.fm[x] + m, free,
+                           loop.types, loop.nodes)
+            _insert_running(np.int64(x), np.int64(held_end), g, c, m, np.int64(j),
+                            loop.run_lists)
+        both = np.concatenate([nodes, take])
+        by = np.argsort(both, kind="stable")
+        out.alloc_nodes[lo:lo + n + d] = both[by]
+        out.alloc_mask[lo:lo + n + d] = np.concatenate([masks, taken])[by]
+        jobs.nn[j] = n + d
+        lim = loop.lim
+        groups = lim.jg[lim.jg_off[j]:lim.jg_off[j + 1]]
+        for k, per_node in ((1, g), (2, c), (3, m)):
+            np.add.at(lim.gusage[:, k], groups, d * per_node)
+        self._new_end(loop, j)
 
     @staticmethod
     def _release(loop, t, j, nodes, masks, gone, complete):
@@ -178,3 +265,18 @@ class Shrinks:
         np.cumsum(nn, out=new[1:])
         index = np.arange(new[-1], dtype=np.int64) + np.repeat(offsets[:-1] - new[:-1], nn)
         return new, nodes[index], masks[index]
+
+
+def check_regrow(lifecycle, limits, images, topo) -> None:
+    """Regrowth takes nodes outside a pass: refused where a start there would be checked
+    or shaped otherwise (limit caps, container pulls, GPU groups and topology)."""
+    if lifecycle is None or not getattr(lifecycle, "regrow", False):
+        return
+    given = [name for name, on in (
+        ("limits (QOS/association caps)", np.asarray(limits.caps).size > 0),
+        ("container images", images is not None),
+        ("topology placement or GPU groups", topo.levels.shape[0] > 0 or topo.excl.any()
+         or topo.gmasks.shape[0] > 0)) if on]
+    if given:
+        raise UnsupportedError(f"regrowing --no-kill jobs (regrow) with {', '.join(given)} "
+                               "is not modelled yet")

@@ -34,7 +34,7 @@ from .passes import _pass
 from .preemptplan import no_preempting
 from .profile import (_advance, _advance_nodes, _give_back, _on_grid, block_windows,
                       new_profile, profile_of)
-from .elastic import Shrinks
+from .elastic import Shrinks, check_regrow
 from .requeue import Requeues
 from .running import _take_running
 from .wholenode import _end_whole, _whole_pass, whole_node_run
@@ -285,16 +285,17 @@ class _EventLoop:
             lc.delay)
         self.elastic = None if lc is None or not (lc.elastic or lc.ranged) else Shrinks(
             np.zeros(n, dtype=bool) if lc.no_kill is None else np.asarray(lc.no_kill)[order],
-            lc.min_nodes(jobs.num_nodes)[order], self.jobs.nn, self.jobs.runtime)
+            lc.min_nodes(jobs.num_nodes)[order], self.jobs.nn, self.jobs.runtime, lc.regrow)
         if lc is not None and lc.ranged:
             self.jobs = self.jobs._replace(low=as_i64(lc.start_nodes(jobs.num_nodes)[order]))
             _check_ranges(self.topo, preemption)
         #: the limits jobs asked for (``--time-min`` starts cut ``jobs.limit`` in place)
         self.asked = None
         if time_min is not None and (np.asarray(time_min) > 0).any():
-            _check_time_min(self.topo, node_events, lifecycle, images, power, preemption)
+            _check_time_min(self.topo, images, power, preemption)
             self.asked = self.jobs.limit.copy()
             self.jobs = self.jobs._replace(tmin=as_i64(np.asarray(time_min)[order]))
+        check_regrow(lc, limits, images, self.topo)
         self._allocate(cluster.num_nodes)
         nd = self.nodes
         if blocked is not None and len(blocked[0]):
@@ -368,7 +369,7 @@ class _EventLoop:
         every partition (no new start or reservation there; running jobs go on),
         ``down`` does too and kills the jobs running there (those not ending at
         ``t``; :mod:`fastsched.engine.requeue`), ``resume`` and ``up`` put them back
-        (:mod:`fastsched.model.events`)."""
+        (:mod:`fastsched.model.events`; shrunk jobs may take them: ``regrow``)."""
         if kind not in NODE_EVENT_KINDS:
             raise UnsupportedError(f"node event {kind!r} is not modelled")
         if self.topo.excl.any():     # leaf groups held whole are released by their node lists
@@ -384,7 +385,10 @@ class _EventLoop:
             self._kill(int(t), killed)
             if self.elastic is not None:
                 self.elastic.killed(self, killed)
+        back = np.unique(nodes[~self.avail[nodes]]) if kind in ("resume", "up") else nodes[:0]
         self._set_available(nodes, kind in ("resume", "up"))
+        if len(back) and self.elastic is not None:
+            self.elastic.grow(self, int(t), back)
         self.sc[5] = min(int(self.sc[5]), int(t))
 
     def _set_available(self, nodes, value: bool) -> None:
@@ -430,7 +434,7 @@ class _EventLoop:
             left = self.requeues.kill(j, t, int(out.start[j]), int(out.part_used[j]),
                                       out.alloc_nodes[lo:hi], out.alloc_mask[lo:hi],
                                       int(jobs.runtime[j]), int(self.images.pull[j]),
-                                      preempted, rq)
+                                      preempted, rq, int(jobs.limit[j]))
             jj = np.int64(j)
             _complete(jj, now, self.rules, jobs, self.types, self.nodes, self.free, self.p,
                       self.run_lists, self.lim, self.topo, out)
@@ -442,6 +446,8 @@ class _EventLoop:
                 continue
             _count_submitted(jj, np.int64(1), self.lim)      # still in the system, pending
             jobs.runtime[j] = left
+            if self.asked is not None:      # planned again with its own limit (--time-min)
+                jobs.limit[j] = self.asked[j]
             for a in (out.start, out.end, out.planned, out.part_used):
                 a[j] = -1
             edges = slice(deps.ch_off[j], deps.ch_off[j + 1])
@@ -623,13 +629,12 @@ def _check_ranges(topo, preemption) -> None:
                                "modelled yet")
 
 
-def _check_time_min(topo, node_events, lifecycle, images, power, preemption) -> None:
-    """``--time-min`` starts cut a job's limit at a pass (:mod:`.timemin`); refused
-    where a job's limit changes again later or its start is shaped otherwise."""
+def _check_time_min(topo, images, power, preemption) -> None:
+    """``--time-min`` starts cut a job's limit at a pass (:mod:`.timemin`; a killed
+    attempt is requeued with its own limit again); refused where its start is shaped
+    otherwise."""
     given = [name for name, on in (
         ("topology placement", topo.levels.shape[0] > 0 or topo.excl.any()),
-        ("node events", node_events), ("a lifecycle (requeue, --no-kill, node ranges)",
-                                       lifecycle is not None),
         ("container images", images is not None), ("power saving", power is not None),
         ("preemption", preemption is not None)) if on]
     if given:
@@ -716,8 +721,9 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     are logged as node failures' are, marked ``preempted``. ``time_min``: each job's
     ``--time-min`` in seconds (0: none; :mod:`fastsched.engine.timemin`): a job that
     cannot start now with its limit may start with a shorter one, at least that; the
-    run's ``time_limit`` has the limit each job ran with (not with ``events``,
-    ``lifecycle``, ``images``, ``power``, ``preemption`` or topology placement).
+    run's ``time_limit`` has the limit each job's last attempt ran with (a killed
+    attempt's is in ``attempts.limit``; a requeued one is planned with its own limit
+    again; not with ``images``, ``power``, ``preemption`` or topology placement).
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)

@@ -40,7 +40,8 @@ class Attempts:
     Preemption (:mod:`fastsched.engine.preempt`) stops attempts the same way:
     ``preempted[k]`` marks those (they end PREEMPTED, not NODE_FAIL), and per job
     ``cancelled``: its last attempt was preempted and not requeued (None: a run
-    without preemption).
+    without preemption). ``limit[k]``: the time limit attempt k ran with (a
+    ``--time-min`` start may cut it: :mod:`fastsched.engine.timemin`).
     """
 
     job: np.ndarray
@@ -58,6 +59,7 @@ class Attempts:
     pull: np.ndarray | None = None
     preempted: np.ndarray | None = None
     cancelled: np.ndarray | None = None
+    limit: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.job)
@@ -82,14 +84,15 @@ class Requeues:
         #: (a shrunk elastic job: :mod:`fastsched.engine.elastic`)
         self.saved: dict[int, int] = {}
         self.log: list[tuple] = []      # (job, attempt, start, end, partition, saved, nodes,
-        #                                  masks, pull, preempted)
+        #                                  masks, pull, preempted, limit)
 
     def kill(self, j: int, t: int, start: int, partition: int, nodes, masks,
              runtime: int, pull: int = 0, preempted: bool = False,
-             requeue: bool = True) -> int:
+             requeue: bool = True, limit: int = 0) -> int:
         """Log job j's attempt killed at t (it pulled its image for ``pull`` seconds
-        first); returns the runtime a requeued attempt has left, or -1 when the job
-        is not requeued (it ended NODE_FAIL, or PREEMPTED when ``preempted``).
+        first, and ran with time limit ``limit``); returns the runtime a requeued
+        attempt has left, or -1 when the job is not requeued (it ended NODE_FAIL, or
+        PREEMPTED when ``preempted``).
         ``requeue``: whether the cause requeues at all (a preemption in mode CANCEL
         does not); the job must allow it too."""
         interval = int(self.interval[j])
@@ -98,7 +101,7 @@ class Requeues:
         saved = self.saved.pop(j, saved)
         self.log.append((j, int(self.restarts[j]), start, t, partition, saved,
                          np.array(nodes, dtype=np.int64), np.array(masks, dtype=np.uint64),
-                         int(pull), bool(preempted)))
+                         int(pull), bool(preempted), int(limit)))
         if not (requeue and self.requeue[j]):
             (self.cancelled if preempted else self.node_fail)[j] = True
             return -1
@@ -138,4 +141,5 @@ class Requeues:
                         alloc_gpu_mask=cat(7, np.uint64), restarts=self.restarts[inverse],
                         node_fail=self.node_fail[inverse],
                         runtime=np.asarray(runtime)[inverse], pull=col(8),
-                        preempted=col(9, bool), cancelled=self.cancelled[inverse])
+                        preempted=col(9, bool), cancelled=self.cancelled[inverse],
+                        limit=col(10))

@@ -19,8 +19,23 @@ that is killed later keeps the node-seconds done by its last checkpoint (every
 ``checkpoint_interval`` seconds of its run after the pull, as for a rigid job),
 in whole seconds at its full width (rounded down).
 
+Regrowth (``Lifecycle.regrow``, off by default): nodes that come back (an ``up`` or
+``resume`` event, for nodes that were down or drained) are offered, before the pass of
+that instant, to the running ``--no-kill`` jobs that hold fewer nodes than they ask for
+(shrunk, or started narrow on a node range), in submit order. Each takes, lowest first
+and up to the count it asks for, those in its partition where its whole request is free
+from now to the end of its hold (start + time limit: a start there would hold as long),
+and its remaining node-seconds go faster in proportion: the same work model, the new
+shape doing as many node-seconds per second as it has nodes. Slurm itself has no
+automatic regrowth: a running job grows only through a helper job submitted with
+``--dependency=expand:<job_id>`` whose nodes ``scontrol update JobId=<helper>
+NumNodes=0`` and ``scontrol update JobId=<job_id> NumNodes=ALL`` hand over
+(``SchedulerParameters=permit_job_expansion``); regrowth models a job (or its
+launcher) that does so as soon as nodes come back, ahead of the queue (its helper would
+otherwise wait for the pass like any job): the upper bound of what growing can give.
+
 A shape of an attempt is (start, nodes): the first starts with the attempt, each
-later one at a failure; each runs until the next one's start.
+later one at a failure or a regrowth; each runs until the next one's start.
 """
 from __future__ import annotations
 

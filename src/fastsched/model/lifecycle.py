@@ -42,7 +42,9 @@ class Lifecycle:
     Elastic jobs (:mod:`fastsched.model.elastic`): ``no_kill`` (bool, sbatch
     ``--no-kill``; None: no job) and ``nodes_min`` (int64, the fewest nodes it starts
     on, from ``--nodes=MIN-MAX``, and runs on after a failure; 0 or None: it starts
-    on all, and a ``--no-kill`` job runs on down to one)."""
+    on all, and a ``--no-kill`` job runs on down to one); ``regrow``: a running
+    ``--no-kill`` job on fewer nodes than it asks for takes nodes that come back (the
+    malleable model's other half; off by default, as in Slurm)."""
 
     requeue: np.ndarray
     checkpoint_interval: np.ndarray
@@ -50,6 +52,7 @@ class Lifecycle:
     delay: int = REQUEUE_DELAY
     no_kill: np.ndarray | None = None
     nodes_min: np.ndarray | None = None
+    regrow: bool = False
 
     def __post_init__(self):
         n = len(self.requeue)
@@ -119,7 +122,8 @@ class Lifecycle:
 
     @classmethod
     def of(cls, n: int, *, requeue=True, checkpoint_interval=0, checkpoint_cost=0,
-           delay: int = REQUEUE_DELAY, no_kill=None, nodes_min=None) -> "Lifecycle":
+           delay: int = REQUEUE_DELAY, no_kill=None, nodes_min=None,
+           regrow: bool = False) -> "Lifecycle":
         """Scalars or arrays per job, for ``n`` jobs."""
         def col(v, dtype):
             if v is None:
@@ -128,7 +132,7 @@ class Lifecycle:
             return np.full(n, a, dtype=dtype) if a.ndim == 0 else np.ascontiguousarray(a)
         return cls(col(requeue, bool), col(checkpoint_interval, np.int64),
                    col(checkpoint_cost, np.int64), int(delay), col(no_kill, bool),
-                   col(nodes_min, np.int64))
+                   col(nodes_min, np.int64), bool(regrow))
 
     def __len__(self) -> int:
         return len(self.requeue)

@@ -12,8 +12,8 @@ from ..model.lifecycle import saved_progress
 def add_resizes(table: dict, resizes) -> dict:
     """``table`` (:func:`fastsched.sim.lifecycle.attempt_table`) with a record per
     shape of ``resizes`` (:class:`fastsched.engine.elastic.Resizes`), each attempt's
-    last record starting where its last resize ended; key ``resized`` marks the new
-    records. Rows in (job, attempt, start) order."""
+    last record starting where its last resize ended (a shape has its attempt's
+    ``limit``); key ``resized`` marks the new records. Rows in (job, attempt, start) order."""
     where = {(int(r), int(a)): k for k, (r, a) in enumerate(zip(table["row"], table["attempt"]))}
     m = np.array([where[(int(r), int(a))] for r, a in zip(resizes.job, resizes.attempt)],
                  dtype=np.int64)
@@ -31,6 +31,7 @@ def add_resizes(table: dict, resizes) -> dict:
            "node_fail": cat("node_fail", np.zeros(len(m), dtype=bool)),
            "partition": cat("partition", table["partition"][m]),
            "pull": None if table["pull"] is None else cat("pull", table["pull"][m]),
+           "limit": None if table.get("limit") is None else cat("limit", table["limit"][m]),
            "resized": np.concatenate([np.zeros(k, dtype=bool), np.ones(len(m), dtype=bool)])}
     counts = np.concatenate([np.diff(table["alloc_offsets"]), np.diff(resizes.alloc_offsets)])
     nodes = np.concatenate([table["alloc_nodes"], resizes.alloc_nodes])
@@ -72,7 +73,8 @@ def shape_goodput_args(table: dict) -> dict:
 
 
 def shrink_summary(table: dict, jobs, interval) -> dict:
-    """The shrinks of a run: how many, the jobs shrunk, the attempts that started again
+    """The resizes of a run: how many shrinks, the jobs shrunk, how many regrowths
+    (``regrows``: a shape followed by a wider one), the attempts that started again
     (``requeues``: the first shape of each attempt after the first), and
     ``shrink_kept_gpu_hours``: per shrink, the GPU-hours of work its attempt had done
     since its last checkpoint (at the widths it ran), what a kill there would have
@@ -81,9 +83,12 @@ def shrink_summary(table: dict, jobs, interval) -> dict:
     row, attempt = table["row"], table["attempt"]
     first = np.ones(len(row), dtype=bool)
     first[1:] = (row[1:] != row[:-1]) | (attempt[1:] != attempt[:-1])
-    gpus = np.diff(table["alloc_offsets"]) * jobs.gpus_per_node[row]
+    width = np.diff(table["alloc_offsets"])
+    gpus = width * jobs.gpus_per_node[row]
+    grew = table["resized"] & (np.append(width[1:], 0) > width)
+    shrank = table["resized"] & ~grew
     kept = 0
-    for k in np.flatnonzero(table["resized"]).tolist():
+    for k in np.flatnonzero(shrank).tolist():
         h = k
         while not first[h]:
             h -= 1
@@ -95,6 +100,7 @@ def shrink_summary(table: dict, jobs, interval) -> dict:
                                                               pull_end)
             kept += int(gpus[q]) * max(int(span), 0)
     return {"requeues": int(((attempt > 0) & first).sum()),
-            "shrinks": int(table["resized"].sum()),
-            "shrunk_jobs": int(len(np.unique(row[table["resized"]]))),
+            "shrinks": int(shrank.sum()),
+            "shrunk_jobs": int(len(np.unique(row[shrank]))),
+            "regrows": int(grew.sum()),
             "shrink_kept_gpu_hours": kept / 3600.0}

@@ -4,6 +4,8 @@ event file, each attempt of a requeued job as its own record (``sacct
 goodput; :mod:`fastsched.model.lifecycle`)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..model.cluster import Cluster
@@ -52,6 +54,7 @@ def attempt_table(run) -> dict:
     alloc_gpu_mask, pull (its image pull, seconds; None from a run without images);
     with elastic jobs (``run.resizes``) also a record per shape of a shrunk attempt,
     rows in (job, attempt, start) order and key ``resized`` (:func:`add_resizes`); and
+    ``limit``: the time limit each ran with (None from a run without ``--time-min``);
     per job:
     last_runtime (what its last attempt had left to
     run), node_fail_job (its last attempt ended NODE_FAIL), preempted_job (its last
@@ -83,6 +86,8 @@ def attempt_table(run) -> dict:
                                 np.zeros(len(last), dtype=bool)])
     preempted = np.concatenate([np.zeros(k, dtype=bool) if a.preempted is None
                                 else a.preempted, np.zeros(len(last), dtype=bool)])
+    limit = None if run.time_limit is None else \
+        np.concatenate([a.limit, np.asarray(run.time_limit)[last]])
     offsets = np.zeros(len(row) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     rows = np.flatnonzero(keep)
@@ -93,6 +98,7 @@ def attempt_table(run) -> dict:
             "node_fail": node_fail[rows], "partition": partition[rows],
             "preempted": preempted[rows], "preempted_job": cancelled,
             "pull": None if run.pull is None else pull[rows],
+            "limit": None if limit is None else limit[rows],
             "alloc_offsets": off, "alloc_nodes": nodes[entries], "alloc_gpu_mask": masks[entries],
             "last_runtime": a.runtime, "node_fail_job": a.node_fail}
     return table if run.resizes is None else add_resizes(table, run.resizes)
@@ -124,6 +130,17 @@ def lifecycle_summary(jobs: JobTable, table: dict, lifecycle: Lifecycle) -> dict
     return out
 
 
+def attempt_timeouts(jobs: JobTable, table: dict, pull, started) -> int:
+    """The jobs whose last attempt ended TIMEOUT: what it had left (plus its image
+    ``pull``) over the limit it ran with (``jobs.time_limit``), neither killed nor
+    preempted; a job's first runtime says nothing once an attempt saved progress."""
+    left = table["last_runtime"] + (0 if pull is None else pull)
+    ended = ~table["node_fail_job"]
+    if table.get("preempted_job") is not None:
+        ended &= ~table["preempted_job"]
+    return int((started & ended & (left > jobs.time_limit)).sum())
+
+
 def site_requeue(cluster: Cluster) -> tuple[bool, int]:
     """(JobRequeue, requeue delay) of the cluster's slurm.conf: ``JobRequeue=0`` makes
     batch jobs not requeueable by default (Slurm's default is 1). The delay is N + 1
@@ -149,15 +166,16 @@ def site_requeue(cluster: Cluster) -> tuple[bool, int]:
 
 
 def run_lifecycle(cluster: Cluster, jobs: JobTable, workload=None,
-                  requeue: bool | None = None) -> Lifecycle:
+                  requeue: bool | None = None, regrow: bool = False) -> Lifecycle:
     """What a node failure does to each job of a run: the workload's columns where
     it has them (a job's own --requeue/--no-requeue), else ``requeue`` (None: the
-    cluster's JobRequeue), after the cluster's requeue delay."""
+    cluster's JobRequeue), after the cluster's requeue delay; ``regrow``: shrunk
+    ``--no-kill`` jobs take nodes that come back."""
     site, delay = site_requeue(cluster)
     default = site if requeue is None else requeue
     if workload is not None and hasattr(workload, "lifecycle"):
-        return workload.lifecycle(default, delay)
-    return Lifecycle.of(len(jobs), requeue=default, delay=delay)
+        return replace(workload.lifecycle(default, delay), regrow=bool(regrow))
+    return Lifecycle.of(len(jobs), requeue=default, delay=delay, regrow=regrow)
 
 
 def lifecycle_line(summary: dict) -> str:
@@ -166,7 +184,8 @@ def lifecycle_line(summary: dict) -> str:
     good = "n/a" if lc["goodput"] is None else f"{lc['goodput']:.1%}"
     shrinks = "" if "shrinks" not in lc else (
         f"; {lc['shrinks']:,} time(s) a --no-kill job shrank ({lc['shrunk_jobs']:,} job(s)), "
-        f"keeping {lc['shrink_kept_gpu_hours']:,.1f} GPU-h a kill would have lost")
+        f"keeping {lc['shrink_kept_gpu_hours']:,.1f} GPU-h a kill would have lost"
+        + (f", {lc['regrows']:,} regrowth(s)" if lc.get("regrows") else ""))
     return (f"node failures: {lc['killed_attempts']:,} attempt(s) killed, {lc['requeues']:,} "
             f"requeued, {lc['node_fail_jobs']:,} job(s) ended NODE_FAIL; "
             f"{lc['lost_gpu_hours']:,.1f} GPU-h lost, {lc['checkpoint_gpu_hours']:,.1f} GPU-h "

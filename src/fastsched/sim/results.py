@@ -229,8 +229,10 @@ class SimulationResult:
             return verify_attempts(self.cluster, self.workload, Attempts(
                 t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
                 t["alloc_nodes"], t.get("pull"), resized=t.get("resized"),
-                preempted=t.get("preempted"), partition=t["partition"]), self.events,
-                self.lifecycle, preemption=self.preemption, partitions=self.partitions)
+                preempted=t.get("preempted"), partition=t["partition"], limit=t.get("limit")),
+                self.events, self.lifecycle, preemption=self.preemption,
+                partitions=self.partitions, time_min=self.time_min,
+                asked_limit=self.asked_limit)
         from .images import pull_workload      # the pull is part of each job's run
         return verify(self.cluster, pull_workload(self.workload, self.pull), self.schedule,
                       policy=policy,
@@ -318,6 +320,8 @@ def _attempt_records(result, frame):
     killed["gpu_ids"] = gpu_id_rows(names, off, t["alloc_nodes"][entries], masks)
     killed["attempt"] = t["attempt"][k]
     _widths(killed, np.diff(off))       # a record holds the nodes it has (sacct NNodes)
+    if t.get("limit") is not None:      # --time-min: the limit each attempt ran with
+        killed["time_limit"] = t["limit"][k]
     if t.get("pull") is not None:
         killed["pull_time"] = pd.array(t["pull"][k], dtype="Int64")
     if "partition" in killed.columns:

@@ -37,7 +37,8 @@ from .resvlayout import (member_layout, mapped_back, ran_in, refuse_with_members
                          window_horizon as _horizon)
 from .images import check_containers, engine_images, images_summary, pull_workload
 from .power import check_power, down_cloud, engine_power, power_summary
-from .lifecycle import attempt_table, has_failures, lifecycle_summary, run_events
+from .lifecycle import (attempt_table, attempt_timeouts, has_failures, lifecycle_summary,
+                        run_events)
 from .preemption import check_preemption, check_preemption_run, preemption_summary, tier_order
 from ..engine.counts import CountsLoop, run_counts
 from ..engine.inputs import check_node_jobs, ever_available
@@ -169,8 +170,10 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     start now with its limit starts with a shorter one, at least its time minimum,
     when that fits before the next hold on its nodes; past it, TIMEOUT. The result's
     ``workload`` and records hold the limits the jobs ran with, ``asked_limit`` those
-    asked for (nodes model; not with node events, a lifecycle, containers, power
-    saving, preemption, topology placement or jobs in reservations; docs/lifecycle.md).
+    asked for; with node failures an attempt killed is requeued asking for its own
+    limit again, and each attempt's record holds the limit it ran with (nodes model; not
+    with containers, power saving, preemption, topology placement or jobs in
+    reservations; docs/lifecycle.md).
 
     ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the
     event loop's state now and then; ``resume`` (a state from such a file) goes on
@@ -287,6 +290,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                         exclusive=engine == "pool" or _whole_node_jobs(cluster, jobs))
     if attempts is not None:
         summary["lifecycle"] = lifecycle_summary(jobs, attempts, lifecycle)
+        summary["timeouts"] = attempt_timeouts(jobs, attempts, pull, schedule.start_time >= 0)
     if preemption is not None:
         summary["preemption"] = dict(preemption_summary(jobs, attempts, lifecycle),
                                      type=preemption.kind)

@@ -8,7 +8,12 @@ attempt follow one another without gap or overlap (each starts when the previous
 second of the job is counted twice), every shape but the last ended RESIZING and the
 last did not, each holds a strict subset of the previous one's nodes (a job only
 shrinks), every node it lost went down at that instant, the job is ``--no-kill`` and
-kept at least its minimum nodes. ``resumed_work`` of a shrunk attempt or one started on
+kept at least its minimum nodes. With regrowth (``Lifecycle.regrow``) a shape may also
+gain nodes, each back (``up`` or ``resume``) at that instant, up to the job's
+``num_nodes`` (the same nodes again only when one of them went down and came back at
+that instant); without it, a shape that gains one is a violation. (That a regrown shape
+overcommits no node is the resource check of every record; that no second is counted
+twice is the shapes following one another.) ``resumed_work`` of a shrunk attempt or one started on
 fewer nodes than its job asks for: it ended when its node-seconds (its runtime x
 ``num_nodes``) were done at the widths it had (or at its time limit), or earlier
 only when killed.
@@ -47,9 +52,11 @@ def shapes_of(a, head, tail, num_nodes) -> dict:
     return out
 
 
-def check_shapes(jobs, a, head, tail, lifecycle, failures, out) -> None:
+def check_shapes(jobs, a, head, tail, lifecycle, failures, out, backs=None) -> None:
     """The ``bad_resize`` rules over every attempt (``failures``: node -> the times it
-    went down)."""
+    went down; ``backs``: node -> the times it came back)."""
+    regrow = bool(getattr(lifecycle, "regrow", False))
+    backs = {} if backs is None else backs
     resized = a.resized
     low = lifecycle.min_nodes(jobs.num_nodes)
     first = lifecycle.start_nodes(jobs.num_nodes)
@@ -70,10 +77,11 @@ def check_shapes(jobs, a, head, tail, lifecycle, failures, out) -> None:
                                  f"job {jid}: attempt {a.attempt[t]} ends RESIZING with no "
                                  "later shape"))
         for k in range(h, t):
-            _step(jid, j, a, k, no_kill, low, failures, out)
+            _step(jid, j, a, k, no_kill, low, failures, out, regrow, backs,
+                  int(jobs.num_nodes[j]))
 
 
-def _step(jid, j, a, k, no_kill, low, failures, out):
+def _step(jid, j, a, k, no_kill, low, failures, out, regrow, backs, most):
     """Shape k of an attempt is followed by shape k + 1."""
     def bad(why):
         out.append(Violation("bad_resize", jid, int(a.end[k]),
@@ -85,15 +93,23 @@ def _step(jid, j, a, k, no_kill, low, failures, out):
         bad(f"a shape ends {a.end[k]} and the next starts {a.start[k + 1]}")
     now = set(a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]].tolist())
     then = set(a.alloc_nodes[a.alloc_offsets[k + 1]:a.alloc_offsets[k + 2]].tolist())
-    if not then < now:
-        bad(f"at {a.end[k]} its nodes {sorted(then)} are not fewer of {sorted(now)}")
+    t = int(a.end[k])
+    bounced = regrow and any(t in failures.get(x, ()) and t in backs.get(x, ()) for x in now)
+    if (then == now and not bounced) or (not regrow and not then < now):
+        bad(f"at {t} its nodes {sorted(then)} are not fewer of {sorted(now)}"
+            + ("" if regrow else " (no regrowth)"))
     if not no_kill[j]:
-        bad(f"shrank at {a.end[k]} without --no-kill")
-    if len(then) < low[j]:
-        bad(f"shrank at {a.end[k]} to {len(then)} node(s), below its minimum {low[j]}")
+        bad(f"resized at {t} without --no-kill")
+    if len(then) < low[j] and then < now:
+        bad(f"shrank at {t} to {len(then)} node(s), below its minimum {low[j]}")
+    if len(then) > most:
+        bad(f"grew at {t} to {len(then)} node(s), above the {most} it asks for")
     for x in sorted(now - then):
-        if int(a.end[k]) not in failures.get(x, ()):
-            bad(f"left node {x} at {a.end[k]}, when it did not go down")
+        if t not in failures.get(x, ()):
+            bad(f"left node {x} at {t}, when it did not go down")
+    for x in sorted(then - now) if regrow else ():
+        if t not in backs.get(x, ()):
+            bad(f"took node {x} at {t}, when it did not come back")
 
 
 def elastic_saved(shapes, start, pull, end, interval, width) -> int:

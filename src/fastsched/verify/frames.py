@@ -90,7 +90,8 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
     :class:`fastsched.model.events.NodeEvents`) and ``lifecycle`` (its
     :class:`fastsched.model.lifecycle.Lifecycle`; None: no checkpoints, Slurm's
     requeue delay): :mod:`fastsched.verify.lifecycle`, without policy or constraint
-    checks (asking for them is an UnsupportedError).
+    checks (asking for them is an UnsupportedError); with ``time_min`` each record's
+    ``time_limit`` is the limit its attempt ran with.
 
     A ``pull_time`` column (a run with container images) is the seconds each record
     pulled its image first, inside its run: its end is then start + min(pull +
@@ -109,12 +110,14 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
         from ..model.lifecycle import Lifecycle
         preemption = constraints.pop("preemption", None)
         choices = constraints.pop("partitions", None) if preemption is not None else None
+        time_min = constraints.pop("time_min", None)
         if policy is not None or any(v is not None for v in constraints.values()):
             raise UnsupportedError("records with attempts (a run with node failures) are "
                                    "checked without policy or constraint checks")
         return check_attempt_frame(cluster, jobs, df, source=source, events=events,
                                    lifecycle=lifecycle or Lifecycle.of(len(jobs)),
-                                   preemption=preemption, partitions=choices)
+                                   preemption=preemption, partitions=choices,
+                                   time_min=time_min)
     if "job_id" not in df.columns:
         raise InputError("needs a 'job_id' column", file=source, field="job_id")
     try:
@@ -197,12 +200,15 @@ def _priority(df):
 
 
 def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, events,
-                        lifecycle, preemption=None, partitions=None) -> VerifyReport:
+                        lifecycle, preemption=None, partitions=None,
+                        time_min=None) -> VerifyReport:
     """:func:`verify_attempts` of records with an ``attempt`` column (a row per
     attempt; ``state`` NODE_FAIL or PREEMPTED marks the killed ones, RESIZING the shapes
     of an elastic job a shrink ended; ``preemption``: the run's rules, or None, with the
     jobs' partition choices ``partitions``; a record's ``partition`` column names the
-    partition it ran in, else its job's); rows are matched to ``jobs`` by ``job_id``. A
+    partition it ran in, else its job's; ``time_min``: per job, sbatch ``--time-min``,
+    the ``time_limit`` column then holding each attempt's limit, checked against it and
+    ``jobs.time_limit``); rows are matched to ``jobs`` by ``job_id``. A
     record of an unknown job, a job with no record, or an unknown partition name is an
     InputError naming ``source``."""
     from .lifecycle import Attempts, take_rows, verify_attempts
@@ -234,6 +240,13 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
     keep = np.flatnonzero(ran)
     offsets, nodes = take_rows(schedule.alloc_offsets, schedule.alloc_nodes, keep)
     pull = _pull(df, source)
+    limit = None
+    if time_min is not None:
+        limit = _seconds_column(df, "time_limit", source)
+        if limit is None:
+            raise InputError("--time-min checks need a 'time_limit' column (the limit each "
+                             "attempt ran with)", file=source, field="time_limit")
+        limit = limit[keep]
     return verify_attempts(cluster, jobs, Attempts(row[keep], attempt[keep],
                                                    schedule.start_time[keep],
                                                    schedule.end_time[keep], killed[keep],
@@ -243,8 +256,10 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
                                                    else None,
                                                    preempted=preempted[keep],
                                                    partition=_ran_in(cluster, jobs, df, row,
-                                                                     source)[keep]),
-                           events, lifecycle, preemption=preemption, partitions=partitions)
+                                                                     source)[keep],
+                                                   limit=limit),
+                           events, lifecycle, preemption=preemption, partitions=partitions,
+                           time_min=time_min)
 
 
 def _ran_in(cluster, jobs, df, row, source) -> np.ndarray:

@@ -29,6 +29,12 @@ What each check GUARANTEES when it passes:
 was preempted before its PreemptExemptTime, and each preempted one had a job that may
 preempt it pending for its nodes (:mod:`fastsched.verify.preemption`).
 
+``time_limit`` (given the jobs' ``time_min``, sbatch ``--time-min``): each attempt
+ran with a limit in ``[time_min, asked]`` (without a time minimum: the asked one), the
+shapes of an attempt all with its limit, and ``resumed_work`` and the resource checks
+hold each attempt to its own limit (a cut one; the next attempt may have another)
+(:mod:`fastsched.verify.timemin`).
+
 ``bad_resize`` and the work of a shrunk attempt (the shapes of an elastic job):
 :mod:`fastsched.verify.elastic`.
 
@@ -50,6 +56,7 @@ from ..model.lifecycle import Lifecycle, saved_progress
 from ..model.schedule import Schedule
 from .elastic import check_shapes, check_work, collapse, elastic_saved, shapes_of
 from .preemption import check_preemptors
+from .timemin import check_attempt_limits
 from .report import VerifyReport, Violation
 
 __all__ = ["Attempts", "verify_attempts"]
@@ -65,7 +72,8 @@ class Attempts:
     an elastic attempt that ended RESIZING, the attempt going on in the next record
     (None: none did); ``exempt[k]``: the PreemptExemptTime it had (None: not checked, or
     from the preemption :func:`verify_attempts` is given); ``partition[k]``: the
-    partition it ran in (None: unknown; the ``preemptor`` check needs it)."""
+    partition it ran in (None: unknown; the ``preemptor`` check needs it); ``limit[k]``:
+    the time limit it ran with (None: its job's ``time_limit``)."""
 
     row: np.ndarray
     attempt: np.ndarray
@@ -79,17 +87,20 @@ class Attempts:
     preempted: np.ndarray | None = None
     exempt: np.ndarray | None = None
     partition: np.ndarray | None = None
+    limit: np.ndarray | None = None
 
 
 def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
                     events: NodeEvents | None, lifecycle: Lifecycle, *, preemption=None,
-                    partitions=None) -> VerifyReport:
+                    partitions=None, time_min=None, asked_limit=None) -> VerifyReport:
     """Check ``attempts`` of ``jobs`` on ``cluster`` under ``events`` and ``lifecycle``
     (checkpoint intervals, requeue delay); see the module for what each check
     guarantees. ``preemption`` (:class:`fastsched.model.preemption.Preemption`, the
     run's rules; needs ``attempts.partition``) adds ``preempt_exempt`` and the
     ``preemptor`` check (:mod:`fastsched.verify.preemption`), with the jobs' partition
-    choices ``partitions`` (None: each job's ``partition``)."""
+    choices ``partitions`` (None: each job's ``partition``). ``time_min`` (seconds per
+    job, 0: none) adds the ``time_limit`` check of each attempt's ``limit`` against it
+    and ``asked_limit`` (the limits the jobs asked for; None: ``jobs.time_limit``)."""
     from . import verify
     order = np.lexsort((attempts.start, attempts.attempt, attempts.row))
     n = len(order)
@@ -106,7 +117,10 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
                  exempt=None if attempts.exempt is None
                  else np.asarray(attempts.exempt, dtype=np.int64)[order],
                  partition=None if attempts.partition is None
-                 else np.asarray(attempts.partition, dtype=np.int64)[order])
+                 else np.asarray(attempts.partition, dtype=np.int64)[order],
+                 limit=np.asarray(jobs.time_limit, dtype=np.int64)[np.asarray(attempts.row)][order]
+                 if attempts.limit is None
+                 else np.asarray(attempts.limit, dtype=np.int64)[order])
     rules = preemption is not None and len(preemption.mode) > 0 and a.partition is not None
     if rules and a.exempt is None:
         a = replace(a, exempt=np.asarray(preemption.exempt, dtype=np.int64)[
@@ -115,12 +129,12 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     head, tail = collapse(a)
     shapes = shapes_of(a, head, tail, jobs.num_nodes)
     whole = Attempts(a.row[head], a.attempt[head], a.start[head], a.end[tail], a.killed[tail],
-                     a.alloc_offsets, a.alloc_nodes, a.pull[head])
+                     a.alloc_offsets, a.alloc_nodes, a.pull[head], limit=a.limit[head])
     submit, runtime = _sequences(jobs, whole, lifecycle, out, shapes)
     later = np.ones(n, dtype=bool)
     later[head] = False
-    failures = _node_states(cluster, jobs, a, events, out, later)
-    check_shapes(jobs, a, head, tail, lifecycle, failures, out)
+    failures, backs = _node_states(cluster, jobs, a, events, out, later)
+    check_shapes(jobs, a, head, tail, lifecycle, failures, out, backs)
     expanded = jobs.take(a.row)
     group = np.repeat(np.arange(len(head)), tail - head + 1)
     shrunk = np.isin(group, list(shapes))
@@ -128,6 +142,7 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     expanded.runtime = np.where(shrunk, a.end - a.start, runtime[group])
     expanded.num_nodes = np.where(shrunk, np.diff(a.alloc_offsets),
                                   expanded.num_nodes).astype(expanded.num_nodes.dtype)
+    expanded.time_limit = a.limit.astype(expanded.time_limit.dtype)
     schedule = Schedule(job_id=expanded.job_id, start_time=a.start, end_time=a.end,
                         alloc_offsets=a.alloc_offsets, alloc_nodes=a.alloc_nodes)
     base = verify(cluster, expanded, schedule)
@@ -135,6 +150,12 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     checks = base.checks + ["on_down_node", "attempt_overlap", "killed_without_failure",
                             "resumed_work"] + (["bad_resize"] if lifecycle.elastic or lifecycle.ranged or shapes
                                                or a.resized.any() else [])
+    if time_min is not None:
+        asked = np.asarray(jobs.time_limit if asked_limit is None else asked_limit,
+                           dtype=np.int64)
+        check_attempt_limits(jobs.job_id[a.row], a.start, a.limit, np.asarray(
+            time_min, dtype=np.int64)[a.row], asked[a.row], head, tail, out)
+        checks.append("time_limit")
     if a.preempted.any() or a.exempt is not None:
         _preempted(jobs, a, out)
         checks.append("preempt_exempt")
@@ -183,10 +204,10 @@ def _sequences(jobs, a, lifecycle, out, shapes):
         _order(jid, a, k, first, last, submit, delay, out)
         if k in shapes:
             check_work(jid, int(a.attempt[k]), shapes[k], int(a.start[k]), int(a.end[k]),
-                       int(a.pull[k]), int(left[k]), int(jobs.time_limit[j]),
+                       int(a.pull[k]), int(left[k]), int(a.limit[k]),
                        int(jobs.num_nodes[j]), bool(a.killed[k]), out)
         elif a.start[k] >= 0:
-            _work(jid, a, k, int(left[k] + a.pull[k]), int(jobs.time_limit[j]),
+            _work(jid, a, k, int(left[k] + a.pull[k]), int(a.limit[k]),
                   int(jobs.runtime[j]), out)
     ran = np.where(a.start >= 0, a.end - a.start, 0)
     return submit, np.where(a.killed, ran, left + a.pull)
@@ -242,10 +263,11 @@ def _preempted(jobs, a, out):
 def _node_states(cluster, jobs, a, events, out, later):
     """No attempt runs on a down node or starts on a drained one; a killed attempt
     ends when one of its nodes goes down (``later``: a record that goes on with its
-    attempt after a shrink, not a start). Returns node -> the times it went down."""
+    attempt after a resize, not a start). Returns node -> the times it went down, and
+    node -> the times it came back (``up`` or ``resume`` while down or drained)."""
     X = cluster.num_nodes
     down_at = [[] for _ in range(X)]            # per node: (from, to, kind) intervals
-    opened = {}
+    opened, backs = {}, {}
     for e in range(0 if events is None else len(events)):
         t, kind, nodes = events.at(e)
         for x in nodes.tolist():
@@ -256,6 +278,7 @@ def _node_states(cluster, jobs, a, events, out, later):
                 for state in ("down", "drain"):
                     if (x, state) in opened:
                         down_at[x].append((opened.pop((x, state)), t, state))
+                        backs.setdefault(x, set()).add(t)
     for (x, state), t in opened.items():
         down_at[x].append((t, np.iinfo(np.int64).max, state))
     failures = {}
@@ -281,5 +304,5 @@ def _node_states(cluster, jobs, a, events, out, later):
             out.append(Violation("killed_without_failure", jid, e,
                                  f"job {jid}: attempt {a.attempt[k]} ended NODE_FAIL at {e}, "
                                  "when none of its nodes went down"))
-    return failures
+    return failures, backs
 
