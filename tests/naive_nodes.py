@@ -64,6 +64,7 @@ import naive_timemin
 import naive_topology
 from naive_elastic import done as _done, first_shape as _first_shape, shrink as _shrink
 from naive import dependencies_satisfied
+from naive_preempt import naive_preempt
 
 
 @dataclass(frozen=True)
@@ -712,89 +713,6 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                                    or ("never" if job.job_id in never else None)
                                    or held.get(job.job_id) or "waiting")
     return result, waiting
-
-
-def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, last,
-                  restarts, order, wakes, result):
-    """THE DEFINITION of a preemption decision, taken after the passes of an instant.
-
-    ``preempt``: functions of (job id, partition) for a job running in a partition:
-    ``may(preemptor id, its partition, victim id, victim's partition)``, ``mode``
-    ("OFF", "CANCEL", "REQUEUE"), ``grace`` and ``exempt`` (seconds), ``level`` (its
-    class's priority tier). A victim stops ``grace`` seconds later (requeued in mode
-    REQUEUE when its job allows, else it ends PREEMPTED); the loop also visits each
-    time a running job stops being exempt for a job looked at here (``wakes``).
-
-    ``held(job)``: a limit holds the job now (after the instant's passes and their
-    starts). The first queued job (queue order) that may preempt now: not held by a limit,
-    not waiting for victims of its own still running (``waits``), not preempted at
-    this instant already (``last``). For each of its partitions p in order: if N of
-    p's available nodes fit its request with the resources free now, it does not
-    preempt. Else the candidates are the jobs running on p's available nodes that
-    are not stopping, that it may preempt, whose mode is not OFF and that ran at
-    least their exempt time, sorted by (level * 65536 + min(their nodes, 65535),
-    later start first, later in submit order first). Adding each candidate's
-    request back to the nodes of p it runs on, in that order, node x becomes
-    usable at the first k after which it fits the request (-1 if it fit already);
-    at the first k where N nodes are usable, the N usable nodes by (k, index) are
-    its nodes and its victims are the candidates up to k that run on one of them.
-    Returns (job id, victims as running entries in submit order) or None.
-    """
-    for j in list(waits):
-        waits[j] = {(v, a) for v, a in waits[j] if restarts.get(v, 0) == a
-                    and any(r[0].job_id == v and r[1] + r[0].duration() > now for r in running)}
-        if not waits[j]:
-            del waits[j]
-    stopping = {v for vs in waits.values() for v, _ in vs}
-    for job in queue:
-        i = job.job_id
-        if i in waits or last.get(i) == now or held(job):
-            continue
-        for p in parts_of(job):
-            pn = [x for x, node in enumerate(nodes) if node.available and p in node.partitions]
-            free = {}
-            for x in pn:
-                g, c, m = nodes[x].gpus, nodes[x].cpus, nodes[x].mem
-                for r in running:
-                    if x in r[2]:
-                        g, c, m = g - r[0].gpus, c - r[0].cpus, m - r[0].mem
-                free[x] = [g, c, m]
-
-            def fits(x):
-                return free[x][0] >= job.gpus and free[x][1] >= job.cpus and \
-                    free[x][2] >= job.mem
-            usable = {x: -1 for x in pn if fits(x)}
-            if len(usable) >= job.nodes:
-                break                    # it fits without preempting: no preemption
-            cand = []
-            for r in running:
-                v = r[0].job_id
-                if not set(r[2]) & set(pn) or v in stopping:
-                    continue
-                vp = result[v][4]
-                if not preempt["may"](i, p, v, vp) or preempt["mode"](v, vp) == "OFF":
-                    continue
-                until = r[1] + preempt["exempt"](v, vp)
-                if until > now:
-                    wakes.add(until)
-                else:
-                    cand.append(r)
-            cand.sort(key=lambda r: (preempt["level"](r[0].job_id, result[r[0].job_id][4])
-                                     * 65536 + min(r[0].nodes, 65535), -r[1],
-                                     -order[r[0].job_id]))
-            for k, r in enumerate(cand):
-                for x in r[2]:
-                    if x in free:
-                        free[x] = [free[x][0] + r[0].gpus, free[x][1] + r[0].cpus,
-                                   free[x][2] + r[0].mem]
-                        if x not in usable and fits(x):
-                            usable[x] = k
-                if len(usable) >= job.nodes:
-                    chosen = sorted(usable, key=lambda x: (usable[x], x))[:job.nodes]
-                    victims = [r for r in cand[:k + 1] if set(r[2]) & set(chosen)]
-                    last[i] = now
-                    return i, sorted(victims, key=lambda r: order[r[0].job_id])
-    return None
 
 
 def assert_same_records(run, ids, out) -> None:

@@ -1,6 +1,7 @@
 """Preemption (partition_prio, qos; REQUEUE, CANCEL; GraceTime, PreemptExemptTime): the
-engine against the twin (tests/naive_nodes.py ``naive_preempt``) on random cases, with
-node failures too; slurm.conf and TOML reading; records, summary, checks; the CLI."""
+engine against the twin (tests/naive_preempt.py, in the event loop of
+tests/naive_nodes.py) on random cases, with node failures too; slurm.conf and TOML
+reading; records, summary, checks; the CLI."""
 from dataclasses import replace
 from functools import partial
 
