@@ -253,9 +253,8 @@ def _earliest_monotone(now, ask, plist, nodes, p, chosen):
     """:func:`_plan_job`'s later start of a multi-node job when no capable node has a
     hold: each node's free resources then only grow (running jobs end), so its one
     feasible interval is [a, inf) from the first breakpoint a where the job fits, the
-    start is the need-th smallest a, and the choice among the nodes with a <= t is by
-    (-a, free at t, position), as :func:`_choose_covering` makes it: one scan and a
-    selection instead of the general sweep. Returns -1 (take the general sweep) as
+    start is the need-th smallest a, and the nodes are :func:`_choose_covering`'s
+    among those intervals: one scan and a selection instead of the general sweep. Returns -1 (take the general sweep) as
     soon as a node's resources fall after rising (a hold: an earlier reservation of
     the pass, a maintenance window, a boot). Moves the first breakpoint of the nodes
     it reads to now, as :func:`_fitting_now` does."""
@@ -285,26 +284,7 @@ def _earliest_monotone(now, ask, plist, nodes, p, chosen):
     if na < need:
         return -1
     t = np.partition(a[:na], need - 1)[need - 1]
-    k0 = np.empty(na, dtype=np.int64)
-    k1 = np.empty(na, dtype=np.int64)
-    k2 = np.empty(na, dtype=np.int64)
-    k3 = np.empty(na, dtype=np.int64)
-    cx = np.empty(na, dtype=np.int64)
-    nc = 0
-    for i in range(na):
-        if a[i] <= t:
-            x = ax[i]
-            s = p.wo[x] + _segment_at(x, t, p)
-            k0[nc] = -a[i]
-            k1[nc] = WG[s]
-            k2[nc] = WC[s]
-            k3[nc] = WM[s]
-            cx[nc] = x
-            nc += 1
-    first = _lex_first(k0, k1, k2, k3, nc, need)
-    for i in range(need):
-        chosen[i] = cx[first[i]]
-    chosen[:need].sort()
+    _choose_covering(t, a, np.full(na, _INF), ax, na, p, need, chosen)
     return t
 
 
@@ -453,9 +433,9 @@ def _choose_covering(t, ra, rb, rx, nr, p, need, chosen):
             k3[nc] = p.WM[s]
             cx[nc] = x
             nc += 1
-    order = _lex_order(k0, k1, k2, k3, nc)
+    first = _lex_first(k0, k1, k2, k3, nc, need)
     for i in range(need):
-        chosen[i] = cx[order[i]]
+        chosen[i] = cx[first[i]]
     chosen[:need].sort()
 
 

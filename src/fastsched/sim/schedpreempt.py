@@ -29,6 +29,7 @@ from ..model.preemption import OFF, REQUEUE
 from .bookkeeping import WAITING
 from .decisions import START
 from .preemption import check_preemption, tier_order
+from .schedrequeue import queue_due
 
 __all__ = ["Preempted", "SchedulerPreemption"]
 
@@ -145,14 +146,7 @@ class SchedulerPreemption:
                 stop.append((t, r))
         for t in sorted({t for t, _ in stop}):
             self.stop(s, np.array(sorted(r for u, r in stop if u == t), dtype=np.int64), t)
-        rows, begins = [], []
-        while self.requeued and self.requeued[0][0] <= now:
-            b, r = heapq.heappop(self.requeued)
-            rows.append(r)
-            begins.append(b)
-        if rows:
-            s._queue_free(np.array(rows, dtype=np.int64), np.array(begins, dtype=np.int64))
-            s._version += 1
+        queue_due(s, self.requeued, now)
 
     def stop(self, s, rows, now: int) -> None:
         """Victims ``rows`` (running) stop at ``now``: requeued by their mode, or ended."""

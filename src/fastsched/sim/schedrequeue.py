@@ -183,14 +183,7 @@ class SchedulerRequeue:
 
     def due(self, s, now: int) -> None:
         """Queue the requeued jobs whose begin time has come, eligible from it."""
-        rows, begins = [], []
-        while self.waiting and self.waiting[0][0] <= now:
-            b, r = heapq.heappop(self.waiting)
-            rows.append(r)
-            begins.append(b)
-        if rows:
-            s._queue_free(np.array(rows, dtype=np.int64), np.array(begins, dtype=np.int64))
-            s._version += 1
+        queue_due(s, self.waiting, now)
 
     def attempts(self, cluster):
         """The attempts failures ended, in the order they ended (:data:`ATTEMPT_COLUMNS`):
@@ -216,3 +209,16 @@ class SchedulerRequeue:
             "remaining": np.array(cols[8], dtype=np.int64),
             "nodes": [compress(names[x].tolist()) for x in cols[9]]},
             columns=list(ATTEMPT_COLUMNS))
+
+
+def queue_due(s, waiting: list, now: int) -> None:
+    """Queue in Scheduler ``s`` the requeued jobs of the heap ``waiting`` ((begin time,
+    catalog row) pairs) whose begin time has come by ``now``, eligible from it."""
+    rows, begins = [], []
+    while waiting and waiting[0][0] <= now:
+        b, r = heapq.heappop(waiting)
+        rows.append(r)
+        begins.append(b)
+    if rows:
+        s._queue_free(np.array(rows, dtype=np.int64), np.array(begins, dtype=np.int64))
+        s._version += 1
