@@ -319,9 +319,16 @@ def test_cli_print_env():
     assert "4: SLURM_JOB_NODELIST=node[001-003]" in lines
 
 
-def test_cli_runs_command_and_returns_its_status():
-    code = "import os, sys; print('rank', os.environ['RANK']); sys.exit(int(os.environ['RANK']) == 1)"
-    r = cli("run", "-N", "2", "-n", "2", "--label", "--", sys.executable, "-c", code)
+def test_cli_runs_command_and_returns_its_status(tmp_path):
+    # rank 1 fails only once rank 0 has printed (the launcher then kills the others):
+    # the output does not depend on which process the machine runs first
+    code = ("import os, sys, time; from pathlib import Path; r = int(os.environ['RANK']); "
+            "flag = Path(sys.argv[1]) / 'printed'\n"
+            "if r == 0:\n    print('rank', r, flush=True); flag.touch()\n"
+            "else:\n    while not flag.exists(): time.sleep(0.01)\n"
+            "    print('rank', r); sys.exit(1)")
+    r = cli("run", "-N", "2", "-n", "2", "--label", "--", sys.executable, "-c", code,
+            str(tmp_path))
     assert r.returncode == 1
     assert "0: rank 0" in r.stdout.splitlines()
 
