@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import event, given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import naive_nodes
@@ -25,6 +25,8 @@ from test_constraints import SETTINGS, constrained_cases, engine_inputs
 from test_elastic import elastic_lifecycles
 from test_lifecycle import tampered
 
+#: the suite's time budget: these drawn runs are long (failures, requeues, twins)
+FEWER = settings(SETTINGS, max_examples=50)
 _KINDS = ("down", "down", "up", "drain", "resume")
 
 
@@ -72,7 +74,7 @@ def _elastic_cases(draw):
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
                                           ("conservative", 1)])
-@SETTINGS
+@FEWER
 @given(case=_elastic_cases())
 def test_regrowth_of_failed_jobs_matches_twin(case, policy, depth):
     cluster, jobs, rows, lc = case
@@ -110,7 +112,7 @@ def _rows(ids, a):
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
                                           ("conservative", 1)])
-@SETTINGS
+@FEWER
 @given(data=st.data())
 def test_regrowth_matches_twin(data, policy, depth):
     cluster, available, jobs, parts, deps, _, _, rank = data.draw(constrained_cases())
@@ -138,7 +140,7 @@ def test_regrowth_matches_twin(data, policy, depth):
     event(f"resizes: {min(len(resized), 3)}, regrowths: {min(_regrowths(resized, out), 2)}")
 
 
-@SETTINGS
+@FEWER
 @given(data=st.data())
 def test_runs_with_regrowth_pass_the_checks(data):
     cluster, jobs, rows, lc = data.draw(_elastic_cases())
@@ -151,7 +153,7 @@ def test_runs_with_regrowth_pass_the_checks(data):
         event(f"regrowths: {min(r.summary['lifecycle']['regrows'], 2)}")
 
 
-@SETTINGS
+@FEWER
 @given(data=st.data())
 def test_without_regrow_or_a_node_back_runs_are_as_before(data):
     cluster, available, jobs, parts, deps, _, _, rank = data.draw(constrained_cases())

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastsched import simulate
@@ -21,23 +21,26 @@ from test_constraints import SETTINGS
 from test_nodeplan import node_workloads
 from test_preempt import _check_twin
 
+#: the suite's time budget: these drawn runs are long (failures, requeues, twins)
+FEWER = settings(SETTINGS, max_examples=50)
+
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
                                           ("conservative", 1)])
-@SETTINGS
+@FEWER
 @given(data=st.data())
 def test_partition_prio_backfill_matches_twin(data, policy, depth):
     _check_twin(data, policy, depth, qos=False, with_events=False, backfill=True)
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@SETTINGS
+@FEWER
 @given(data=st.data())
 def test_qos_backfill_matches_twin(data, policy):
     _check_twin(data, policy, 1, qos=True, with_events=False, backfill=True)
 
 
-@SETTINGS
+@FEWER
 @given(data=st.data())
 def test_backfill_with_node_failures_matches_twin(data):
     _check_twin(data, data.draw(st.sampled_from(["easy", "conservative"])), 1,
@@ -59,7 +62,7 @@ def shared_cases(draw):
 
 
 @pytest.mark.parametrize("policy,depth", [("easy", 1), ("easy", 2), ("conservative", 1)])
-@SETTINGS
+@FEWER
 @given(data=st.data())
 def test_backfill_on_shared_nodes_matches_twin(data, policy, depth):
     _check_twin(data, policy, depth, qos=data.draw(st.booleans()), with_events=False,

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import event, given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import naive_nodes
@@ -25,6 +25,9 @@ from test_constraints import SETTINGS, constrained_cases, engine_inputs
 from test_reservations import windows_of
 from test_elastic import elastic_lifecycles
 from fastsched.tools.testing import lifecycles, node_event_rows
+
+#: the suite's time budget: these drawn runs are long (failures, requeues, twins)
+FEWER = settings(SETTINGS, max_examples=50)
 
 
 def _scaled(data, jobs):
@@ -398,7 +401,7 @@ def _failing(draw):
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
                                           ("conservative", 1)])
-@SETTINGS
+@FEWER
 @given(case=_failing())
 def test_time_min_with_failures_and_requeue_matches_twin(case, policy, depth):
     cluster, jobs, tmin, rows, lc = case
@@ -430,7 +433,7 @@ def test_time_min_with_failures_and_requeue_matches_twin(case, policy, depth):
     event(f"killed: {min(len(killed), 2)}, shrinks: {min(len(resized), 2)}")
 
 
-@SETTINGS
+@FEWER
 @given(case=_failing(), policy=st.sampled_from(["fcfs", "easy", "conservative"]))
 def test_runs_with_time_min_and_failures_pass_the_checks(case, policy):
     cluster, jobs, tmin, rows, lc = case
