@@ -254,10 +254,11 @@ def _earliest_monotone(now, ask, plist, nodes, p, chosen):
     hold: each node's free resources then only grow (running jobs end), so its one
     feasible interval is [a, inf) from the first breakpoint a where the job fits, the
     start is the need-th smallest a, and the nodes are :func:`_choose_covering`'s
-    among those intervals: one scan and a selection instead of the general sweep. Returns -1 (take the general sweep) as
-    soon as a node's resources fall after rising (a hold: an earlier reservation of
-    the pass, a maintenance window, a boot). Moves the first breakpoint of the nodes
-    it reads to now, as :func:`_fitting_now` does."""
+    among those intervals: one scan and a selection instead of the general sweep.
+    Returns -1 (take the general sweep) as soon as a node's resources fall after
+    rising (a hold: an earlier reservation of the pass, a maintenance window, a
+    boot). Moves the first breakpoint of the nodes it reads to now, as
+    :func:`_fitting_now` does."""
     g, c, m, need = ask.g, ask.c, ask.m, ask.need
     WT, WG, WC, WM = p.WT, p.WG, p.WC, p.WM
     a = np.empty(plist.shape[0], dtype=np.int64)
