@@ -26,7 +26,7 @@ from test_elastic import elastic_lifecycles
 from test_lifecycle import tampered
 
 #: the suite's time budget: these drawn runs are long (failures, requeues, twins)
-FEWER = settings(SETTINGS, max_examples=50)
+FEWER = settings(SETTINGS, max_examples=40)
 _KINDS = ("down", "down", "up", "drain", "resume")
 
 

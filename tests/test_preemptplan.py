@@ -22,7 +22,7 @@ from test_nodeplan import node_workloads
 from test_preempt import _check_twin
 
 #: the suite's time budget: these drawn runs are long (failures, requeues, twins)
-FEWER = settings(SETTINGS, max_examples=50)
+FEWER = settings(SETTINGS, max_examples=40)
 
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),

@@ -27,7 +27,7 @@ from test_elastic import elastic_lifecycles
 from fastsched.tools.testing import lifecycles, node_event_rows
 
 #: the suite's time budget: these drawn runs are long (failures, requeues, twins)
-FEWER = settings(SETTINGS, max_examples=50)
+FEWER = settings(SETTINGS, max_examples=40)
 
 
 def _scaled(data, jobs):
