@@ -24,6 +24,7 @@ import numpy as np
 
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import Lifecycle
+from ..engine.passpreempt import PassPreempting
 from ..engine.preempt import victims_needed
 from ..model.preemption import OFF, REQUEUE
 from .bookkeeping import WAITING
@@ -73,10 +74,6 @@ class SchedulerPreemption:
 
     def __init__(self, cluster, jobs, pre, lifecycle: Lifecycle | None, partitions):
         check_preemption(pre, jobs)
-        if pre.backfill:
-            raise UnsupportedError("preemption with backfill=True (plans counting preemptable "
-                                   "capacity) is not modelled in the Scheduler (simulate "
-                                   "models it)")
         n = len(jobs)
         lc = Lifecycle.of(n) if lifecycle is None else lifecycle
         if len(lc) != n:
@@ -112,9 +109,10 @@ class SchedulerPreemption:
         self.waits: dict[int, set] = {}
         self.last: dict[int, int] = {}
         self.heap: list[tuple[int, int, int]] = []     # (grace end, row, attempt)
-        self.stopping: set = set()                     # (row, attempt) in their grace
+        self.stopping = np.full(n, -1, dtype=np.int64)  # the attempt in its grace time
         self.requeued: list[tuple[int, int]] = []      # (begin time, row)
         self.wakes: list[int] = []
+        self.backfill = bool(pre.backfill)
 
     @staticmethod
     def check(scheduler, given) -> None:
@@ -141,7 +139,8 @@ class SchedulerPreemption:
         stop = []
         while self.heap and self.heap[0][0] <= now:
             t, r, attempt = heapq.heappop(self.heap)
-            self.stopping.discard((r, attempt))
+            if self.stopping[r] == attempt:
+                self.stopping[r] = -1
             if self.restarts[r] == attempt and r in s._running_rows:
                 stop.append((t, r))
         for t in sorted({t for t, _ in stop}):
@@ -166,6 +165,24 @@ class SchedulerPreemption:
 
     def cls(self, rows, parts) -> np.ndarray:
         return np.asarray(parts, dtype=np.int64) if self.qos is None else self.qos[rows]
+
+    def planning(self, s, rows) -> PassPreempting | None:
+        """With ``backfill``: what a pass over the queued catalog ``rows`` plans with
+        preemptable capacity from (:mod:`fastsched.engine.passpreempt`), as the
+        simulator's passes read the run's :class:`fastsched.engine.preempt.Preemptor`;
+        None without."""
+        if not self.backfill:
+            return None
+        run = s._running_rows
+        known = run >= 0
+        r = np.where(known, run, 0)
+        start = np.where(known, s._catalog.start[r], -1)
+        stopping = known & (self.stopping[r] == self.restarts[r])
+        qos = self.qos
+        return PassPreempting(self.can[rows], None if qos is None else qos[rows], start,
+                              np.where(known, self.part_used[r], -1),
+                              None if qos is None else qos[r], stopping,
+                              self.may & (self.mode != OFF)[None, :], self.exempt)
 
     # ------------------------------------------------------------- after a pass
     def decide(self, s, now: int, d) -> Preempted:
@@ -220,7 +237,7 @@ class SchedulerPreemption:
         ``now``, in the victims' order."""
         on = view.on(nodes)
         on = np.array([r for r in on.tolist()
-                       if (r, int(self.restarts[r])) not in self.stopping], dtype=np.int64)
+                       if self.stopping[r] != self.restarts[r]], dtype=np.int64)
         if not len(on):
             return on
         mine = p if self.qos is None else self.qos[j]
@@ -255,7 +272,7 @@ class SchedulerPreemption:
         self.waits[pre.row] = {(r, int(self.restarts[r])) for r in pre.rows.tolist()}
         for r, t in zip(pre.rows.tolist(), pre.stop.tolist()):
             if t > d.now:
-                self.stopping.add((r, int(self.restarts[r])))
+                self.stopping[r] = self.restarts[r]
                 heapq.heappush(self.heap, (t, r, int(self.restarts[r])))
         self.stop(s, pre.rows[pre.stop == d.now], d.now)
 

@@ -622,6 +622,8 @@ class Scheduler:
                           rank=priority.rank(rows[runnable]), blocked=self._windows(now, jobs),
                           time_min=None if self._time_min is None else
                           self._time_min[rows[runnable]],
+                          preempting=None if self._preempt is None else
+                          self._preempt.planning(self, rows[runnable]),
                           **self._constraints.of_rows(rows[runnable], self._catalog))
             outcome, planned, offsets, nodes, masks, part = _widen(d, runnable)
             limits = pass_limits(d, runnable, jobs.time_limit)
