@@ -162,3 +162,20 @@ def test_single_pass_names_running_entries():
     assert run.RJ[0, :3].tolist() == [6, 7, 5]       # ends 40 (31 on the grid), 40, 50
     assert run.RT[0, :3].tolist() == [40, 40, 50]
     assert run.RJ[1, :1].tolist() == [5]
+
+
+def test_cli_says_why_sbatch_and_plan_take_no_preempt_backfill(capsys):
+    """sbatch --test-only plans on an empty cluster (nothing to preempt); plan's models
+    have no preemptees, one partition, or no running partitions: both say so."""
+    from fastsched.cli import main
+    assert main(["sbatch", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "on an empty cluster: no job runs there to be preempted, so there is no " \
+        "--preempt-backfill" in text
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    text = " ".join(capsys.readouterr().out.split()).replace("- ", "-")   # (wrapped)
+    assert "Preemption is not planned (no --preempt-backfill)" in text
+    with pytest.raises(SystemExit):
+        main(["plan", "--cluster", "x", "--now", "0", "--preempt-backfill"])
+    assert "unrecognized arguments: --preempt-backfill" in capsys.readouterr().err
