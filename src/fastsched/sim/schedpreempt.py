@@ -14,6 +14,13 @@ goes back to the queue after the requeue delay (its ``eligible`` time), a CANCEL
 (or one that may not be requeued) ends. :attr:`Scheduler.preempt_time` is the next
 time a pass must run for preemption: a grace end, a requeued job's begin, or the end
 of a candidate's PreemptExemptTime a waiting job looked at.
+
+With a lifecycle the Scheduler also requeues at node failures
+(:mod:`.schedrequeue`): a job's attempts are then numbered across both (one
+``restarts`` array), a requeued victim's work left loses what its last checkpoint
+kept, and a victim a failure ended is no longer stopped at its grace end. With
+``Preemption.backfill`` each pass plans with preemptable capacity
+(:meth:`SchedulerPreemption.planning`, :mod:`fastsched.engine.passpreempt`).
 """
 from __future__ import annotations
 
@@ -72,7 +79,8 @@ class SchedulerPreemption:
     grace time, the requeued jobs waiting for their begin time, and per preemptor the
     victims it still waits for."""
 
-    def __init__(self, cluster, jobs, pre, lifecycle: Lifecycle | None, partitions):
+    def __init__(self, cluster, jobs, pre, lifecycle: Lifecycle | None, partitions,
+                 requeue=None):
         check_preemption(pre, jobs)
         n = len(jobs)
         lc = Lifecycle.of(n) if lifecycle is None else lifecycle
@@ -105,7 +113,10 @@ class SchedulerPreemption:
         self.index = np.empty(n, dtype=np.int64)      # submit order, as the engine's
         self.index[order] = np.arange(n)
         self.part_used = np.full(n, -1, dtype=np.int64)
-        self.restarts = np.zeros(n, dtype=np.int64)
+        # one job's attempts count across preemptions and node failures (requeue: the
+        # Scheduler's :class:`.schedrequeue.SchedulerRequeue`, with a lifecycle)
+        self.at_failures = requeue
+        self.restarts = np.zeros(n, dtype=np.int64) if requeue is None else requeue.restarts
         self.waits: dict[int, set] = {}
         self.last: dict[int, int] = {}
         self.heap: list[tuple[int, int, int]] = []     # (grace end, row, attempt)
@@ -152,6 +163,8 @@ class SchedulerPreemption:
         if not len(rows):
             return
         back = self.requeued_mode(rows)
+        if self.at_failures is not None:
+            self.at_failures.preempted(s, rows[back], now)
         s._end_running(np.flatnonzero(np.isin(s._running_rows, rows)), now, False)
         for r in rows[back].tolist():
             self.restarts[r] += 1
