@@ -2,7 +2,7 @@
 will-run test with preemptees): the engine against its twin (tests/naive_preemptplan.py)
 on random cases, with node failures too, and on cases without dependencies or limits
 (where preemptors plan most); the worked example of docs/lifecycle.md through the API
-and the CLI; the Scheduler refuses it by name."""
+and the CLI (the Scheduler's: tests/test_scheduler_preemptplan.py)."""
 from dataclasses import replace
 
 import numpy as np
@@ -14,7 +14,6 @@ from fastsched import simulate
 from fastsched.cli import main
 from fastsched.io.slurmconf import read_cluster
 from fastsched.io.workload import read_workload
-from fastsched.model.errors import UnsupportedError
 from fastsched.sim.preemption import site_preemption
 from fastsched.model.cluster import Cluster, Partition
 from test_constraints import SETTINGS
@@ -141,13 +140,3 @@ def test_example_cli(tmp_path, capsys):
     assert main(["simulate", str(path), "--cluster", str(nopre), "--no-progress",
                  "--preempt-backfill"]) != 0
     assert "--preempt-backfill needs the cluster's PreemptType" in capsys.readouterr().err
-
-
-def test_scheduler_refuses_backfill_by_name(tmp_path):
-    from fastsched import Scheduler
-    conf, path = _site(tmp_path)
-    cluster = read_cluster(conf)
-    w = read_workload(path, cluster)
-    pre = replace(site_preemption(cluster), backfill=True)
-    with pytest.raises(UnsupportedError, match="backfill"):
-        Scheduler(cluster, "easy", jobs=w.jobs, preemption=pre)

@@ -26,7 +26,11 @@ def configure(p: argparse.ArgumentParser, command: str) -> None:
         "partition's GPUs as one pool (starts only, no nodes). "
         "SchedulerParameters bf_resolution, bf_window and bf_max_job_test come from "
         "--cluster's slurm.conf. Running jobs that started at or after --now were started "
-        "by the cycle at --now and are planned in their queue place.")
+        "by the cycle at --now and are planned in their queue place. Preemption is not "
+        "planned (no --preempt-backfill): the slurm model is Slurm's backfill without "
+        "preemptees, the nodes and counts models take one partition (preempt/partition_prio "
+        "never preempts within one), and the running jobs' files carry no partition or QOS "
+        "to tell who may be preempted.")
     p.add_argument("--cluster", required=True, help="slurm.conf (or ai-8k / ai-100k / ai-1m)")
     p.add_argument("--running", metavar="RUNNING.csv",
                    help="job_id,start,end,nodes,nodelist,tres_per_node (epoch seconds)")

@@ -48,6 +48,10 @@ jobs: only --test-only is supported.
                          naming file:line; the option is listed as ignored)
   -h, --help             this help
 
+The expected start is on an empty cluster: no job runs there to be preempted, so
+there is no --preempt-backfill (planning with preemptable capacity, simulate
+--preempt-backfill, would give the same start).
+
 pyxis/enroot options (--container-image, --container-mounts, --container-workdir,
 --container-name, --no-container-mount-home, ...) are accepted and shown; a
 workload built from scripts keeps --container-image (column container_image, whose

@@ -19,6 +19,7 @@ from .interrupt import call as _call, new_control
 from .kept import KeptState
 from .limits import NCAPS
 from .passes import _pass
+from .passpreempt import trimmed
 from .preemptplan import no_preempting
 from .profile import _build_all, block_windows, new_profile
 from .running import RunningJobs, _running_state
@@ -122,7 +123,10 @@ def plan_kept(kept: KeptState | None, cluster: Cluster, running: RunningJobs,
     holds for ``running`` (:mod:`.kept`: built when it is not the one kept, left as it
     was found), so that passes over the same running jobs cost the queue's work, not
     the cluster's set-up. Without ``kept``, or with topology levels or advance
-    reservations' windows (they change the state), the pure pass."""
+    reservations' windows (they change the state), the pure pass. ``preempting``
+    (:class:`.passpreempt.PassPreempting`): plan with preemptable capacity, as the
+    event loop does (a pure pass: it names the running jobs in the running lists); a
+    plan by preempting is RESERVED, also at now."""
     return _plan(kept, cluster, running, pending, now, policy, reserve_depth, available,
                  **options)
 
@@ -130,7 +134,7 @@ def plan_kept(kept: KeptState | None, cluster: Cluster, running: RunningJobs,
 def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available, *,
           full=False, partitions=None, limits=None, limit_usage=None, rank=None,
           resolution=1, window=None, placement=None, eligible=None,
-          blocked=None, time_min=None) -> NodeDecisions:
+          blocked=None, time_min=None, preempting=None) -> NodeDecisions:
     _check_policy(policy, reserve_depth)
     res, win = _grid(resolution, window)
     pl = _placement(placement, cluster, len(pending))
@@ -146,7 +150,8 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
         raise InputError(f"limit_usage must have shape ({G}, {NCAPS})", field="limit_usage")
     now = int(now)
     avail = node_availability(cluster, available)
-    if pl.levels.shape[0] or (blocked is not None and len(blocked[0])):
+    if pl.levels.shape[0] or (blocked is not None and len(blocked[0])) or \
+            preempting is not None:
         kept = None
     if kept is None:
         nodes = new_nodes(cluster, avail)
@@ -162,7 +167,10 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
     jobs, types = _pass_jobs(pending, partitions, order, eligible, time_min)
     jg_off, jg = _permute_csr(limits.offsets, limits.group, order)
     lim = Limits(jg_off, as_i64(jg), as_i64(limits.caps).reshape(-1, NCAPS), usage)
-    out = new_outputs(n, int(jobs.offsets[-1]), -1)
+    extra = 0 if preempting is None else len(running.job_id)   # running jobs named too
+    out = new_outputs(n + extra, int(jobs.offsets[-1]), -1)
+    pre = no_preempting() if preempting is None else \
+        preempting.rules(order, run, running, int(res), out)
     if kept is None:
         p = new_profile(wcap)
         free = new_free(*free_now, len(types.p), int(nodes.capG.max(initial=0)), nodes)
@@ -184,7 +192,7 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
         try:
             nst, p, run = _call(_pass, np.int64(now), np.arange(n, dtype=np.int64), np.int64(n),
                                 rules, jobs, types, nodes, free, p, run, lim, topo, out,
-                                new_scratch(jobs.nn), control, no_preempting(), control=control)
+                                new_scratch(jobs.nn), control, pre, control=control)
             if kept is not None:
                 kept.restore(p, run, jobs, out, n, res)
         except BaseException:
@@ -193,9 +201,10 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
             raise
         if stop_at_head:       # fcfs starts a prefix of the unheld queue, then stops
             walked = _fcfs_walked(nst, out.reason, n)
+    out = trimmed(out, n)
     planned = out.planned
     outcome = np.full(n, BLOCKED, dtype=np.int8)
-    outcome[planned > now] = RESERVED
+    outcome[planned >= now] = RESERVED      # (at now: a plan by preempting)
     outcome[out.start >= 0] = START
     keep = outcome != BLOCKED
     counts = np.where(keep, jobs.nn, 0)

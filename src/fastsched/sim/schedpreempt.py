@@ -14,6 +14,13 @@ goes back to the queue after the requeue delay (its ``eligible`` time), a CANCEL
 (or one that may not be requeued) ends. :attr:`Scheduler.preempt_time` is the next
 time a pass must run for preemption: a grace end, a requeued job's begin, or the end
 of a candidate's PreemptExemptTime a waiting job looked at.
+
+With a lifecycle the Scheduler also requeues at node failures
+(:mod:`.schedrequeue`): a job's attempts are then numbered across both (one
+``restarts`` array), a requeued victim's work left loses what its last checkpoint
+kept, and a victim a failure ended is no longer stopped at its grace end. With
+``Preemption.backfill`` each pass plans with preemptable capacity
+(:meth:`SchedulerPreemption.planning`, :mod:`fastsched.engine.passpreempt`).
 """
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ import numpy as np
 
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import Lifecycle
+from ..engine.passpreempt import PassPreempting
 from ..engine.preempt import victims_needed
 from ..model.preemption import OFF, REQUEUE
 from .bookkeeping import WAITING
@@ -71,12 +79,9 @@ class SchedulerPreemption:
     grace time, the requeued jobs waiting for their begin time, and per preemptor the
     victims it still waits for."""
 
-    def __init__(self, cluster, jobs, pre, lifecycle: Lifecycle | None, partitions):
+    def __init__(self, cluster, jobs, pre, lifecycle: Lifecycle | None, partitions,
+                 requeue=None):
         check_preemption(pre, jobs)
-        if pre.backfill:
-            raise UnsupportedError("preemption with backfill=True (plans counting preemptable "
-                                   "capacity) is not modelled in the Scheduler (simulate "
-                                   "models it)")
         n = len(jobs)
         lc = Lifecycle.of(n) if lifecycle is None else lifecycle
         if len(lc) != n:
@@ -108,13 +113,17 @@ class SchedulerPreemption:
         self.index = np.empty(n, dtype=np.int64)      # submit order, as the engine's
         self.index[order] = np.arange(n)
         self.part_used = np.full(n, -1, dtype=np.int64)
-        self.restarts = np.zeros(n, dtype=np.int64)
+        # one job's attempts count across preemptions and node failures (requeue: the
+        # Scheduler's :class:`.schedrequeue.SchedulerRequeue`, with a lifecycle)
+        self.at_failures = requeue
+        self.restarts = np.zeros(n, dtype=np.int64) if requeue is None else requeue.restarts
         self.waits: dict[int, set] = {}
         self.last: dict[int, int] = {}
         self.heap: list[tuple[int, int, int]] = []     # (grace end, row, attempt)
-        self.stopping: set = set()                     # (row, attempt) in their grace
+        self.stopping = np.full(n, -1, dtype=np.int64)  # the attempt in its grace time
         self.requeued: list[tuple[int, int]] = []      # (begin time, row)
         self.wakes: list[int] = []
+        self.backfill = bool(pre.backfill)
 
     @staticmethod
     def check(scheduler, given) -> None:
@@ -141,7 +150,8 @@ class SchedulerPreemption:
         stop = []
         while self.heap and self.heap[0][0] <= now:
             t, r, attempt = heapq.heappop(self.heap)
-            self.stopping.discard((r, attempt))
+            if self.stopping[r] == attempt:
+                self.stopping[r] = -1
             if self.restarts[r] == attempt and r in s._running_rows:
                 stop.append((t, r))
         for t in sorted({t for t, _ in stop}):
@@ -153,6 +163,8 @@ class SchedulerPreemption:
         if not len(rows):
             return
         back = self.requeued_mode(rows)
+        if self.at_failures is not None:
+            self.at_failures.preempted(s, rows[back], now)
         s._end_running(np.flatnonzero(np.isin(s._running_rows, rows)), now, False)
         for r in rows[back].tolist():
             self.restarts[r] += 1
@@ -166,6 +178,24 @@ class SchedulerPreemption:
 
     def cls(self, rows, parts) -> np.ndarray:
         return np.asarray(parts, dtype=np.int64) if self.qos is None else self.qos[rows]
+
+    def planning(self, s, rows) -> PassPreempting | None:
+        """With ``backfill``: what a pass over the queued catalog ``rows`` plans with
+        preemptable capacity from (:mod:`fastsched.engine.passpreempt`), as the
+        simulator's passes read the run's :class:`fastsched.engine.preempt.Preemptor`;
+        None without."""
+        if not self.backfill:
+            return None
+        run = s._running_rows
+        known = run >= 0
+        r = np.where(known, run, 0)
+        start = np.where(known, s._catalog.start[r], -1)
+        stopping = known & (self.stopping[r] == self.restarts[r])
+        qos = self.qos
+        return PassPreempting(self.can[rows], None if qos is None else qos[rows], start,
+                              np.where(known, self.part_used[r], -1),
+                              None if qos is None else qos[r], stopping,
+                              self.may & (self.mode != OFF)[None, :], self.exempt)
 
     # ------------------------------------------------------------- after a pass
     def decide(self, s, now: int, d) -> Preempted:
@@ -220,7 +250,7 @@ class SchedulerPreemption:
         ``now``, in the victims' order."""
         on = view.on(nodes)
         on = np.array([r for r in on.tolist()
-                       if (r, int(self.restarts[r])) not in self.stopping], dtype=np.int64)
+                       if self.stopping[r] != self.restarts[r]], dtype=np.int64)
         if not len(on):
             return on
         mine = p if self.qos is None else self.qos[j]
@@ -255,7 +285,7 @@ class SchedulerPreemption:
         self.waits[pre.row] = {(r, int(self.restarts[r])) for r in pre.rows.tolist()}
         for r, t in zip(pre.rows.tolist(), pre.stop.tolist()):
             if t > d.now:
-                self.stopping.add((r, int(self.restarts[r])))
+                self.stopping[r] = self.restarts[r]
                 heapq.heappush(self.heap, (t, r, int(self.restarts[r])))
         self.stop(s, pre.rows[pre.stop == d.now], d.now)
 

@@ -73,13 +73,25 @@ class SchedulerRequeue:
     @classmethod
     def of(cls, jobs, lifecycle: Lifecycle | None, preemption) -> "SchedulerRequeue | None":
         """The state for a Scheduler's ``lifecycle`` (None: failures end their jobs for
-        good, the caller resubmits); with preemption the lifecycle is preemption's."""
-        if lifecycle is None or preemption is not None:
+        good, the caller resubmits). With ``preemption`` too, one job's attempts are
+        counted across failures and preemptions (:mod:`.schedpreempt` shares
+        ``restarts`` and takes a preempted attempt's checkpointed work off ``left``),
+        and ``--no-kill`` jobs are refused, as :func:`fastsched.simulate` refuses them."""
+        if lifecycle is None:
             return None
         if jobs is None:
             raise InputError("lifecycle describes the jobs of a table: pass it as jobs=",
                              field="lifecycle")
+        if preemption is not None and lifecycle.elastic:
+            raise UnsupportedError("preemption with elastic (--no-kill) jobs is not "
+                                   "modelled")
         return cls(jobs, lifecycle)
+
+    def preempted(self, s, rows: np.ndarray, now: int) -> None:
+        """Running ``rows`` were preempted at ``now`` and are requeued: their next
+        attempt has their work less what their last checkpoint kept."""
+        start = s._catalog.start[rows]
+        self.left[rows] -= saved_progress(now - start, self.interval[rows]).astype(np.int64)
 
     @staticmethod
     def check(s) -> None:

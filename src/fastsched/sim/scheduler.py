@@ -77,7 +77,7 @@ class Scheduler:
     (the jobs' requeue flags and the requeue delay): preemption as
     :func:`fastsched.simulate` applies it (node engine; :mod:`.schedpreempt`): each
     pass's ``Decisions.preempt`` names the victims, :meth:`apply` stops them,
-    :attr:`preempt_time` says when to pass again for it. Without preemption,
+    :attr:`preempt_time` says when to pass again for it. With or without preemption,
     ``lifecycle`` says what :meth:`fail_nodes` does to the jobs it ends: those that may
     be requeued come back to the queue as the simulator requeues them
     (:mod:`.schedrequeue`; :attr:`attempts`, :attr:`requeue_time`). ``containers``
@@ -184,7 +184,7 @@ class Scheduler:
                 check_node_jobs(cluster, jobs, self._configured)
             self.engine, self._auto = "nodes", False
             self._preempt = SchedulerPreemption(cluster, jobs, preemption, lifecycle,
-                                                partitions)
+                                                partitions, self._requeue)
         self._time_min = scheduler_time_min(
             jobs, time_min, lifecycle=lifecycle, preemption=preemption,
             containers=containers, power=power, placement=placement,
@@ -622,6 +622,8 @@ class Scheduler:
                           rank=priority.rank(rows[runnable]), blocked=self._windows(now, jobs),
                           time_min=None if self._time_min is None else
                           self._time_min[rows[runnable]],
+                          preempting=None if self._preempt is None else
+                          self._preempt.planning(self, rows[runnable]),
                           **self._constraints.of_rows(rows[runnable], self._catalog))
             outcome, planned, offsets, nodes, masks, part = _widen(d, runnable)
             limits = pass_limits(d, runnable, jobs.time_limit)
