@@ -414,3 +414,11 @@ def gpu_id_lists(names, offsets, nodes, masks) -> list[str]:
         return [""] * (len(offsets) - 1)
     return [format_gpu_ids(names, nodes[offsets[i]:offsets[i + 1]],
                            masks[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)]
+
+
+# ---- the completion heap (engine/heap.py): the order its pops give ----
+
+def heap_pops_after_drop(pairs, drop) -> list[tuple[int, int]]:
+    """The (key, value) pairs a heap of ``pairs`` pops after the values ``drop`` left
+    it: every other pair, by key, ties by value."""
+    return sorted((k, v) for k, v in pairs if v not in set(drop))

@@ -70,7 +70,7 @@ def _case(data, monotone):
     return ask._replace(need=data.draw(st.integers(2, len(capable)))), p, nodes, plist
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.data(), st.booleans())
 def test_the_short_cut_gives_the_general_start_and_nodes(data, monotone):
     ask, p, nodes, plist = _case(data, monotone)

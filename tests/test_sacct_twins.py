@@ -104,7 +104,7 @@ HOSTLISTS = st.one_of(
             ((a, n, w) for a, w, n in ranges)) + "]" for p, ranges in groups)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(HOSTLISTS, min_size=1, max_size=12), st.data())
 def test_node_lists_together_equal_one_by_one(texts, data):
     wanted = sorted(data.draw(st.sets(st.integers(0, len(texts) - 1))))
@@ -133,7 +133,7 @@ TRES_ITEMS = st.one_of(
     st.sampled_from(["", "cpu", " cpu=2", "\tnode=1", "é=1", "Unknown", "cpu=１"]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(TRES_ITEMS, max_size=7).map(",".join), max_size=12))
 def test_tres_together_equal_one_by_one(texts):
     """parse_tres_many gives parse_tres's value for every text it parses, and leaves

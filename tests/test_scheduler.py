@@ -58,7 +58,7 @@ def drive(cluster, jobs, policy, reserve_depth=1):
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cw=cluster_and_workload(max_jobs=20))
 def test_api_loop_equals_simulator(policy, cw):
     cluster, jobs = cw

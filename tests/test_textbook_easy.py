@@ -30,7 +30,7 @@ def workloads(draw):
         runtime=draw(st.lists(st.integers(0, 12), min_size=n, max_size=n)))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=workloads())
 def test_textbook_easy_matches_counts_model_and_twin(case):
     P, jobs = case

@@ -137,7 +137,7 @@ class QueueWindow:
     def advance(self, loop, t_lo: int, t_hi: int) -> np.ndarray:
         """The window from ``t_lo`` (jobs ended by then leave) to ``t_hi``."""
         hi = max(self.seen, int(np.searchsorted(loop.submit, t_hi, side="left")))
-        rows = np.unique(np.concatenate([self.rows, np.arange(self.seen, hi, dtype=np.int64),
+        rows = _distinct(np.concatenate([self.rows, np.arange(self.seen, hi, dtype=np.int64),
                                          loop.queued_jobs(), loop.requeue_waiting()]))
         start, end = loop.start_times()[rows], loop.end_times()[rows]
         stays = start < 0
@@ -151,6 +151,15 @@ class QueueWindow:
         """Give the window's jobs their queue order by ``key`` (one per row)."""
         loop.set_rows_rank(self.rows, np.asarray(key), self.base)
         self.base += len(self.rows)
+
+
+def _distinct(rows: np.ndarray) -> np.ndarray:
+    """``np.unique(rows)`` by one sort (np.unique's hashing costs several times more
+    on the thousands of rows a window holds)."""
+    rows = np.sort(rows)
+    keep = np.ones(len(rows), dtype=bool)
+    np.not_equal(rows[1:], rows[:-1], out=keep[1:])
+    return rows[keep]
 
 
 def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None = None,

@@ -44,3 +44,49 @@ def _heap_pop(key, val, size):
         key[i] = k
         val[i] = v
     return size
+
+
+@leaf_kernel
+def _heap_drop(key, val, size, drop):
+    """Remove the entries whose value is in ``drop`` (sorted ascending) and restore
+    the heap in place, O(size log len(drop)); returns the new size. A failure ends a
+    few of thousands of running jobs: a sort of the survivors would cost
+    O(size log size) per failure."""
+    kept = 0
+    for i in range(size):
+        v = val[i]
+        lo, hi = 0, len(drop)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if drop[mid] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(drop) and drop[lo] == v:
+            continue
+        key[kept] = key[i]
+        val[kept] = val[i]
+        kept += 1
+    for i in range(kept // 2 - 1, -1, -1):      # Floyd's heap construction
+        _sift_down(key, val, kept, i)
+    return kept
+
+
+@leaf_kernel
+def _sift_down(key, val, size, i):
+    k = key[i]
+    v = val[i]
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and (key[child + 1] < key[child] or
+                                 (key[child + 1] == key[child] and val[child + 1] < val[child])):
+            child += 1
+        if k < key[child] or (k == key[child] and v <= val[child]):
+            break
+        key[i] = key[child]
+        val[i] = val[child]
+        i = child
+    key[i] = k
+    val[i] = v

@@ -17,7 +17,7 @@ from ..model.policies import get_policy
 from ..model.reservations import check_jobs_held_off
 from .availability import set_available
 from .blocks import _exclusive, _release_blocks
-from .heap import _heap_pop, _heap_push
+from .heap import _heap_drop, _heap_pop, _heap_push
 from .images import new_image_cache, start_pull
 from .power import end_power, extend_holds, new_power_state, power_totals, start_power
 from .freenow import _tcount_update
@@ -422,12 +422,8 @@ class _EventLoop:
             self.preemptor.stopping[killed] = False
         requeue = np.ones(len(killed), dtype=bool) if requeue is None else requeue
         ev, out, jobs, deps = self.ev, self.out, self.jobs, self.deps
-        nev = int(self.sc[2])          # their completions leave the heap (sorted: a heap)
-        keep = ~np.isin(ev.evj[:nev], killed)
-        k, v = ev.evk[:nev][keep], ev.evj[:nev][keep]
-        by = np.lexsort((v, k))
-        ev.evk[:len(by)], ev.evj[:len(by)] = k[by], v[by]
-        self.sc[2] = len(by)
+        gone = np.sort(killed).astype(np.int64)     # their completions leave the heap
+        self.sc[2] = _heap_drop(ev.evk, ev.evj, np.int64(self.sc[2]), gone)
         now = np.int64(t)
         for j, rq in zip(killed.tolist(), requeue.tolist()):
             lo, hi = jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]
