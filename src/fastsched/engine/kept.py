@@ -19,9 +19,11 @@ import numpy as np
 
 from ..model.cluster import Cluster
 from .inputs import new_nodes
+from .passes import _new_index
 from .profile import _build_all, new_profile
 from .running import RunningJobs, _running_state, check_planned_ends
-from .state import FreeNow, new_free
+from .state import FreeNow, Index, RequestTypes, new_free
+from .treap import _INF, MAX_SLOTS, ix_packable
 from .undo import start_at, undo_starts
 
 
@@ -31,6 +33,7 @@ class KeptState:
 
     def __init__(self):
         self._key = None
+        self._ix = None
 
     def ready(self, cluster: Cluster, running: RunningJobs, available: np.ndarray,
               res: int, now: int) -> "KeptState":
@@ -48,6 +51,7 @@ class KeptState:
             if now != self.now:
                 start_at(np.int64(now), self.p)
                 self.now = now
+                self._ix = None         # its runs start at the old now
         return self
 
     def _build(self, cluster, running, available, res, now) -> None:
@@ -57,6 +61,8 @@ class KeptState:
         self.p = new_profile(wcap)
         _build_all(np.int64(now), self.p, self.run, self._free)
         self.now = now
+        self._ix = None
+        self._packable = bool(ix_packable(self.nodes.capG, self.nodes.capC, self.nodes.capM))
 
     def free(self, num_types: int) -> FreeNow:
         """A copy of the free-now state for a pass over ``num_types`` request types."""
@@ -65,12 +71,40 @@ class KeptState:
                        np.full(num_types, -1, dtype=np.int64),
                        *(a.copy() for a in (f.bhead, f.bnext, f.bprev, f.bval, f.idle)))
 
-    def restore(self, p, run, jobs, out, n: int, res: int) -> None:
-        """After a pass (``keep``: its reservations undone) that left the profile ``p``
-        and running lists ``run`` (maybe moved to bigger arrays): undo its starts."""
-        undo_starts(np.int64(self.now), np.int64(res), jobs, out, np.int64(n), p, run)
+    def index(self, types: RequestTypes, limit: np.ndarray, pc_off: np.ndarray,
+              pc_type: np.ndarray, may_index: bool) -> Index:
+        """The run index for a pass over request ``types`` (its jobs' time ``limit`` and
+        partition choices' types, CSR ``pc_off``/``pc_type``): the kept slots serve the
+        types they were built for, from the first plan; a new slot keeps the runs at
+        least as long as the shortest limit of the type in the whole queue, so that the
+        next pass over it can use it from the first job."""
+        if self._ix is None or self._ix.top[1] >= MAX_SLOTS:
+            self._ix, self._slots = _new_index(0, True), {}
+            self._ix.top[3] = 1             # kept: the give-backs keep it up to date
+        on = may_index and self._packable
+        slot = np.full(len(types.p), -1, dtype=np.int64)
+        if on:
+            for ty, key in enumerate(zip(types.p.tolist(), types.g.tolist(), types.c.tolist(),
+                                         types.m.tolist())):
+                slot[ty] = self._slots.get(key, -1)
+        tmin = np.full(len(types.p), _INF, dtype=np.int64)
+        np.minimum.at(tmin, pc_type, np.repeat(limit, np.diff(pc_off)))
+        self._ix.top[2] = 1 if on else 0
+        return self._ix._replace(slot=slot, qn=np.zeros(len(types.p), dtype=np.int64), tmin=tmin)
+
+    def restore(self, p, run, jobs, out, n: int, res: int, ix: Index,
+                types: RequestTypes) -> None:
+        """After a pass (``keep``: its reservations undone) that left the profile ``p``,
+        running lists ``run`` (maybe moved to bigger arrays) and run index ``ix``: undo
+        its starts, and keep the slots it added."""
+        self._ix = undo_starts(np.int64(self.now), np.int64(res), jobs, out, np.int64(n), p,
+                               run, ix)
         self.p, self.run = p, run
+        for ty in np.flatnonzero(ix.slot >= 0).tolist():
+            self._slots[(int(types.p[ty]), int(types.g[ty]), int(types.c[ty]),
+                         int(types.m[ty]))] = int(ix.slot[ty])
 
     def drop(self) -> None:
         """Forget the state (a pass failed half-way): the next pass builds it."""
         self._key = None
+        self._ix = None

@@ -18,7 +18,7 @@ from .inputs import (_check_policy, _grid, _permute_csr, _placement,
 from .interrupt import call as _call, new_control
 from .kept import KeptState
 from .limits import NCAPS
-from .passes import _pass
+from .passes import _pass, pass_kept
 from .preemptplan import no_preempting
 from .profile import _build_all, block_windows, new_profile
 from .running import RunningJobs, _running_state
@@ -181,12 +181,17 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
         topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order], pl.leaf_wait[order],
                         pl.gpu_groups, *_exclusive(pl, avail, order))
         control = new_control()
+        args = (np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), rules, jobs, types,
+                nodes, free, p, run, lim, topo, out, new_scratch(jobs.nn), control,
+                no_preempting())
         try:
-            nst, p, run = _call(_pass, np.int64(now), np.arange(n, dtype=np.int64), np.int64(n),
-                                rules, jobs, types, nodes, free, p, run, lim, topo, out,
-                                new_scratch(jobs.nn), control, no_preempting(), control=control)
-            if kept is not None:
-                kept.restore(p, run, jobs, out, n, res)
+            if kept is None:
+                nst, p, run = _call(_pass, *args, control=control)
+            else:
+                ix = kept.index(types, jobs.limit, jobs.pc_off, jobs.pc_type,
+                                _INDEX_AFTER_PASS >= 0)
+                nst, p, run, ix = _call(pass_kept, *args, ix, control=control)
+                kept.restore(p, run, jobs, out, n, res, ix, types)
         except BaseException:
             if kept is not None:
                 kept.drop()
