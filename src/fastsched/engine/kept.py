@@ -62,13 +62,20 @@ class KeptState:
         _build_all(np.int64(now), self.p, self.run, self._free)
         self.now = now
         self._ix = None
+        self._counts = {}           # free-now count per request type (p, g, c, m)
         self._packable = bool(ix_packable(self.nodes.capG, self.nodes.capC, self.nodes.capM))
 
-    def free(self, num_types: int) -> FreeNow:
-        """A copy of the free-now state for a pass over ``num_types`` request types."""
+    def free(self, types: RequestTypes) -> FreeNow:
+        """A copy of the free-now state for a pass over request ``types``, each counted
+        (``tcount``: once per kept state and type; the pass keeps the counts up to date
+        through its starts, as if it had counted them when first asked)."""
         f = self._free
-        return FreeNow(*(a.copy() for a in (f.fg, f.fc, f.fm, f.fmask)),
-                       np.full(num_types, -1, dtype=np.int64),
+        tcount = np.empty(len(types.p), dtype=np.int64)
+        for ty, key in enumerate(_keys(types)):
+            if key not in self._counts:
+                self._counts[key] = _free_count(self.nodes, f, *key)
+            tcount[ty] = self._counts[key]
+        return FreeNow(*(a.copy() for a in (f.fg, f.fc, f.fm, f.fmask)), tcount,
                        *(a.copy() for a in (f.bhead, f.bnext, f.bprev, f.bval, f.idle)))
 
     def index(self, types: RequestTypes, limit: np.ndarray, pc_off: np.ndarray,
@@ -84,8 +91,7 @@ class KeptState:
         on = may_index and self._packable
         slot = np.full(len(types.p), -1, dtype=np.int64)
         if on:
-            for ty, key in enumerate(zip(types.p.tolist(), types.g.tolist(), types.c.tolist(),
-                                         types.m.tolist())):
+            for ty, key in enumerate(_keys(types)):
                 slot[ty] = self._slots.get(key, -1)
         tmin = np.full(len(types.p), _INF, dtype=np.int64)
         np.minimum.at(tmin, pc_type, np.repeat(limit, np.diff(pc_off)))
@@ -100,11 +106,27 @@ class KeptState:
         self._ix = undo_starts(np.int64(self.now), np.int64(res), jobs, out, np.int64(n), p,
                                run, ix)
         self.p, self.run = p, run
+        keys = _keys(types)
         for ty in np.flatnonzero(ix.slot >= 0).tolist():
-            self._slots[(int(types.p[ty]), int(types.g[ty]), int(types.c[ty]),
-                         int(types.m[ty]))] = int(ix.slot[ty])
+            self._slots[keys[ty]] = int(ix.slot[ty])
 
     def drop(self) -> None:
         """Forget the state (a pass failed half-way): the next pass builds it."""
         self._key = None
         self._ix = None
+
+
+def _keys(types: RequestTypes) -> list:
+    """Each request type as a key (partition, g, c, m) that outlives the pass."""
+    return list(zip(types.p.tolist(), types.g.tolist(), types.c.tolist(), types.m.tolist()))
+
+
+def free_counts(types: RequestTypes, nodes, free: FreeNow) -> np.ndarray:
+    """Per request type: the nodes of its partition whose free-now (running jobs only)
+    covers it (what a pass's ``tcount`` counts when first asked)."""
+    return np.array([_free_count(nodes, free, *key) for key in _keys(types)], dtype=np.int64)
+
+
+def _free_count(nodes, free: FreeNow, p: int, g: int, c: int, m: int) -> int:
+    xs = nodes.pflat[nodes.poff[p]:nodes.poff[p + 1]]
+    return int(np.count_nonzero((free.fg[xs] >= g) & (free.fc[xs] >= c) & (free.fm[xs] >= m)))
