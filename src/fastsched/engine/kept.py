@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.cluster import Cluster
-from .inputs import new_nodes
+from ..model.validation import _distinct_rows
+from .inputs import available_capacity, new_nodes
 from .passes import _new_index
 from .profile import _build_all, new_profile
 from .running import RunningJobs, _running_state, check_planned_ends
@@ -34,6 +35,7 @@ class KeptState:
     def __init__(self):
         self._key = None
         self._ix = None
+        self._cap_key = None
 
     def ready(self, cluster: Cluster, running: RunningJobs, available: np.ndarray,
               res: int, now: int) -> "KeptState":
@@ -64,6 +66,26 @@ class KeptState:
         self._ix = None
         self._counts = {}           # free-now count per request type (p, g, c, m)
         self._packable = bool(ix_packable(self.nodes.capG, self.nodes.capC, self.nodes.capM))
+
+    def capacity(self, cluster: Cluster, avail: np.ndarray):
+        """``capacity`` of :func:`fastsched.engine.inputs.check_node_jobs` over the
+        ``avail`` nodes of ``cluster``: each distinct request counted once while they
+        stay the same."""
+        key = self._cap_key
+        if key is None or key[0] is not cluster or not np.array_equal(key[1], avail):
+            self._cap_key = (cluster, avail.copy())
+            self._caps, self._count = {}, available_capacity(cluster, avail)
+
+        def capacity(part, gpus, cpus, mem):
+            cols = [np.asarray(col, dtype=np.int64) for col in (part, gpus, cpus, mem)]
+            kind, first = _distinct_rows(cols)
+            keys = list(zip(*(col[first].tolist() for col in cols)))
+            new = [k for k in keys if k not in self._caps]
+            if new:
+                self._caps.update(zip(new, self._count(*np.array(new, dtype=np.int64).T)
+                                      .tolist()))
+            return np.array([self._caps[k] for k in keys], dtype=np.int64)[kind]
+        return capacity
 
     def free(self, types: RequestTypes) -> FreeNow:
         """A copy of the free-now state for a pass over request ``types``, each counted

@@ -134,7 +134,8 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
     _check_policy(policy, reserve_depth)
     res, win = _grid(resolution, window)
     pl = _placement(placement, cluster, len(pending))
-    partitions = check_node_jobs(cluster, pending, available, partitions)
+    partitions = check_node_jobs(cluster, pending, available, partitions, None if kept is None
+                                 else kept.capacity(cluster, node_availability(cluster, available)))
     n = len(pending)
     limits = LimitGroups.none(n) if limits is None else limits
     if len(limits) != n:
