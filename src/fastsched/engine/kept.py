@@ -2,13 +2,18 @@
 
 A single pass (:func:`fastsched.engine.plan_nodes`) builds its state from the
 running jobs and the cluster: the free-now arrays, the per-node running lists
-and the work profile, O(nodes) however short the queue. A scheduler that
-passes every few seconds over the same running jobs can keep that state
+and the work profile, each request type's free-now and capacity counts and its
+run index (:mod:`.runindex`), O(nodes) however short the queue. A scheduler
+that passes every few seconds over the same running jobs can keep that state
 instead: :class:`KeptState` builds it once for a given set of running jobs,
 availability and time grid, and each pass runs on it and hands it back as it
 found it (the pass undoes its reservations, :func:`.undo.undo_starts` its
-starts; the free-now arrays, which a start also changes, are copied per pass).
-A pass at another ``now`` only moves each node's first breakpoint.
+starts, and their give-backs bring the run index's entries of the nodes they
+touch up to date; the free-now arrays, which a start also changes, are copied
+per pass). Request types are counted, and given a run index slot, once per
+kept state: a later pass over the same types pays for its own plans and holds.
+A pass at another ``now`` only moves each node's first breakpoint, and starts
+a new run index (its runs start at ``now``).
 
 The state is rebuilt when the running jobs (another object), the availability
 or the resolution differ from those it was built for; a failed pass drops it.
