@@ -281,4 +281,3 @@ def _walked(pc_off, pc_type, nn, cnt) -> int:
     rows = np.repeat(np.arange(n), np.diff(pc_off))
     ok = np.flatnonzero(np.bincount(rows[cnt[pc_type] >= nn[rows]], minlength=n) > 0)
     return int(ok[-1]) + 1 if len(ok) else 0
-
