@@ -76,8 +76,9 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
         return -1, p, run
     indexed = rules.index_after >= 0 and topo.levels.shape[0] == 0 and \
         pre.can.shape[0] == 0 and ix_packable(nodes.capG, nodes.capC, nodes.capM)
+    ix = _new_index(types.p.shape[0], indexed)
     nstarted, p, run, ix = _walk(last, now, queue, rules, jobs, types, nodes, free, p, run, lim,
-                                 topo, out, scratch, ctl, pre, _new_index(types.p.shape[0], indexed))
+                                 topo, out, scratch, ctl, pre, ix)
     return nstarted, p, run
 
 
