@@ -1,13 +1,15 @@
 """The node engine's state kept between a Scheduler's passes (fastsched.engine.kept):
 every pass gives exactly the pure pass's decisions (plan_nodes afresh over the same
 state), through random submit / schedule / apply / complete / fail / drain / resume
-sequences, and leaves the kept state as it found it."""
+sequences, with the run index kept (request types indexed at their first plan, at
+their fifth or never, drawn per pass), and leaves the kept state as it found it."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fastsched import InputError, JobRequest
+import fastsched.engine.plan as plan
 from fastsched.model.cluster import Cluster, Partition
 from fastsched.sim.scheduler import Scheduler
 
@@ -54,9 +56,17 @@ def job(draw, cluster: Cluster, job_id: int, now: int) -> JobRequest:
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+def test_every_pass_is_the_pure_pass(policy):
+    index_after = plan._INDEX_AFTER_PASS
+    try:
+        _every_pass_is_the_pure_pass(policy)
+    finally:
+        plan._INDEX_AFTER_PASS = index_after
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), cluster=clusters())
-def test_every_pass_is_the_pure_pass(policy, data, cluster):
+def _every_pass_is_the_pure_pass(policy, data, cluster):
     draw = data.draw
     s = Scheduler(cluster, policy, reservations="nodes", reserve_depth=draw(st.integers(1, 3)),
                   resolution=draw(st.sampled_from([1, 1, 4])))
@@ -88,9 +98,13 @@ def test_every_pass_is_the_pure_pass(policy, data, cluster):
                 (s.drain_nodes if op == "drain" else s.resume_nodes)(nodes)
         else:
             full = draw(st.booleans())
+            # when request types get a run index (0: at their first plan; -1: never),
+            # the same for both: the kept index's slots serve later passes
+            plan._INDEX_AFTER_PASS = draw(st.sampled_from([4, 0, 0, -1]))
             kept = s.schedule(now, full=full)
             assert_same(kept, pure(s, now, full))
-            assert_same(s.schedule(now, full=full), kept)     # the kept state as it was
+            for _ in range(draw(st.integers(1, 3))):      # the kept state as it was
+                assert_same(s.schedule(now, full=full), kept)
             if op == "apply":
                 s.apply(kept)
 
@@ -111,3 +125,19 @@ def test_a_kept_state_is_rebuilt_for_other_running_jobs_and_checks_planned_ends(
         s.schedule(13)
     assert_same(s.schedule(12), pure(s, 12, False))     # the failed call changed nothing
     assert (d.outcome == 0).sum() == 4         # two GPUs of each node a job: four fit
+
+
+def test_the_run_index_is_kept_at_the_same_now_and_dropped_at_another(monkeypatch):
+    monkeypatch.setattr(plan, "_INDEX_AFTER_PASS", 0)
+    cluster = Cluster.homogeneous(6, cpus=8, gpus=4, mem_mb=100)
+    s = Scheduler(cluster, "conservative", reservations="nodes")
+    for i in range(1, 17):
+        s.submit(JobRequest(job_id=i, submit_time=0, time_limit=10 + i, runtime=5,
+                            num_nodes=1 + i % 3, gpus_per_node=1 + i % 2))
+    d = s.schedule(0, full=True)
+    ix = s._kept._ix
+    assert ix.top[1] == 2 and len(s._kept._slots) == 2      # two request types, indexed
+    assert_same(s.schedule(0, full=True), d)
+    assert s._kept._ix.top[1] == 2          # no new slots: the kept ones served the types
+    assert_same(s.schedule(1, full=True), pure(s, 1, True))
+    assert s._kept._ix is not ix                             # its runs started at 0

@@ -106,14 +106,17 @@ def _partition_bits(poff, pflat, num_nodes: int) -> np.ndarray:
 
 
 def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None,
-                    partitions: PartitionChoices | None = None) -> PartitionChoices:
+                    partitions: PartitionChoices | None = None,
+                    capacity=None) -> PartitionChoices:
     """Raise InputError (naming the first bad job) for a job the node engine can never run.
 
     Beyond the basic checks (unique ids, limit >= 1, runtime >= 0, submit >= 0,
     num_nodes >= 1, requests >= 0, valid partition indices), a job needs
     ``num_nodes`` available nodes whose capacity covers its per-node request in
     its partition, or in at least one of its ``partitions``. Returns the
-    choices without the partitions where the job can never run.
+    choices without the partitions where the job can never run. ``capacity(part,
+    gpus, cpus, mem)``: those counts per entry (default: counted over the available
+    nodes; a caller that checks the same cluster again may keep them).
     """
     if partitions is None:
         partitions = PartitionChoices.single(jobs.partition)
@@ -126,12 +129,11 @@ def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None,
     part = partitions.partition
     if len(part) and (part.min() < 0 or part.max() >= P):
         raise InputError(f"partition choices name an index outside 0..{P - 1}", field="partition")
-    avail = node_availability(cluster, available)
-    offsets, flat = _partition_nodes(cluster, avail)
+    if capacity is None:
+        capacity = available_capacity(cluster, node_availability(cluster, available))
     rows = np.repeat(np.arange(len(jobs)), np.diff(partitions.offsets))
-    capacity = request_capacity([flat[offsets[p]:offsets[p + 1]] for p in range(P)], part,
-                                jobs.gpus_per_node[rows], jobs.cpus_per_node[rows],
-                                jobs.mem_per_node[rows], cluster)
+    capacity = capacity(part, jobs.gpus_per_node[rows], jobs.cpus_per_node[rows],
+                        jobs.mem_per_node[rows])
     fits = jobs.num_nodes[rows] <= capacity
     ok_jobs = np.bincount(rows[fits], minlength=len(jobs)) > 0
     if not ok_jobs.all():
@@ -149,6 +151,15 @@ def check_node_jobs(cluster: Cluster, jobs: JobTable, available=None,
     offs = np.zeros(len(jobs) + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows[fits], minlength=len(jobs)), out=offs[1:])
     return PartitionChoices(offs, part[fits])
+
+
+def available_capacity(cluster: Cluster, avail: np.ndarray):
+    """``capacity`` of :func:`check_node_jobs`: per entry, the available nodes (``avail``)
+    of its partition that hold its request."""
+    offsets, flat = _partition_nodes(cluster, avail)
+    part_nodes = [flat[offsets[p]:offsets[p + 1]] for p in range(len(cluster.partitions))]
+    return lambda part, gpus, cpus, mem: request_capacity(part_nodes, part, gpus, cpus, mem,
+                                                          cluster)
 
 
 def _permute_csr(offsets, values, order):

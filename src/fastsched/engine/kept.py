@@ -2,13 +2,18 @@
 
 A single pass (:func:`fastsched.engine.plan_nodes`) builds its state from the
 running jobs and the cluster: the free-now arrays, the per-node running lists
-and the work profile, O(nodes) however short the queue. A scheduler that
-passes every few seconds over the same running jobs can keep that state
+and the work profile, each request type's free-now and capacity counts and its
+run index (:mod:`.runindex`), O(nodes) however short the queue. A scheduler
+that passes every few seconds over the same running jobs can keep that state
 instead: :class:`KeptState` builds it once for a given set of running jobs,
 availability and time grid, and each pass runs on it and hands it back as it
 found it (the pass undoes its reservations, :func:`.undo.undo_starts` its
-starts; the free-now arrays, which a start also changes, are copied per pass).
-A pass at another ``now`` only moves each node's first breakpoint.
+starts, and their give-backs bring the run index's entries of the nodes they
+touch up to date; the free-now arrays, which a start also changes, are copied
+per pass). Request types are counted, and given a run index slot, once per
+kept state: a later pass over the same types pays for its own plans and holds.
+A pass at another ``now`` only moves each node's first breakpoint, and starts
+a new run index (its runs start at ``now``).
 
 The state is rebuilt when the running jobs (another object), the availability
 or the resolution differ from those it was built for; a failed pass drops it.
@@ -18,10 +23,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.cluster import Cluster
-from .inputs import new_nodes
+from ..model.validation import _distinct_rows
+from .inputs import available_capacity, new_nodes
+from .passes import _new_index
 from .profile import _build_all, new_profile
 from .running import RunningJobs, _running_state, check_planned_ends
-from .state import FreeNow, new_free
+from .state import FreeNow, Index, RequestTypes, new_free
+from .treap import _INF, MAX_SLOTS, ix_packable
 from .undo import start_at, undo_starts
 
 
@@ -31,6 +39,8 @@ class KeptState:
 
     def __init__(self):
         self._key = None
+        self._ix = None
+        self._cap_key = None
 
     def ready(self, cluster: Cluster, running: RunningJobs, available: np.ndarray,
               res: int, now: int) -> "KeptState":
@@ -48,6 +58,7 @@ class KeptState:
             if now != self.now:
                 start_at(np.int64(now), self.p)
                 self.now = now
+                self._ix = None         # its runs start at the old now
         return self
 
     def _build(self, cluster, running, available, res, now) -> None:
@@ -57,20 +68,92 @@ class KeptState:
         self.p = new_profile(wcap)
         _build_all(np.int64(now), self.p, self.run, self._free)
         self.now = now
+        self._ix = None
+        self._counts = {}           # free-now count per request type (p, g, c, m)
+        self._packable = bool(ix_packable(self.nodes.capG, self.nodes.capC, self.nodes.capM))
 
-    def free(self, num_types: int) -> FreeNow:
-        """A copy of the free-now state for a pass over ``num_types`` request types."""
+    def capacity(self, cluster: Cluster, avail: np.ndarray):
+        """``capacity`` of :func:`fastsched.engine.inputs.check_node_jobs` over the
+        ``avail`` nodes of ``cluster``: each distinct request counted once while they
+        stay the same."""
+        key = self._cap_key
+        if key is None or key[0] is not cluster or not np.array_equal(key[1], avail):
+            self._cap_key = (cluster, avail.copy())
+            self._caps, self._count = {}, available_capacity(cluster, avail)
+
+        def capacity(part, gpus, cpus, mem):
+            cols = [np.asarray(col, dtype=np.int64) for col in (part, gpus, cpus, mem)]
+            kind, first = _distinct_rows(cols)
+            keys = list(zip(*(col[first].tolist() for col in cols)))
+            new = [k for k in keys if k not in self._caps]
+            if new:
+                self._caps.update(zip(new, self._count(*np.array(new, dtype=np.int64).T)
+                                      .tolist()))
+            return np.array([self._caps[k] for k in keys], dtype=np.int64)[kind]
+        return capacity
+
+    def free(self, types: RequestTypes) -> FreeNow:
+        """A copy of the free-now state for a pass over request ``types``, each counted
+        (``tcount``: once per kept state and type; the pass keeps the counts up to date
+        through its starts, as if it had counted them when first asked)."""
         f = self._free
-        return FreeNow(*(a.copy() for a in (f.fg, f.fc, f.fm, f.fmask)),
-                       np.full(num_types, -1, dtype=np.int64),
+        tcount = np.empty(len(types.p), dtype=np.int64)
+        for ty, key in enumerate(_keys(types)):
+            if key not in self._counts:
+                self._counts[key] = _free_count(self.nodes, f, *key)
+            tcount[ty] = self._counts[key]
+        return FreeNow(*(a.copy() for a in (f.fg, f.fc, f.fm, f.fmask)), tcount,
                        *(a.copy() for a in (f.bhead, f.bnext, f.bprev, f.bval, f.idle)))
 
-    def restore(self, p, run, jobs, out, n: int, res: int) -> None:
-        """After a pass (``keep``: its reservations undone) that left the profile ``p``
-        and running lists ``run`` (maybe moved to bigger arrays): undo its starts."""
-        undo_starts(np.int64(self.now), np.int64(res), jobs, out, np.int64(n), p, run)
+    def index(self, types: RequestTypes, limit: np.ndarray, pc_off: np.ndarray,
+              pc_type: np.ndarray, may_index: bool) -> Index:
+        """The run index for a pass over request ``types`` (its jobs' time ``limit`` and
+        partition choices' types, CSR ``pc_off``/``pc_type``): the kept slots serve the
+        types they were built for, from the first plan; a new slot keeps the runs at
+        least as long as the shortest limit of the type in the whole queue, so that the
+        next pass over it can use it from the first job."""
+        if self._ix is None or self._ix.top[1] >= MAX_SLOTS:
+            self._ix, self._slots = _new_index(0, True), {}
+            self._ix.top[3] = 1             # kept: the give-backs keep it up to date
+        on = may_index and self._packable
+        slot = np.full(len(types.p), -1, dtype=np.int64)
+        if on:
+            for ty, key in enumerate(_keys(types)):
+                slot[ty] = self._slots.get(key, -1)
+        tmin = np.full(len(types.p), _INF, dtype=np.int64)
+        np.minimum.at(tmin, pc_type, np.repeat(limit, np.diff(pc_off)))
+        self._ix.top[2] = 1 if on else 0
+        return self._ix._replace(slot=slot, qn=np.zeros(len(types.p), dtype=np.int64), tmin=tmin)
+
+    def restore(self, p, run, jobs, out, n: int, res: int, ix: Index,
+                types: RequestTypes) -> None:
+        """After a pass (``keep``: its reservations undone) that left the profile ``p``,
+        running lists ``run`` (maybe moved to bigger arrays) and run index ``ix``: undo
+        its starts, and keep the slots it added."""
+        self._ix = undo_starts(np.int64(self.now), np.int64(res), jobs, out, np.int64(n), p,
+                               run, ix)
         self.p, self.run = p, run
+        keys = _keys(types)
+        for ty in np.flatnonzero(ix.slot >= 0).tolist():
+            self._slots[keys[ty]] = int(ix.slot[ty])
 
     def drop(self) -> None:
         """Forget the state (a pass failed half-way): the next pass builds it."""
         self._key = None
+        self._ix = None
+
+
+def _keys(types: RequestTypes) -> list:
+    """Each request type as a key (partition, g, c, m) that outlives the pass."""
+    return list(zip(types.p.tolist(), types.g.tolist(), types.c.tolist(), types.m.tolist()))
+
+
+def free_counts(types: RequestTypes, nodes, free: FreeNow) -> np.ndarray:
+    """Per request type: the nodes of its partition whose free-now (running jobs only)
+    covers it (what a pass's ``tcount`` counts when first asked)."""
+    return np.array([_free_count(nodes, free, *key) for key in _keys(types)], dtype=np.int64)
+
+
+def _free_count(nodes, free: FreeNow, p: int, g: int, c: int, m: int) -> int:
+    xs = nodes.pflat[nodes.poff[p]:nodes.poff[p + 1]]
+    return int(np.count_nonzero((free.fg[xs] >= g) & (free.fc[xs] >= c) & (free.fm[xs] >= m)))

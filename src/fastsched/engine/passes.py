@@ -14,7 +14,7 @@ from .freenow import _fits_now_somewhere, _tcount_update, _type_count
 from .interrupt import REQUEST as _REQUEST, STOP as _STOP
 from .leafkernel import leaf_kernel
 from .limits import _charge, _held, _min_limits
-from .profile import _give_back, _on_grid, _prefetch_node, _room, _split, _take
+from .profile import _give_back, _merge_at, _on_grid, _prefetch_node, _room, _split, _take
 from .running import _insert_running, _running_room
 from .runindex import ix_hold, ix_new_job, ix_touched
 from .treap import MAX_SLOTS as _MAX_SLOTS, ix_packable, new_meta, tr_empty, tr_reserve
@@ -74,13 +74,37 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
     last = _last_to_walk(queue, qlen, rules, jobs, free, types, nodes)
     if last < 0:
         return -1, p, run
+    indexed = rules.index_after >= 0 and topo.levels.shape[0] == 0 and \
+        pre.can.shape[0] == 0 and ix_packable(nodes.capG, nodes.capC, nodes.capM)
+    ix = _new_index(types.p.shape[0], indexed)
+    nstarted, p, run, ix = _walk(last, now, queue, rules, jobs, types, nodes, free, p, run, lim,
+                                 topo, out, scratch, ctl, pre, ix)
+    return nstarted, p, run
+
+
+@njit(cache=True, nogil=True)
+def pass_kept(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, out, scratch,
+              ctl, pre, ix):
+    """:func:`_pass` with a run index kept between passes (:mod:`fastsched.engine.kept`;
+    ``rules.keep``, no topology, no preemption): its slots serve this pass's request
+    types from their first plan, the slots it adds are kept, and the reservations'
+    give-backs keep it up to date (the starts': :func:`fastsched.engine.undo.undo_starts`).
+    Returns ``(nstarted or -1, p, run, ix)``."""
+    last = _last_to_walk(queue, qlen, rules, jobs, free, types, nodes)
+    if last < 0:
+        return -1, p, run, ix
+    return _walk(last, now, queue, rules, jobs, types, nodes, free, p, run, lim, topo, out,
+                 scratch, ctl, pre, ix)
+
+
+@njit(cache=True, nogil=True)
+def _walk(last, now, queue, rules, jobs, types, nodes, free, p, run, lim, topo, out, scratch, ctl,
+          pre, ix):
+    """The pass's walk over ``queue[:last + 1]`` with the run index ``ix``."""
     reserved = 0
     nstarted = 0
     resv = np.empty(last + 1, dtype=np.int64)      # the reserved jobs (undone at the end: keep)
     preempting = pre.can.shape[0] > 0
-    indexed = rules.index_after >= 0 and topo.levels.shape[0] == 0 and not preempting and \
-        ix_packable(nodes.capG, nodes.capC, nodes.capM)
-    ix = _new_index(types.p.shape[0], indexed)
     chosen = scratch.chosen
     for q in range(last + 1):
         if ctl[_REQUEST] == _STOP:
@@ -108,7 +132,7 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
             if _slot_due(ty, 1 if now_by_gpus else _NOW_BY_GPUS_SHARE, rules, ix):
                 ix = _add_slot(ty, q, last, now, queue, jobs, types, nodes, p,
                                _nodes_of(jobs.pc_part[e], nodes), ix)
-            if ix.slot[ty] >= 0:        # (inline: the hot path of a deep pass)
+            if ix.slot[ty] >= 0 and jobs.limit[j] >= ix.sth[ix.slot[ty]]:   # (inline: hot)
                 te = _plan_indexed(now, jobs.limit[j], jobs.nn[j], only_now, ix.top[0],
                                    ix.slot[ty], ix.TR, p, scratch.trial)
             else:
@@ -160,8 +184,8 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
             free.tcount[:] = -1          # recounted when next asked
         nstarted += 1
     if rules.keep:      # the next pass starts from the running jobs
-        _undo_reservations(resv, reserved, rules, jobs, out, p)
-    return nstarted, p, run
+        ix = _undo_reservations(resv, reserved, rules, jobs, out, p, ix)
+    return nstarted, p, run, ix
 
 
 @leaf_kernel
@@ -205,7 +229,7 @@ def _plan_mode(j, reserved, rules, jobs, free, types, nodes):
 def _new_index(T, indexed):
     """An empty run index for a pass over T request types (no slot yet)."""
     return Index(tr_empty(1024), np.empty(1024, dtype=np.int64), new_meta(),
-                 np.array([-1, 0, 1 if indexed else 0], dtype=np.int64),
+                 np.array([-1, 0, 1 if indexed else 0, 0], dtype=np.int64),
                  np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
                  np.empty(0, dtype=np.int64), np.empty((8, 0), dtype=np.int64),
                  np.full(T, -1, dtype=np.int64), np.zeros(T, dtype=np.int64),
@@ -284,12 +308,12 @@ def _add_slot(ty, q, last, now, queue, jobs, types, nodes, p, plist, ix):
     slot also sets up the per-node tables and each type's shortest limit among
     ``queue[q:last + 1]``). Returns the index."""
     nix = ix.top[1]
-    if nix == 0:
+    if ix.elig.shape[0] == 0 or ix.tmin.shape[0] == 0:   # (a kept index comes with both)
         ix = Index(ix.TR, ix.fr, ix.meta, ix.top, np.zeros(nodes.capG.shape[0], dtype=np.int64),
                    np.full(nodes.capG.shape[0], -1, dtype=np.int64), ix.ids, ix.ibuf, ix.slot,
                    ix.qn, ix.sg, ix.sc, ix.sm, ix.sth,
                    _min_limits(queue, q, last + 1, jobs.limit, jobs.pc_off, jobs.pc_type,
-                               types.p.shape[0]))
+                               types.p.shape[0]) if ix.tmin.shape[0] == 0 else ix.tmin)
     ix.sg[nix] = types.g[ty]
     ix.sc[nix] = types.c[ty]
     ix.sm[nix] = types.m[ty]
@@ -425,12 +449,55 @@ def _take_nodes(j, held_end, grouped, jobs, types, nodes, free, run, out, chosen
         _insert_running(x, held_end, g, c, m, j, run)
 
 
-@leaf_kernel
-def _undo_reservations(resv, reserved, rules, jobs, out, p):
-    """Give back the holds of the pass's reservations ``resv[:reserved]`` (latest first)."""
+@njit(cache=True)
+def _undo_reservations(resv, reserved, rules, jobs, out, p, ix):
+    """Give back the holds of the pass's reservations ``resv[:reserved]`` (latest first);
+    a kept index (``ix.top[3]``) follows. Returns the index."""
+    kept_ix = ix.top[3] != 0
     for i in range(reserved - 1, -1, -1):
         j = resv[i]
         e = _on_grid(out.planned[j] + jobs.limit[j], rules.res)
+        if kept_ix:
+            ix_new_job(ix.meta)
         for o in range(jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]):
-            _give_back(out.alloc_nodes[o], out.planned[j], e, jobs.rg[j], jobs.rc[j], jobs.rm[j],
-                       p)
+            if kept_ix:
+                ix = give_back_indexed(out.alloc_nodes[o], out.planned[j], e, jobs.rg[j],
+                                       jobs.rc[j], jobs.rm[j], p, ix)
+            else:
+                _give_back(out.alloc_nodes[o], out.planned[j], e, jobs.rg[j], jobs.rc[j],
+                           jobs.rm[j], p)
+    return ix
+
+
+@njit(cache=True)
+def give_back_indexed(x, s, e, g, c, m, p, ix):
+    """:func:`fastsched.engine.profile._give_back` with the run index's entries of node x
+    brought up to date: the slots that fit a segment given back, once it is (a slot
+    that fits none did not before either: its runs are as they were), are recomputed
+    over the stretch (a give-back may join runs, which a hold never does; the window
+    of :func:`ix_hold` holds every run that changes either way). Returns the index
+    (maybe with room made)."""
+    if e <= s:
+        return ix
+    nix = ix.top[1]
+    if nix > 0 and ix.elig[x] != 0:
+        need = nix * (p.wlen[x] + 4)
+        if ix.ids.shape[0] < 2 * need or ix.meta[0] + need > ix.TR.shape[0]:
+            ix = _index_room(ix, need, need)
+    o = p.wo[x]
+    a = _split(x, s, p)
+    b = _split(x, e, p)
+    for k in range(a, b):
+        p.WG[o + k] += g
+        p.WC[o + k] += c
+        p.WM[o + k] += m
+    U = np.int64(0)         # the slots fitting a segment given back (none before: none now)
+    if nix > 0:
+        U = ix_touched(x, a, b, nix, ix.sg, ix.sc, ix.sm, ix.elig, p.WG, p.WC, p.WM, p.wo)
+    if U != 0:
+        ix.top[0] = ix_hold(ix.TR, ix.fr, ix.meta, ix.top[0], x, a, b, U, nix, ix.sg, ix.sc,
+                            ix.sm, ix.sth, p.WT, p.WG, p.WC, p.WM, p.wo, p.wlen, ix.last, ix.ids,
+                            ix.ibuf)
+    _merge_at(x, b, p)
+    _merge_at(x, a, p)
+    return ix

@@ -16,9 +16,9 @@ from .blocks import _exclusive, _with_held_blocks
 from .inputs import (_check_policy, _grid, _permute_csr, _placement,
                      _request_types, _unique_rank, check_node_jobs, new_nodes, node_availability)
 from .interrupt import call as _call, new_control
-from .kept import KeptState
+from .kept import KeptState, free_counts
 from .limits import NCAPS
-from .passes import _pass
+from .passes import _pass, pass_kept
 from .passpreempt import trimmed
 from .preemptplan import no_preempting
 from .profile import _build_all, block_windows, new_profile
@@ -138,7 +138,8 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
     _check_policy(policy, reserve_depth)
     res, win = _grid(resolution, window)
     pl = _placement(placement, cluster, len(pending))
-    partitions = check_node_jobs(cluster, pending, available, partitions)
+    partitions = check_node_jobs(cluster, pending, available, partitions, None if kept is None
+                                 else kept.capacity(cluster, node_availability(cluster, available)))
     n = len(pending)
     limits = LimitGroups.none(n) if limits is None else limits
     if len(limits) != n:
@@ -179,22 +180,30 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
             check_jobs_held_off(pending)
         p = block_windows(p, blocked, nodes.capG, nodes.capC, nodes.capM, now)
     else:
-        p, free = kept.p, kept.free(len(types.p))
+        p, free = kept.p, kept.free(types)
     stop_at_head, depth = get_policy(policy).kernel_rules(reserve_depth)
-    walked = _walked(stop_at_head, bool(full), jobs.pc_off, jobs.pc_type, jobs.nn, types, nodes,
-                     free) if n else 0
+    walked = 0
+    if n and not (stop_at_head or full):
+        cnt = free.tcount if kept is not None else free_counts(types, nodes, free)
+        walked = _walked(jobs.pc_off, jobs.pc_type, jobs.nn, cnt)
+    elif n:
+        walked = n
     if n:
         rules = Rules(stop_at_head, np.int64(depth), bool(full), res, win,
                       np.int64(_INDEX_AFTER_PASS), kept is not None, False)
         topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order], pl.leaf_wait[order],
                         pl.gpu_groups, *_exclusive(pl, avail, order))
         control = new_control()
+        args = (np.int64(now), np.arange(n, dtype=np.int64), np.int64(n), rules, jobs, types,
+                nodes, free, p, run, lim, topo, out, new_scratch(jobs.nn), control, pre)
         try:
-            nst, p, run = _call(_pass, np.int64(now), np.arange(n, dtype=np.int64), np.int64(n),
-                                rules, jobs, types, nodes, free, p, run, lim, topo, out,
-                                new_scratch(jobs.nn), control, pre, control=control)
-            if kept is not None:
-                kept.restore(p, run, jobs, out, n, res)
+            if kept is None:
+                nst, p, run = _call(_pass, *args, control=control)
+            else:
+                ix = kept.index(types, jobs.limit, jobs.pc_off, jobs.pc_type,
+                                _INDEX_AFTER_PASS >= 0)
+                nst, p, run, ix = _call(pass_kept, *args, ix, control=control)
+                kept.restore(p, run, jobs, out, n, res, ix, types)
         except BaseException:
             if kept is not None:
                 kept.drop()
@@ -273,17 +282,10 @@ def limit_reasons(limits: LimitGroups, code: np.ndarray) -> np.ndarray:
     return table[np.where(code >= 0, code, len(table) - 1)]
 
 
-def _walked(stop_at_head, full, pc_off, pc_type, nn, types, nodes, free) -> int:
-    """How many queue positions the pass walks (before it changes any state)."""
+def _walked(pc_off, pc_type, nn, cnt) -> int:
+    """How many queue positions a pass that stops after the last job that could start
+    now walks, from the free-now counts ``cnt`` per request type (running jobs only)."""
     n = len(nn)
-    if stop_at_head or full:
-        return n
-    # free-now eligibility count per request type (running jobs only)
-    fg, fc, fm = free.fg, free.fc, free.fm
-    cnt = np.zeros(len(types.p), dtype=np.int64)
-    for k, (p, g, c, m) in enumerate(zip(types.p, types.g, types.c, types.m)):
-        xs = nodes.pflat[nodes.poff[p]:nodes.poff[p + 1]]
-        cnt[k] = int(np.count_nonzero((fg[xs] >= g) & (fc[xs] >= c) & (fm[xs] >= m)))
     rows = np.repeat(np.arange(n), np.diff(pc_off))
     ok = np.flatnonzero(np.bincount(rows[cnt[pc_type] >= nn[rows]], minlength=n) > 0)
     return int(ok[-1]) + 1 if len(ok) else 0
