@@ -26,6 +26,7 @@ killed while CONFIGURING (``never_ran``) had no start to boot by.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import replace
 
 import numpy as np
@@ -74,9 +75,10 @@ def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
             ready = max(ready, int(start[j])) if conf[j] > 0 else ready
         elif busy_until <= a:
             idle = busy_until
-            for b in returns:       # back with no job, not powered down: idle from then
-                if idle < b <= a and not (fresh or st is not None and not excluded[x]
-                                          and b > idle + st):
+            # back with no job, not powered down: idle from then (each back seen once:
+            # the node is busy until a at least from here on)
+            for b in returns[bisect_right(returns, idle):bisect_right(returns, a)]:
+                if not (fresh or st is not None and not excluded[x] and b > idle + st):
                     idle = b
             if fresh or (st is not None and not excluded[x] and a > idle + st):
                 boot_at = a if fresh else max(a, idle + st + power.suspend_timeout)
@@ -84,7 +86,9 @@ def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
                 booted = ready if never_ran[j] else int(start[j])
                 ups.append((a, np.iinfo(np.int64).max if never_ran[j]
                             else int(start[j]) - power.boot, j))
-                lost = bool(never_ran[j]) and period > 0
+        # with tokens, the boot an attempt killed CONFIGURING waited for may end later
+        # than its lower bound: the node's next state is not known
+        lost = lost or bool(never_ran[j]) and period > 0
         fresh = False
         ready_lb[j] = max(ready_lb[j], ready)
         booting[j] |= booted > a
@@ -96,7 +100,7 @@ def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
                              f"job {int(schedule.job_id[j])} started at {int(start[j])}, before "
                              f"its nodes could boot (ready at {int(ready_lb[j])} at the "
                              "earliest)"))
-    for j in np.flatnonzero(ran & (conf > 0) & ~booting).tolist():
+    for j in np.flatnonzero(ran & (conf > 0) & ~booting & ~never_ran).tolist():
         out.append(violation("needless_configure", int(schedule.job_id[j]), int(start[j]),
                              f"job {int(schedule.job_id[j])} was CONFIGURING {int(conf[j])} s "
                              "although its nodes were up"))
