@@ -52,6 +52,12 @@ is free on node n at instant t?") is answered by summing over intervals.
   The job's boot wait is its nodes' latest readiness (a node still booting for another
   job counts) minus t; it starts then and ends boot + min(pull + runtime, d) after t,
   holding its nodes over [t, t + boot + d) in the passes after the one that started it.
+  With node events: a node's last end is when its last job ended or was killed, but
+  not before its boot is done; a node that comes back (up / resume) with no job on it,
+  not powered down then, ended its last job then (Slurm restarts its idle clock); a
+  drain of a node booting (ready after t) with jobs on it kills them as a down does.
+  A job killed before its boot wait is over never ran: its attempt starts when it is
+  killed (its boot wait cut to that), and saves no progress.
 """
 from __future__ import annotations
 
@@ -494,6 +500,11 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     ready = [0] * len(nodes)           # per node: when its last boot ended
     token = [None]                     # the last power-up's ms
 
+    def powered_down(x, now):       # with no job on it
+        last, st = max(history[x], default=0), power["suspend_time"]
+        return (x in power["cloud"] and not history[x]) or (
+            st is not None and x not in power["excluded"] and now > last + st)
+
     def boot_wait(now, chosen):
         for x in chosen:
             if any(x in r[2] for r in running):
@@ -501,7 +512,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             fresh = x in power["cloud"] and not history[x]
             last = max(history[x], default=0)
             st = power["suspend_time"]
-            if fresh or (st is not None and x not in power["excluded"] and now > last + st):
+            if powered_down(x, now):
                 r_ms = now * 1000 if token[0] is None else \
                     max(now * 1000, token[0] + power["period_ms"])
                 token[0] = r_ms
@@ -583,10 +594,18 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
         job, start, chosen, gpus = r
         running.remove(r)
         i = job.job_id
+        if power is not None:       # killed while its nodes boot: it never ran
+            for x in chosen:
+                history[x].remove(start + job.duration())
+                history[x].append(max(now, ready[x]))
+            alloc, start = start, min(start + job.boot, now)
+            job = replace(job, boot=start - alloc)
+            power.setdefault("boot_out", {})[i] = job.boot
         if attempts is not None:
             attempts.append((i, restarts.get(i, 0), start, now, chosen)
                             + ((job.pull,) if images is not None else ())
-                            + ((preempted,) if preempt is not None else ()))
+                            + ((preempted,) if preempt is not None else ())
+                            + ((job.boot,) if power is not None else ()))
         if not (again and requeue.get(i, True)):
             result[i] = (start, now, chosen, gpus, result[i][4])
             ended[i] = False
@@ -627,7 +646,14 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             _, kind, which = events.pop(0)
             if kind == "down":
                 kill(now, which)
+            if kind == "drain" and power is not None:
+                kill(now, [x for x in which if ready[x] > now
+                           and any(x in r[2] for r in running)])
             back = [x for x in which if kind in ("resume", "up") and not nodes[x].available]
+            if power is not None:
+                for x in back:
+                    if not any(x in r[2] for r in running) and not powered_down(x, now):
+                        history[x].append(now)
             for x in which:
                 nodes[x].available = kind in ("resume", "up")
             if regrow and back:

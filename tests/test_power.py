@@ -209,8 +209,9 @@ def test_a_boot_over_resume_timeout_leaves_cloud_nodes_down():
 def test_power_saving_refuses_what_it_does_not_model():
     from fastsched import NodeEvents
     cluster = Cluster.homogeneous(2, cpus=1, prefix="n")
-    with pytest.raises(UnsupportedError, match="node events"):
-        simulate(cluster, _jobs([10], [1]), "easy", power=PowerSaving(),
+    with pytest.raises(UnsupportedError, match="node events and a boot"):
+        simulate(cluster, _jobs([10], [1]), "easy",
+                 power=PowerSaving(boot=120, resume_timeout=60, cloud_nodes=("n002",)),
                  events=NodeEvents.from_rows([(5, "down", [0])], 2))
     with pytest.raises(UnsupportedError, match="counts model"):
         simulate(cluster, _jobs([10], [1]), "easy", reservations="counts",

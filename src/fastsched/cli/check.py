@@ -77,7 +77,8 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "slurm.conf keys): records with a configure_time column are checked "
                         "for jobs started before their nodes booted and power-ups over "
                         "ResumeRate (such records get these checks under the slurm.conf keys "
-                        "even without --power)")
+                        "even without --power; records with attempts under --events or "
+                        "--failures too)")
     format_args(parser)
     parser.set_defaults(run=run, switches=None, segment=None, gres_conf=None)
 
@@ -119,19 +120,28 @@ def run(args) -> int:
                                                      regrow=args.regrow),
                              preemption=pre,
                              partitions=constraints.get("partitions") if pre else None,
-                             time_min=constraints.get("time_min"))
+                             time_min=constraints.get("time_min"), power=_power(args, cluster,
+                                                                                frame))
         if args.policy:
             report.not_checked.append(f"{args.policy}: records with attempts (node "
                                       "failures) are checked without policy")
         return _print_report(report)
     if args.power is not None or "configure_time" in frame.columns:
-        from ..io.slurmpower import power_saving
-        constraints["power"] = power_saving(cluster, args.power)
+        constraints["power"] = _power(args, cluster, frame)
     report = check_frame(cluster, jobs, frame,
                          source=args.jobs_csv, policy=args.policy,
                          reserve_depth=args.reserve_depth, reservations=args.reservations,
                          **_node_check_limit(args), **constraints)
     return _print_report(report)
+
+
+def _power(args, cluster, frame):
+    """The power saving the records ran under (``--power`` over --cluster's slurm.conf
+    keys; records with a ``configure_time`` column get it anyway), or None."""
+    if args.power is None and "configure_time" not in frame.columns:
+        return None
+    from ..io.slurmpower import power_saving
+    return power_saving(cluster, args.power)
 
 
 def _preemption(args, cluster, workload):

@@ -85,7 +85,9 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "idle nodes power down after SuspendTime, CLOUD nodes start down; a "
                         "job given powered-down nodes is CONFIGURING while they boot, its "
                         "start reset to when they are ready; prints cost vs wait (nodes "
-                        "model; docs/lifecycle.md)")
+                        "model; docs/lifecycle.md). With --events/--failures a drain of a "
+                        "booting node requeues its jobs, and a node back from an event is "
+                        "idle from then unless powered down")
     parser.add_argument("--preempt-backfill", action="store_true",
                         help="with the cluster's PreemptType: a job that may preempt is "
                         "planned (EASY's reservation, conservative's plan) with the resources "
@@ -171,7 +173,8 @@ def run(args) -> int:
     ranged = workload is not None and getattr(workload, "nodes_min", None) is not None \
         and bool((workload.nodes_min > 0).any())          # node ranges start on fewer
     if args.failures is not None or has_failures(events) or preemption.active or ranged \
-            or (args.regrow and events is not None):
+            or (args.regrow and events is not None) \
+            or (args.power is not None and events is not None):   # a drain may requeue
         options["lifecycle"] = run_lifecycle(cluster, jobs, workload, args.requeue,
                                              regrow=args.regrow)
     if resume is not None or args.checkpoint:       # (a digest of every job: only then)

@@ -19,7 +19,8 @@ from .availability import set_available
 from .blocks import _exclusive, _release_blocks
 from .heap import _heap_drop, _heap_pop, _heap_push
 from .images import new_image_cache, start_pull
-from .power import end_power, extend_holds, new_power_state, power_totals, start_power
+from .power import (booting, end_power, extend_holds, killed_start, new_power_state,
+                    nodes_back, power_totals, start_power)
 from .freenow import _tcount_update
 from .driver import (EngineRun, Progress, drive, loop_deps, set_queue_rank, set_rows_rank,
                      submit_order)
@@ -378,14 +379,16 @@ class _EventLoop:
         if self.rules.whole:
             raise UnsupportedError("this event loop was built without node events")
         nodes = np.asarray(nodes, dtype=np.int64)
-        if kind == "down":
-            killed = self._jobs_on(int(t), nodes)
+        if kind == "down" or kind == "drain" and self.with_power:
+            killed = self._jobs_on(int(t), nodes if kind == "down" else
+                                   booting(self.power, int(t), nodes))
             if self.elastic is not None:       # --no-kill jobs shrink instead
                 killed = self.elastic.shrink(self, int(t), killed, nodes, _complete)
             self._kill(int(t), killed)
             if self.elastic is not None:
                 self.elastic.killed(self, killed)
         back = np.unique(nodes[~self.avail[nodes]]) if kind in ("resume", "up") else nodes[:0]
+        nodes_back(self.power, int(t), back)
         self._set_available(nodes, kind in ("resume", "up"))
         if len(back) and self.elastic is not None:
             self.elastic.grow(self, int(t), back)
@@ -427,10 +430,11 @@ class _EventLoop:
         now = np.int64(t)
         for j, rq in zip(killed.tolist(), requeue.tolist()):
             lo, hi = jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]
-            left = self.requeues.kill(j, t, int(out.start[j]), int(out.part_used[j]),
+            start, configure = killed_start(self.power, j, t, int(out.start[j]))
+            left = self.requeues.kill(j, t, start, int(out.part_used[j]),
                                       out.alloc_nodes[lo:hi], out.alloc_mask[lo:hi],
                                       int(jobs.runtime[j]), int(self.images.pull[j]),
-                                      preempted, rq, int(jobs.limit[j]))
+                                      preempted, rq, int(jobs.limit[j]), configure)
             jj = np.int64(j)
             _complete(jj, now, self.rules, jobs, self.types, self.nodes, self.free, self.p,
                       self.run_lists, self.lim, self.topo, out)

@@ -10,7 +10,10 @@ idle longer than SuspendTime and is not excluded. :func:`start_power` runs once 
 the pass that started it, before its image pull: O(the job's nodes). The pass held the
 job's nodes over its limit from now; a job that waits for a boot holds them until its
 reset start plus its limit (:func:`extend_holds`, after the pass: its planning counts
-the boot from the next pass on).
+the boot from the next pass on). Node events (docs/lifecycle.md, "Power saving with node
+events"): a drain kills the jobs of a node still booting (:func:`booting`), a node that
+comes back unpowered-down is idle from then (:func:`nodes_back`), and a job killed while
+CONFIGURING starts at its kill (:func:`killed_start`, :func:`end_power`).
 """
 from __future__ import annotations
 
@@ -113,14 +116,20 @@ def start_power(j, now, jobs, out, pw):
 
 @leaf_kernel
 def end_power(j, now, jobs, out, pw):
-    """Job ``j`` ended at ``now``: a node left without a job is idle from now."""
+    """Job ``j`` ended at ``now`` (or was killed then): a node left without a job is idle
+    from now, or from the end of its boot if it is still booting (Slurm sets a resumed
+    node's ``last_busy`` when it registers). A job killed while CONFIGURING never ran:
+    its start is now, its ``configure`` the seconds since its allocation."""
     if pw.conf[0] == 0:
         return
+    if out.start[j] > now:
+        pw.configure[j] -= out.start[j] - now
+        out.start[j] = now
     for q in range(jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]):
         x = out.alloc_nodes[q]
         pw.busy[x] -= 1
         if pw.busy[x] == 0:
-            pw.idle[x] = now
+            pw.idle[x] = max(now, pw.ready[x])
             pw.busy_total[x] += now - pw.busy_since[x]
 
 
@@ -148,6 +157,40 @@ def extend_holds(now, res, jobs, out, p, run, pw):
             _insert_running(x, new, g, c, m, j, run)
     pw.cnt[2] = 0
     return p, run
+
+
+def killed_start(pw: PowerState, j: int, t: int, start: int) -> tuple[int, int]:
+    """(start, seconds CONFIGURING) of job ``j``'s attempt killed at ``t`` (``start``: its
+    start, reset to when its nodes are ready): killed while CONFIGURING, it never ran, so
+    it starts at the kill (Slurm's start_time is reset only when the nodes are ready)."""
+    if pw.conf[0] == 0:
+        return start, 0
+    alloc = start - int(pw.configure[j])
+    return min(start, t), min(start, t) - alloc
+
+
+def booting(pw: PowerState, t: int, nodes: np.ndarray) -> np.ndarray:
+    """The nodes of ``nodes`` booting at ``t`` for the jobs allocated them: a ``drain``
+    of one requeues those jobs (node_mgr.c ``update_node``: a DRAIN request for a node
+    "allocated and being powered up" kills its jobs)."""
+    if pw.conf[0] == 0:
+        return nodes[:0]
+    return nodes[(pw.busy[nodes] > 0) & (pw.ready[nodes] > t)]
+
+
+def nodes_back(pw: PowerState, t: int, nodes: np.ndarray) -> None:
+    """``nodes`` come back at ``t`` (``up`` / ``resume`` of a down or drained node): one
+    with no job that is not powered down (nor powering down) is idle from ``t``
+    (node_mgr.c sets ``last_busy = now`` at a resume unless the node is POWERED_DOWN);
+    a powered-down one stays so."""
+    if pw.conf[0] == 0 or not len(nodes):
+        return
+    x = nodes[pw.busy[nodes] == 0]
+    x = x[pw.idle[x] != NEVER]
+    st = int(pw.conf[1])
+    if st >= 0:
+        x = x[pw.excl[x] | (t <= pw.idle[x] + st)]
+    pw.idle[x] = np.maximum(pw.idle[x], t)
 
 
 def power_totals(pw: PowerState, horizon: int) -> tuple[np.ndarray, np.ndarray]:

@@ -41,7 +41,9 @@ class Attempts:
     ``preempted[k]`` marks those (they end PREEMPTED, not NODE_FAIL), and per job
     ``cancelled``: its last attempt was preempted and not requeued (None: a run
     without preemption). ``limit[k]``: the time limit attempt k ran with (a
-    ``--time-min`` start may cut it: :mod:`fastsched.engine.timemin`).
+    ``--time-min`` start may cut it: :mod:`fastsched.engine.timemin`). ``configure[k]``:
+    the seconds attempt k was CONFIGURING before ``start[k]``, its nodes booting (power
+    saving; killed while CONFIGURING, it starts at its end).
     """
 
     job: np.ndarray
@@ -60,6 +62,7 @@ class Attempts:
     preempted: np.ndarray | None = None
     cancelled: np.ndarray | None = None
     limit: np.ndarray | None = None
+    configure: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.job)
@@ -84,13 +87,14 @@ class Requeues:
         #: (a shrunk elastic job: :mod:`fastsched.engine.elastic`)
         self.saved: dict[int, int] = {}
         self.log: list[tuple] = []      # (job, attempt, start, end, partition, saved, nodes,
-        #                                  masks, pull, preempted, limit)
+        #                                  masks, pull, preempted, limit, configure)
 
     def kill(self, j: int, t: int, start: int, partition: int, nodes, masks,
              runtime: int, pull: int = 0, preempted: bool = False,
-             requeue: bool = True, limit: int = 0) -> int:
+             requeue: bool = True, limit: int = 0, configure: int = 0) -> int:
         """Log job j's attempt killed at t (it pulled its image for ``pull`` seconds
-        first, and ran with time limit ``limit``); returns the runtime a requeued
+        first, and ran with time limit ``limit``; it was CONFIGURING ``configure`` seconds
+        before ``start``); returns the runtime a requeued
         attempt has left, or -1 when the job is not requeued (it ended NODE_FAIL, or
         PREEMPTED when ``preempted``).
         ``requeue``: whether the cause requeues at all (a preemption in mode CANCEL
@@ -101,7 +105,7 @@ class Requeues:
         saved = self.saved.pop(j, saved)
         self.log.append((j, int(self.restarts[j]), start, t, partition, saved,
                          np.array(nodes, dtype=np.int64), np.array(masks, dtype=np.uint64),
-                         int(pull), bool(preempted), int(limit)))
+                         int(pull), bool(preempted), int(limit), int(configure)))
         if not (requeue and self.requeue[j]):
             (self.cancelled if preempted else self.node_fail)[j] = True
             return -1
@@ -142,4 +146,4 @@ class Requeues:
                         node_fail=self.node_fail[inverse],
                         runtime=np.asarray(runtime)[inverse], pull=col(8),
                         preempted=col(9, bool), cancelled=self.cancelled[inverse],
-                        limit=col(10))
+                        limit=col(10), configure=col(11))

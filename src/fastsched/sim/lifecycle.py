@@ -51,7 +51,8 @@ def attempt_table(run) -> dict:
     Keys: row (the job's index), attempt, start, end, elapsed, killed, node_fail (a
     killed attempt not requeued), preempted (stopped by preemption: PREEMPTED, not
     NODE_FAIL), partition, alloc_offsets / alloc_nodes /
-    alloc_gpu_mask, pull (its image pull, seconds; None from a run without images);
+    alloc_gpu_mask, pull (its image pull, seconds; None from a run without images),
+    configure (seconds CONFIGURING before its start; None from a run without power);
     with elastic jobs (``run.resizes``) also a record per shape of a shrunk attempt,
     rows in (job, attempt, start) order and key ``resized`` (:func:`add_resizes`); and
     ``limit``: the time limit each ran with (None from a run without ``--time-min``);
@@ -86,6 +87,8 @@ def attempt_table(run) -> dict:
                                 np.zeros(len(last), dtype=bool)])
     preempted = np.concatenate([np.zeros(k, dtype=bool) if a.preempted is None
                                 else a.preempted, np.zeros(len(last), dtype=bool)])
+    configure = None if run.configure is None else \
+        np.concatenate([a.configure, run.configure[last]])
     limit = None if run.time_limit is None else \
         np.concatenate([a.limit, np.asarray(run.time_limit)[last]])
     offsets = np.zeros(len(row) + 1, dtype=np.int64)
@@ -99,6 +102,7 @@ def attempt_table(run) -> dict:
             "preempted": preempted[rows], "preempted_job": cancelled,
             "pull": None if run.pull is None else pull[rows],
             "limit": None if limit is None else limit[rows],
+            "configure": None if configure is None else configure[rows],
             "alloc_offsets": off, "alloc_nodes": nodes[entries], "alloc_gpu_mask": masks[entries],
             "last_runtime": a.runtime, "node_fail_job": a.node_fail}
     return table if run.resizes is None else add_resizes(table, run.resizes)

@@ -11,9 +11,11 @@ from ..model.power import PowerSaving
 
 
 def check_power(power, cluster: Cluster, *, events=None, advance_reservations=None,
-                placement=None) -> PowerSaving | None:
+                placement=None, lifecycle=None) -> PowerSaving | None:
     """The run's power saving model (``power``: a PowerSaving, or the ``--power`` text
-    over the cluster's slurm.conf keys; None: off), refusing what it does not model."""
+    over the cluster's slurm.conf keys; None: off), refusing what it does not model:
+    with node ``events``, elastic (--no-kill) jobs and node ranges of ``lifecycle``, and
+    CLOUD nodes that never boot (a boot over ResumeTimeout)."""
     if power is None:
         return None
     if isinstance(power, str):
@@ -21,11 +23,15 @@ def check_power(power, cluster: Cluster, *, events=None, advance_reservations=No
     if not isinstance(power, PowerSaving):
         raise InputError(f"power must be a fastsched.PowerSaving or its text, got "
                          f"{type(power).__name__}", field="power")
-    other = [name for name, value in (("node events", events),
-                                      ("advance reservations", advance_reservations or None))
+    other = [name for name, value in (("advance reservations", advance_reservations or None),)
              if value is not None]
     if placement is not None and placement.exclusive_topo.any():
         other.append("--exclusive=topo jobs")
+    if events is not None and lifecycle is not None and (lifecycle.elastic or lifecycle.ranged):
+        other.append("node events and elastic (--no-kill) jobs or node ranges")
+    if events is not None and power.boot > power.resume_timeout:
+        other.append(f"node events and a boot ({power.boot} s) over ResumeTimeout "
+                     f"({power.resume_timeout} s)")
     if other:
         raise UnsupportedError(f"power saving with {' and '.join(other)} is not modelled yet")
     cloud, excluded = power_nodes(cluster, power)

@@ -229,10 +229,11 @@ class SimulationResult:
             return verify_attempts(self.cluster, self.workload, Attempts(
                 t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
                 t["alloc_nodes"], t.get("pull"), resized=t.get("resized"),
-                preempted=t.get("preempted"), partition=t["partition"], limit=t.get("limit")),
+                preempted=t.get("preempted"), partition=t["partition"], limit=t.get("limit"),
+                configure=t.get("configure")),
                 self.events, self.lifecycle, preemption=self.preemption,
                 partitions=self.partitions, time_min=self.time_min,
-                asked_limit=self.asked_limit)
+                asked_limit=self.asked_limit, power=self.power)
         from .images import pull_workload      # the pull is part of each job's run
         return verify(self.cluster, pull_workload(self.workload, self.pull), self.schedule,
                       policy=policy,
@@ -324,6 +325,8 @@ def _attempt_records(result, frame):
         killed["time_limit"] = t["limit"][k]
     if t.get("pull") is not None:
         killed["pull_time"] = pd.array(t["pull"][k], dtype="Int64")
+    if t.get("configure") is not None:
+        killed["configure_time"] = pd.array(t["configure"][k], dtype="Int64")
     if "partition" in killed.columns:
         part_names = np.array([p.name for p in result.cluster.partitions] + [""], dtype=object)
         killed["partition"] = part_names[t["partition"][k]]

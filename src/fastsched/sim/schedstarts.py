@@ -95,5 +95,5 @@ def refuse_with_power(costs: StartCosts | None, what: str) -> None:
     and running jobs given from outside, whose nodes' power states are not known."""
     if costs is not None and costs.power is not None:
         raise UnsupportedError(f"{what} with power saving is not modelled in the "
-                               "embeddable Scheduler (simulate refuses node events with "
-                               "power saving too)")
+                               "embeddable Scheduler yet (simulate models node events "
+                               "with power saving)")

@@ -187,7 +187,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                          field="lifecycle")
     check_containers(containers, jobs)
     power = check_power(power, cluster, events=events, placement=placement,
-                        advance_reservations=advance_reservations)
+                        advance_reservations=advance_reservations, lifecycle=lifecycle)
     if preemption is not None and not preemption.active:
         preemption = None               # preempt/none, or nothing may preempt: unchanged
     if preemption is not None:
@@ -195,7 +195,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         check_preemption_run(power, lifecycle)
         if priority is None:        # Slurm's queue is PriorityTier-major: a preemptor first
             priority = tier_order(cluster, jobs)
-    if lifecycle is None and (has_failures(events) or preemption is not None):
+    # with power saving a drain kills the jobs of a booting node
+    if lifecycle is None and (has_failures(events) or preemption is not None
+                              or power is not None and events is not None):
         lifecycle = Lifecycle.of(len(jobs))
     spec = get_policy(policy)
     reserve_depth = check_reserve_depth(reserve_depth)

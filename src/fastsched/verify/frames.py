@@ -117,7 +117,7 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
         return check_attempt_frame(cluster, jobs, df, source=source, events=events,
                                    lifecycle=lifecycle or Lifecycle.of(len(jobs)),
                                    preemption=preemption, partitions=choices,
-                                   time_min=time_min)
+                                   time_min=time_min, power=power)
     if "job_id" not in df.columns:
         raise InputError("needs a 'job_id' column", file=source, field="job_id")
     try:
@@ -201,14 +201,15 @@ def _priority(df):
 
 def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, events,
                         lifecycle, preemption=None, partitions=None,
-                        time_min=None) -> VerifyReport:
+                        time_min=None, power=None) -> VerifyReport:
     """:func:`verify_attempts` of records with an ``attempt`` column (a row per
     attempt; ``state`` NODE_FAIL or PREEMPTED marks the killed ones, RESIZING the shapes
     of an elastic job a shrink ended; ``preemption``: the run's rules, or None, with the
     jobs' partition choices ``partitions``; a record's ``partition`` column names the
     partition it ran in, else its job's; ``time_min``: per job, sbatch ``--time-min``,
     the ``time_limit`` column then holding each attempt's limit, checked against it and
-    ``jobs.time_limit``); rows are matched to ``jobs`` by ``job_id``. A
+    ``jobs.time_limit``; ``power``: the run's power saving, with the ``configure_time``
+    column); rows are matched to ``jobs`` by ``job_id``. A
     record of an unknown job, a job with no record, or an unknown partition name is an
     InputError naming ``source``."""
     from .lifecycle import Attempts, take_rows, verify_attempts
@@ -240,6 +241,10 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
     keep = np.flatnonzero(ran)
     offsets, nodes = take_rows(schedule.alloc_offsets, schedule.alloc_nodes, keep)
     pull = _pull(df, source)
+    configure = _seconds_column(df, "configure_time", source)
+    if power is not None and configure is None:
+        raise InputError("power checks need a 'configure_time' column (records of "
+                         "simulate --power)", file=source, field="configure_time")
     limit = None
     if time_min is not None:
         limit = _seconds_column(df, "time_limit", source)
@@ -257,9 +262,11 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
                                                    preempted=preempted[keep],
                                                    partition=_ran_in(cluster, jobs, df, row,
                                                                      source)[keep],
-                                                   limit=limit),
+                                                   limit=limit,
+                                                   configure=None if configure is None
+                                                   else configure[keep]),
                            events, lifecycle, preemption=preemption, partitions=partitions,
-                           time_min=time_min)
+                           time_min=time_min, power=power)
 
 
 def _ran_in(cluster, jobs, df, row, source) -> np.ndarray:

@@ -7,7 +7,9 @@ What each check GUARANTEES when it passes:
 ``on_down_node``
     no attempt runs on a node over an instant the node is down (from a ``down``
     event to the next ``up`` or ``resume`` of it; an attempt killed by the failure
-    ends at its time), and none starts on a node that is drained or down.
+    ends at its time), and none starts on a node that is drained or down (with power
+    saving: none is allocated one; it holds its nodes from its allocation,
+    ``start - configure_time``, while they boot).
 ``attempt_overlap``
     a job's attempts are numbered 0, 1, ... in time order, every attempt but the
     last was killed (NODE_FAIL), and each starts no earlier than ``delay``
@@ -15,7 +17,9 @@ What each check GUARANTEES when it passes:
     attempts of a job overlap.
 ``killed_without_failure``
     a killed attempt ends at the time a node it ran on went down, before it would
-    have ended by itself.
+    have ended by itself; or, with power saving, at a drain of a node of it while it was
+    CONFIGURING (Slurm requeues the jobs of a node drained while powering up: such an
+    attempt never ran, its start is its end).
 ``resumed_work``
     each attempt runs what is left of the job: attempt 0 its runtime, attempt
     a + 1 what attempt a had left minus the progress it had saved (its run rounded
@@ -73,7 +77,9 @@ class Attempts:
     (None: none did); ``exempt[k]``: the PreemptExemptTime it had (None: not checked, or
     from the preemption :func:`verify_attempts` is given); ``partition[k]``: the
     partition it ran in (None: unknown; the ``preemptor`` check needs it); ``limit[k]``:
-    the time limit it ran with (None: its job's ``time_limit``)."""
+    the time limit it ran with (None: its job's ``time_limit``); ``configure[k]``: the
+    seconds it was CONFIGURING before ``start[k]``, its nodes booting (power saving; None:
+    none), its allocation being ``start[k] - configure[k]``."""
 
     row: np.ndarray
     attempt: np.ndarray
@@ -88,11 +94,13 @@ class Attempts:
     exempt: np.ndarray | None = None
     partition: np.ndarray | None = None
     limit: np.ndarray | None = None
+    configure: np.ndarray | None = None
 
 
 def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
                     events: NodeEvents | None, lifecycle: Lifecycle, *, preemption=None,
-                    partitions=None, time_min=None, asked_limit=None) -> VerifyReport:
+                    partitions=None, time_min=None, asked_limit=None,
+                    power=None) -> VerifyReport:
     """Check ``attempts`` of ``jobs`` on ``cluster`` under ``events`` and ``lifecycle``
     (checkpoint intervals, requeue delay); see the module for what each check
     guarantees. ``preemption`` (:class:`fastsched.model.preemption.Preemption`, the
@@ -100,7 +108,10 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     ``preemptor`` check (:mod:`fastsched.verify.preemption`), with the jobs' partition
     choices ``partitions`` (None: each job's ``partition``). ``time_min`` (seconds per
     job, 0: none) adds the ``time_limit`` check of each attempt's ``limit`` against it
-    and ``asked_limit`` (the limits the jobs asked for; None: ``jobs.time_limit``)."""
+    and ``asked_limit`` (the limits the jobs asked for; None: ``jobs.time_limit``).
+    ``power`` (:class:`fastsched.model.power.PowerSaving`, with ``attempts.configure``)
+    adds the power checks of :mod:`fastsched.verify.power` over the attempts, under the
+    node events."""
     from . import verify
     order = np.lexsort((attempts.start, attempts.attempt, attempts.row))
     n = len(order)
@@ -120,7 +131,9 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
                  else np.asarray(attempts.partition, dtype=np.int64)[order],
                  limit=np.asarray(jobs.time_limit, dtype=np.int64)[np.asarray(attempts.row)][order]
                  if attempts.limit is None
-                 else np.asarray(attempts.limit, dtype=np.int64)[order])
+                 else np.asarray(attempts.limit, dtype=np.int64)[order],
+                 configure=np.zeros(n, dtype=np.int64) if attempts.configure is None
+                 else np.asarray(attempts.configure, dtype=np.int64)[order])
     rules = preemption is not None and len(preemption.mode) > 0 and a.partition is not None
     if rules and a.exempt is None:
         a = replace(a, exempt=np.asarray(preemption.exempt, dtype=np.int64)[
@@ -129,7 +142,8 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     head, tail = collapse(a)
     shapes = shapes_of(a, head, tail, jobs.num_nodes)
     whole = Attempts(a.row[head], a.attempt[head], a.start[head], a.end[tail], a.killed[tail],
-                     a.alloc_offsets, a.alloc_nodes, a.pull[head], limit=a.limit[head])
+                     a.alloc_offsets, a.alloc_nodes, a.pull[head], limit=a.limit[head],
+                     configure=a.configure[head])
     submit, runtime = _sequences(jobs, whole, lifecycle, out, shapes)
     later = np.ones(n, dtype=bool)
     later[head] = False
@@ -143,10 +157,26 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     expanded.num_nodes = np.where(shrunk, np.diff(a.alloc_offsets),
                                   expanded.num_nodes).astype(expanded.num_nodes.dtype)
     expanded.time_limit = a.limit.astype(expanded.time_limit.dtype)
-    schedule = Schedule(job_id=expanded.job_id, start_time=a.start, end_time=a.end,
+    # seen from its allocation: it held its nodes while CONFIGURING (verify's power view)
+    conf = np.where(a.start >= 0, a.configure, 0)
+    expanded.runtime = expanded.runtime + conf
+    expanded.time_limit = expanded.time_limit + conf
+    schedule = Schedule(job_id=expanded.job_id, start_time=a.start - conf, end_time=a.end,
                         alloc_offsets=a.alloc_offsets, alloc_nodes=a.alloc_nodes)
     base = verify(cluster, expanded, schedule)
     out += base.violations
+    if power is not None:
+        from ..io.slurmpower import power_nodes
+        from .power import check_power
+        cloud, excluded = power_nodes(cluster, power)
+        ran = replace(schedule, start_time=a.start)
+        found: list[Violation] = []
+        check_power(expanded, ran, conf, power, cloud, excluded, Violation, found, backs,
+                    a.killed & (a.start == a.end) & (conf > 0))
+        # needless_configure is not judged under events: a boot an attempt killed
+        # CONFIGURING waited for may outlast what the records show
+        out += [v for v in found if v.kind != "needless_configure"]
+        base.checks.extend(["not_booted", "resume_rate"])
     checks = base.checks + ["on_down_node", "attempt_overlap", "killed_without_failure",
                             "resumed_work"] + (["bad_resize"] if lifecycle.elastic or lifecycle.ranged or shapes
                                                or a.resized.any() else [])
@@ -235,7 +265,7 @@ def _work(jid, a, k, left, limit, runtime, out):
     """Attempt k ran what it had ``left`` (capped at ``limit``), or less if killed."""
     ran, need = int(a.end[k] - a.start[k]), min(left, limit)
     if a.killed[k]:
-        if ran >= need:
+        if ran >= need and not (ran == 0 and a.configure[k] > 0):   # killed CONFIGURING
             out.append(Violation("killed_without_failure", jid, int(a.end[k]),
                                  f"job {jid}: attempt {a.attempt[k]} killed after {ran} s, "
                                  f"when it would have ended after {need} s"))
@@ -261,16 +291,21 @@ def _preempted(jobs, a, out):
 
 
 def _node_states(cluster, jobs, a, events, out, later):
-    """No attempt runs on a down node or starts on a drained one; a killed attempt
-    ends when one of its nodes goes down (``later``: a record that goes on with its
-    attempt after a resize, not a start). Returns node -> the times it went down, and
-    node -> the times it came back (``up`` or ``resume`` while down or drained)."""
+    """No attempt runs on a down node or is allocated a drained one (its allocation:
+    start - configure); a killed attempt ends when one of its nodes goes down, or, killed
+    while CONFIGURING (it never ran: start = end, configure > 0), is drained (power
+    saving: a drain requeues the jobs of a node powering up). ``later``: a record that
+    goes on with its attempt after a resize, not a start. Returns node -> the times it
+    went down, and node -> the times it came back (``up`` or ``resume`` while down or
+    drained)."""
     X = cluster.num_nodes
     down_at = [[] for _ in range(X)]            # per node: (from, to, kind) intervals
-    opened, backs = {}, {}
+    opened, backs, drains = {}, {}, {}
     for e in range(0 if events is None else len(events)):
         t, kind, nodes = events.at(e)
         for x in nodes.tolist():
+            if kind == "drain":
+                drains.setdefault(x, set()).add(t)
             if kind in ("down", "drain"):
                 if (x, kind) not in opened:
                     opened[(x, kind)] = t
@@ -288,7 +323,7 @@ def _node_states(cluster, jobs, a, events, out, later):
                 failures.setdefault(x, set()).add(t0)
     for k in np.flatnonzero(a.start >= 0).tolist():
         jid = int(jobs.job_id[a.row[k]])
-        s, e = int(a.start[k]), int(a.end[k])
+        s, e = int(a.start[k] - a.configure[k]), int(a.end[k])
         nodes = a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]].tolist()
         for x in nodes:
             if not 0 <= x < X:
@@ -299,8 +334,10 @@ def _node_states(cluster, jobs, a, events, out, later):
                                          f"job {jid}: attempt {a.attempt[k]} on "
                                          f"{cluster.node_names[x]} over [{s}, {e}), which was "
                                          f"{state} over [{t0}, {t1})"))
-        if a.killed[k] and not a.preempted[k] and not any(e in failures.get(x, ())
-                                                          for x in nodes):
+        configuring = a.configure[k] > 0 and a.start[k] == e
+        if a.killed[k] and not a.preempted[k] and not any(
+                e in failures.get(x, ()) or configuring and e in drains.get(x, ())
+                for x in nodes):
             out.append(Violation("killed_without_failure", jid, e,
                                  f"job {jid}: attempt {a.attempt[k]} ended NODE_FAIL at {e}, "
                                  "when none of its nodes went down"))

@@ -18,9 +18,15 @@ excluded); it then boots no sooner than ``max(a, e + SuspendTime + SuspendTimeou
     the power-ups (one per powered-down node at an allocation) cannot have had
     ResumeRate's tokens (one every 60000 / ResumeRate ms, in allocation order; those
     of one instant in the order of their deadlines) and booted by their jobs' starts.
+
+With node events (the records of each attempt, :func:`fastsched.verify.lifecycle`):
+a node is idle from its last job's end but not before its boot is done, and from a
+time it came back (``up`` / ``resume``) with no job while not powered down; an attempt
+killed while CONFIGURING (``never_ran``) had no start to boot by.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import replace
 
 import numpy as np
@@ -30,9 +36,11 @@ from ..model.power import PowerSaving
 
 
 def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
-                violation, out: list) -> None:
+                violation, out: list, backs=None, never_ran=None) -> None:
     """Append the violations of ``schedule`` (rows in the order of ``jobs``; ``configure``:
-    seconds per job) under ``power`` to ``out``; ``cloud`` / ``excluded``: bool per node."""
+    seconds per job) under ``power`` to ``out``; ``cloud`` / ``excluded``: bool per node.
+    ``backs``: node -> the times it came back (node events); ``never_ran``: bool per
+    row, killed while CONFIGURING."""
     start = np.asarray(schedule.start_time, dtype=np.int64)
     conf = np.asarray(configure, dtype=np.int64)
     alloc = start - conf
@@ -50,27 +58,49 @@ def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
     # per node: jobs end by busy_until; its last boot ended at ready or later, and by
     # booted (the start of the job it booted for: tokens may delay a boot)
     last, busy_until, ready, booted, fresh = -1, 0, 0, 0, True
+    never_ran = np.zeros(len(start), dtype=bool) if never_ran is None else never_ran
+    backs = backs or {}
+    period = power.resume_period_ms()
+    unsure = np.zeros(len(start), dtype=bool)   # per job: its nodes' state is not known
     for k in order.tolist():
         x, j = int(node[k]), int(job[k])
         a = int(alloc[j])
         if x != last:
             last, busy_until, ready, booted, fresh = x, 0, 0, 0, bool(cloud[x])
-        if busy_until <= a:
+            returns, lost = sorted(backs.get(x, ())), False
+        if busy_until <= a and lost:
+            # its last boot was for an attempt killed while CONFIGURING: with tokens its
+            # end is not known, nor is whether the node was up at ``a``
+            unsure[j], lost = True, False
+            ready = max(ready, int(start[j])) if conf[j] > 0 else ready
+        elif busy_until <= a:
             idle = busy_until
+            # back with no job, not powered down: idle from then (each back seen once:
+            # the node is busy until a at least from here on)
+            for b in returns[bisect_right(returns, idle):bisect_right(returns, a)]:
+                if not (fresh or st is not None and not excluded[x] and b > idle + st):
+                    idle = b
             if fresh or (st is not None and not excluded[x] and a > idle + st):
                 boot_at = a if fresh else max(a, idle + st + power.suspend_timeout)
-                ready, booted = boot_at + power.boot, int(start[j])
-                ups.append((a, int(start[j]) - power.boot, j))
+                ready = boot_at + power.boot
+                booted = ready if never_ran[j] else int(start[j])
+                ups.append((a, np.iinfo(np.int64).max if never_ran[j]
+                            else int(start[j]) - power.boot, j))
+        # with tokens, the boot an attempt killed CONFIGURING waited for may end later
+        # than its lower bound: the node's next state is not known
+        lost = lost or bool(never_ran[j]) and period > 0
         fresh = False
         ready_lb[j] = max(ready_lb[j], ready)
         booting[j] |= booted > a
-        busy_until = max(busy_until, int(end[j]))
-    for j in np.flatnonzero(ran & (start < ready_lb)).tolist():
+        # a node is idle from its last job's end, not before its boot is done
+        busy_until = max(busy_until, int(end[j]), ready)
+    ran = ran & ~unsure
+    for j in np.flatnonzero(ran & (start < ready_lb) & ~never_ran).tolist():
         out.append(violation("not_booted", int(schedule.job_id[j]), int(start[j]),
                              f"job {int(schedule.job_id[j])} started at {int(start[j])}, before "
                              f"its nodes could boot (ready at {int(ready_lb[j])} at the "
                              "earliest)"))
-    for j in np.flatnonzero(ran & (conf > 0) & ~booting).tolist():
+    for j in np.flatnonzero(ran & (conf > 0) & ~booting & ~never_ran).tolist():
         out.append(violation("needless_configure", int(schedule.job_id[j]), int(start[j]),
                              f"job {int(schedule.job_id[j])} was CONFIGURING {int(conf[j])} s "
                              "although its nodes were up"))
