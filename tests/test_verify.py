@@ -392,3 +392,42 @@ def test_the_pool_engine_schedule_is_checked_by_the_counts_model():
     report = fs.verify(cluster, jobs, r.schedule, policy="conservative")
     assert report.ok and "conservative (counts model)" in report.checks
     assert not report.not_checked
+
+
+# One node. With priorities the queue order is not submit order: a job queued ahead
+# that was submitted after another started never waited for it.
+PRIO_ROWS = [(1, 0, 10, 10, 1),    # low priority, alone at 0
+             (2, 5, 10, 10, 1)]    # high priority, submitted at 5
+
+
+def test_fcfs_with_priorities_judges_only_jobs_that_were_waiting():
+    cluster = Cluster.homogeneous(1)
+    jobs, sched = make(PRIO_ROWS, [0, 10], [[0], [0]])
+    assert verify(cluster, jobs, sched, policy="fcfs", priority=[0.0, 1.0]).ok
+    early = [(1, 0, 10, 10, 1), (2, 0, 10, 10, 1)]      # now job 2 waits from 0
+    jobs, sched = make(early, [0, 10], [[0], [0]])
+    report = verify(cluster, jobs, sched, policy="fcfs", priority=[0.0, 1.0])
+    assert [(v.kind, v.job_id) for v in report.violations] == [("fcfs_order", 1)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.booleans()),
+                min_size=1, max_size=12))
+def test_waiting_blockers_flag_what_the_submit_order_check_flags(rows):
+    """In submit order every earlier-queued job was submitted by a later one's start,
+    so the general check (any queue order) flags exactly the jobs the running-maximum
+    check flags."""
+    from fastsched.verify.counts_policy import fcfs_blockers, queue_order, waiting_blockers
+    submit = np.array([r[0] for r in rows], dtype=np.int64)
+    start = submit + np.array([r[1] for r in rows], dtype=np.int64)
+    eligible = np.array([r[2] for r in rows])
+    jobs = JobTable.from_arrays(job_id=np.arange(1, len(rows) + 1), submit_time=submit,
+                                time_limit=np.ones(len(rows), np.int64),
+                                runtime=np.ones(len(rows), np.int64),
+                                num_nodes=np.ones(len(rows), np.int64))
+    q = queue_order(jobs)
+    general = waiting_blockers(start, submit, eligible, eligible, q)
+    assert np.array_equal(general >= 0, fcfs_blockers(start, eligible, eligible, q) >= 0)
+    for j in np.flatnonzero(general >= 0):
+        b = general[j]
+        assert submit[b] <= start[j] < start[b] and eligible[b]

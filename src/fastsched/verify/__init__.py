@@ -260,7 +260,8 @@ def _policy(cluster, jobs, schedule, start, end, policy, reserve_depth, model, p
     qorder = counts_policy.queue_order(jobs, priority)
     policy = get_policy(policy)          # the numbers it is defined by, not its name
     if policy.stop_at_head and (priority is None or model == "counts"):
-        counts_policy.check_fcfs(jobs, start, eligible, check, qorder, out)
+        counts_policy.check_fcfs(jobs, start, eligible, check, qorder, out,
+                                 priority=priority is not None)
         if model == "counts":
             return ""
     elif model == "counts":

@@ -44,8 +44,40 @@ def fcfs_blockers(start, eligible, check, qorder) -> np.ndarray:
     return blocker
 
 
-def check_fcfs(jobs, start, eligible, check, qorder, out) -> None:
-    blocker = fcfs_blockers(start, eligible, check, qorder)
+def waiting_blockers(start, submit, eligible, check, qorder) -> np.ndarray:
+    """Per job j, an earlier-queued eligible job b still waiting when j started
+    (``submit[b] <= start[j] < start[b]``; -1: none), for any queue order. With
+    priorities a job queued ahead may be submitted after j started: it never
+    waited for j. One pass in queue order over a Fenwick tree of the latest start
+    among the jobs seen so far, indexed by submit time: O(n log n)."""
+    blocker = np.full(len(start), -1, np.int64)
+    order = qorder[eligible[qorder]]
+    times = np.unique(submit[order])
+    size = len(times)
+    best = [-1] * (size + 1)            # latest start (and its job) per Fenwick node
+    who = [-1] * (size + 1)
+    for j in order.tolist():
+        s = int(start[j])
+        if check[j]:
+            i, top, b = int(np.searchsorted(times, s, side="right")), -1, -1
+            while i > 0:                 # the jobs seen submitted by s
+                if best[i] > top:
+                    top, b = best[i], who[i]
+                i -= i & -i
+            if top > s:
+                blocker[j] = b
+        i = int(np.searchsorted(times, submit[j])) + 1
+        while i <= size:
+            if s > best[i]:
+                best[i], who[i] = s, j
+            i += i & -i
+    return blocker
+
+
+def check_fcfs(jobs, start, eligible, check, qorder, out, priority=False) -> None:
+    """``fcfs_order`` violations; ``priority``: the queue order is not submit order."""
+    blocker = waiting_blockers(start, jobs.submit_time, eligible, check, qorder) \
+        if priority else fcfs_blockers(start, eligible, check, qorder)
     jid, submit = jobs.job_id, jobs.submit_time
     for j in np.flatnonzero(blocker >= 0):
         b = blocker[j]
