@@ -25,24 +25,10 @@ def _heap_push(key, val, size, k, v):
 def _heap_pop(key, val, size):
     """Drop the smallest entry; returns the new size."""
     size -= 1
-    k = key[size]
-    v = val[size]
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        if child + 1 < size and (key[child + 1] < key[child] or
-                                 (key[child + 1] == key[child] and val[child + 1] < val[child])):
-            child += 1
-        if k < key[child] or (k == key[child] and v <= val[child]):
-            break
-        key[i] = key[child]
-        val[i] = val[child]
-        i = child
     if size > 0:
-        key[i] = k
-        val[i] = v
+        key[0] = key[size]
+        val[0] = val[size]
+        _sift_down(key, val, size, 0)
     return size
 
 
@@ -74,6 +60,7 @@ def _heap_drop(key, val, size, drop):
 
 @leaf_kernel
 def _sift_down(key, val, size, i):
+    """Move entry ``i`` down to its place (below it the heap holds)."""
     k = key[i]
     v = val[i]
     while True:
