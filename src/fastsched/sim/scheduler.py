@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..engine import _kernels
-from ..engine import NodeDecisions, RunningJobs, check_node_jobs, node_availability
+from ..engine import RunningJobs, check_node_jobs, node_availability
 from ..engine.kept import KeptState
 from ..engine.plan import plan_kept
 from ..engine.inputs import _grid
@@ -27,7 +27,7 @@ from ..model.cluster import Cluster, NodeState
 from ..model.constraints import (CAPS, Dependencies, LimitGroups, PartitionChoices, Placement,
                                  csr_take)
 from ..model.errors import InputError, UnsupportedError
-from ..model.jobs import JOB_FIELDS, JobRequest, JobTable
+from ..model.jobs import JobRequest, JobTable
 from ..model.policies import (RESERVATION_MODELS, check_reservations, check_reserve_depth,
                               get_policy)
 from ..model.reservations import Reservations, check_jobs_held_off
@@ -41,6 +41,8 @@ from .schedtimemin import pass_limits, refuse_with_time_min, scheduler_time_min
 from .schedresv import SchedulerMembers
 from .schedrunning import checked_running, whole_node_jobs, whole_nodes
 from .schedstarts import StartCosts, refuse_with_power
+from .schedtables import (concat_csr, concat_running, no_running, split_limits,
+                          take_csr, take_running, widen)
 
 
 
@@ -167,7 +169,7 @@ class Scheduler:
         self.state.state[~self.available] = NodeState.DOWN
         self._full_mask = self.state.free_gpu_mask.copy()
         self._queued = np.zeros(0, dtype=np.int64)        # catalog rows
-        self._running = _no_running()
+        self._running = no_running()
         self._running_rows = np.zeros(0, dtype=np.int64)  # catalog row per running job (-1: none)
         self._running_groups = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
         self._usage = np.zeros((len(self._constraints.limits.caps), len(CAPS)), dtype=np.int64)
@@ -223,7 +225,7 @@ class Scheduler:
         that the running jobs count against their groups); ``eligible`` (per
         pending job, default its submit time): when it entered the queue. Pool
         engine: running jobs hold whole nodes."""
-        run_limits, limits = _split_limits(limits, len(running), len(pending))
+        run_limits, limits = split_limits(limits, len(running), len(pending))
         s = cls(cluster, policy, jobs=pending, limits=limits, **options)
         if s._members is not None:
             raise UnsupportedError("from_state with jobs running in a reservation "
@@ -537,17 +539,17 @@ class Scheduler:
     def _start_running(self, new: RunningJobs, rows: np.ndarray, groups) -> None:
         self._hold(new, +1)
         self._charge(new, groups, +1)
-        self._running = _concat_running(self._running, new)
+        self._running = concat_running(self._running, new)
         self._running_rows = np.concatenate([self._running_rows, rows])
-        self._running_groups = _concat_csr(self._running_groups, groups)
+        self._running_groups = concat_csr(self._running_groups, groups)
         self._version += 1
 
     def _end_running(self, ended: np.ndarray, now: int, ok: bool, requeued=None) -> None:
         """Running jobs at positions ``ended`` end at ``now`` (``ok``: COMPLETED); those
         ``requeued`` marks leave the running jobs only (still submitted, waiting)."""
         keep = np.setdiff1d(np.arange(len(self._running)), ended)
-        gone = _take_running(self._running, ended)
-        groups = _take_csr(self._running_groups, ended)
+        gone = take_running(self._running, ended)
+        groups = take_csr(self._running_groups, ended)
         rows = self._running_rows[ended]
         if self._costs is not None:
             self._costs.ended(gone.nodes, now)
@@ -556,9 +558,9 @@ class Scheduler:
         back = np.zeros(len(rows), dtype=bool) if requeued is None else requeued
         submitted = groups[1][np.repeat(~back, np.diff(groups[0]))]
         self._usage[:, 4] -= np.bincount(submitted, minlength=len(self._usage))
-        self._running = _take_running(self._running, keep)
+        self._running = take_running(self._running, keep)
         self._running_rows = self._running_rows[keep]
-        self._running_groups = _take_csr(self._running_groups, keep)
+        self._running_groups = take_csr(self._running_groups, keep)
         self._catalog.status[rows[back]] = WAITING
         rows = rows[(rows >= 0) & ~back]
         self._catalog.status[rows] = ENDED
@@ -625,7 +627,7 @@ class Scheduler:
                           preempting=None if self._preempt is None else
                           self._preempt.planning(self, rows[runnable]),
                           **self._constraints.of_rows(rows[runnable], self._catalog))
-            outcome, planned, offsets, nodes, masks, part = _widen(d, runnable)
+            outcome, planned, offsets, nodes, masks, part = widen(d, runnable)
             limits = pass_limits(d, runnable, jobs.time_limit)
             held[runnable] = np.where((d.outcome == BLOCKED) & (d.reason != "Priority"),
                                       d.reason, "")
@@ -703,46 +705,6 @@ def _checked_reservations(reservations: Reservations | None, cluster: Cluster,
     return reservations
 
 
-def _widen(d: NodeDecisions, planned: np.ndarray):
-    """``d`` (a pass over the jobs ``planned`` marks, a subsequence of the queue) as
-    arrays over the whole queue, the others BLOCKED: (outcome, start, node offsets,
-    nodes, GPU masks, partition)."""
-    n = len(planned)
-    outcome = np.full(n, BLOCKED, dtype=np.int8)
-    outcome[planned] = d.outcome
-    start = np.full(n, -1, dtype=np.int64)
-    start[planned] = d.planned_start
-    counts = np.zeros(n, dtype=np.int64)
-    counts[planned] = np.diff(d.node_offsets)
-    partition = np.full(n, -1, dtype=np.int64)
-    partition[planned] = d.partition
-    return outcome, start, csr_offsets(counts), d.nodes, d.gpu_mask, partition
-
-
-def _split_limits(limits, n_running: int, n_pending: int):
-    """``limits`` over running then pending jobs, as (running part, pending part)."""
-    if limits is None:
-        return None, None
-    if len(limits) != n_running + n_pending:
-        raise InputError(f"limits cover {len(limits)} jobs; from_state needs one entry per "
-                         f"running then pending job ({n_running} + {n_pending})",
-                         field="limits")
-    parts = []
-    for rows in (np.arange(n_running), np.arange(n_running, n_running + n_pending)):
-        off, idx = csr_take(limits.offsets, rows)
-        parts.append(LimitGroups(off, limits.group[idx], limits.caps, limits.reasons))
-    return parts[0], parts[1]
-
-
-def _concat_csr(a, b):
-    return (np.concatenate([a[0], b[0][1:] + a[0][-1]]), np.concatenate([a[1], b[1]]))
-
-
-def _take_csr(a, rows):
-    off, idx = csr_take(a[0], rows)
-    return off, a[1][idx]
-
-
 # ------------------------------------------------------------------ helpers
 
 def _check_slurm_options(policy: str, given) -> None:
@@ -760,37 +722,3 @@ def _check_now(now) -> int:
     if isinstance(now, bool) or not isinstance(now, (int, np.integer)):
         raise InputError(f"now must be an integer number of seconds, got {now!r}", field="now")
     return int(now)
-
-
-def _concat(a: JobTable, b: JobTable) -> JobTable:
-    return JobTable(**{name: np.concatenate([getattr(a, name), getattr(b, name)])
-                       for name in JOB_FIELDS})
-
-
-def _no_running() -> RunningJobs:
-    z = np.zeros(0, dtype=np.int64)
-    return RunningJobs(z, z, np.zeros(1, dtype=np.int64), z, z, z, z, np.zeros(0, np.uint64),
-                       np.zeros(0, dtype=bool))
-
-
-def _exclusive_of(r: RunningJobs) -> np.ndarray:
-    return np.zeros(len(r), dtype=bool) if r.exclusive_topo is None else r.exclusive_topo
-
-
-_ENTRY_FIELDS = ("nodes", "gpus", "cpus", "mem", "gpu_mask")
-
-
-def _concat_running(a: RunningJobs, b: RunningJobs) -> RunningJobs:
-    cat = {f: np.concatenate([getattr(a, f), getattr(b, f)]) for f in _ENTRY_FIELDS}
-    return RunningJobs(np.concatenate([a.job_id, b.job_id]),
-                       np.concatenate([a.planned_end, b.planned_end]),
-                       np.concatenate([a.node_offsets, b.node_offsets[1:] + a.node_offsets[-1]]),
-                       **cat, exclusive_topo=np.concatenate([_exclusive_of(a), _exclusive_of(b)]))
-
-
-def _take_running(r: RunningJobs, rows: np.ndarray) -> RunningJobs:
-    entries = csr_take(r.node_offsets, rows)[1]
-    return RunningJobs(r.job_id[rows], r.planned_end[rows],
-                       csr_offsets(np.diff(r.node_offsets)[rows]),
-                       **{f: getattr(r, f)[entries] for f in _ENTRY_FIELDS},
-                       exclusive_topo=_exclusive_of(r)[rows])
