@@ -35,18 +35,38 @@ def elastic_lifecycles(draw, jobs):
                                nodes_min=np.array(low, dtype=np.int64))
 
 
-def _twin(cluster, available, jobs, parts, deps, groups, caps, rank, rows, lc, policy, depth):
-    ids = [int(j) for j in jobs.job_id]
+def as_twin(cluster, jobs, rows, lc, policy, depth, available=None, *, parts=None,
+            deps=None, groups=None, caps=None, rank=None):
+    """The engine's run of ``jobs`` with the node events ``rows`` and the lifecycle ``lc``
+    (its ``--no-kill`` jobs shrink; with ``lc.regrow`` they regrow), asserted equal to
+    the twin's: every record, killed attempt and shape. Returns (the run, the twin's
+    records, killed attempts, shapes)."""
+    pc = dp = lg = None
+    if parts is not None:
+        pc, dp, lg = engine_inputs(jobs, parts, deps or {}, groups or {}, caps or [])
+    ids = ids_of(jobs)
+    key = None if rank is None else np.array([rank[j] for j in ids])
+    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
+                    limits=lg, rank=key, events=NodeEvents.from_rows(rows, cluster.num_nodes),
+                    lifecycle=lc)
     killed, resized = [], []
     out, _ = naive_nodes.simulate(
         cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
         deps=deps, groups=groups, caps=caps, rank=rank, events=rows,
         requeue={j: bool(lc.requeue[i]) for i, j in enumerate(ids)},
         checkpoint={j: int(lc.checkpoint_interval[i]) for i, j in enumerate(ids)},
-        delay=lc.delay, attempts=killed, no_kill={j: bool(lc.no_kill[i]) for i, j in
-                                                   enumerate(ids)},
-        nodes_min={j: int(lc.nodes_min[i]) for i, j in enumerate(ids)}, resized=resized)
-    return out, killed, resized
+        delay=lc.delay, attempts=killed, resized=resized, regrow=lc.regrow,
+        no_kill={j: bool(lc.no_kill[i]) for i, j in enumerate(ids)},
+        nodes_min={j: int(lc.nodes_min[i]) for i, j in enumerate(ids)})
+    naive_nodes.assert_same_records(run, ids, out)
+    assert _rows(ids, run.attempts) == sorted(killed)
+    assert (_rows(ids, run.resizes) if lc.elastic else []) == sorted(resized)
+    assert (run.resizes is None) == (not lc.elastic)
+    return run, out, killed, resized
+
+
+def ids_of(jobs):
+    return [int(j) for j in jobs.job_id]
 
 
 def _rows(ids, a):
@@ -63,18 +83,9 @@ def test_shrinks_match_twin(data, policy, depth):
     rows = data.draw(node_event_rows(cluster.num_nodes, max_events=8, max_time=60,
                                      kinds=("down", "down", "down", "up", "drain", "resume")))
     lc = data.draw(elastic_lifecycles(jobs))
-    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
-    ids = [int(j) for j in jobs.job_id]
-    key = None if rank is None else np.array([rank[j] for j in ids])
-    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
-                    limits=lg, rank=key, events=NodeEvents.from_rows(rows, cluster.num_nodes),
-                    lifecycle=lc)
-    out, killed, resized = _twin(cluster, available, jobs, parts, deps, groups, caps, rank,
-                                 rows, lc, policy, depth)
-    naive_nodes.assert_same_records(run, ids, out)
-    assert _rows(ids, run.attempts) == sorted(killed)
-    assert (_rows(ids, run.resizes) if lc.elastic else []) == sorted(resized)
-    assert (run.resizes is None) == (not lc.elastic)
+    _, _, killed, resized = as_twin(cluster, jobs, rows, lc, policy, depth, available,
+                                    parts=parts, deps=deps, groups=groups, caps=caps,
+                                    rank=rank)
     event(f"shrinks: {min(len(resized), 3)}, killed: {min(len(killed), 2)}")
 
 

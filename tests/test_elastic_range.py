@@ -9,7 +9,6 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-import naive_nodes
 from fastsched import Cluster, JobTable, NodeEvents, simulate
 from fastsched.cli import main
 from fastsched.engine import run_nodes
@@ -18,7 +17,7 @@ from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
 from constrained_twin import assert_same_runs
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
-from test_elastic import _twin
+from test_elastic import as_twin
 from test_lifecycle import tampered
 
 
@@ -36,14 +35,9 @@ def _ranges(draw, jobs, no_kill):
 def test_range_starts_match_twin(data, policy, depth):
     cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
     lc = _ranges(data.draw, jobs, False)
-    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
-    ids = [int(j) for j in jobs.job_id]
-    key = None if rank is None else np.array([rank[j] for j in ids])
-    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
-                    limits=lg, rank=key, lifecycle=lc)
-    out, killed, resized = _twin(cluster, available, jobs, parts, deps, groups, caps, rank,
-                                 [], lc, policy, depth)
-    naive_nodes.assert_same_records(run, ids, out)
+    run, _, killed, resized = as_twin(cluster, jobs, [], lc, policy, depth, available,
+                                      parts=parts, deps=deps, groups=groups, caps=caps,
+                                      rank=rank)
     assert killed == [] and resized == [] and run.resizes is None
     narrow = int((np.diff(run.alloc_offsets) < jobs.num_nodes)[run.start >= 0].sum())
     event(f"started narrow: {min(narrow, 2)}")

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-import naive_nodes
 from fastsched import Cluster, JobTable, NodeEvents, simulate
 from fastsched.cli import main
 from fastsched.engine import run_nodes
@@ -21,17 +20,13 @@ from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.tools.testing import node_event_rows
 from constrained_twin import assert_same_runs
-from test_constraints import SETTINGS, constrained_cases, engine_inputs
-from test_elastic import elastic_lifecycles
+from test_constraints import SETTINGS, constrained_cases
+from test_elastic import _cluster, _jobs, _rows, as_twin, elastic_lifecycles, ids_of
 from test_lifecycle import tampered
 
 #: the suite's time budget: these drawn runs are long (failures, requeues, twins)
 FEWER = settings(SETTINGS, max_examples=40)
 _KINDS = ("down", "down", "up", "drain", "resume")
-
-
-def ids_of(jobs):
-    return [int(j) for j in jobs.job_id]
 
 
 @st.composite
@@ -78,20 +73,7 @@ def _elastic_cases(draw):
 @given(case=_elastic_cases())
 def test_regrowth_of_failed_jobs_matches_twin(case, policy, depth):
     cluster, jobs, rows, lc = case
-    ids = ids_of(jobs)
-    run = run_nodes(cluster, jobs, policy, depth, lifecycle=lc,
-                    events=NodeEvents.from_rows(rows, cluster.num_nodes))
-    killed, resized = [], []
-    out, _ = naive_nodes.simulate(
-        cluster, naive_nodes.jobs_from_table(jobs), policy, depth, events=rows,
-        requeue={j: bool(lc.requeue[i]) for i, j in enumerate(ids)},
-        checkpoint={j: int(lc.checkpoint_interval[i]) for i, j in enumerate(ids)},
-        delay=lc.delay, attempts=killed, resized=resized, regrow=True,
-        no_kill={j: bool(lc.no_kill[i]) for i, j in enumerate(ids)},
-        nodes_min={j: int(lc.nodes_min[i]) for i, j in enumerate(ids)})
-    naive_nodes.assert_same_records(run, ids, out)
-    assert _rows(ids, run.attempts) == sorted(killed)
-    assert (_rows(ids, run.resizes) if lc.elastic else []) == sorted(resized)
+    _, out, _, resized = as_twin(cluster, jobs, rows, lc, policy, depth)
     event(f"resizes: {min(len(resized), 3)}, regrowths: {min(_regrowths(resized, out), 2)}")
 
 
@@ -104,12 +86,6 @@ def _regrowths(resized, out):
     return sum(w > len(a[4]) for a, w in zip(log, nxt))
 
 
-def _rows(ids, a):
-    return sorted((ids[a.job[k]], int(a.attempt[k]), int(a.start[k]), int(a.end[k]),
-                   a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]].tolist())
-                  for k in range(len(a)))
-
-
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
                                           ("conservative", 1)])
 @FEWER
@@ -119,24 +95,8 @@ def test_regrowth_matches_twin(data, policy, depth):
     rows = data.draw(node_event_rows(cluster.num_nodes, max_events=8, max_time=60,
                                      kinds=_KINDS))
     lc = dataclasses.replace(data.draw(elastic_lifecycles(jobs)), regrow=True)
-    pc, dp, _ = engine_inputs(jobs, parts, deps, {}, [])
-    ids = [int(j) for j in jobs.job_id]
-    key = None if rank is None else np.array([rank[j] for j in ids])
-    run = run_nodes(cluster, jobs, policy, depth, available, partitions=pc, dependencies=dp,
-                    rank=key, events=NodeEvents.from_rows(rows, cluster.num_nodes),
-                    lifecycle=lc)
-    killed, resized = [], []
-    out, _ = naive_nodes.simulate(
-        cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
-        deps=deps, rank=rank, events=rows,
-        requeue={j: bool(lc.requeue[i]) for i, j in enumerate(ids)},
-        checkpoint={j: int(lc.checkpoint_interval[i]) for i, j in enumerate(ids)},
-        delay=lc.delay, attempts=killed, resized=resized, regrow=True,
-        no_kill={j: bool(lc.no_kill[i]) for i, j in enumerate(ids)},
-        nodes_min={j: int(lc.nodes_min[i]) for i, j in enumerate(ids)})
-    naive_nodes.assert_same_records(run, ids, out)
-    assert _rows(ids, run.attempts) == sorted(killed)
-    assert (_rows(ids, run.resizes) if lc.elastic else []) == sorted(resized)
+    _, out, _, resized = as_twin(cluster, jobs, rows, lc, policy, depth, available,
+                                 parts=parts, deps=deps, rank=rank)
     event(f"resizes: {min(len(resized), 3)}, regrowths: {min(_regrowths(resized, out), 2)}")
 
 
@@ -165,17 +125,6 @@ def test_without_regrow_or_a_node_back_runs_are_as_before(data):
                       lifecycle=dataclasses.replace(lc, regrow=g)) for g in (False, True)]
     assert_same_runs(*runs)
     assert _rows(ids_of(jobs), runs[0].attempts) == _rows(ids_of(jobs), runs[1].attempts)
-
-
-def _jobs(runtime, nodes, gpus=8, limit=1000):
-    n = len(runtime)
-    return JobTable.from_arrays(job_id=np.arange(1, n + 1), submit_time=0, time_limit=limit,
-                                runtime=runtime, num_nodes=nodes, gpus_per_node=gpus,
-                                cpus_per_node=8, user=0)
-
-
-def _cluster(n=6):
-    return Cluster.homogeneous(n, gpus=8, cpus=8, prefix="gpu")
 
 
 def _regrown(regrow=True):
@@ -225,6 +174,32 @@ def test_the_resize_checks_catch_a_broken_regrowth():
     assert "bad_resize" in report.kinds()
     # the regrown shape claims to end before its node-seconds are done
     assert "resumed_work" in tampered(r, end=(2, 400)).kinds()
+
+
+def test_a_node_back_and_down_at_one_instant_splits_a_shape_in_two_alike():
+    """Hypothesis found it: both jobs shrink to g002 when g001 goes down at 1; at 2 g001
+    comes back (each takes it) and goes down again (each loses it), so each record of
+    g002 alone splits at 2 into two alike; only such a bounce allows that."""
+    jobs = JobTable.from_arrays(job_id=[1, 2], submit_time=0, time_limit=20, runtime=6,
+                                num_nodes=2, gpus_per_node=1, cpus_per_node=1, user=0)
+    lc = Lifecycle.of(2, no_kill=True, regrow=True)
+    rows = [(1, "down", [0]), (2, "up", [0]), (2, "down", [0]), (3, "up", [0])]
+    r = simulate(Cluster.homogeneous(3, gpus=4, cpus=4, prefix="g"), jobs, "fcfs",
+                 events=NodeEvents.from_rows(rows, 3), lifecycle=lc, reservations="nodes")
+    t = r.attempts
+    assert t["start"][:4].tolist() == [0, 1, 2, 3]
+    assert t["alloc_nodes"][t["alloc_offsets"][1]:t["alloc_offsets"][3]].tolist() == [1, 1]
+    assert r.verify().ok
+    # without the bounce (g001 stays down from 1 to 3) the same split is a broken record
+    calm = simulate(Cluster.homogeneous(3, gpus=4, cpus=4, prefix="g"), jobs, "fcfs",
+                    events=NodeEvents.from_rows([(1, "down", [0]), (3, "up", [0])], 3),
+                    lifecycle=lc, reservations="nodes")
+    assert calm.verify().ok
+    from fastsched.verify.lifecycle import Attempts, verify_attempts
+    report = verify_attempts(calm.cluster, calm.workload, Attempts(
+        t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
+        t["alloc_nodes"], resized=t["resized"]), calm.events, calm.lifecycle)
+    assert "bad_resize" in report.kinds()
 
 
 def test_a_regrown_node_is_not_overcommitted():

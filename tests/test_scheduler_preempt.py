@@ -6,94 +6,16 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, reject, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from fastsched import Cluster, JobTable, Scheduler, simulate
 from fastsched.model.errors import InputError, UnsupportedError
-from fastsched.model.lifecycle import Lifecycle, saved_progress
+from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.preemption import CANCEL, REQUEUE, Preemption
-from fastsched.sim.decisions import START
+from scheddrive import drive_or_discard, simulated
 from test_nodeplan import node_clusters, node_workloads
 from test_preempt import preemptions
-
-
-def drive(s, jobs, lc):
-    """Drive Scheduler ``s`` through ``jobs`` as the simulator's loop does: at each
-    instant (submits, ends, ``s.preempt_time``) complete what ends, submit what
-    arrives, then pass and apply until a pass stops no victim at once. Returns every
-    attempt as (job id, start, end, nodes, preempted), sorted."""
-    ids = [int(j) for j in jobs.job_id]
-    row = {j: k for k, j in enumerate(ids)}
-    left = {j: int(r) for j, r in zip(ids, jobs.runtime)}
-    limit = {j: int(t) for j, t in zip(ids, jobs.time_limit)}
-    interval = {j: int(lc.checkpoint_interval[row[j]]) for j in ids}
-    submits = sorted(set(jobs.submit_time.tolist()))
-    ends, running, stops, done = {}, {}, {}, []
-
-    def stop(j, t, requeue):
-        start, nodes = running.pop(j)
-        done.append((j, start, t, nodes, True))
-        ends.pop(j, None)
-        if requeue:
-            left[j] -= int(saved_progress(t - start, interval[j]))
-
-    for _ in range(100 * len(ids) + 100):    # each visit advances time or the state
-        times = submits[:1] + list(ends.values()) + [t for t, _ in stops.values()] + \
-            ([s.preempt_time] if s.preempt_time >= 0 else [])
-        if not times:
-            break
-        now = min(times)
-        for j, (t, requeue) in list(stops.items()):
-            if t == now:
-                del stops[j]
-                if j in running and ends[j] > now:
-                    stop(j, now, requeue)
-        assert now >= s._clock, "a time in the past"
-        ending = [j for j, e in ends.items() if e == now]
-        if ending:
-            s.complete(ending, now)
-            for j in ending:
-                start, nodes = running.pop(j)
-                done.append((j, start, now, nodes, False))
-                del ends[j]
-        if submits and submits[0] == now:
-            submits.pop(0)
-            s.submit(jobs.take(jobs.submit_time == now))
-        while True:
-            d = s.schedule(now)
-            s.apply(d)
-            for i in np.flatnonzero(d.outcome == START).tolist():
-                j = int(d.job_id[i])
-                running[j] = (now, sorted(d.nodes_of(i).tolist()))
-                ends[j] = now + min(left[j], limit[j])
-            p = d.preempt
-            if p is None:              # nothing may preempt: a Scheduler without it
-                break
-            at_once = False
-            for v, mode, t in zip(p.victims.tolist(), p.mode, p.stop.tolist()):
-                if t == now:
-                    stop(v, now, mode == "REQUEUE")
-                    at_once = True
-                else:
-                    stops[v] = (t, mode == "REQUEUE")
-            if not at_once:
-                break
-    else:
-        raise Endless(f"the drive does not end: {len(done)} attempts")
-    return sorted(done)
-
-
-class Endless(AssertionError):
-    """A drive past its bound of instants."""
-
-
-def simulated(r):
-    t, ids = r.attempts, r.workload.job_id
-    return sorted((int(ids[t["row"][k]]), int(t["start"][k]), int(t["end"][k]),
-                   sorted(t["alloc_nodes"][t["alloc_offsets"][k]:t["alloc_offsets"][k + 1]]
-                          .tolist()), bool(t["preempted"][k]))
-                  for k in range(len(t["row"])) if t["start"][k] >= 0)
 
 
 @st.composite
@@ -128,18 +50,10 @@ def preempt_cases(draw):
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=preempt_cases())
 def test_scheduler_preempts_as_the_simulator(policy, case):
-    """Cases that never end are discarded: requeued victims ranked above their
-    preemptor can take back, at each one's begin time, what it preempted them for
-    (Slurm's rules allow this ping-pong too: nothing makes the preemptor go first), and
-    the simulation would run for ever. The Scheduler is driven first for that reason:
-    its drive has a bound."""
+    """Cases that never end are discarded (scheddrive.drive_or_discard)."""
     cluster, jobs, pre, lc = case
     s = Scheduler(cluster, policy, jobs=jobs, preemption=pre, lifecycle=lc)
-    try:
-        got = drive(s, jobs, lc)
-    except Endless:
-        event("discarded: preemption ping-pong")
-        reject()
+    got = drive_or_discard(s, jobs, lc).attempts
     r = simulate(cluster, jobs, policy, preemption=pre, lifecycle=lc)
     assert got == simulated(r)
     event(f"preempted attempts: {min(sum(a[4] for a in got), 3)}")

@@ -13,97 +13,12 @@ from hypothesis import strategies as st
 
 from fastsched import NodeEvents, Scheduler, simulate
 from fastsched.model.errors import UnsupportedError
-from fastsched.model.lifecycle import Lifecycle, saved_progress
-from fastsched.sim.decisions import START
+from fastsched.model.lifecycle import Lifecycle
 from fastsched.tools.testing import node_event_rows
-from test_scheduler_preempt import Endless, _two_tiers, preempt_cases
+from scheddrive import drive_or_discard, simulated
+from test_scheduler_preempt import _two_tiers, preempt_cases
 from test_scheduler_preemptplan import shared_preempt_cases
-from test_scheduler_requeue import aimed, simulated
-
-
-def drive(s, jobs, lc, rows):
-    """Drive Scheduler ``s`` as the simulator's loop runs an instant: complete what ends,
-    apply the node events (``down``: fail_nodes), record the victims whose GraceTime
-    ends (those still running the attempt that was preempted), submit what arrives,
-    then pass and apply until a pass stops no victim at once. Returns (every attempt as
-    (job id, start, end, nodes, killed or preempted), sorted; whether a job waited for
-    down nodes)."""
-    ids = [int(j) for j in jobs.job_id]
-    row = {j: k for k, j in enumerate(ids)}
-    left = {j: int(r) for j, r in zip(ids, jobs.runtime)}
-    limit = {j: int(t) for j, t in zip(ids, jobs.time_limit)}
-    submits = sorted(set(jobs.submit_time.tolist()))
-    stream = sorted(rows, key=lambda e: e[0])
-    ends, running, stops, done, held = {}, {}, {}, [], False
-
-    def stop(j, t, requeue):
-        start, nodes = running.pop(j)
-        done.append((j, start, t, nodes, True))
-        del ends[j]
-        if requeue:
-            left[j] -= int(saved_progress(t - start, lc.checkpoint_interval[row[j]]))
-
-    for _ in range(100 * len(ids) + 100 + len(stream)):
-        times = submits[:1] + list(ends.values()) + [t for t, _, _ in stream[:1]] + \
-            [t for t, _, _ in stops.values()] + \
-            [t for t in (s.preempt_time, s.requeue_time) if t >= 0]
-        if not times:
-            break
-        now = min(times)
-        ending = [j for j, e in ends.items() if e == now]
-        if ending:
-            s.complete(ending, now)
-            for j in ending:
-                start, nodes = running.pop(j)
-                done.append((j, start, now, nodes, False))
-                del ends[j]
-        while stream and stream[0][0] == now:
-            _, kind, nodes = stream.pop(0)
-            if kind != "down":
-                (s.drain_nodes if kind == "drain" else s.resume_nodes)(nodes)
-                continue
-            before = len(s.attempts)
-            killed = s.fail_nodes(nodes, now).tolist()
-            new = s.attempts.iloc[before:]
-            assert sorted(new.job_id.tolist()) == sorted(killed)
-            for a in new.itertuples():
-                start, _ = running[a.job_id]
-                assert (a.start_time, a.end_time, a.state) == (start, now, "NODE_FAIL")
-                assert a.saved == saved_progress(now - start,
-                                                 lc.checkpoint_interval[row[a.job_id]])
-                assert a.remaining == left[a.job_id] - a.saved
-                stop(a.job_id, now, a.requeued)
-        for j, (t, requeue, start) in list(stops.items()):
-            if t == now:
-                del stops[j]
-                if j in running and running[j][0] == start:    # (that attempt runs on)
-                    stop(j, now, requeue)
-        if submits and submits[0] == now:
-            submits.pop(0)
-            s.submit(jobs.take(jobs.submit_time == now))
-        while True:
-            d = s.schedule(now)
-            s.apply(d)
-            held = held or "ReqNodeNotAvail" in d.reason
-            for i in np.flatnonzero(d.outcome == START).tolist():
-                j = int(d.job_id[i])
-                running[j] = (now, sorted(d.nodes_of(i).tolist()))
-                ends[j] = now + min(left[j], limit[j])
-            p = d.preempt
-            if p is None:              # nothing may preempt: a Scheduler without it
-                break
-            at_once = False
-            for v, mode, t in zip(p.victims.tolist(), p.mode, p.stop.tolist()):
-                if t == now:
-                    stop(v, now, mode == "REQUEUE")
-                    at_once = True
-                else:
-                    stops[v] = (t, mode == "REQUEUE", running[v][0])
-            if not at_once:
-                break
-    else:
-        raise Endless(f"the drive does not end: {len(done)} attempts")
-    return sorted(done), held
+from test_scheduler_requeue import aimed
 
 
 @st.composite
@@ -123,11 +38,8 @@ def failing_preempt_cases(draw, policy):
 def test_scheduler_preempts_and_requeues_as_the_simulator(policy, data):
     cluster, jobs, pre, lc, rows = data.draw(failing_preempt_cases(policy))
     s = Scheduler(cluster, policy, jobs=jobs, preemption=pre, lifecycle=lc)
-    try:
-        got, held = drive(s, jobs, lc, rows)
-    except Endless:
-        event("discarded: preemption ping-pong")
-        reject()
+    driven = drive_or_discard(s, jobs, lc, rows)
+    got, held = driven.attempts, driven.held
     if policy == "fcfs" and held:
         # a job too few nodes are up for stops the simulator's fcfs walk but not the
         # Scheduler's (tests/test_scheduler_requeue.py): not a preemption matter

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, reject, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from fastsched import Cluster, Scheduler, simulate
@@ -18,7 +18,8 @@ from fastsched.model.cluster import Partition
 from fastsched.sim.decisions import RESERVED
 from fastsched.sim.preemption import site_preemption
 from test_preemptplan import BACKFILL, TODAY, _site
-from test_scheduler_preempt import Endless, drive, preempt_cases, simulated
+from scheddrive import drive, drive_or_discard, simulated
+from test_scheduler_preempt import preempt_cases
 
 
 def counting(s):
@@ -79,11 +80,7 @@ def _same_as_simulate(policy, case):
     pre = replace(pre, backfill=True)
     s = Scheduler(cluster, policy, jobs=jobs, preemption=pre, lifecycle=lc)
     seen = counting(s)
-    try:
-        got = drive(s, jobs, lc)
-    except Endless:
-        event("discarded: preemption ping-pong")
-        reject()
+    got = drive_or_discard(s, jobs, lc).attempts
     r = simulate(cluster, jobs, policy, preemption=pre, lifecycle=lc)
     assert got == simulated(r)
     event(f"plans by preempting: {min(seen[0], 3)}")
@@ -127,7 +124,7 @@ def test_worked_example_through_the_scheduler(tmp_path, policy):
     for backfill, want in ((False, TODAY), (True, BACKFILL)):
         s = Scheduler(cluster, policy, jobs=jobs, preemption=replace(pre, backfill=backfill),
                       lifecycle=lc)
-        assert _by_attempt(drive(s, jobs, lc)) == want
+        assert _by_attempt(drive(s, jobs, lc).attempts) == want
 
 
 def test_expected_start_counts_preemptable_capacity(tmp_path):

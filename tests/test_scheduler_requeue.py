@@ -13,103 +13,11 @@ from hypothesis import strategies as st
 from fastsched import Cluster, JobTable, NodeEvents, Scheduler, simulate
 from fastsched.io.hostlist import compress
 from fastsched.model.errors import InputError, UnsupportedError
-from fastsched.model.lifecycle import Lifecycle, saved_progress
-from fastsched.sim.decisions import START
+from fastsched.model.lifecycle import Lifecycle
 from fastsched.tools.testing import lifecycles, node_event_rows
+from scheddrive import drive, simulated
 from test_constraints import constrained_cases, engine_inputs
 from test_nodeplan import node_clusters, node_workloads
-
-
-def drive(s, jobs, lc, rows, events=True):
-    """Drive Scheduler ``s`` through ``jobs`` and the node events ``rows`` as the
-    simulator's loop does: at each instant (submits, ends, events, ``s.requeue_time``)
-    complete what ends, apply the events (``down``: fail_nodes), submit what arrives,
-    then pass and apply until no job ends at once and no start released a dependent
-    (the simulator passes again then). Returns (every attempt as (job id,
-    start, end, nodes, killed), sorted; whether a job waited for down nodes)."""
-    ids = [int(j) for j in jobs.job_id]
-    row = {j: k for k, j in enumerate(ids)}
-    left = {j: int(r) for j, r in zip(ids, jobs.runtime)}
-    limit = {j: int(t) for j, t in zip(ids, jobs.time_limit)}
-    submits = sorted(set(jobs.submit_time.tolist()))
-    stream = sorted(rows, key=lambda e: e[0])
-    ends, running, done, held = {}, {}, [], False
-    began, over, shrunk = {}, {}, set()
-
-    def end(now):
-        """Complete the jobs ending at ``now``: those killed at their limit TIMEOUT."""
-        for j in [j for j, e in ends.items() if e == now]:
-            s.complete(j, now, state="TIMEOUT" if over[j] else "COMPLETED")
-            start, nodes = running.pop(j)
-            done.append((j, start, now, nodes, False))
-            del ends[j]
-
-    for _ in range(50 * len(ids) + 50 + len(stream)):
-        times = submits[:1] + list(ends.values()) + [t for t, _, _ in stream[:1]] + \
-            ([s.requeue_time] if s.requeue_time >= 0 else [])
-        if not times or (not submits and not ends and s.requeue_time < 0
-                         and not len(s.pending)):
-            break
-        now = min(times)
-        end(now)
-        while stream and stream[0][0] == now:
-            _, kind, nodes = stream.pop(0)
-            if kind == "down":
-                before = len(s.attempts)
-                killed = s.fail_nodes(nodes, now).tolist()
-                new = s.attempts.iloc[before:]
-                assert sorted(new.job_id.tolist()) == sorted(killed)
-                for a in new.itertuples():
-                    j = a.job_id
-                    start, on = running.pop(j)
-                    if a.state == "RESIZING":       # a --no-kill job runs on, on fewer nodes
-                        assert a.start_time == start and a.end_time == now
-                        if start < now:             # (a shape that ran)
-                            done.append((j, start, now, on, False))
-                        running[j] = (now, sorted(set(on) - set(nodes)))
-                        ends[j] = min(now + a.remaining, began[j] + limit[j])
-                        over[j] = now + a.remaining > began[j] + limit[j]
-                        shrunk.add(j)
-                        continue
-                    del ends[j]
-                    done.append((j, start, now, on, True))
-                    saved = int(saved_progress(now - start, lc.checkpoint_interval[row[j]]))
-                    if j not in shrunk:             # (else: node-seconds, model.elastic)
-                        assert (a.start_time, a.saved) == (start, saved)
-                    assert a.remaining == left[j] - a.saved
-                    assert a.requeued == bool(lc.requeue[row[j]])
-                    assert a.begin_time == (now + lc.delay if a.requeued else -1)
-                    left[j] -= a.saved
-                    shrunk.discard(j)
-            else:
-                (s.drain_nodes if kind == "drain" else s.resume_nodes)(nodes)
-        if submits and submits[0] == now:
-            submits.pop(0)
-            s.submit(jobs.take(jobs.submit_time == now))
-        while True:
-            d = s.schedule(now)
-            s.apply(d)
-            held = held or "ReqNodeNotAvail" in d.reason
-            for i in np.flatnonzero(d.outcome == START).tolist():
-                j = int(d.job_id[i])
-                running[j] = (now, sorted(d.nodes_of(i).tolist()))
-                ends[j] = now + min(left[j], limit[j])
-                began[j], over[j] = now, left[j] > limit[j]
-            released = set(s.pending.job_id.tolist()) - set(d.job_id.tolist())
-            if now not in ends.values() and not released:     # (the simulator's rule)
-                break
-            end(now)
-    else:
-        raise AssertionError("the drive does not end")
-    return sorted(done), held
-
-
-def simulated(r):
-    t, ids = r.attempts, r.workload.job_id
-    return sorted((int(ids[t["row"][k]]), int(t["start"][k]), int(t["end"][k]),
-                   sorted(t["alloc_nodes"][t["alloc_offsets"][k]:t["alloc_offsets"][k + 1]]
-                          .tolist()), bool(t["killed"][k]))
-                  for k in range(len(t["row"])) if t["start"][k] >= 0)
 
 
 def aimed(draw, cluster, jobs, policy, rows, nodes=None, wide=False):
@@ -201,7 +109,8 @@ def spare_node_cases(draw, policy):
 def _scheduler_vs_simulate(policy, case):
     cluster, jobs, rows, lc = case
     s = Scheduler(cluster, policy, jobs=jobs, reservations="nodes", lifecycle=lc)
-    got, held = drive(s, jobs, lc, rows)
+    driven = drive(s, jobs, lc, rows)
+    got, held = driven.attempts, driven.held
     r = simulate(cluster, jobs, policy, reservations="nodes", lifecycle=lc,
                  events=NodeEvents.from_rows(rows, cluster.num_nodes))
     _check(policy, got, held, r, s, jobs)
@@ -243,7 +152,8 @@ def test_requeue_with_dependencies_and_limits_as_the_simulator(policy, data):
     rows = aimed(data.draw, cluster, jobs, policy, rows)
     s = Scheduler(cluster, policy, jobs=jobs, partitions=pc, dependencies=dp, limits=lg,
                   lifecycle=lc)
-    got, held = drive(s, jobs, lc, rows)
+    driven = drive(s, jobs, lc, rows)
+    got, held = driven.attempts, driven.held
     r = simulate(cluster, jobs, policy, reservations="nodes", partitions=pc, dependencies=dp, limits=lg, lifecycle=lc,
                  events=NodeEvents.from_rows(rows, cluster.num_nodes))
     _check(policy, got, held, r, s, jobs)

@@ -9,45 +9,9 @@ from hypothesis import strategies as st
 from fastsched import Cluster, JobTable, Scheduler, simulate
 from fastsched.model.errors import InputError, UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
-from fastsched.sim.decisions import START
+from scheddrive import drive
 from test_constraints import constrained_cases, engine_inputs
 from test_nodeplan import node_clusters, node_workloads
-
-
-def drive(s, jobs):
-    """Drive ``s`` through ``jobs`` with the simulator's event order (completions,
-    arrivals, passes repeated while jobs end at once or starts release dependents);
-    each job ends at start + min(runtime, the limit its decision gave), TIMEOUT when
-    cut. Returns {job id: (start, nodes, limit)}."""
-    runtime = {int(j): int(r) for j, r in zip(jobs.job_id, jobs.runtime)}
-    asked = {int(j): int(t) for j, t in zip(jobs.job_id, jobs.time_limit)}
-    submits = sorted(set(jobs.submit_time.tolist()))
-    ends, got, timeout = {}, {}, {}
-    while submits or ends:
-        now = min(submits[:1] + list(ends.values()))
-
-        def end():
-            for j in [j for j, e in ends.items() if e == now]:
-                s.complete(j, now, state="TIMEOUT" if timeout[j] else "COMPLETED")
-                del ends[j]
-        end()
-        if submits and submits[0] == now:
-            submits.pop(0)
-            s.submit(jobs.take(jobs.submit_time == now))
-        while True:
-            d = s.schedule(now)
-            s.apply(d)
-            for i in np.flatnonzero(d.outcome == START).tolist():
-                j = int(d.job_id[i])
-                limit = asked[j] if d.time_limit is None else int(d.time_limit[i])
-                got[j] = (now, sorted(d.nodes_of(i).tolist()), limit)
-                ends[j] = now + min(runtime[j], limit)
-                timeout[j] = runtime[j] > limit
-            released = set(s.pending.job_id.tolist()) - set(d.job_id.tolist())
-            if now not in ends.values() and not released:
-                break
-            end()
-    return got
 
 
 def _scaled(data, jobs):
@@ -117,7 +81,7 @@ def test_scheduler_cuts_limits_in_gaps_as_the_simulator(policy, case):
 
 def _same(policy, cluster, jobs, tmin, options):
     s = Scheduler(cluster, policy, jobs=jobs, time_min=tmin, **options)
-    got = drive(s, jobs)
+    got = drive(s, jobs).starts
     r = simulate(cluster, jobs, policy, reservations="nodes", time_min=tmin, **options)
     sched = r.schedule
     want = {int(j): (int(sched.start_time[i]), sorted(sched.nodes_of(i).tolist()),

@@ -57,6 +57,9 @@ def check_shapes(jobs, a, head, tail, lifecycle, failures, out, backs=None) -> N
     went down; ``backs``: node -> the times it came back)."""
     regrow = bool(getattr(lifecycle, "regrow", False))
     backs = {} if backs is None else backs
+    # instants a node came back and went down again: a job may take it and lose it then,
+    # so its shape splits there with the same nodes on both sides
+    bounces = {t for x, ts in backs.items() for t in ts if t in failures.get(x, ())}
     resized = a.resized
     low = lifecycle.min_nodes(jobs.num_nodes)
     first = lifecycle.start_nodes(jobs.num_nodes)
@@ -77,11 +80,11 @@ def check_shapes(jobs, a, head, tail, lifecycle, failures, out, backs=None) -> N
                                  f"job {jid}: attempt {a.attempt[t]} ends RESIZING with no "
                                  "later shape"))
         for k in range(h, t):
-            _step(jid, j, a, k, no_kill, low, failures, out, regrow, backs,
+            _step(jid, j, a, k, no_kill, low, failures, out, regrow, backs, bounces,
                   int(jobs.num_nodes[j]))
 
 
-def _step(jid, j, a, k, no_kill, low, failures, out, regrow, backs, most):
+def _step(jid, j, a, k, no_kill, low, failures, out, regrow, backs, bounces, most):
     """Shape k of an attempt is followed by shape k + 1."""
     def bad(why):
         out.append(Violation("bad_resize", jid, int(a.end[k]),
@@ -94,8 +97,7 @@ def _step(jid, j, a, k, no_kill, low, failures, out, regrow, backs, most):
     now = set(a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]].tolist())
     then = set(a.alloc_nodes[a.alloc_offsets[k + 1]:a.alloc_offsets[k + 2]].tolist())
     t = int(a.end[k])
-    bounced = regrow and any(t in failures.get(x, ()) and t in backs.get(x, ()) for x in now)
-    if (then == now and not bounced) or (not regrow and not then < now):
+    if (then == now and not (regrow and t in bounces)) or (not regrow and not then < now):
         bad(f"at {t} its nodes {sorted(then)} are not fewer of {sorted(now)}"
             + ("" if regrow else " (no regrowth)"))
     if not no_kill[j]:

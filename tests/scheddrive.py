@@ -1,0 +1,169 @@
+"""One drive of the embeddable Scheduler at the simulator's instants, for the tests that
+prove it schedules as ``simulate`` does with a lifecycle, node events, preemption or
+``--time-min``: the drive plays the part of the jobs and of the site (what ends when,
+which nodes fail), the Scheduler decides."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import event, reject
+
+from fastsched.model.lifecycle import saved_progress
+from fastsched.sim.decisions import START
+
+
+class Endless(AssertionError):
+    """A drive past its bound of instants."""
+
+
+@dataclass
+class Driven:
+    """What a drive saw: every attempt as (job id, start, end, nodes, stopped by a
+    failure or a preemption), sorted; whether a pass held a job for down nodes
+    (ReqNodeNotAvail); each job's last start as (start, nodes, time limit)."""
+    attempts: list = field(default_factory=list)
+    held: bool = False
+    starts: dict = field(default_factory=dict)
+
+
+def drive(s, jobs, lc=None, rows=()) -> Driven:
+    """Drive Scheduler ``s`` through ``jobs`` and the node events ``rows`` ((time, kind,
+    nodes), kind down / up / drain / resume) as the simulator's loop runs an instant:
+    complete what ends (TIMEOUT when cut at its limit), apply the node events (down:
+    ``fail_nodes``, whose attempts are checked against the lifecycle ``lc``), stop the
+    victims whose GraceTime ends (those still running the attempt that was preempted),
+    submit what arrives, then pass and apply while a pass stops a victim at once, a job
+    ends at once or a start releases a dependent (the simulator passes again then).
+    A job runs min(work left, the limit its START gave); a requeued one resumes with the
+    work left after its last checkpoint; a ``--no-kill`` one shrinks. Raises
+    :class:`Endless` past a bound of instants (preemption can ping-pong for ever)."""
+    ids = [int(j) for j in jobs.job_id]
+    row = {j: k for k, j in enumerate(ids)}
+    left = {j: int(r) for j, r in zip(ids, jobs.runtime)}
+    asked = {j: int(t) for j, t in zip(ids, jobs.time_limit)}
+    interval = {j: 0 if lc is None else int(lc.checkpoint_interval[row[j]]) for j in ids}
+    submits = sorted(set(jobs.submit_time.tolist()))
+    stream = sorted(rows, key=lambda e: e[0])
+    out = Driven()
+    ends, running, stops, began, over, limit, shrunk = {}, {}, {}, {}, {}, {}, set()
+
+    def stop(j, t, requeue):
+        start, nodes = running.pop(j)
+        out.attempts.append((j, start, t, nodes, True))
+        del ends[j]
+        if requeue:
+            left[j] -= int(saved_progress(t - start, interval[j]))
+
+    def end(now):
+        for j in [j for j, e in ends.items() if e == now]:
+            s.complete(j, now, state="TIMEOUT" if over[j] else "COMPLETED")
+            start, nodes = running.pop(j)
+            out.attempts.append((j, start, now, nodes, False))
+            del ends[j]
+
+    def fail(nodes, now):
+        before = len(s.attempts)
+        killed = s.fail_nodes(nodes, now).tolist()
+        new = s.attempts.iloc[before:]
+        assert sorted(new.job_id.tolist()) == sorted(killed)
+        for a in new.itertuples():
+            j = a.job_id
+            start, on = running[j]
+            if a.state == "RESIZING":        # a --no-kill job runs on, on fewer nodes
+                assert (a.start_time, a.end_time) == (start, now)
+                running.pop(j)
+                if start < now:              # (a shape that ran)
+                    out.attempts.append((j, start, now, on, False))
+                running[j] = (now, sorted(set(on) - set(nodes)))
+                ends[j] = min(now + a.remaining, began[j] + limit[j])
+                over[j] = now + a.remaining > began[j] + limit[j]
+                shrunk.add(j)
+                continue
+            assert (a.end_time, a.state) == (now, "NODE_FAIL")
+            if j not in shrunk:              # (else: node-seconds, model.elastic)
+                assert (a.start_time, a.saved) == (start, saved_progress(now - start,
+                                                                           interval[j]))
+            assert a.remaining == left[j] - a.saved
+            assert a.requeued == bool(lc.requeue[row[j]])
+            assert a.begin_time == (now + lc.delay if a.requeued else -1)
+            stop(j, now, False)
+            left[j] -= a.saved
+            shrunk.discard(j)
+
+    def pass_once(now):
+        """One pass applied; True if it stopped a victim at ``now``."""
+        d = s.schedule(now)
+        s.apply(d)
+        out.held = out.held or "ReqNodeNotAvail" in d.reason
+        for i in np.flatnonzero(d.outcome == START).tolist():
+            j = int(d.job_id[i])
+            limit[j] = asked[j] if d.time_limit is None else int(d.time_limit[i])
+            running[j] = (now, sorted(d.nodes_of(i).tolist()))
+            ends[j] = now + min(left[j], limit[j])
+            began[j], over[j] = now, left[j] > limit[j]
+            out.starts[j] = (now, running[j][1], limit[j])
+        at_once = False
+        p = d.preempt
+        for v, mode, t in ([] if p is None else zip(p.victims.tolist(), p.mode,
+                                                    p.stop.tolist())):
+            if t == now:
+                stop(v, now, mode == "REQUEUE")
+                at_once = True
+            else:
+                stops[v] = (t, mode == "REQUEUE", running[v][0])
+        released = set(s.pending.job_id.tolist()) - set(d.job_id.tolist())
+        return at_once or bool(released)
+
+    for _ in range(100 * len(ids) + 100 + len(stream)):    # each visit advances the state
+        times = submits[:1] + list(ends.values()) + [t for t, _, _ in stream[:1]] + \
+            [t for t, _, _ in stops.values()] + \
+            [t for t in (s.preempt_time, s.requeue_time) if t >= 0]
+        if not times:
+            break
+        now = min(times)
+        assert now >= s._clock, "a time in the past"
+        end(now)
+        while stream and stream[0][0] == now:
+            _, kind, nodes = stream.pop(0)
+            if kind == "down":
+                fail(nodes, now)
+            else:
+                (s.drain_nodes if kind == "drain" else s.resume_nodes)(nodes)
+        for j, (t, requeue, start) in list(stops.items()):
+            if t == now:
+                del stops[j]
+                if j in running and running[j][0] == start:    # (that attempt runs on)
+                    stop(j, now, requeue)
+        if submits and submits[0] == now:
+            submits.pop(0)
+            s.submit(jobs.take(jobs.submit_time == now))
+        while pass_once(now) or now in ends.values():
+            end(now)
+    else:
+        raise Endless(f"the drive does not end: {len(out.attempts)} attempts")
+    out.attempts.sort()
+    return out
+
+
+def drive_or_discard(s, jobs, lc=None, rows=()) -> Driven:
+    """:func:`drive`, the hypothesis case discarded when it never ends: requeued victims
+    ranked above their preemptor can take back, at each one's begin time, what it
+    preempted them for (Slurm's rules allow this ping-pong too: nothing makes the
+    preemptor go first), and the simulation would run for ever; so the Scheduler is
+    driven first, within its bound."""
+    try:
+        return drive(s, jobs, lc, rows)
+    except Endless:
+        event("discarded: preemption ping-pong")
+        reject()
+
+
+def simulated(r):
+    """``r``'s attempts that ran, as :func:`drive` lists them (stopped: killed by a
+    failure or preempted)."""
+    t, ids = r.attempts, r.workload.job_id
+    return sorted((int(ids[t["row"][k]]), int(t["start"][k]), int(t["end"][k]),
+                   sorted(t["alloc_nodes"][t["alloc_offsets"][k]:t["alloc_offsets"][k + 1]]
+                          .tolist()), bool(t["killed"][k]))
+                  for k in range(len(t["row"])) if t["start"][k] >= 0)
