@@ -218,13 +218,14 @@ class Scheduler:
     @classmethod
     def from_state(cls, cluster: Cluster, running: RunningJobs, pending: JobTable,
                    policy: str = "conservative", *, limits: LimitGroups | None = None,
-                   eligible=None, **options) -> "Scheduler":
+                   eligible=None, queued: int | None = None, **options) -> "Scheduler":
         """A scheduler holding ``running`` (e.g. from :meth:`SimulationResult.state_at`)
         with ``pending`` queued. ``options`` as the constructor's, describing
         ``pending``; ``limits`` covers the running jobs, then the pending ones (so
         that the running jobs count against their groups); ``eligible`` (per
-        pending job, default its submit time): when it entered the queue. Pool
-        engine: running jobs hold whole nodes."""
+        pending job, default its submit time): when it entered the queue; ``queued``:
+        only the first ``queued`` pending jobs are submitted now (the others may be
+        later, with :meth:`submit`). Pool engine: running jobs hold whole nodes."""
         run_limits, limits = split_limits(limits, len(running), len(pending))
         s = cls(cluster, policy, jobs=pending, limits=limits, **options)
         if s._members is not None:
@@ -237,7 +238,7 @@ class Scheduler:
         groups = (run_limits.offsets, run_limits.group) if run_limits is not None else \
             (np.zeros(len(r) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
         s._start_running(r, np.full(len(r), -1, dtype=np.int64), groups)
-        s.submit(pending)
+        s.submit(pending if queued is None else pending.take(np.arange(queued)))
         if eligible is not None:
             s._catalog.eligible[:len(pending)] = np.asarray(eligible, dtype=np.int64)
         return s
@@ -385,8 +386,8 @@ class Scheduler:
         Node engine: like the simulator, the pass stops after the last job that
         could start now (later jobs BLOCKED); ``full=True`` plans the whole
         queue. The pool engine always plans the whole queue. The node engine keeps its
-        state (free-now arrays, running lists, work profile) between passes over the same
-        running jobs and nodes, built again after apply, complete and node changes; the
+        state (free-now arrays, running lists, work profile, run index) between passes,
+        brought up to date by apply and complete, built again after node changes; the
         decisions are those of :func:`fastsched.engine.plan_nodes` afresh.
         """
         now = _check_now(now)
@@ -539,7 +540,8 @@ class Scheduler:
     def _start_running(self, new: RunningJobs, rows: np.ndarray, groups) -> None:
         self._hold(new, +1)
         self._charge(new, groups, +1)
-        self._running = concat_running(self._running, new)
+        old, self._running = self._running, concat_running(self._running, new)
+        self._kept.started(old, self._running, new)
         self._running_rows = np.concatenate([self._running_rows, rows])
         self._running_groups = concat_csr(self._running_groups, groups)
         self._version += 1
@@ -558,7 +560,8 @@ class Scheduler:
         back = np.zeros(len(rows), dtype=bool) if requeued is None else requeued
         submitted = groups[1][np.repeat(~back, np.diff(groups[0]))]
         self._usage[:, 4] -= np.bincount(submitted, minlength=len(self._usage))
-        self._running = take_running(self._running, keep)
+        old, self._running = self._running, take_running(self._running, keep)
+        self._kept.ended(old, self._running, gone)
         self._running_rows = self._running_rows[keep]
         self._running_groups = take_csr(self._running_groups, keep)
         self._catalog.status[rows[back]] = WAITING
