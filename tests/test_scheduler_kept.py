@@ -142,7 +142,7 @@ def test_a_kept_state_is_rebuilt_for_other_running_jobs_and_checks_planned_ends(
     assert (d.outcome == 0).sum() == 4         # two GPUs of each node a job: four fit
 
 
-def test_the_run_index_is_kept_at_the_same_now_and_dropped_at_another(monkeypatch):
+def test_the_run_index_is_kept_and_moves_to_a_later_now(monkeypatch):
     monkeypatch.setattr(plan, "_INDEX_AFTER_PASS", 0)
     cluster = Cluster.homogeneous(6, cpus=8, gpus=4, mem_mb=100)
     s = Scheduler(cluster, "conservative", reservations="nodes")
@@ -155,4 +155,6 @@ def test_the_run_index_is_kept_at_the_same_now_and_dropped_at_another(monkeypatc
     assert_same(s.schedule(0, full=True), d)
     assert s._kept._ix.top[1] == 2          # no new slots: the kept ones served the types
     assert_same(s.schedule(1, full=True), pure(s, 1, True))
-    assert s._kept._ix is not ix                             # its runs started at 0
+    assert s._kept._ix.top is ix.top and s._kept._ix.top[1] == 2     # moved to 1, kept
+    assert_same(s.schedule(0, full=True), pure(s, 0, True))
+    assert s._kept._ix.top is not ix.top                     # an earlier now: a new one

@@ -12,8 +12,9 @@ starts, and their give-backs bring the run index's entries of the nodes they
 touch up to date; the free-now arrays, which a start also changes, are copied
 per pass). Request types are counted, and given a run index slot, once per
 kept state: a later pass over the same types pays for its own plans and holds.
-A pass at another ``now`` only moves each node's first breakpoint, and starts
-a new run index (its runs start at ``now``).
+A pass at a later ``now`` moves each node's first breakpoint and the run index's
+runs that started at the old one (:func:`.undo.move_index`); at an earlier one, or
+when such a run would leave a slot, it starts a new run index.
 
 Between passes the running jobs change: :meth:`KeptState.started` and
 :meth:`KeptState.ended` bring the state up to date in place (:mod:`.undo`: holds
@@ -36,7 +37,7 @@ from .profile import _build_all, new_profile
 from .running import RunningJobs, _running_state, check_planned_ends
 from .state import FreeNow, Index, RequestTypes, new_free
 from .treap import _INF, MAX_SLOTS, ix_packable
-from .undo import give_back_ended, hold_started, start_at, undo_starts
+from .undo import give_back_ended, hold_started, move_index, start_at, undo_starts
 
 
 class KeptState:
@@ -64,8 +65,10 @@ class KeptState:
             check_planned_ends(running, now)
             if now != self.now:
                 start_at(np.int64(now), self.p)
+                if self._ix is not None and not move_index(np.int64(self.now), np.int64(now),
+                                                           self._ix):
+                    self._ix = None
                 self.now = now
-                self._ix = None         # its runs start at the old now
         return self
 
     def _build(self, cluster, running, available, res, now) -> None:

@@ -13,6 +13,7 @@ from .passes import _index_room, give_back_indexed
 from .profile import _on_grid, _room, _split, _take
 from .runindex import ix_hold, ix_new_job, ix_touched
 from .running import _add_running, _take_running
+from .treap import _A, _INF, _LF, _LN, _MK, _get, _next, _pull_up
 
 
 @njit(cache=True)
@@ -136,3 +137,40 @@ def _drop_running(x, end, g, c, m, run):
             rlen[x] -= 1
             return True
     return False
+
+
+@njit(cache=True)
+def move_index(old, now, ix):
+    """The kept run index ``ix`` follows its profiles' first breakpoints from ``old``
+    to a later ``now`` (:func:`start_at`; every other breakpoint, a running job's held
+    end, is after ``now``): the runs that started at ``old`` start at ``now``, ``now -
+    old`` shorter (infinite ones stay so). They are the first entries in key order and
+    stay the first, in the same order (their keys change alike), so only their keys and
+    the subtree maxima above them change. False (nothing changed; the index is to be
+    dropped): ``now`` is earlier, or one of them would be shorter than the threshold of
+    a slot it serves (it would leave that slot)."""
+    TR = ix.TR
+    t = ix.top[0]
+    if now < old or t < 0 or ix.top[1] == 0:
+        return now >= old
+    while _get(TR, t, _LF) >= 0:
+        t = _get(TR, t, _LF)
+    first = t
+    delta = now - old
+    while t >= 0 and TR[t, _A] == old:
+        ln = TR[t, _LN]
+        mk = _get(TR, t, _MK)
+        if ln != _INF:
+            for q in range(ix.top[1]):
+                if (mk >> q) & 1 and ln - delta < ix.sth[q]:
+                    return False
+        t = _next(TR, t)
+    t = first
+    while t >= 0 and TR[t, _A] == old:
+        TR[t, _A] = now
+        if TR[t, _LN] != _INF:
+            TR[t, _LN] -= delta
+        _pull_up(TR, t)
+        t = _next(TR, t)
+    ix_new_job(ix.meta)         # the insertion hints name starts
+    return True

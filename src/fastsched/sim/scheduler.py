@@ -585,16 +585,14 @@ class Scheduler:
 
     def _hold(self, r: RunningJobs, sign: int) -> None:
         """Take (sign +1) or give back (-1) what ``r`` holds in ``self.state``."""
-        X = self.cluster.num_nodes
         for name, amount in (("free_cpus", r.cpus), ("free_mem_mb", r.mem)):
-            arr = getattr(self.state, name)
-            arr -= (sign * np.bincount(r.nodes, weights=amount, minlength=X)).astype(arr.dtype)
-        used = np.zeros(X, dtype=np.uint64)
-        np.bitwise_or.at(used, r.nodes, r.gpu_mask)
+            arr = getattr(self.state, name)     # (per entry: O(entries), not O(nodes))
+            np.subtract.at(arr, r.nodes, (sign * np.asarray(amount)).astype(arr.dtype))
+        mask = self.state.free_gpu_mask
         if sign > 0:
-            self.state.free_gpu_mask &= ~used
+            np.bitwise_and.at(mask, r.nodes, ~np.asarray(r.gpu_mask, dtype=mask.dtype))
         else:
-            self.state.free_gpu_mask |= used
+            np.bitwise_or.at(mask, r.nodes, np.asarray(r.gpu_mask, dtype=mask.dtype))
 
     def _pass(self, now: int, policy: str, depth: int, full: bool, version: int) -> Decisions:
         """The what-if: one pass over the current state, changing nothing; every
