@@ -94,7 +94,7 @@ def measure_short_queue_loop(cluster_name: str, repeat: int, pending: int = B9_P
     import numpy as np
     from ..sim.scheduler import Scheduler
     from .state import busy_state
-    refill = pending * 2 + 100 * (repeat + 1)       # the first pass starts most of a queue
+    refill = pending * 4 + 100 * (repeat + 1)   # (the first passes start most of a queue)
     st = busy_state(cluster_name, pending=pending + refill, seed=seed)
     modes = ("kept", "pure")
     sched = {m: Scheduler.from_state(st.cluster, st.running, st.pending, "conservative",

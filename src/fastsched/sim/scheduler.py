@@ -255,7 +255,7 @@ class Scheduler:
         if self._reservations is not None:
             check_jobs_held_off(table)
         active = np.concatenate([self._catalog.job_id(self._queued), self._running.job_id])
-        clash = np.intersect1d(table.job_id, active)
+        clash = np.unique(active[np.isin(active, table.job_id)])   # (O(active), no sort)
         if len(clash) or len(np.unique(table.job_id)) != len(table):
             bad = clash[0] if len(clash) else first_duplicate(table.job_id)
             raise InputError(f"job id {bad} is already queued or running", field="job_id")
@@ -315,11 +315,11 @@ class Scheduler:
         if state not in END_STATES:
             raise InputError(f"unknown end state {state!r}; choose one of {list(END_STATES)}",
                              field="state")
-        missing = np.setdiff1d(ids, self._running.job_id)
+        hit = np.flatnonzero(np.isin(self._running.job_id, ids))
+        missing = np.setdiff1d(ids, self._running.job_id[hit])
         if len(missing):
             raise InputError(f"job {missing[0]} is not running", field="job_id")
-        self._end_running(np.flatnonzero(np.isin(self._running.job_id, ids)), now,
-                          state == "COMPLETED")
+        self._end_running(hit, now, state == "COMPLETED")
         self._clock = max(self._clock, now)
 
     def fail_nodes(self, nodes, now: int) -> np.ndarray:
@@ -549,7 +549,9 @@ class Scheduler:
     def _end_running(self, ended: np.ndarray, now: int, ok: bool, requeued=None) -> None:
         """Running jobs at positions ``ended`` end at ``now`` (``ok``: COMPLETED); those
         ``requeued`` marks leave the running jobs only (still submitted, waiting)."""
-        keep = np.setdiff1d(np.arange(len(self._running)), ended)
+        keep = np.ones(len(self._running), dtype=bool)
+        keep[ended] = False
+        keep = np.flatnonzero(keep)
         gone = take_running(self._running, ended)
         groups = take_csr(self._running_groups, ended)
         rows = self._running_rows[ended]
