@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastsched import InputError, JobRequest
+from fastsched import InputError, JobRequest, JobTable, RunningJobs
 import fastsched.engine.plan as plan
 from fastsched.model.cluster import Cluster, Partition
 from fastsched.sim.scheduler import Scheduler
@@ -158,3 +158,29 @@ def test_the_run_index_is_kept_and_moves_to_a_later_now(monkeypatch):
     assert s._kept._ix.top is ix.top and s._kept._ix.top[1] == 2     # moved to 1, kept
     assert_same(s.schedule(0, full=True), pure(s, 0, True))
     assert s._kept._ix.top is not ix.top                     # an earlier now: a new one
+
+
+def test_from_state_queues_the_first_jobs_and_the_state_follows_the_loop():
+    """from_state(queued=N): the rest is submitted later; through passes, starts, ends
+    and submits the kept state is built once and every pass is the pure pass."""
+    cluster = Cluster.homogeneous(4, cpus=8, gpus=4, mem_mb=100)
+    pending = JobTable.from_requests([JobRequest(job_id=i, submit_time=0, time_limit=5 + i,
+                                                 runtime=5, num_nodes=1 + i % 2,
+                                                 gpus_per_node=1 + i % 3)
+                                      for i in range(1, 13)])
+    with pytest.raises(InputError, match="queued must be in 0..12"):
+        Scheduler.from_state(cluster, RunningJobs.empty(), pending, queued=13)
+    s = Scheduler.from_state(cluster, RunningJobs.empty(), pending, queued=4)
+    assert len(s.pending) == 4
+    for now, rows in ((0, [4, 5]), (3, [6, 7, 8]), (6, [9, 10, 11])):
+        r = s.running_jobs
+        if (r.planned_end <= now).any():
+            s.complete(r.job_id[r.planned_end <= now], now)
+        d = s.schedule(now)
+        assert_same(d, pure(s, now, False))
+        s.apply(d)
+        s.submit(pending.take(np.array(rows)))
+    ended = s.running_jobs.job_id[s.running_jobs.planned_end <= 12]
+    s.complete(ended, 12)
+    assert_same(s.schedule(12), pure(s, 12, False))
+    assert s._kept.builds == 1 and len(ended) and len(s.running)
