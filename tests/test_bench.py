@@ -95,15 +95,18 @@ def test_scaling_grid_from_the_cli(capsys, tmp_path):
 
 def test_short_queue_from_the_cli(capsys, tmp_path):
     """B9: the kept-state and pure passes timed alternately, CPU beside wall, same
-    decisions."""
+    decisions; then the loop (pass, apply, complete, submit) on the kept state, never
+    rebuilt."""
     import json
     from fastsched.cli import main
     out = tmp_path / "b9.json"
     assert main(["bench", "short-queue", "--clusters", "ai-8k", "--repeat", "2",
                  "--json", str(out)]) == 0
-    (p,) = json.loads(out.read_text())["points"]
+    p, loop = json.loads(out.read_text())["points"]
     assert p["cluster"] == "ai-8k" and p["pending"] == 1000 and p["same_decisions"] is True
     assert p["starts"] > 0 and p["kept_cpu_ms"] >= 0 and p["pure_wall_ms"] >= 0
+    assert loop["mode"] == "loop" and loop["same_decisions"] is True
+    assert loop["kept_builds"] == 1 and loop["kept_pass_cpu_ms"] >= 0
     assert "kept_wall_spread_ms: " in capsys.readouterr().out
 
 

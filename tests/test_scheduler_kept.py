@@ -2,13 +2,17 @@
 every pass gives exactly the pure pass's decisions (plan_nodes afresh over the same
 state), through random submit / schedule / apply / complete / fail / drain / resume
 sequences, with the run index kept (request types indexed at their first plan, at
-their fifth or never, drawn per pass), and leaves the kept state as it found it."""
+their fifth or never, drawn per pass), and leaves the kept state as it found it.
+apply and complete bring the kept state up to date in place: it is built once, and
+again only when the nodes' availability changed."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastsched import InputError, JobRequest
+from fastsched import InputError, JobRequest, JobTable, RunningJobs
 import fastsched.engine.plan as plan
 from fastsched.model.cluster import Cluster, Partition
 from fastsched.sim.scheduler import Scheduler
@@ -71,9 +75,10 @@ def _every_pass_is_the_pure_pass(policy, data, cluster):
     s = Scheduler(cluster, policy, reservations="nodes", reserve_depth=draw(st.integers(1, 3)),
                   resolution=draw(st.sampled_from([1, 1, 4])))
     now, next_id = 0, 1
+    built = None        # (builds, availability) at the last kept pass
     for _ in range(draw(st.integers(1, 25))):
         op = draw(st.sampled_from(["submit", "submit", "schedule", "apply", "apply", "time",
-                                   "fail", "drain", "resume"]))
+                                   "end", "fail", "drain", "resume"]))
         if op == "submit":
             k = draw(st.integers(1, 4))
             for _ in range(k):
@@ -89,6 +94,9 @@ def _every_pass_is_the_pure_pass(policy, data, cluster):
                 left = sorted(set(s.running) - set(ended.tolist()))
                 if left:
                     s.complete(draw(st.sampled_from(left)), now)
+        elif op == "end":        # a job ends early, at the time of the kept run index
+            if len(s.running):
+                s.complete(draw(st.sampled_from(s.running)), now)
         elif op in ("fail", "drain", "resume"):
             nodes = draw(st.lists(st.integers(0, cluster.num_nodes - 1), min_size=1,
                                   max_size=2))
@@ -102,6 +110,9 @@ def _every_pass_is_the_pure_pass(policy, data, cluster):
             # the same for both: the kept index's slots serve later passes
             plan._INDEX_AFTER_PASS = draw(st.sampled_from([4, 0, 0, -1]))
             kept = s.schedule(now, full=full)
+            if built is not None and (built[1] == s.available).all():
+                assert s._kept.builds == built[0]       # kept through apply and complete
+            built = (s._kept.builds, s.available.copy())
             assert_same(kept, pure(s, now, full))
             for _ in range(draw(st.integers(1, 3))):      # the kept state as it was
                 assert_same(s.schedule(now, full=full), kept)
@@ -120,14 +131,18 @@ def test_a_kept_state_is_rebuilt_for_other_running_jobs_and_checks_planned_ends(
     assert s.schedule(3)._names() == pure(s, 3, False)._names()
     assert s._kept.p.WT is state and s._kept.now == 3      # kept, moved to the new now
     s.apply(s.schedule(3))
-    assert_same(s.schedule(4), pure(s, 4, False))       # rebuilt for the started jobs
+    assert_same(s.schedule(4), pure(s, 4, False))       # kept, with the started jobs
+    assert s._kept.p.WT is state and s._kept.builds == 1
+    s._running = replace(s._running)                   # another object
+    assert_same(s.schedule(4), pure(s, 4, False))       # rebuilt for it
+    assert s._kept.builds == 2
     with pytest.raises(InputError, match="planned end 13 <= now"):
         s.schedule(13)
     assert_same(s.schedule(12), pure(s, 12, False))     # the failed call changed nothing
     assert (d.outcome == 0).sum() == 4         # two GPUs of each node a job: four fit
 
 
-def test_the_run_index_is_kept_at_the_same_now_and_dropped_at_another(monkeypatch):
+def test_the_run_index_is_kept_and_moves_to_a_later_now(monkeypatch):
     monkeypatch.setattr(plan, "_INDEX_AFTER_PASS", 0)
     cluster = Cluster.homogeneous(6, cpus=8, gpus=4, mem_mb=100)
     s = Scheduler(cluster, "conservative", reservations="nodes")
@@ -140,4 +155,32 @@ def test_the_run_index_is_kept_at_the_same_now_and_dropped_at_another(monkeypatc
     assert_same(s.schedule(0, full=True), d)
     assert s._kept._ix.top[1] == 2          # no new slots: the kept ones served the types
     assert_same(s.schedule(1, full=True), pure(s, 1, True))
-    assert s._kept._ix is not ix                             # its runs started at 0
+    assert s._kept._ix.top is ix.top and s._kept._ix.top[1] == 2     # moved to 1, kept
+    assert_same(s.schedule(0, full=True), pure(s, 0, True))
+    assert s._kept._ix.top is not ix.top                     # an earlier now: a new one
+
+
+def test_from_state_queues_the_first_jobs_and_the_state_follows_the_loop():
+    """from_state(queued=N): the rest is submitted later; through passes, starts, ends
+    and submits the kept state is built once and every pass is the pure pass."""
+    cluster = Cluster.homogeneous(4, cpus=8, gpus=4, mem_mb=100)
+    pending = JobTable.from_requests([JobRequest(job_id=i, submit_time=0, time_limit=5 + i,
+                                                 runtime=5, num_nodes=1 + i % 2,
+                                                 gpus_per_node=1 + i % 3)
+                                      for i in range(1, 13)])
+    with pytest.raises(InputError, match="queued must be in 0..12"):
+        Scheduler.from_state(cluster, RunningJobs.empty(), pending, queued=13)
+    s = Scheduler.from_state(cluster, RunningJobs.empty(), pending, queued=4)
+    assert len(s.pending) == 4
+    for now, rows in ((0, [4, 5]), (3, [6, 7, 8]), (6, [9, 10, 11])):
+        r = s.running_jobs
+        if (r.planned_end <= now).any():
+            s.complete(r.job_id[r.planned_end <= now], now)
+        d = s.schedule(now)
+        assert_same(d, pure(s, now, False))
+        s.apply(d)
+        s.submit(pending.take(np.array(rows)))
+    ended = s.running_jobs.job_id[s.running_jobs.planned_end <= 12]
+    s.complete(ended, 12)
+    assert_same(s.schedule(12), pure(s, 12, False))
+    assert s._kept.builds == 1 and len(ended) and len(s.running)

@@ -8,6 +8,13 @@ passes (the Scheduler's default) a pass costs the queue's work; the pure pass
 (:func:`fastsched.engine.plan_nodes` called afresh, the reference) is timed in the
 same process, alternating with it, for the ratio. CPU time (this process, every
 thread) beside wall time: the machine is shared.
+
+The *loop* mode (:func:`measure_short_queue_loop`) is the embedding scheduler's
+real cycle: each step passes, applies the pass's starts, completes the running jobs
+whose planned end has come and a few more (seeded), moves ``now`` on and submits as
+many new jobs as started, so the queue stays at ~1,000. Two Schedulers run the same
+steps, one keeping its engine state (brought up to date by ``apply`` and
+``complete``), one with the pure pass; each step's decisions are compared.
 """
 from __future__ import annotations
 
@@ -64,7 +71,7 @@ def measure_short_queue(cluster_name: str, repeat: int, pending: int = B9_PENDIN
             times[m][1].append(wall)
     s._keep_state = True
     d = first["kept"]
-    fig = {"cluster": cluster_name, "nodes": s.cluster.num_nodes,
+    fig = {"cluster": cluster_name, "mode": "repeat", "nodes": s.cluster.num_nodes,
            "running_jobs": len(s.running_jobs), "pending": pending,
            "starts": int((d.outcome == 0).sum()), "reserved": int((d.outcome == 1).sum()),
            "same_decisions": same, "target_ms": B9_TARGET_MS.get(cluster_name)}
@@ -72,6 +79,79 @@ def measure_short_queue(cluster_name: str, repeat: int, pending: int = B9_PENDIN
         fig.update(_summary(m, *times[m]))
     fig["pure_over_kept_cpu"] = round(fig["pure_cpu_ms"] / max(fig["kept_cpu_ms"], 1e-6), 2)
     return fig
+
+
+#: the loop mode: seconds between passes, running jobs completed early per step
+LOOP_STEP_S = 10
+LOOP_EARLY_ENDS = 5
+
+
+def measure_short_queue_loop(cluster_name: str, repeat: int, pending: int = B9_PENDING,
+                             seed: int = 0) -> dict:
+    """One B9 loop point: ``repeat`` timed steps (after one warm-up step, which starts
+    most of the first queue) of pass, ``apply``, ``complete`` and ``submit``, the kept
+    and the pure Scheduler alternated step by step; the decisions of both compared."""
+    import numpy as np
+    from ..sim.scheduler import Scheduler
+    from .state import busy_state
+    refill = pending * 4 + 100 * (repeat + 1)   # (the first passes start most of a queue)
+    st = busy_state(cluster_name, pending=pending + refill, seed=seed)
+    modes = ("kept", "pure")
+    sched = {m: Scheduler.from_state(st.cluster, st.running, st.pending, "conservative",
+                                     queued=pending) for m in modes}
+    sched["pure"]._keep_state = False
+    rng = np.random.default_rng(seed + 17)
+    now, submitted = st.now, pending
+    same, starts, ended = True, [], []
+    times = {m: {"pass": ([], []), "update": ([], [])} for m in modes}
+    builds = sched["kept"]._kept.builds
+    for step in range(repeat + 1):
+        d = {}
+        for m in (modes if step % 2 else modes[::-1]):
+            cpu, wall = _timed(lambda: d.__setitem__(m, sched[m].schedule(now)))
+            if step:
+                times[m]["pass"][0].append(cpu)
+                times[m]["pass"][1].append(wall)
+        same = same and all(_same(d["kept"], d["pure"], f) for f in DECISION_FIELDS)
+        started = int((d["kept"].outcome == 0).sum())
+        now += LOOP_STEP_S
+        r = sched["kept"].running_jobs
+        done = r.planned_end <= now
+        early = rng.choice(np.flatnonzero(~done), size=min(LOOP_EARLY_ENDS, int((~done).sum())),
+                           replace=False)
+        gone = np.concatenate([r.job_id[done], r.job_id[early]])
+        new = st.pending.take(np.arange(submitted, min(submitted + started, len(st.pending))))
+        submitted += len(new)
+
+        def update(s, dm):
+            s.apply(dm)
+            s.complete(gone, now)
+            if len(new):
+                s.submit(new)
+        for m in modes:
+            cpu, wall = _timed(lambda: update(sched[m], d[m]))
+            if step:
+                times[m]["update"][0].append(cpu)
+                times[m]["update"][1].append(wall)
+        if step:
+            starts.append(started)
+            ended.append(len(gone))
+    fig = {"cluster": cluster_name, "mode": "loop", "nodes": st.cluster.num_nodes,
+           "running_jobs": len(sched["kept"].running_jobs), "pending": pending,
+           "step_s": LOOP_STEP_S, "starts_per_step": _spread(starts),
+           "ends_per_step": _spread(ended), "same_decisions": same,
+           "kept_builds": sched["kept"]._kept.builds - builds,
+           "target_ms": B9_TARGET_MS.get(cluster_name)}
+    for m in modes:
+        for part in ("pass", "update"):
+            fig.update(_summary(f"{m}_{part}", *times[m][part]))
+    fig["pure_over_kept_pass_cpu"] = round(fig["pure_pass_cpu_ms"]
+                                           / max(fig["kept_pass_cpu_ms"], 1e-6), 2)
+    return fig
+
+
+def _spread(xs: list) -> str:
+    return f"{statistics.median(xs):g} ({min(xs)}-{max(xs)})" if xs else "-"
 
 
 #: the Decisions fields compared between the kept and the pure pass
@@ -86,7 +166,9 @@ def _same(a, b, field: str) -> bool:
 
 
 def b9(repeat: int, clusters=B9_CLUSTERS) -> dict:
-    """B9 short-queue on each of ``clusters``."""
+    """B9 short-queue on each of ``clusters``: the repeated pass on an unchanged state,
+    then the loop of passes, starts, ends and submits."""
     return {"scenario": "short-queue (B9)",
-            "points": [measure_short_queue(c, repeat) for c in clusters],
+            "points": [measure_short_queue(c, repeat) for c in clusters]
+            + [measure_short_queue_loop(c, repeat) for c in clusters],
             "runs": repeat, "machine": machine()}

@@ -12,11 +12,18 @@ starts, and their give-backs bring the run index's entries of the nodes they
 touch up to date; the free-now arrays, which a start also changes, are copied
 per pass). Request types are counted, and given a run index slot, once per
 kept state: a later pass over the same types pays for its own plans and holds.
-A pass at another ``now`` only moves each node's first breakpoint, and starts
-a new run index (its runs start at ``now``).
+A pass at a later ``now`` moves each node's first breakpoint and the run index's
+runs that started at the old one (:func:`.undo.move_index`); at an earlier one, or
+when such a run would leave a slot, it starts a new run index.
 
-The state is rebuilt when the running jobs (another object), the availability
-or the resolution differ from those it was built for; a failed pass drops it.
+Between passes the running jobs change: :meth:`KeptState.started` and
+:meth:`KeptState.ended` bring the state up to date in place (:mod:`.undo`: holds
+and give-backs from the kept ``now`` to the jobs' held ends, the run index, the
+running lists, free-now and its counts follow), so that a scheduler starting and
+ending jobs at every pass keeps paying the queue's work only. The state is rebuilt
+when the running jobs are another object than the one it holds or follows, or the
+availability or the resolution differ from those it was built for; a failed pass
+or update drops it.
 """
 from __future__ import annotations
 
@@ -30,7 +37,7 @@ from .profile import _build_all, new_profile
 from .running import RunningJobs, _running_state, check_planned_ends
 from .state import FreeNow, Index, RequestTypes, new_free
 from .treap import _INF, MAX_SLOTS, ix_packable
-from .undo import start_at, undo_starts
+from .undo import give_back_ended, hold_started, move_index, start_at, undo_starts
 
 
 class KeptState:
@@ -41,6 +48,7 @@ class KeptState:
         self._key = None
         self._ix = None
         self._cap_key = None
+        self.builds = 0         # how many times the state was built (tests: it is kept)
 
     def ready(self, cluster: Cluster, running: RunningJobs, available: np.ndarray,
               res: int, now: int) -> "KeptState":
@@ -57,8 +65,10 @@ class KeptState:
             check_planned_ends(running, now)
             if now != self.now:
                 start_at(np.int64(now), self.p)
+                if self._ix is not None and not move_index(np.int64(self.now), np.int64(now),
+                                                           self._ix):
+                    self._ix = None
                 self.now = now
-                self._ix = None         # its runs start at the old now
         return self
 
     def _build(self, cluster, running, available, res, now) -> None:
@@ -70,6 +80,7 @@ class KeptState:
         self.now = now
         self._ix = None
         self._counts = {}           # free-now count per request type (p, g, c, m)
+        self.builds += 1
         self._packable = bool(ix_packable(self.nodes.capG, self.nodes.capC, self.nodes.capM))
 
     def capacity(self, cluster: Cluster, avail: np.ndarray):
@@ -136,6 +147,49 @@ class KeptState:
         keys = _keys(types)
         for ty in np.flatnonzero(ix.slot >= 0).tolist():
             self._slots[keys[ty]] = int(ix.slot[ty])
+
+    def started(self, old: RunningJobs, running: RunningJobs, new: RunningJobs) -> None:
+        """Running jobs ``new`` started: ``running`` (``old`` and them) replaces ``old``
+        (the state follows if it holds ``old``)."""
+        self._follow(hold_started, old, running, new)
+
+    def ended(self, old: RunningJobs, running: RunningJobs, gone: RunningJobs) -> None:
+        """Running jobs ``gone`` (of ``old``) ended: ``running`` (the others) replaces
+        ``old`` (the state follows if it holds ``old``). Whenever they ended, the
+        state gives back what they hold from its ``now`` on: a later pass sees them
+        gone."""
+        self._follow(give_back_ended, old, running, gone)
+
+    def _follow(self, kernel, old, running, r) -> None:
+        key = self._key
+        if key is None or key[1] is not old:
+            return
+        if not len(r):
+            self._key = (key[0], running, *key[2:])
+            return
+        end = -(-np.asarray(r.planned_end, dtype=np.int64) // key[3]) * key[3]
+        if r.gpu_mask is None or end.min() <= self.now:
+            self.drop()         # (bits unknown; or held ends a build at now would refuse)
+            return
+        keys = list(self._counts)
+        types = RequestTypes(*(np.array([k[i] for k in keys], dtype=np.int64)
+                               for i in range(4)), np.zeros(len(keys), dtype=np.int64))
+        tcount = np.array([self._counts[k] for k in keys], dtype=np.int64)
+        ix = self._ix if self._ix is not None else _new_index(0, True)
+        self._key = None        # dropped unless the update completes
+        i64 = [np.ascontiguousarray(a, dtype=np.int64)
+               for a in (r.node_offsets, r.nodes, r.gpus, r.cpus, r.mem)]
+        res = kernel(np.int64(self.now), np.int64(key[3]), end, *i64,
+                     np.ascontiguousarray(r.gpu_mask, dtype=np.uint64), self.p, self.run, ix,
+                     self._free._replace(tcount=tcount), types, self.nodes)
+        if len(res) == 4 and not res[3]:
+            self.drop()
+            return
+        self.p, self.run = res[0], res[1]
+        if self._ix is not None:
+            self._ix = res[2]
+        self._counts = {k: int(n) for k, n in zip(keys, tcount.tolist()) if n >= 0}
+        self._key = (key[0], running, *key[2:])
 
     def drop(self) -> None:
         """Forget the state (a pass failed half-way): the next pass builds it."""

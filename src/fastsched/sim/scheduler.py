@@ -218,13 +218,16 @@ class Scheduler:
     @classmethod
     def from_state(cls, cluster: Cluster, running: RunningJobs, pending: JobTable,
                    policy: str = "conservative", *, limits: LimitGroups | None = None,
-                   eligible=None, **options) -> "Scheduler":
+                   eligible=None, queued: int | None = None, **options) -> "Scheduler":
         """A scheduler holding ``running`` (e.g. from :meth:`SimulationResult.state_at`)
         with ``pending`` queued. ``options`` as the constructor's, describing
         ``pending``; ``limits`` covers the running jobs, then the pending ones (so
         that the running jobs count against their groups); ``eligible`` (per
-        pending job, default its submit time): when it entered the queue. Pool
-        engine: running jobs hold whole nodes."""
+        pending job, default its submit time): when it entered the queue; ``queued``:
+        only the first ``queued`` pending jobs are submitted now (the others may be
+        later, with :meth:`submit`). Pool engine: running jobs hold whole nodes."""
+        if queued is not None and not 0 <= queued <= len(pending):
+            raise InputError(f"queued must be in 0..{len(pending)}, got {queued}", field="queued")
         run_limits, limits = split_limits(limits, len(running), len(pending))
         s = cls(cluster, policy, jobs=pending, limits=limits, **options)
         if s._members is not None:
@@ -237,7 +240,7 @@ class Scheduler:
         groups = (run_limits.offsets, run_limits.group) if run_limits is not None else \
             (np.zeros(len(r) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
         s._start_running(r, np.full(len(r), -1, dtype=np.int64), groups)
-        s.submit(pending)
+        s.submit(pending if queued is None else pending.take(np.arange(queued)))
         if eligible is not None:
             s._catalog.eligible[:len(pending)] = np.asarray(eligible, dtype=np.int64)
         return s
@@ -254,7 +257,7 @@ class Scheduler:
         if self._reservations is not None:
             check_jobs_held_off(table)
         active = np.concatenate([self._catalog.job_id(self._queued), self._running.job_id])
-        clash = np.intersect1d(table.job_id, active)
+        clash = np.unique(active[np.isin(active, table.job_id)])   # (O(active), no sort)
         if len(clash) or len(np.unique(table.job_id)) != len(table):
             bad = clash[0] if len(clash) else first_duplicate(table.job_id)
             raise InputError(f"job id {bad} is already queued or running", field="job_id")
@@ -314,11 +317,11 @@ class Scheduler:
         if state not in END_STATES:
             raise InputError(f"unknown end state {state!r}; choose one of {list(END_STATES)}",
                              field="state")
-        missing = np.setdiff1d(ids, self._running.job_id)
+        hit = np.flatnonzero(np.isin(self._running.job_id, ids))
+        missing = np.setdiff1d(ids, self._running.job_id[hit])
         if len(missing):
             raise InputError(f"job {missing[0]} is not running", field="job_id")
-        self._end_running(np.flatnonzero(np.isin(self._running.job_id, ids)), now,
-                          state == "COMPLETED")
+        self._end_running(hit, now, state == "COMPLETED")
         self._clock = max(self._clock, now)
 
     def fail_nodes(self, nodes, now: int) -> np.ndarray:
@@ -385,8 +388,8 @@ class Scheduler:
         Node engine: like the simulator, the pass stops after the last job that
         could start now (later jobs BLOCKED); ``full=True`` plans the whole
         queue. The pool engine always plans the whole queue. The node engine keeps its
-        state (free-now arrays, running lists, work profile) between passes over the same
-        running jobs and nodes, built again after apply, complete and node changes; the
+        state (free-now arrays, running lists, work profile, run index) between passes,
+        brought up to date by apply and complete, built again after node changes; the
         decisions are those of :func:`fastsched.engine.plan_nodes` afresh.
         """
         now = _check_now(now)
@@ -539,7 +542,8 @@ class Scheduler:
     def _start_running(self, new: RunningJobs, rows: np.ndarray, groups) -> None:
         self._hold(new, +1)
         self._charge(new, groups, +1)
-        self._running = concat_running(self._running, new)
+        old, self._running = self._running, concat_running(self._running, new)
+        self._kept.started(old, self._running, new)
         self._running_rows = np.concatenate([self._running_rows, rows])
         self._running_groups = concat_csr(self._running_groups, groups)
         self._version += 1
@@ -547,7 +551,9 @@ class Scheduler:
     def _end_running(self, ended: np.ndarray, now: int, ok: bool, requeued=None) -> None:
         """Running jobs at positions ``ended`` end at ``now`` (``ok``: COMPLETED); those
         ``requeued`` marks leave the running jobs only (still submitted, waiting)."""
-        keep = np.setdiff1d(np.arange(len(self._running)), ended)
+        keep = np.ones(len(self._running), dtype=bool)
+        keep[ended] = False
+        keep = np.flatnonzero(keep)
         gone = take_running(self._running, ended)
         groups = take_csr(self._running_groups, ended)
         rows = self._running_rows[ended]
@@ -558,7 +564,8 @@ class Scheduler:
         back = np.zeros(len(rows), dtype=bool) if requeued is None else requeued
         submitted = groups[1][np.repeat(~back, np.diff(groups[0]))]
         self._usage[:, 4] -= np.bincount(submitted, minlength=len(self._usage))
-        self._running = take_running(self._running, keep)
+        old, self._running = self._running, take_running(self._running, keep)
+        self._kept.ended(old, self._running, gone)
         self._running_rows = self._running_rows[keep]
         self._running_groups = take_csr(self._running_groups, keep)
         self._catalog.status[rows[back]] = WAITING
@@ -582,16 +589,14 @@ class Scheduler:
 
     def _hold(self, r: RunningJobs, sign: int) -> None:
         """Take (sign +1) or give back (-1) what ``r`` holds in ``self.state``."""
-        X = self.cluster.num_nodes
         for name, amount in (("free_cpus", r.cpus), ("free_mem_mb", r.mem)):
-            arr = getattr(self.state, name)
-            arr -= (sign * np.bincount(r.nodes, weights=amount, minlength=X)).astype(arr.dtype)
-        used = np.zeros(X, dtype=np.uint64)
-        np.bitwise_or.at(used, r.nodes, r.gpu_mask)
+            arr = getattr(self.state, name)     # (per entry: O(entries), not O(nodes))
+            np.subtract.at(arr, r.nodes, (sign * np.asarray(amount)).astype(arr.dtype))
+        mask = self.state.free_gpu_mask
         if sign > 0:
-            self.state.free_gpu_mask &= ~used
+            np.bitwise_and.at(mask, r.nodes, ~np.asarray(r.gpu_mask, dtype=mask.dtype))
         else:
-            self.state.free_gpu_mask |= used
+            np.bitwise_or.at(mask, r.nodes, np.asarray(r.gpu_mask, dtype=mask.dtype))
 
     def _pass(self, now: int, policy: str, depth: int, full: bool, version: int) -> Decisions:
         """The what-if: one pass over the current state, changing nothing; every
