@@ -227,7 +227,8 @@ class Scheduler:
         only the first ``queued`` pending jobs are submitted now (the others may be
         later, with :meth:`submit`). Pool engine: running jobs hold whole nodes."""
         if queued is not None and not 0 <= queued <= len(pending):
-            raise InputError(f"queued must be in 0..{len(pending)}, got {queued}", field="queued")
+            raise InputError(f"queued must be in 0..{len(pending)}, got {queued}",
+                             field="queued")
         run_limits, limits = split_limits(limits, len(running), len(pending))
         s = cls(cluster, policy, jobs=pending, limits=limits, **options)
         if s._members is not None:
