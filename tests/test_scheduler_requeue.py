@@ -23,10 +23,13 @@ from test_nodeplan import node_clusters, node_workloads
 def drive(s, jobs, lc, rows, events=True):
     """Drive Scheduler ``s`` through ``jobs`` and the node events ``rows`` as the
     simulator's loop does: at each instant (submits, ends, events, ``s.requeue_time``)
-    complete what ends, apply the events (``down``: fail_nodes), submit what arrives,
-    then pass and apply until no job ends at once and no start released a dependent
-    (the simulator passes again then). Returns (every attempt as (job id,
-    start, end, nodes, killed), sorted; whether a job waited for down nodes)."""
+    complete what ends, apply the events (``down``: fail_nodes; a ``drain`` kills too
+    with power saving), submit what arrives, then pass and apply until no job ends at
+    once and no start released a dependent (the simulator passes again then). A start
+    runs from its decision's ``configure_time`` on (power saving: its nodes boot
+    first); an attempt killed before it never ran, it starts at the kill. Returns
+    (every attempt as (job id, start, end, nodes, killed), sorted; whether a job
+    waited for down nodes)."""
     ids = [int(j) for j in jobs.job_id]
     row = {j: k for k, j in enumerate(ids)}
     left = {j: int(r) for j, r in zip(ids, jobs.runtime)}
@@ -54,9 +57,10 @@ def drive(s, jobs, lc, rows, events=True):
         end(now)
         while stream and stream[0][0] == now:
             _, kind, nodes = stream.pop(0)
-            if kind == "down":
+            if kind in ("down", "drain"):
                 before = len(s.attempts)
-                killed = s.fail_nodes(nodes, now).tolist()
+                killed = (s.fail_nodes if kind == "down" else s.drain_nodes)(nodes, now)
+                killed = killed.tolist()
                 new = s.attempts.iloc[before:]
                 assert sorted(new.job_id.tolist()) == sorted(killed)
                 for a in new.itertuples():
@@ -72,6 +76,7 @@ def drive(s, jobs, lc, rows, events=True):
                         shrunk.add(j)
                         continue
                     del ends[j]
+                    start = min(start, now)             # (killed CONFIGURING: never ran)
                     done.append((j, start, now, on, True))
                     saved = int(saved_progress(now - start, lc.checkpoint_interval[row[j]]))
                     if j not in shrunk:             # (else: node-seconds, model.elastic)
@@ -82,7 +87,7 @@ def drive(s, jobs, lc, rows, events=True):
                     left[j] -= a.saved
                     shrunk.discard(j)
             else:
-                (s.drain_nodes if kind == "drain" else s.resume_nodes)(nodes)
+                s.resume_nodes(nodes, now)
         if submits and submits[0] == now:
             submits.pop(0)
             s.submit(jobs.take(jobs.submit_time == now))
@@ -92,9 +97,10 @@ def drive(s, jobs, lc, rows, events=True):
             held = held or "ReqNodeNotAvail" in d.reason
             for i in np.flatnonzero(d.outcome == START).tolist():
                 j = int(d.job_id[i])
-                running[j] = (now, sorted(d.nodes_of(i).tolist()))
-                ends[j] = now + min(left[j], limit[j])
-                began[j], over[j] = now, left[j] > limit[j]
+                t = now if d.configure_time is None else now + int(d.configure_time[i])
+                running[j] = (t, sorted(d.nodes_of(i).tolist()))
+                ends[j] = t + min(left[j], limit[j])
+                began[j], over[j] = t, left[j] > limit[j]
             released = set(s.pending.job_id.tolist()) - set(d.job_id.tolist())
             if now not in ends.values() and not released:     # (the simulator's rule)
                 break
