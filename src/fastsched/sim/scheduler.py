@@ -329,7 +329,8 @@ class Scheduler:
         ``lifecycle``, those that may be requeued come back to the queue after the
         requeue delay (:attr:`attempts`, :attr:`requeue_time`), and ``--no-kill`` jobs
         left with a node run on, shrunk (RESIZING in :attr:`attempts`). Pending jobs that
-        cannot run without these nodes wait (reason ReqNodeNotAvail)."""
+        cannot run without these nodes wait (reason ReqNodeNotAvail). With power saving,
+        a job killed while CONFIGURING never ran: its start is ``now``."""
         down = self._node_indices(nodes)
         now = _check_now(now)
         check_node_event(self._costs, self._requeue, "fail_nodes", now)
