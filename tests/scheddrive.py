@@ -31,12 +31,15 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
     """Drive Scheduler ``s`` through ``jobs`` and the node events ``rows`` ((time, kind,
     nodes), kind down / up / drain / resume) as the simulator's loop runs an instant:
     complete what ends (TIMEOUT when cut at its limit), apply the node events (down:
-    ``fail_nodes``, whose attempts are checked against the lifecycle ``lc``), stop the
+    ``fail_nodes``; a drain kills too, with power saving: jobs whose nodes still boot;
+    their attempts are checked against the lifecycle ``lc``), stop the
     victims whose GraceTime ends (those still running the attempt that was preempted),
     submit what arrives, then pass and apply while a pass stops a victim at once, a job
     ends at once or a start releases a dependent (the simulator passes again then).
-    A job runs min(work left, the limit its START gave); a requeued one resumes with the
-    work left after its last checkpoint; a ``--no-kill`` one shrinks. Raises
+    A job runs min(work left, the limit its START gave) from its decision's
+    ``configure_time`` on (power saving: its nodes boot first; killed before, it never
+    ran and its attempt starts at the kill); a requeued one resumes with the work left
+    after its last checkpoint; a ``--no-kill`` one shrinks. Raises
     :class:`Endless` past a bound of instants (preemption can ping-pong for ever)."""
     ids = [int(j) for j in jobs.job_id]
     row = {j: k for k, j in enumerate(ids)}
@@ -62,14 +65,21 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
             out.attempts.append((j, start, now, nodes, False))
             del ends[j]
 
-    def fail(nodes, now):
-        before = len(s.attempts)
-        killed = s.fail_nodes(nodes, now).tolist()
+    def fail(kill, nodes, now):
+        before = 0 if s.attempts is None else len(s.attempts)
+        killed = kill(nodes, now).tolist()
+        if s.attempts is None:              # no lifecycle: they end for good
+            for j in killed:
+                running[j] = (min(running[j][0], now), running[j][1])
+                stop(j, now, False)
+            return
         new = s.attempts.iloc[before:]
         assert sorted(new.job_id.tolist()) == sorted(killed)
         for a in new.itertuples():
             j = a.job_id
             start, on = running[j]
+            start = min(start, now)          # (killed CONFIGURING: never ran)
+            running[j] = (start, on)
             if a.state == "RESIZING":        # a --no-kill job runs on, on fewer nodes
                 assert (a.start_time, a.end_time) == (start, now)
                 running.pop(j)
@@ -99,10 +109,11 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
         for i in np.flatnonzero(d.outcome == START).tolist():
             j = int(d.job_id[i])
             limit[j] = asked[j] if d.time_limit is None else int(d.time_limit[i])
-            running[j] = (now, sorted(d.nodes_of(i).tolist()))
-            ends[j] = now + min(left[j], limit[j])
-            began[j], over[j] = now, left[j] > limit[j]
-            out.starts[j] = (now, running[j][1], limit[j])
+            t = now if d.configure_time is None else now + int(d.configure_time[i])
+            running[j] = (t, sorted(d.nodes_of(i).tolist()))
+            ends[j] = t + min(left[j], limit[j])
+            began[j], over[j] = t, left[j] > limit[j]
+            out.starts[j] = (t, running[j][1], limit[j])
         at_once = False
         p = d.preempt
         for v, mode, t in ([] if p is None else zip(p.victims.tolist(), p.mode,
@@ -126,10 +137,10 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
         end(now)
         while stream and stream[0][0] == now:
             _, kind, nodes = stream.pop(0)
-            if kind == "down":
-                fail(nodes, now)
+            if kind in ("down", "drain"):
+                fail(s.fail_nodes if kind == "down" else s.drain_nodes, nodes, now)
             else:
-                (s.drain_nodes if kind == "drain" else s.resume_nodes)(nodes)
+                s.resume_nodes(nodes, now)
         for j, (t, requeue, start) in list(stops.items()):
             if t == now:
                 del stops[j]

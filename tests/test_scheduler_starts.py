@@ -34,7 +34,7 @@ def drive(s, jobs, events=()):
         visits.discard(now)
         for t, kind, nodes in events:
             if t == now:
-                (s.drain_nodes if kind == "drain" else s.resume_nodes)(nodes)
+                (s.drain_nodes if kind == "drain" else s.resume_nodes)(nodes, now)
         first = True
         while True:
             done = [j for j, e in ends.items() if e == now]
@@ -219,13 +219,12 @@ def test_what_is_refused_by_name_leaving_the_state_unchanged():
     s.submit(jobs)
     s.apply(s.schedule(0))
     before = (s.available.copy(), s.running, s.start_costs.power.busy.copy())
-    for call in (lambda: s.fail_nodes([0], 5), lambda: s.drain_nodes([1])):
-        with pytest.raises(UnsupportedError, match="power saving"):
+    # node events with power saving: tests/test_scheduler_power_events.py
+    for call in (lambda: s.drain_nodes([1]), lambda: s.resume_nodes([1])):
+        with pytest.raises(InputError, match="power saving needs now="):
             call()
         assert (s.available.tolist(), s.running, s.start_costs.power.busy.tolist()) == \
             (before[0].tolist(), before[1], before[2].tolist())
-    with pytest.raises(UnsupportedError, match="from_state"):
-        Scheduler.from_state(cluster, s.running_jobs, _jobs([5], [1]), power=PowerSaving())
 
 
 # ------------------------------------------------------------------ CLI

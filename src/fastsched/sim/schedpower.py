@@ -87,11 +87,35 @@ class SchedulerPower:
                 and now > self.idle[x] + self.suspend_time)
 
     def ended(self, nodes: np.ndarray, now: int) -> None:
-        """Jobs on ``nodes`` (one entry per job and node) ended at ``now``: a node left
-        without a job is idle from now."""
+        """Jobs on ``nodes`` (one entry per job and node) ended (or were killed) at
+        ``now``: a node left without a job is idle from now, or from the end of its boot
+        if it is still booting (Slurm sets a resumed node's ``last_busy`` when it
+        registers; the boot goes on)."""
         np.subtract.at(self.busy, nodes, 1)
         free = np.unique(nodes[self.busy[nodes] == 0])
-        self.idle[free] = now
+        self.idle[free] = np.maximum(now, self.ready[free])
+
+    def running(self, nodes: np.ndarray) -> None:
+        """Jobs given from outside run on ``nodes`` (one entry per job and node): those
+        nodes are on (:meth:`fastsched.Scheduler.from_state`)."""
+        np.add.at(self.busy, nodes, 1)
+
+    def booting(self, nodes: np.ndarray, now: int) -> np.ndarray:
+        """The nodes of ``nodes`` booting at ``now`` for the jobs allocated them: a drain
+        of one kills those jobs (node_mgr.c ``update_node``: a DRAIN request for a node
+        "allocated and being powered up" requeues its jobs)."""
+        return nodes[(self.busy[nodes] > 0) & (self.ready[nodes] > now)]
+
+    def back(self, nodes: np.ndarray, now: int) -> None:
+        """``nodes`` come back at ``now`` (resumed after a drain or a failure): one with
+        no job that is not powered down (nor powering down) is idle from ``now``
+        (node_mgr.c sets ``last_busy = now`` at a resume unless the node is
+        POWERED_DOWN); a powered-down one stays so."""
+        x = nodes[self.busy[nodes] == 0]
+        x = x[self.idle[x] != NEVER]
+        if self.suspend_time is not None:
+            x = x[self.excluded[x] | (now <= self.idle[x] + self.suspend_time)]
+        self.idle[x] = np.maximum(self.idle[x], now)
 
     def states(self, now: int) -> np.ndarray:
         """Each node's power state at ``now`` (:data:`POWER_STATES`)."""

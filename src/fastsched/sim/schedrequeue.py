@@ -98,7 +98,7 @@ class SchedulerRequeue:
         """UnsupportedError (before anything changes) for what a requeue at
         :meth:`Scheduler.fail_nodes` is not modelled with."""
         for name, given in (("advance reservations with member jobs", s._members),
-                            ("containers", s._costs)):
+                            ("containers", s._costs and s._costs.images)):
             if given is not None:
                 raise UnsupportedError(f"fail_nodes with a lifecycle (requeue) and {name} "
                                        "is not modelled in the Scheduler")

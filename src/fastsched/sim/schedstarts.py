@@ -57,12 +57,14 @@ class StartCosts:
         """Node availability ``available`` with what power saving keeps DOWN."""
         return available if self.power is None else self.power.available(available)
 
-    def decide(self, d: Decisions, jobs) -> Decisions:
+    def decide(self, d: Decisions, jobs, requeue=None) -> Decisions:
         """``d`` with each job's configure, pull and end times (``jobs``: the queued
-        jobs, in ``d``'s order)."""
+        jobs, in ``d``'s order; ``requeue``: the Scheduler's
+        :class:`.schedrequeue.SchedulerRequeue`, whose requeued jobs run their work left)."""
         configure, pull = self._costs(d, commit=False)
         started = d.outcome == START
-        run = np.minimum(pull + jobs.runtime, jobs.time_limit)
+        work = jobs.runtime if requeue is None else requeue.left[d.rows]
+        run = np.minimum(pull + work, jobs.time_limit)
         end = np.where(started, d.now + configure + run, -1).astype(np.int64)
         return replace(d, configure_time=configure, pull_time=pull, end_time=end)
 
@@ -85,15 +87,51 @@ class StartCosts:
         return configure, pull
 
     def ended(self, nodes: np.ndarray, now: int) -> None:
-        """Jobs on ``nodes`` ended at ``now``."""
+        """Jobs on ``nodes`` ended (or were killed) at ``now``."""
         if self.power is not None:
             self.power.ended(nodes, now)
 
+    def running(self, nodes: np.ndarray) -> None:
+        """Jobs given from outside run on ``nodes``: those are powered up."""
+        if self.power is not None:
+            self.power.running(nodes)
 
-def refuse_with_power(costs: StartCosts | None, what: str) -> None:
-    """UnsupportedError for ``what`` (a Scheduler call) with power saving: node events,
-    and running jobs given from outside, whose nodes' power states are not known."""
-    if costs is not None and costs.power is not None:
-        raise UnsupportedError(f"{what} with power saving is not modelled in the "
-                               "embeddable Scheduler yet (simulate models node events "
-                               "with power saving)")
+    def back(self, nodes: np.ndarray, now: int) -> None:
+        """``nodes`` come back at ``now`` (:meth:`SchedulerPower.back`)."""
+        if self.power is not None:
+            self.power.back(nodes, now)
+
+
+def check_node_event(costs: StartCosts | None, requeue, what: str, now) -> None:
+    """Raise (before anything changes) for a node event (``what``: fail_nodes,
+    drain_nodes, resume_nodes at ``now``) that power saving does not model with it: no
+    ``now`` (a drain kills the jobs of the nodes booting then, a resume restarts a
+    node's idle clock then), a boot over ResumeTimeout (CLOUD nodes that never come
+    up) and elastic (``--no-kill``) jobs, as :func:`fastsched.simulate` refuses them."""
+    if costs is None or costs.power is None:
+        return
+    if now is None:
+        raise InputError(f"{what} with power saving needs now= (a drain kills the jobs "
+                         "of the nodes booting then; a resume restarts an idle node's "
+                         "SuspendTime clock then)", field="now")
+    model = costs.power.model
+    other = []
+    if costs.power.up is not None:
+        other.append(f"a boot ({model.boot} s) over ResumeTimeout ({model.resume_timeout} s)")
+    if requeue is not None and requeue.no_kill.any():
+        other.append("elastic (--no-kill) jobs")
+    if other:
+        raise UnsupportedError(f"{what} with power saving and {' and '.join(other)} is not "
+                               "modelled (simulate refuses node events with them too)")
+
+
+def booting_jobs(costs: StartCosts | None, running, nodes: np.ndarray,
+                 now: int | None) -> np.ndarray:
+    """Positions in ``running`` (:class:`fastsched.engine.RunningJobs`) of the jobs a
+    drain of ``nodes`` at ``now`` kills: those allocated a node still booting for them
+    (none without power saving)."""
+    if costs is None or costs.power is None:
+        return np.zeros(0, dtype=np.int64)
+    booting = costs.power.booting(nodes, now)
+    entry_job = np.repeat(np.arange(len(running)), np.diff(running.node_offsets))
+    return np.unique(entry_job[np.isin(running.nodes, booting)])

@@ -40,7 +40,7 @@ from .schedrequeue import SchedulerRequeue
 from .schedtimemin import pass_limits, refuse_with_time_min, scheduler_time_min
 from .schedresv import SchedulerMembers
 from .schedrunning import checked_running, whole_node_jobs, whole_nodes
-from .schedstarts import StartCosts, refuse_with_power
+from .schedstarts import StartCosts, booting_jobs, check_node_event
 from .schedtables import (concat_csr, concat_running, no_running, split_limits,
                           take_csr, take_running, widen)
 
@@ -234,10 +234,11 @@ class Scheduler:
         if s._members is not None:
             raise UnsupportedError("from_state with jobs running in a reservation "
                                    "(--reservation, MAGNETIC) is not modelled yet")
-        refuse_with_power(s._costs, "from_state")       # (running jobs' nodes are on)
         if s._auto and s.engine == "pool" and not whole_node_jobs(cluster, running):
             s.engine = "nodes"
         r = checked_running(cluster, running, s.engine)
+        if s._costs is not None:                        # running jobs' nodes are on
+            s._costs.running(r.nodes)
         groups = (run_limits.offsets, run_limits.group) if run_limits is not None else \
             (np.zeros(len(r) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
         s._start_running(r, np.full(len(r), -1, dtype=np.int64), groups)
@@ -332,10 +333,11 @@ class Scheduler:
         ``lifecycle``, those that may be requeued come back to the queue after the
         requeue delay (:attr:`attempts`, :attr:`requeue_time`), and ``--no-kill`` jobs
         left with a node run on, shrunk (RESIZING in :attr:`attempts`). Pending jobs that
-        cannot run without these nodes wait (reason ReqNodeNotAvail)."""
+        cannot run without these nodes wait (reason ReqNodeNotAvail). With power saving,
+        a job killed while CONFIGURING never ran: its start is ``now``."""
         down = self._node_indices(nodes)
         now = _check_now(now)
-        refuse_with_power(self._costs, "fail_nodes")
+        check_node_event(self._costs, self._requeue, "fail_nodes", now)
         refuse_with_time_min(self._time_min, "fail_nodes")
         if self._requeue is not None:
             SchedulerRequeue.check(self)
@@ -346,37 +348,63 @@ class Scheduler:
         hit = np.unique(entry_job[np.isin(self._running.nodes, down)])
         ended = self._running.job_id[hit]
         self.engine = "nodes"
-        if self._requeue is None:
-            self._end_running(hit, now, False)
-        else:
-            self._requeue.fail(self, hit, down, now)
+        self._kill(hit, down, now)
         self._clock = max(self._clock, now)
         self.available[down] = False
         self.state.state[down] = NodeState.DOWN
         return ended
 
-    def drain_nodes(self, nodes) -> None:
-        """Nodes ``nodes`` (indices) are drained (``scontrol update State=DRAIN``): no job
-        starts or is planned on them, the jobs running there go on. Pending jobs that
-        cannot run without them wait (reason ReqNodeNotAvail); :meth:`resume_nodes`
-        undoes it."""
+    def _kill(self, hit: np.ndarray, nodes: np.ndarray, now: int) -> None:
+        """End the running jobs at positions ``hit`` at ``now`` (NODE_FAIL, or requeued
+        by the ``lifecycle``), for their ``nodes`` are lost: one still CONFIGURING
+        never ran, its start is the kill."""
+        rows = self._running_rows[hit]
+        rows = rows[rows >= 0]
+        self._catalog.start[rows] = np.minimum(self._catalog.start[rows], now)
+        if self._requeue is None:
+            self._end_running(hit, now, False)
+        else:
+            self._requeue.fail(self, hit, nodes, now)
+
+    def drain_nodes(self, nodes, now: int | None = None) -> np.ndarray:
+        """Nodes ``nodes`` (indices) are drained at ``now`` (``scontrol update
+        State=DRAIN``): no job starts or is planned on them, the jobs running there go
+        on. Pending jobs that cannot run without them wait (reason ReqNodeNotAvail);
+        :meth:`resume_nodes` undoes it. With power saving (``now`` then needed) the jobs
+        of a drained node still booting for them are killed, as :meth:`fail_nodes`
+        kills (Slurm requeues them). Returns the ids of the jobs killed."""
         drained = self._node_indices(nodes)
-        refuse_with_power(self._costs, "drain_nodes")
+        now = None if now is None else _check_now(now)
+        check_node_event(self._costs, self._requeue, "drain_nodes", now)
         refuse_with_time_min(self._time_min, "drain_nodes")
+        hit = booting_jobs(self._costs, self._running, drained, now)
+        if len(hit) and self._requeue is not None:
+            SchedulerRequeue.check(self)
         if self.engine == "pool" and not self._auto:
             raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                    "node engine")
+        ended = self._running.job_id[hit]
         self.engine = "nodes"
+        if len(hit):
+            self._kill(hit, drained, now)
+        if now is not None:
+            self._clock = max(self._clock, now)
         self.available[drained] = False
         self.state.state[drained] = np.where(self.state.state[drained] == NodeState.DOWN,
                                              NodeState.DOWN, NodeState.DRAIN)
         self._version += 1
+        return ended
 
-    def resume_nodes(self, nodes) -> None:
-        """Nodes ``nodes`` (indices) are back, up or no longer drained: planning uses
-        them again."""
+    def resume_nodes(self, nodes, now: int | None = None) -> None:
+        """Nodes ``nodes`` (indices) are back at ``now``, up or no longer drained:
+        planning uses them again. With power saving (``now`` then needed) a node back
+        with no job, not powered down, is idle from ``now``."""
         up = self._node_indices(nodes)
+        now = None if now is None else _check_now(now)
+        check_node_event(self._costs, self._requeue, "resume_nodes", now)
         refuse_with_time_min(self._time_min, "resume_nodes")
+        if self._costs is not None:
+            self._costs.back(up[~self.available[up]], now)
         self.available[up] = self._configured[up]
         self.state.state[up] = np.where(self._configured[up], NodeState.UP, NodeState.DOWN)
         self._version += 1
@@ -399,7 +427,8 @@ class Scheduler:
         if self._preempt is None:
             d = self._shown(self._pass(now, self.policy.name, self.reserve_depth, full,
                                        self._version))
-            return d if self._costs is None else self._costs.decide(d, self._catalog.take(d.rows))
+            return d if self._costs is None else \
+                self._costs.decide(d, self._catalog.take(d.rows), self._requeue)
         self._preempt.due(self, now)
         d = self._pass(now, self.policy.name, self.reserve_depth, full, self._version)
         return replace(d, preempt=self._preempt.decide(self, now, d))
