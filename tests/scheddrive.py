@@ -35,13 +35,15 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
     victims whose GraceTime ends (those still running the attempt that was preempted),
     submit what arrives, then pass and apply while a pass stops a victim at once, a job
     ends at once or a start releases a dependent (the simulator passes again then).
-    A job runs min(work left, the limit its START gave); a requeued one resumes with the
-    work left after its last checkpoint; a ``--no-kill`` one shrinks. Raises
+    A job runs min(work left, the limit its START gave) (started narrow on a node range:
+    its work's node-seconds at its width); a requeued one resumes with the work left
+    after its last checkpoint; a ``--no-kill`` one shrinks. Raises
     :class:`Endless` past a bound of instants (preemption can ping-pong for ever)."""
     ids = [int(j) for j in jobs.job_id]
     row = {j: k for k, j in enumerate(ids)}
     left = {j: int(r) for j, r in zip(ids, jobs.runtime)}
     asked = {j: int(t) for j, t in zip(ids, jobs.time_limit)}
+    width = {j: int(n) for j, n in zip(ids, jobs.num_nodes)}
     interval = {j: 0 if lc is None else int(lc.checkpoint_interval[row[j]]) for j in ids}
     submits = sorted(set(jobs.submit_time.tolist()))
     stream = sorted(rows, key=lambda e: e[0])
@@ -100,8 +102,12 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
             j = int(d.job_id[i])
             limit[j] = asked[j] if d.time_limit is None else int(d.time_limit[i])
             running[j] = (now, sorted(d.nodes_of(i).tolist()))
-            ends[j] = now + min(left[j], limit[j])
-            began[j], over[j] = now, left[j] > limit[j]
+            run = left[j]
+            if len(running[j][1]) < width[j]:    # a node range started narrow: node-seconds
+                run = -(-left[j] * width[j] // len(running[j][1]))
+                shrunk.add(j)
+            ends[j] = now + min(run, limit[j])
+            began[j], over[j] = now, run > limit[j]
             out.starts[j] = (now, running[j][1], limit[j])
         at_once = False
         p = d.preempt

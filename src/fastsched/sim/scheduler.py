@@ -35,6 +35,7 @@ from ..model.validation import check_jobs, reject
 from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, ConstraintState,
                           QueuePriority, csr_offsets, first_duplicate)
 from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
+from .schedelastic import asking_min, check_ranges
 from .schedpreempt import SchedulerPreemption, scheduler_priority
 from .schedrequeue import SchedulerRequeue
 from .schedtimemin import pass_limits, refuse_with_time_min, scheduler_time_min
@@ -82,7 +83,9 @@ class Scheduler:
     :attr:`preempt_time` says when to pass again for it. With or without preemption,
     ``lifecycle`` says what :meth:`fail_nodes` does to the jobs it ends: those that may
     be requeued come back to the queue as the simulator requeues them
-    (:mod:`.schedrequeue`; :attr:`attempts`, :attr:`requeue_time`). ``containers``
+    (:mod:`.schedrequeue`; :attr:`attempts`, :attr:`requeue_time`); its ``nodes_min``
+    (``--nodes=MIN-MAX``) starts a job narrow, on as many nodes as fit, at least MIN
+    (:mod:`.schedelastic`; ``Decisions.nodes_of``). ``containers``
     (:class:`fastsched.Containers`, with ``jobs``) and ``power`` (a
     :class:`fastsched.PowerSaving` or its text): each start's image pull and its
     powered-down nodes' boots as :func:`fastsched.simulate` counts them (node engine;
@@ -192,7 +195,12 @@ class Scheduler:
             containers=containers, power=power, placement=placement,
             advance_reservations=self._reservations,
             **{"reservations='slurm'": True if engine == "slurm" else None})
-        if self._costs is not None or self._time_min is not None:   # the node engine's
+        check_ranges(lifecycle, placement, preemption=preemption, containers=containers,
+                     power=power,
+                     **{"reservations='slurm'": True if engine == "slurm" else None,
+                        "advance reservations with member jobs": self._members})
+        if self._costs is not None or self._time_min is not None or \
+                (lifecycle is not None and lifecycle.ranged):   # the node engine's
             if self.engine != "nodes" and jobs is not None:
                 check_node_jobs(cluster, jobs, self._configured)
             self.engine, self._auto = "nodes", False
@@ -303,6 +311,8 @@ class Scheduler:
         self._queued = self._queued[~np.isin(self._queued, rows)]
         self._catalog.status[rows] = RUNNING
         self._catalog.start[rows] = begin
+        if self._requeue is not None:
+            self._requeue.started(rows, counts, begin)
         self._release(rows, np.ones(len(rows), dtype=bool), decisions.now, started=True)
 
     def complete(self, job_id, now: int | None = None, *, state: str = "COMPLETED") -> None:
@@ -616,7 +626,10 @@ class Scheduler:
             outcome, planned, offsets, nodes, masks = self._plan_slurm(now, jobs)
             partition = jobs.partition.astype(np.int64)
         else:
-            runnable = self._constraints.runnable(self.cluster, rows, jobs, self.available)
+            low = None if self._requeue is None else self._requeue.start_low
+            runnable = self._constraints.runnable(
+                self.cluster, rows, jobs if low is None else asking_min(jobs, low[rows]),
+                self.available)
             d = plan_kept(self._kept if self._keep_state else None, self.cluster,
                           self._running, jobs.take(runnable), now, policy, depth,
                           self.available, full=full, resolution=self.resolution,
@@ -626,6 +639,7 @@ class Scheduler:
                           self._time_min[rows[runnable]],
                           preempting=None if self._preempt is None else
                           self._preempt.planning(self, rows[runnable]),
+                          nodes_min=None if low is None else low[rows[runnable]],
                           **self._constraints.of_rows(rows[runnable], self._catalog))
             outcome, planned, offsets, nodes, masks, part = widen(d, runnable)
             limits = pass_limits(d, runnable, jobs.time_limit)
