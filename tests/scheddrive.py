@@ -93,6 +93,26 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
             left[j] -= a.saved
             shrunk.discard(j)
 
+    def resume(nodes, now):
+        """Nodes back: with regrowth, shrunk or narrow jobs take some (RESIZING)."""
+        before = 0 if lc is None else len(s.attempts)
+        s.resume_nodes(nodes, now=now)
+        if lc is None or not lc.regrow:
+            return
+        r = s.running_jobs
+        for a in s.attempts.iloc[before:].itertuples():
+            j = a.job_id
+            start, on = running.pop(j)
+            assert (a.state, a.start_time, a.end_time) == ("RESIZING", start, now)
+            if start < now:
+                out.attempts.append((j, start, now, on, False))
+            k = int(np.flatnonzero(r.job_id == j)[0])
+            running[j] = (now, sorted(r.nodes[r.node_offsets[k]:r.node_offsets[k + 1]]
+                                      .tolist()))
+            assert set(on) < set(running[j][1])
+            ends[j] = min(now + a.remaining, began[j] + limit[j])
+            over[j] = now + a.remaining > began[j] + limit[j]
+
     def pass_once(now):
         """One pass applied; True if it stopped a victim at ``now``."""
         d = s.schedule(now)
@@ -134,8 +154,10 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
             _, kind, nodes = stream.pop(0)
             if kind == "down":
                 fail(nodes, now)
+            elif kind == "drain":
+                s.drain_nodes(nodes)
             else:
-                (s.drain_nodes if kind == "drain" else s.resume_nodes)(nodes)
+                resume(nodes, now)
         for j, (t, requeue, start) in list(stops.items()):
             if t == now:
                 del stops[j]

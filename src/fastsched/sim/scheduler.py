@@ -35,7 +35,7 @@ from ..model.validation import check_jobs, reject
 from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, ConstraintState,
                           QueuePriority, csr_offsets, first_duplicate)
 from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
-from .schedelastic import asking_min, check_ranges
+from .schedelastic import asking_min, check_elastic, regrow
 from .schedpreempt import SchedulerPreemption, scheduler_priority
 from .schedrequeue import SchedulerRequeue
 from .schedtimemin import pass_limits, refuse_with_time_min, scheduler_time_min
@@ -195,10 +195,10 @@ class Scheduler:
             containers=containers, power=power, placement=placement,
             advance_reservations=self._reservations,
             **{"reservations='slurm'": True if engine == "slurm" else None})
-        check_ranges(lifecycle, placement, preemption=preemption, containers=containers,
-                     power=power,
-                     **{"reservations='slurm'": True if engine == "slurm" else None,
-                        "advance reservations with member jobs": self._members})
+        check_elastic(lifecycle, placement, limits, self._reservations, preemption=preemption,
+                      containers=containers, power=power,
+                      **{"reservations='slurm'": True if engine == "slurm" else None,
+                         "advance reservations with member jobs": self._members})
         if self._costs is not None or self._time_min is not None or \
                 (lifecycle is not None and lifecycle.ranged):   # the node engine's
             if self.engine != "nodes" and jobs is not None:
@@ -312,7 +312,7 @@ class Scheduler:
         self._catalog.status[rows] = RUNNING
         self._catalog.start[rows] = begin
         if self._requeue is not None:
-            self._requeue.started(rows, counts, begin)
+            self._requeue.started(rows, counts, begin, decisions.partition[started])
         self._release(rows, np.ones(len(rows), dtype=bool), decisions.now, started=True)
 
     def complete(self, job_id, now: int | None = None, *, state: str = "COMPLETED") -> None:
@@ -378,14 +378,21 @@ class Scheduler:
                                              NodeState.DOWN, NodeState.DRAIN)
         self._version += 1
 
-    def resume_nodes(self, nodes) -> None:
+    def resume_nodes(self, nodes, now: int | None = None) -> None:
         """Nodes ``nodes`` (indices) are back, up or no longer drained: planning uses
-        them again."""
+        them again. With ``Lifecycle(regrow=True)``, running ``--no-kill`` jobs on fewer
+        nodes than they ask for take those that were out at ``now`` (default: the latest
+        time given) as the simulator's regrowth does (RESIZING in :attr:`attempts`)."""
         up = self._node_indices(nodes)
+        now = self._clock if now is None else _check_now(now)
         refuse_with_time_min(self._time_min, "resume_nodes")
+        back = up[~self.available[up] & self._configured[up]]
         self.available[up] = self._configured[up]
         self.state.state[up] = np.where(self._configured[up], NodeState.UP, NodeState.DOWN)
         self._version += 1
+        if len(back) and self._requeue is not None and self._requeue.regrow:
+            regrow(self, self._requeue, back, now)
+            self._clock = max(self._clock, now)
 
     # ------------------------------------------------------------ pure passes
     def schedule(self, now: int, *, full: bool = False) -> Decisions:
