@@ -38,7 +38,7 @@ from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
 from .schedelastic import asking_min, check_elastic, regrow
 from .schedpreempt import SchedulerPreemption, scheduler_priority
 from .schedrequeue import SchedulerRequeue
-from .schedtimemin import pass_limits, refuse_with_time_min, scheduler_time_min
+from .schedtimemin import pass_limits, scheduler_time_min
 from .schedresv import SchedulerMembers
 from .schedrunning import checked_running, whole_node_jobs, whole_nodes
 from .schedstarts import StartCosts, refuse_with_power
@@ -191,7 +191,7 @@ class Scheduler:
             self._preempt = SchedulerPreemption(cluster, jobs, preemption, lifecycle,
                                                 partitions, self._requeue)
         self._time_min = scheduler_time_min(
-            jobs, time_min, lifecycle=lifecycle, preemption=preemption,
+            jobs, time_min, preemption=preemption,
             containers=containers, power=power, placement=placement,
             advance_reservations=self._reservations,
             **{"reservations='slurm'": True if engine == "slurm" else None})
@@ -342,7 +342,6 @@ class Scheduler:
         down = self._node_indices(nodes)
         now = _check_now(now)
         refuse_with_power(self._costs, "fail_nodes")
-        refuse_with_time_min(self._time_min, "fail_nodes")
         if self._requeue is not None:
             SchedulerRequeue.check(self)
         if self.engine == "pool" and not self._auto:
@@ -368,7 +367,6 @@ class Scheduler:
         undoes it."""
         drained = self._node_indices(nodes)
         refuse_with_power(self._costs, "drain_nodes")
-        refuse_with_time_min(self._time_min, "drain_nodes")
         if self.engine == "pool" and not self._auto:
             raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                    "node engine")
@@ -385,7 +383,6 @@ class Scheduler:
         time given) as the simulator's regrowth does (RESIZING in :attr:`attempts`)."""
         up = self._node_indices(nodes)
         now = self._clock if now is None else _check_now(now)
-        refuse_with_time_min(self._time_min, "resume_nodes")
         back = up[~self.available[up] & self._configured[up]]
         self.available[up] = self._configured[up]
         self.state.state[up] = np.where(self._configured[up], NodeState.UP, NodeState.DOWN)
