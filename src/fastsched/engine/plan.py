@@ -143,7 +143,7 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
     res, win = _grid(resolution, window)
     pl = _placement(placement, cluster, len(pending))
     low = _start_nodes(pending, nodes_min, pl, preempting)
-    partitions = check_node_jobs(cluster, pending if low is None else _with_nodes(pending, low),
+    partitions = check_node_jobs(cluster, pending if low is None else asking_nodes(pending, low),
                                  available, partitions, None if kept is None
                                  else kept.capacity(cluster, node_availability(cluster, available)))
     n = len(pending)
@@ -287,8 +287,9 @@ def _start_nodes(pending: JobTable, nodes_min, placement, preempting) -> np.ndar
     return low
 
 
-def _with_nodes(pending: JobTable, nn) -> JobTable:
-    """``pending`` asking for ``nn`` nodes each (what must fit for it to start)."""
+def asking_nodes(pending: JobTable, nn) -> JobTable:
+    """``pending`` asking for ``nn`` nodes each (a range's MIN: what must fit on the
+    available nodes for it to be planned at all; it may start narrow there)."""
     out = pending.take(np.arange(len(pending)))
     out.num_nodes = np.asarray(nn, dtype=out.num_nodes.dtype)
     return out

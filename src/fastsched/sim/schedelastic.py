@@ -1,8 +1,8 @@
 """Node ranges and regrowth in the embeddable :class:`fastsched.Scheduler`.
 
-Node ranges (``--nodes=MIN-MAX``, ``Lifecycle.nodes_min``): a pass plans each job on its MAX nodes and, when that
-start is not now, starts it now on as many as fit, at least MIN, with the
-simulator's code (:func:`fastsched.engine.passes._narrow_now`, through
+Node ranges (``--nodes=MIN-MAX``, ``Lifecycle.nodes_min``): a pass plans each job on
+its MAX nodes and, when that start is not now, starts it now on as many as fit, at
+least MIN, with the simulator's code (:func:`fastsched.engine.passes._narrow_now`, through
 :func:`fastsched.engine.plan.plan_kept`'s ``nodes_min``). Its START decision holds
 the nodes it got (``Decisions.nodes_of``), :meth:`Scheduler.apply` holds them for
 its time limit, and the caller runs it for ``ceil(runtime x MAX / n)`` seconds on
@@ -25,7 +25,6 @@ import numpy as np
 from ..engine import RunningJobs
 from ..model.elastic import finish
 from ..model.errors import UnsupportedError
-from ..model.jobs import JobTable
 from .bookkeeping import csr_offsets
 
 
@@ -59,14 +58,6 @@ def check_ranges(lifecycle, placement, **refused) -> None:
     if given:
         raise UnsupportedError(f"node ranges (nodes_min) with {', '.join(given)} are not "
                                "modelled in the Scheduler")
-
-
-def asking_min(jobs: JobTable, low: np.ndarray) -> JobTable:
-    """``jobs`` asking for their fewest nodes ``low``: what must fit on the available
-    nodes for a job of a range to be planned at all (it may start narrow there)."""
-    out = jobs.take(np.arange(len(jobs)))
-    out.num_nodes = np.asarray(low, dtype=out.num_nodes.dtype)
-    return out
 
 
 def regrow(s, rq, back: np.ndarray, now: int) -> None:

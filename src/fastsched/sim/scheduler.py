@@ -21,7 +21,7 @@ import numpy as np
 from ..engine import _kernels
 from ..engine import RunningJobs, check_node_jobs, node_availability
 from ..engine.kept import KeptState
-from ..engine.plan import plan_kept
+from ..engine.plan import asking_nodes, plan_kept
 from ..engine.inputs import _grid
 from ..model.cluster import Cluster, NodeState
 from ..model.constraints import (CAPS, Dependencies, LimitGroups, PartitionChoices, Placement,
@@ -35,7 +35,7 @@ from ..model.validation import check_jobs, reject
 from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, ConstraintState,
                           QueuePriority, csr_offsets, first_duplicate)
 from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
-from .schedelastic import asking_min, check_elastic, regrow
+from .schedelastic import check_elastic, regrow
 from .schedpreempt import SchedulerPreemption, scheduler_priority
 from .schedrequeue import SchedulerRequeue
 from .schedtimemin import pass_limits, scheduler_time_min
@@ -632,7 +632,7 @@ class Scheduler:
         else:
             low = None if self._requeue is None else self._requeue.start_low
             runnable = self._constraints.runnable(
-                self.cluster, rows, jobs if low is None else asking_min(jobs, low[rows]),
+                self.cluster, rows, jobs if low is None else asking_nodes(jobs, low[rows]),
                 self.available)
             d = plan_kept(self._kept if self._keep_state else None, self.cluster,
                           self._running, jobs.take(runnable), now, policy, depth,
