@@ -36,15 +36,17 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
     victims whose GraceTime ends (those still running the attempt that was preempted),
     submit what arrives, then pass and apply while a pass stops a victim at once, a job
     ends at once or a start releases a dependent (the simulator passes again then).
-    A job runs min(work left, the limit its START gave) from its decision's
-    ``configure_time`` on (power saving: its nodes boot first; killed before, it never
-    ran and its attempt starts at the kill); a requeued one resumes with the work left
+    A job runs min(work left, the limit its START gave) (started narrow on a node range:
+    its work's node-seconds at its width) from its decision's ``configure_time`` on
+    (power saving: its nodes boot first; killed before, it never ran and its attempt
+    starts at the kill); a requeued one resumes with the work left
     after its last checkpoint; a ``--no-kill`` one shrinks. Raises
     :class:`Endless` past a bound of instants (preemption can ping-pong for ever)."""
     ids = [int(j) for j in jobs.job_id]
     row = {j: k for k, j in enumerate(ids)}
     left = {j: int(r) for j, r in zip(ids, jobs.runtime)}
     asked = {j: int(t) for j, t in zip(ids, jobs.time_limit)}
+    width = {j: int(n) for j, n in zip(ids, jobs.num_nodes)}
     interval = {j: 0 if lc is None else int(lc.checkpoint_interval[row[j]]) for j in ids}
     submits = sorted(set(jobs.submit_time.tolist()))
     stream = sorted(rows, key=lambda e: e[0])
@@ -101,6 +103,26 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
             left[j] -= a.saved
             shrunk.discard(j)
 
+    def resume(nodes, now):
+        """Nodes back: with regrowth, shrunk or narrow jobs take some (RESIZING)."""
+        before = 0 if lc is None else len(s.attempts)
+        s.resume_nodes(nodes, now=now)
+        if lc is None or not lc.regrow:
+            return
+        r = s.running_jobs
+        for a in s.attempts.iloc[before:].itertuples():
+            j = a.job_id
+            start, on = running.pop(j)
+            assert (a.state, a.start_time, a.end_time) == ("RESIZING", start, now)
+            if start < now:
+                out.attempts.append((j, start, now, on, False))
+            k = int(np.flatnonzero(r.job_id == j)[0])
+            running[j] = (now, sorted(r.nodes[r.node_offsets[k]:r.node_offsets[k + 1]]
+                                      .tolist()))
+            assert set(on) < set(running[j][1])
+            ends[j] = min(now + a.remaining, began[j] + limit[j])
+            over[j] = now + a.remaining > began[j] + limit[j]
+
     def pass_once(now):
         """One pass applied; True if it stopped a victim at ``now``."""
         d = s.schedule(now)
@@ -111,8 +133,12 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
             limit[j] = asked[j] if d.time_limit is None else int(d.time_limit[i])
             t = now if d.configure_time is None else now + int(d.configure_time[i])
             running[j] = (t, sorted(d.nodes_of(i).tolist()))
-            ends[j] = t + min(left[j], limit[j])
-            began[j], over[j] = t, left[j] > limit[j]
+            run = left[j]
+            if len(running[j][1]) < width[j]:    # a node range started narrow: node-seconds
+                run = -(-left[j] * width[j] // len(running[j][1]))
+                shrunk.add(j)
+            ends[j] = t + min(run, limit[j])
+            began[j], over[j] = t, run > limit[j]
             out.starts[j] = (t, running[j][1], limit[j])
         at_once = False
         p = d.preempt
@@ -140,7 +166,7 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
             if kind in ("down", "drain"):
                 fail(s.fail_nodes if kind == "down" else s.drain_nodes, nodes, now)
             else:
-                s.resume_nodes(nodes, now)
+                resume(nodes, now)
         for j, (t, requeue, start) in list(stops.items()):
             if t == now:
                 del stops[j]

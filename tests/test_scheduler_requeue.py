@@ -221,8 +221,6 @@ def test_refused_combinations_leave_the_state_unchanged():
         Scheduler(cluster, "easy", lifecycle=Lifecycle.of(4))
     with pytest.raises(InputError, match="lifecycle"):
         Scheduler(cluster, "easy", jobs=jobs, lifecycle=Lifecycle.of(3))
-    with pytest.raises(UnsupportedError, match="node ranges"):
-        Scheduler(cluster, "easy", jobs=jobs, lifecycle=Lifecycle.of(4, nodes_min=1))
     s = Scheduler(cluster, "easy", jobs=jobs, lifecycle=Lifecycle.of(4),
                   containers=Containers.of(["a"] * 4, ImagePull(default=5)))
     s.submit(jobs)

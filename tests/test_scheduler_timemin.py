@@ -1,23 +1,28 @@
 """``--time-min`` in the embeddable Scheduler: driven at the simulator's instants, it
 starts what ``simulate(..., time_min=...)`` starts, with the same limits (each START
 decision carries the limit the job runs with); what it refuses."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from fastsched import Cluster, JobTable, Scheduler, simulate
+from fastsched import Cluster, JobTable, NodeEvents, Scheduler, simulate
 from fastsched.model.errors import InputError, UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
-from scheddrive import drive
+from scheddrive import drive, simulated
 from test_constraints import constrained_cases, engine_inputs
 from test_nodeplan import node_clusters, node_workloads
+from test_scheduler_ranges import ranged
+from fastsched.tools.testing import node_event_rows
+from test_scheduler_requeue import _check, elastic_lifecycles, failure_cases
 
 
-def _scaled(data, jobs):
-    """The drawn jobs on a minute-scale clock (a cut limit is whole minutes), most with
-    a time minimum below their limit."""
-    k = data.draw(st.sampled_from([7, 40, 60, 90]))
+def _scaled(data, jobs, k=None):
+    """The drawn jobs on a minute-scale clock (a cut limit is whole minutes; ``k``: the
+    scale, else drawn), most with a time minimum below their limit."""
+    k = data.draw(st.sampled_from([7, 40, 60, 90])) if k is None else k
     jobs = jobs.take(np.arange(len(jobs)))
     for name in ("submit_time", "time_limit", "runtime"):
         setattr(jobs, name, (getattr(jobs, name) * k).astype(getattr(jobs, name).dtype))
@@ -114,14 +119,45 @@ def test_refused_combinations():
         Scheduler(cluster, "easy", time_min=[0, 60])
     with pytest.raises(InputError, match="time_min"):
         Scheduler(cluster, "easy", jobs=jobs, time_min=[0, 700])
-    with pytest.raises(UnsupportedError, match="lifecycle"):
-        Scheduler(cluster, "easy", jobs=jobs, time_min=[0, 60], lifecycle=Lifecycle.of(2))
     with pytest.raises(UnsupportedError, match="slurm"):
         Scheduler(cluster, "conservative", jobs=jobs, time_min=[0, 60], reservations="slurm")
-    s = Scheduler(cluster, "easy", jobs=jobs, time_min=[0, 60])
-    for call in (lambda: s.fail_nodes([0], 0), lambda: s.drain_nodes([0]),
-                 lambda: s.resume_nodes([0])):
-        with pytest.raises(UnsupportedError, match="time_min"):
-            call()
-        assert s.available.all()
     assert Scheduler(cluster, "easy", jobs=jobs, time_min=[0, 0]).engine == "pool"
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@SETTINGS
+@given(data=st.data())
+def test_scheduler_cuts_limits_with_failures_as_the_simulator(policy, data):
+    """With a lifecycle (requeue, checkpoints, --no-kill, node ranges) and node events:
+    each attempt is planned anew, and runs with the limit its start gave, as
+    ``simulate`` runs it (attempt for attempt; each job's last limit)."""
+    if data.draw(st.booleans()):
+        cluster, jobs, rows, lc = data.draw(failure_cases(policy,
+                                                          shrink=data.draw(st.booleans())))
+        k = data.draw(st.sampled_from([7, 60]))
+        jobs, tmin = _scaled(data, jobs, k)
+    else:               # a gap to backfill, and failures in it
+        cluster, jobs, tmin = data.draw(gap_cases())
+        k = int(np.gcd.reduce(np.concatenate([jobs.time_limit, jobs.runtime])))
+        rows = data.draw(node_event_rows(cluster.num_nodes, max_events=4, max_time=40,
+                                         kinds=("down", "down", "up", "drain", "resume")))
+        lc = data.draw(elastic_lifecycles(len(jobs)))
+    rows = [(t * k, kind, nodes) for t, kind, nodes in rows]
+    lc = replace(lc, checkpoint_interval=lc.checkpoint_interval * k, delay=lc.delay * k)
+    if data.draw(st.booleans()):
+        lc = ranged(data.draw, jobs, lc)
+    s = Scheduler(cluster, policy, jobs=jobs, lifecycle=lc, time_min=tmin)
+    driven = drive(s, jobs, lc, rows)
+    r = simulate(cluster, jobs, policy, reservations="nodes", lifecycle=lc, time_min=tmin,
+                 events=NodeEvents.from_rows(rows, cluster.num_nodes))
+    _check(policy, driven.attempts, driven.held, r, s, jobs)
+    assert driven.attempts == simulated(r)
+    t, ids = r.attempts, r.workload.job_id
+    limit = r.workload.time_limit[t["row"]] if t["limit"] is None else t["limit"]
+    last = {}
+    for q in range(len(t["row"])):
+        if t["start"][q] >= 0:
+            last[int(ids[t["row"][q]])] = int(limit[q])
+    assert {j: v[2] for j, v in driven.starts.items()} == last
+    cut = sum(1 for j, v in driven.starts.items() if v[2] < jobs.time_limit[ids == j][0])
+    event(f"cut limits: {min(cut, 2)}")

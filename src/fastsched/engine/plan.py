@@ -8,7 +8,7 @@ import numpy as np
 
 from ..model.cluster import Cluster
 from ..model.constraints import LimitGroups, PartitionChoices
-from ..model.errors import InputError
+from ..model.errors import InputError, UnsupportedError
 from ..model.jobs import JobTable
 from ..model.policies import get_policy
 from ..model.reservations import check_jobs_held_off
@@ -24,7 +24,7 @@ from .preemptplan import no_preempting
 from .profile import _build_all, block_windows, new_profile
 from .running import RunningJobs, _running_state
 from .state import (Jobs, Limits, Rules, Topology, as_i64, new_free, new_outputs,
-                    new_request_types, new_scratch)
+                    new_request_types, new_scratch, with_capacity)
 
 START, RESERVED, BLOCKED = 0, 1, 2
 OUTCOME_NAMES = ("start", "reserved", "blocked")
@@ -89,7 +89,8 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
                full: bool = False, partitions: PartitionChoices | None = None,
                limits: LimitGroups | None = None, limit_usage=None,
                rank=None, resolution: int = 1, window: int | None = None,
-               placement=None, eligible=None, blocked=None, time_min=None) -> NodeDecisions:
+               placement=None, eligible=None, blocked=None, time_min=None,
+               nodes_min=None) -> NodeDecisions:
     """One scheduling pass at ``now`` of the node-level engine; changes nothing.
 
     The same compiled pass as :func:`run_nodes` (docs/gpu-semantics.md):
@@ -109,11 +110,14 @@ def plan_nodes(cluster: Cluster, running: RunningJobs, pending: JobTable, now: i
     advance reservations' node windows (see :func:`run_nodes`). ``time_min`` (seconds
     per pending job, 0: none): a job that cannot start now with its limit may start
     with a shorter one (:mod:`.timemin`); ``time_limit`` then has each job's.
+    ``nodes_min`` (per pending job, 0: none; ``--nodes=MIN-MAX``): a job that cannot
+    start now on its ``num_nodes`` may start now on fewer, at least MIN
+    (:func:`.passes._narrow_now`); ``nodes_of(i)`` has the nodes it got.
     """
     return _plan(None, cluster, running, pending, now, policy, reserve_depth, available,
                  full=full, partitions=partitions, limits=limits, limit_usage=limit_usage,
                  rank=rank, resolution=resolution, window=window, placement=placement,
-                 eligible=eligible, blocked=blocked, time_min=time_min)
+                 eligible=eligible, blocked=blocked, time_min=time_min, nodes_min=nodes_min)
 
 
 def plan_kept(kept: KeptState | None, cluster: Cluster, running: RunningJobs,
@@ -134,11 +138,13 @@ def plan_kept(kept: KeptState | None, cluster: Cluster, running: RunningJobs,
 def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available, *,
           full=False, partitions=None, limits=None, limit_usage=None, rank=None,
           resolution=1, window=None, placement=None, eligible=None,
-          blocked=None, time_min=None, preempting=None) -> NodeDecisions:
+          blocked=None, time_min=None, preempting=None, nodes_min=None) -> NodeDecisions:
     _check_policy(policy, reserve_depth)
     res, win = _grid(resolution, window)
     pl = _placement(placement, cluster, len(pending))
-    partitions = check_node_jobs(cluster, pending, available, partitions, None if kept is None
+    low = _start_nodes(pending, nodes_min, pl, preempting)
+    partitions = check_node_jobs(cluster, pending if low is None else asking_nodes(pending, low),
+                                 available, partitions, None if kept is None
                                  else kept.capacity(cluster, node_availability(cluster, available)))
     n = len(pending)
     limits = LimitGroups.none(n) if limits is None else limits
@@ -165,7 +171,9 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
         order = np.lexsort((pending.job_id, pending.submit_time))
     else:
         order = np.argsort(_unique_rank(rank, pending), kind="stable")
-    jobs, types = _pass_jobs(pending, partitions, order, eligible, time_min)
+    jobs, types = _pass_jobs(pending, partitions, order, eligible, time_min, low)
+    if low is not None:     # a range's MAX is planned only where that many nodes are up
+        types = with_capacity(types, nodes)
     jg_off, jg = _permute_csr(limits.offsets, limits.group, order)
     lim = Limits(jg_off, as_i64(jg), as_i64(limits.caps).reshape(-1, NCAPS), usage)
     extra = 0 if preempting is None else len(running.job_id)   # running jobs named too
@@ -185,7 +193,7 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
     walked = 0
     if n and not (stop_at_head or full):
         cnt = free.tcount if kept is not None else free_counts(types, nodes, free)
-        walked = _walked(jobs.pc_off, jobs.pc_type, jobs.nn, cnt)
+        walked = _walked(jobs.pc_off, jobs.pc_type, jobs.low, cnt)
     elif n:
         walked = n
     if n:
@@ -216,10 +224,11 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
     outcome[planned >= now] = RESERVED      # (at now: a plan by preempting)
     outcome[out.start >= 0] = START
     keep = outcome != BLOCKED
-    counts = np.where(keep, jobs.nn, 0)
+    counts = np.where(keep, jobs.nn, 0)     # (a range's narrow start: the nodes it got)
     node_offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=node_offsets[1:])
-    entry_keep = np.repeat(keep, jobs.nn)
+    entry_keep = np.repeat(jobs.offsets[:-1] - node_offsets[:-1], counts) + \
+        np.arange(node_offsets[-1], dtype=np.int64)
     return NodeDecisions(now=now, policy=policy, job_id=pending.job_id[order].copy(),
                          outcome=outcome, planned_start=planned, node_offsets=node_offsets,
                          nodes=out.alloc_nodes[entry_keep], gpu_mask=out.alloc_mask[entry_keep],
@@ -229,12 +238,13 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
 
 
 def _pass_jobs(pending: JobTable, partitions: PartitionChoices, order, eligible,
-               time_min=None):
+               time_min=None, low=None):
     """The single pass's :class:`Jobs` (in queue ``order``) and request types.
 
     A pass plans each job for its whole time limit and never sees it end, so
     its runtime is taken to be its limit (:func:`_runtime_in_a_pass`): a start's
-    end is then its planned end."""
+    end is then its planned end. ``low``: each job's fewest nodes to start on (None:
+    all); a narrow start stretches its runtime, not its limit (a copy then)."""
     def q(a):
         return as_i64(np.asarray(a)[order])
     nn = q(pending.num_nodes)
@@ -244,11 +254,45 @@ def _pass_jobs(pending: JobTable, partitions: PartitionChoices, order, eligible,
     offsets = np.zeros(len(nn) + 1, dtype=np.int64)
     np.cumsum(nn, out=offsets[1:])
     runtime = _runtime_in_a_pass(limit)
+    if low is not None:
+        runtime = runtime.copy()
     return Jobs(limit, runtime, nn, q(pending.gpus_per_node), q(pending.cpus_per_node),
                 q(pending.mem_per_node), pc_off, pc_part.astype(np.int64), pc_type, offsets,
-                q(pending.submit_time if eligible is None else eligible), nn,
+                q(pending.submit_time if eligible is None else eligible),
+                nn if low is None else q(low),
                 np.zeros(len(nn), dtype=np.int64) if time_min is None else q(time_min)), \
         new_request_types(types, None)
+
+
+def _start_nodes(pending: JobTable, nodes_min, placement, preempting) -> np.ndarray | None:
+    """Each pending job's fewest nodes to start on (``nodes_min``, 0: all of them);
+    None when no job has a range. Refused with topology placement and preemption, as
+    :func:`fastsched.simulate` refuses them."""
+    if nodes_min is None:
+        return None
+    low = np.asarray(nodes_min, dtype=np.int64)
+    if low.shape != (len(pending),):
+        raise InputError(f"nodes_min: {low.size} entries for {len(pending)} pending jobs",
+                         field="nodes_min")
+    nn = np.asarray(pending.num_nodes, dtype=np.int64)
+    low = np.where(low > 0, np.minimum(low, nn), nn)
+    if not (low < nn).any():
+        return None
+    if placement.levels.shape[0]:          # (--exclusive=topo needs levels too)
+        raise UnsupportedError("jobs with a node range (nodes_min) and topology placement "
+                               "are not modelled yet")
+    if preempting is not None:
+        raise UnsupportedError("jobs with a node range (nodes_min) and preemption are not "
+                               "modelled yet")
+    return low
+
+
+def asking_nodes(pending: JobTable, nn) -> JobTable:
+    """``pending`` asking for ``nn`` nodes each (a range's MIN: what must fit on the
+    available nodes for it to be planned at all; it may start narrow there)."""
+    out = pending.take(np.arange(len(pending)))
+    out.num_nodes = np.asarray(nn, dtype=out.num_nodes.dtype)
+    return out
 
 
 def _runtime_in_a_pass(limit):

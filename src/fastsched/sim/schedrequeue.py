@@ -54,13 +54,14 @@ class SchedulerRequeue:
         if len(lc) != n:
             raise InputError(f"lifecycle covers {len(lc)} jobs, the table has {n}",
                              field="lifecycle")
-        if lc.ranged:
-            raise UnsupportedError("node ranges (nodes_min) are not modelled in the "
-                                   "Scheduler yet (simulate models them)")
         self.requeue = np.asarray(lc.requeue, dtype=bool)
         self.no_kill = np.zeros(n, dtype=bool) if lc.no_kill is None else \
             np.asarray(lc.no_kill, dtype=bool)
         self.low = lc.min_nodes(jobs.num_nodes)
+        #: per job the fewest nodes it starts on (:mod:`.schedelastic`); None: no range
+        self.start_low = lc.start_nodes(jobs.num_nodes) if lc.ranged else None
+        self.regrow = bool(lc.regrow)
+        self.part = np.asarray(jobs.partition, dtype=np.int64).copy()   # where each runs
         self.width = np.asarray(jobs.num_nodes, dtype=np.int64)
         self.shapes: dict[int, tuple] = {}            # row -> (shape starts, widths)
         self.interval = np.asarray(lc.checkpoint_interval, dtype=np.int64)
@@ -92,6 +93,15 @@ class SchedulerRequeue:
         attempt has their work less what their last checkpoint kept."""
         start = s._catalog.start[rows]
         self.left[rows] -= saved_progress(now - start, self.interval[rows]).astype(np.int64)
+
+    def started(self, rows: np.ndarray, counts: np.ndarray, begin, partition) -> None:
+        """Catalog ``rows`` started at ``begin`` on ``counts`` nodes in ``partition``: one
+        of a node range started on fewer than it asks for has that first shape (its work,
+        runtime x the nodes asked for, done at its width; a kill keeps node-seconds)."""
+        self.part[rows] = partition
+        begin = np.broadcast_to(np.asarray(begin, dtype=np.int64), rows.shape)
+        for k in np.flatnonzero(counts < self.width[rows]).tolist():
+            self.shapes[int(rows[k])] = ([int(begin[k])], [int(counts[k])])
 
     @staticmethod
     def check(s) -> None:

@@ -3,7 +3,10 @@ pass (:mod:`fastsched.engine.timemin`) over the Scheduler's queue, as
 :func:`fastsched.simulate` runs it with ``time_min``. A job that cannot start now with
 its time limit starts with a shorter one, at least its time minimum; its START
 decision carries that limit (``Decisions.time_limit``), which :meth:`Scheduler.apply`
-holds its nodes for (its planned end) and the caller ends it by.
+holds its nodes for (its planned end) and the caller ends it by. With a lifecycle and
+node events, each attempt is planned anew (a requeued one asks for its own limit and
+time minimum again) and a shrunk ``--no-kill`` attempt keeps the limit it started with,
+as :func:`fastsched.simulate` runs them.
 """
 from __future__ import annotations
 
@@ -29,13 +32,6 @@ def scheduler_time_min(jobs, time_min, **refused) -> np.ndarray | None:
         raise UnsupportedError(f"time_min with {', '.join(given)} is not modelled in the "
                                "Scheduler yet")
     return tmin
-
-
-def refuse_with_time_min(time_min, what: str) -> None:
-    """Node events change a job's limit again later: refused, as simulate refuses them."""
-    if time_min is not None:
-        raise UnsupportedError(f"{what} with time_min is not modelled (simulate refuses "
-                               "node events with --time-min too)")
 
 
 def pass_limits(d, runnable: np.ndarray, asked: np.ndarray) -> np.ndarray | None:

@@ -21,7 +21,7 @@ import numpy as np
 from ..engine import _kernels
 from ..engine import RunningJobs, check_node_jobs, node_availability
 from ..engine.kept import KeptState
-from ..engine.plan import plan_kept
+from ..engine.plan import asking_nodes, plan_kept
 from ..engine.inputs import _grid
 from ..model.cluster import Cluster, NodeState
 from ..model.constraints import (CAPS, Dependencies, LimitGroups, PartitionChoices, Placement,
@@ -35,9 +35,10 @@ from ..model.validation import check_jobs, reject
 from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, ConstraintState,
                           QueuePriority, csr_offsets, first_duplicate)
 from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
+from .schedelastic import check_elastic, regrow
 from .schedpreempt import SchedulerPreemption, scheduler_priority
 from .schedrequeue import SchedulerRequeue
-from .schedtimemin import pass_limits, refuse_with_time_min, scheduler_time_min
+from .schedtimemin import pass_limits, scheduler_time_min
 from .schedresv import SchedulerMembers
 from .schedrunning import checked_running, whole_node_jobs, whole_nodes
 from .schedstarts import StartCosts, booting_jobs, check_node_event
@@ -82,7 +83,9 @@ class Scheduler:
     :attr:`preempt_time` says when to pass again for it. With or without preemption,
     ``lifecycle`` says what :meth:`fail_nodes` does to the jobs it ends: those that may
     be requeued come back to the queue as the simulator requeues them
-    (:mod:`.schedrequeue`; :attr:`attempts`, :attr:`requeue_time`). ``containers``
+    (:mod:`.schedrequeue`; :attr:`attempts`, :attr:`requeue_time`); its ``nodes_min``
+    (``--nodes=MIN-MAX``) starts a job narrow, on as many nodes as fit, at least MIN
+    (:mod:`.schedelastic`; ``Decisions.nodes_of``). ``containers``
     (:class:`fastsched.Containers`, with ``jobs``) and ``power`` (a
     :class:`fastsched.PowerSaving` or its text): each start's image pull and its
     powered-down nodes' boots as :func:`fastsched.simulate` counts them (node engine;
@@ -188,11 +191,16 @@ class Scheduler:
             self._preempt = SchedulerPreemption(cluster, jobs, preemption, lifecycle,
                                                 partitions, self._requeue)
         self._time_min = scheduler_time_min(
-            jobs, time_min, lifecycle=lifecycle, preemption=preemption,
+            jobs, time_min, preemption=preemption,
             containers=containers, power=power, placement=placement,
             advance_reservations=self._reservations,
             **{"reservations='slurm'": True if engine == "slurm" else None})
-        if self._costs is not None or self._time_min is not None:   # the node engine's
+        check_elastic(lifecycle, placement, limits, self._reservations, preemption=preemption,
+                      containers=containers, power=power,
+                      **{"reservations='slurm'": True if engine == "slurm" else None,
+                         "advance reservations with member jobs": self._members})
+        if self._costs is not None or self._time_min is not None or \
+                (lifecycle is not None and lifecycle.ranged):   # the node engine's
             if self.engine != "nodes" and jobs is not None:
                 check_node_jobs(cluster, jobs, self._configured)
             self.engine, self._auto = "nodes", False
@@ -308,6 +316,8 @@ class Scheduler:
         self._queued = self._queued[~np.isin(self._queued, rows)]
         self._catalog.status[rows] = RUNNING
         self._catalog.start[rows] = begin
+        if self._requeue is not None:
+            self._requeue.started(rows, counts, begin, decisions.partition[started])
         self._release(rows, np.ones(len(rows), dtype=bool), decisions.now, started=True)
 
     def complete(self, job_id, now: int | None = None, *, state: str = "COMPLETED") -> None:
@@ -338,7 +348,6 @@ class Scheduler:
         down = self._node_indices(nodes)
         now = _check_now(now)
         check_node_event(self._costs, self._requeue, "fail_nodes", now)
-        refuse_with_time_min(self._time_min, "fail_nodes")
         if self._requeue is not None:
             SchedulerRequeue.check(self)
         if self.engine == "pool" and not self._auto:
@@ -376,7 +385,6 @@ class Scheduler:
         drained = self._node_indices(nodes)
         now = None if now is None else _check_now(now)
         check_node_event(self._costs, self._requeue, "drain_nodes", now)
-        refuse_with_time_min(self._time_min, "drain_nodes")
         hit = booting_jobs(self._costs, self._running, drained, now)
         if len(hit) and self._requeue is not None:
             SchedulerRequeue.check(self)
@@ -398,16 +406,23 @@ class Scheduler:
     def resume_nodes(self, nodes, now: int | None = None) -> None:
         """Nodes ``nodes`` (indices) are back at ``now``, up or no longer drained:
         planning uses them again. With power saving (``now`` then needed) a node back
-        with no job, not powered down, is idle from ``now``."""
+        with no job, not powered down, is idle from ``now``. With
+        ``Lifecycle(regrow=True)``, running ``--no-kill`` jobs on fewer nodes than they ask
+        for take those that were out at ``now`` (default: the latest time given) as the
+        simulator's regrowth does (RESIZING in :attr:`attempts`)."""
         up = self._node_indices(nodes)
-        now = None if now is None else _check_now(now)
-        check_node_event(self._costs, self._requeue, "resume_nodes", now)
-        refuse_with_time_min(self._time_min, "resume_nodes")
+        given = None if now is None else _check_now(now)
+        check_node_event(self._costs, self._requeue, "resume_nodes", given)
+        now = self._clock if given is None else given
         if self._costs is not None:
             self._costs.back(up[~self.available[up]], now)
+        back = up[~self.available[up] & self._configured[up]]
         self.available[up] = self._configured[up]
         self.state.state[up] = np.where(self._configured[up], NodeState.UP, NodeState.DOWN)
         self._version += 1
+        if len(back) and self._requeue is not None and self._requeue.regrow:
+            regrow(self, self._requeue, back, now)
+            self._clock = max(self._clock, now)
 
     # ------------------------------------------------------------ pure passes
     def schedule(self, now: int, *, full: bool = False) -> Decisions:
@@ -651,7 +666,10 @@ class Scheduler:
             outcome, planned, offsets, nodes, masks = self._plan_slurm(now, jobs)
             partition = jobs.partition.astype(np.int64)
         else:
-            runnable = self._constraints.runnable(self.cluster, rows, jobs, self.available)
+            low = None if self._requeue is None else self._requeue.start_low
+            runnable = self._constraints.runnable(
+                self.cluster, rows, jobs if low is None else asking_nodes(jobs, low[rows]),
+                self.available)
             d = plan_kept(self._kept if self._keep_state else None, self.cluster,
                           self._running, jobs.take(runnable), now, policy, depth,
                           self.available, full=full, resolution=self.resolution,
@@ -661,6 +679,7 @@ class Scheduler:
                           self._time_min[rows[runnable]],
                           preempting=None if self._preempt is None else
                           self._preempt.planning(self, rows[runnable]),
+                          nodes_min=None if low is None else low[rows[runnable]],
                           **self._constraints.of_rows(rows[runnable], self._catalog))
             outcome, planned, offsets, nodes, masks, part = widen(d, runnable)
             limits = pass_limits(d, runnable, jobs.time_limit)
