@@ -17,7 +17,7 @@ from fastsched.io.workload import read_workload
 from fastsched.model.cluster import Partition
 from fastsched.sim.decisions import RESERVED
 from fastsched.sim.preemption import site_preemption
-from test_preemptplan import BACKFILL, TODAY, _site
+from test_preemptplan import BACKFILL, NO_BACKFILL, _site
 from test_scheduler_preempt import Endless, drive, preempt_cases, simulated
 
 
@@ -121,13 +121,21 @@ def _by_attempt(got):
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
 def test_worked_example_through_the_scheduler(tmp_path, policy):
-    """docs/lifecycle.md's example: without planning by preempting job 4 backfills
-    and job 3 waits for it; with it, job 3's reservation at 10,000 keeps job 4 off."""
+    """docs/lifecycle.md's example: without planning by preempting (opted out) job 4
+    backfills and job 3 waits for it; with it, job 3's reservation at 10,000 keeps job
+    4 off."""
     cluster, jobs, pre, lc = _example(tmp_path)
-    for backfill, want in ((False, TODAY), (True, BACKFILL)):
+    for backfill, want in ((False, NO_BACKFILL), (True, BACKFILL)):
         s = Scheduler(cluster, policy, jobs=jobs, preemption=replace(pre, backfill=backfill),
                       lifecycle=lc)
         assert _by_attempt(drive(s, jobs, lc)) == want
+
+
+def test_scheduler_plans_with_preemptable_capacity_by_default(tmp_path):
+    """Slurm's behaviour is the Scheduler's default: the site's preemption as given."""
+    cluster, jobs, pre, lc = _example(tmp_path)
+    s = Scheduler(cluster, "easy", jobs=jobs, preemption=pre, lifecycle=lc)
+    assert _by_attempt(drive(s, jobs, lc)) == BACKFILL
 
 
 def test_expected_start_counts_preemptable_capacity(tmp_path):
