@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fastsched import simulate
@@ -66,6 +66,33 @@ def shared_cases(draw):
 def test_backfill_on_shared_nodes_matches_twin(data, policy, depth):
     _check_twin(data, policy, depth, qos=data.draw(st.booleans()), with_events=False,
                 backfill=True, case=data.draw(shared_cases()))
+
+
+@pytest.fixture(params=[0, 2])
+def indexed(request, monkeypatch):
+    """The run index forced on from a type's first (or third) plan in a pass: the
+    drawn queues are too short to reach the engine's threshold."""
+    from fastsched.engine import loop as engine_loop, plan as engine_plan
+    monkeypatch.setattr(engine_loop, "_INDEX_AFTER", request.param)
+    monkeypatch.setattr(engine_plan, "_INDEX_AFTER_PASS", request.param)
+    return request.param
+
+
+INDEXED = settings(FEWER, max_examples=30,
+                   suppress_health_check=list(FEWER.suppress_health_check)
+                   + [HealthCheck.function_scoped_fixture])
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@INDEXED
+@given(data=st.data())
+def test_backfill_with_run_index_matches_twin(indexed, data, policy):
+    """The run index stays on while preemptors plan with their candidates' resources
+    (their reservations may leave a node's free capacity negative): same decisions."""
+    shared = data.draw(st.booleans())
+    _check_twin(data, policy, data.draw(st.sampled_from([1, 2])) if policy == "easy" else 1,
+                qos=data.draw(st.booleans()), with_events=not shared and data.draw(st.booleans()),
+                backfill=True, case=data.draw(shared_cases()) if shared else None)
 
 
 # ---- the worked example of docs/lifecycle.md ------------------------------------

@@ -104,6 +104,19 @@ def test_scheduler_plans_on_shared_nodes_as_the_simulator(policy, case):
     _same_as_simulate(policy, case)
 
 
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=shared_preempt_cases())
+def test_scheduler_plans_with_run_index_as_the_simulator(monkeypatch, policy, case):
+    """The run index forced on from a type's first plan, in the Scheduler's single
+    passes and the simulator's: the same attempts."""
+    from fastsched.engine import loop as engine_loop, plan as engine_plan
+    monkeypatch.setattr(engine_loop, "_INDEX_AFTER", 0)
+    monkeypatch.setattr(engine_plan, "_INDEX_AFTER_PASS", 0)
+    _same_as_simulate(policy, case)
+
+
 def _example(tmp_path):
     conf, path = _site(tmp_path)
     cluster = read_cluster(conf)

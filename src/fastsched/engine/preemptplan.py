@@ -72,10 +72,41 @@ def _free_candidates(sign, cls, now, plist, pre, out, p, run):
 
 
 @njit(cache=True)
-def _plan_preempting(j, now, jobs, types, nodes, p, free, run, topo, out, pre, trial, chosen):
+def _any_candidate(cls, now, plist, pre, out, run):
+    """Does a candidate of a preemptor of class ``cls`` run on a node of ``plist``?"""
+    for i in range(plist.shape[0]):
+        x = plist[i]
+        for k in range(run.rlen[x]):
+            if _is_candidate(run.RJ[x, k], cls, now, pre, out):
+                return True
+    return False
+
+
+@njit(cache=True)
+def _none_to_preempt(j, now, jobs, nodes, topo, out, pre, run):
+    """True when none of job ``j``'s partitions has a candidate on its nodes (without
+    topology, whose plans here differ): its plan is then the one without preemption."""
+    if topo.levels.shape[0] > 0:
+        return False
+    for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
+        part = jobs.pc_part[e]
+        cls = part if pre.qos.shape[0] == 0 else pre.qos[j]
+        if _any_candidate(cls, now, nodes.pflat[nodes.poff[part]:nodes.poff[part + 1]],
+                          pre, out, run):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _plan_preempting(j, t_free, now, jobs, types, nodes, p, free, run, topo, out, pre, trial,
+                     chosen):
     """Job ``j``'s earliest start over its partitions (ties: the first listed) with its
     candidates' resources free from now, its nodes in ``chosen`` and its partition in
-    ``out.part_used``; -1: none. Returns (start, profile)."""
+    ``out.part_used``; -1: none. ``t_free``: its plan on the free resources (the pass's,
+    in ``chosen`` and ``out.part_used``), kept when it has nothing to preempt (the scan
+    would find the same). Returns (start, profile)."""
+    if _none_to_preempt(j, now, jobs, nodes, topo, out, pre, run):
+        return t_free, p
     t = -1
     for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
         part = jobs.pc_part[e]
