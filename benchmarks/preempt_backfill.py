@@ -2,11 +2,14 @@
 on ai-8k with a scavenger partition (all nodes, PriorityTier 0, a share of the jobs)
 that batch (tier 1) and interactive (tier 2) jobs preempt (partition_prio, REQUEUE),
 simulated under EASY and conservative with and without it, in one process: CPU and
-wall seconds of each run (after a warm-up run that loads the kernels), and what the
-schedule did (preempted attempts, mean wait of the tiers above scavenger).
+wall seconds of each run (after a warm-up run that loads the kernels; with REPEAT > 1
+the runs alternate off/on and the medians and spreads are printed), the load average,
+and what the schedule did (preempted attempts, GPU-hours lost).
 
-    python benchmarks/preempt_backfill.py [JOBS] [SCAVENGER_SHARE]
+    python benchmarks/preempt_backfill.py [JOBS] [SCAVENGER_SHARE] [REPEAT]
 """
+import os
+import statistics
 import sys
 import time
 from dataclasses import replace
@@ -44,15 +47,30 @@ def run(c, jobs, lc, policy: str, backfill: bool):
 def main(argv):
     num_jobs = int(argv[1]) if len(argv) > 1 else 20_000
     share = float(argv[2]) if len(argv) > 2 else 0.3
+    repeat = int(argv[3]) if len(argv) > 3 else 1
     c, jobs, lc = inputs(num_jobs, share)
     run(c, jobs.take(np.arange(min(300, len(jobs)))), None, "easy", True)     # warm-up
     for policy in ("easy", "conservative"):
-        for backfill in (False, True):
-            r, wall, cpu = run(c, jobs, lc, policy, backfill)
-            p = r.summary["preemption"]
-            print(f"{policy:12s} backfill={backfill!s:5s} wall {wall:7.2f} s  cpu {cpu:7.2f} s"
-                  f"  preempted attempts {p['preempted_attempts']:,}"
-                  f"  lost GPU-h {p['lost_gpu_hours']:,.0f}", flush=True)
+        times = {False: [], True: []}
+        for _ in range(repeat):
+            for backfill in (False, True):
+                r, wall, cpu = run(c, jobs, lc, policy, backfill)
+                times[backfill].append((wall, cpu))
+                p = r.summary["preemption"]
+                print(f"{policy:12s} backfill={backfill!s:5s} wall {wall:7.2f} s  cpu {cpu:7.2f} s"
+                      f"  preempted attempts {p['preempted_attempts']:,}"
+                      f"  lost GPU-h {p['lost_gpu_hours']:,.0f}"
+                      f"  load {os.getloadavg()[0]:.1f}", flush=True)
+        if repeat > 1:
+            med = {b: [statistics.median(x[k] for x in times[b]) for k in (0, 1)]
+                   for b in times}
+            spread = {b: [(min(x[k] for x in times[b]), max(x[k] for x in times[b]))
+                          for k in (0, 1)] for b in times}
+            print(f"{policy:12s} median wall / cpu: off {med[False][0]:.2f} / "
+                  f"{med[False][1]:.2f} s ({spread[False][1][0]:.2f}-{spread[False][1][1]:.2f})"
+                  f", on {med[True][0]:.2f} / {med[True][1]:.2f} s "
+                  f"({spread[True][1][0]:.2f}-{spread[True][1][1]:.2f}): "
+                  f"x{med[True][1] / med[False][1]:.2f} CPU", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fastsched import simulate
@@ -68,6 +68,33 @@ def test_backfill_on_shared_nodes_matches_twin(data, policy, depth):
                 backfill=True, case=data.draw(shared_cases()))
 
 
+@pytest.fixture(params=[0, 2])
+def indexed(request, monkeypatch):
+    """The run index forced on from a type's first (or third) plan in a pass: the
+    drawn queues are too short to reach the engine's threshold."""
+    from fastsched.engine import loop as engine_loop, plan as engine_plan
+    monkeypatch.setattr(engine_loop, "_INDEX_AFTER", request.param)
+    monkeypatch.setattr(engine_plan, "_INDEX_AFTER_PASS", request.param)
+    return request.param
+
+
+INDEXED = settings(FEWER, max_examples=30,
+                   suppress_health_check=list(FEWER.suppress_health_check)
+                   + [HealthCheck.function_scoped_fixture])
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@INDEXED
+@given(data=st.data())
+def test_backfill_with_run_index_matches_twin(indexed, data, policy):
+    """The run index stays on while preemptors plan with their candidates' resources
+    (their reservations may leave a node's free capacity negative): same decisions."""
+    shared = data.draw(st.booleans())
+    _check_twin(data, policy, data.draw(st.sampled_from([1, 2])) if policy == "easy" else 1,
+                qos=data.draw(st.booleans()), with_events=not shared and data.draw(st.booleans()),
+                backfill=True, case=data.draw(shared_cases()) if shared else None)
+
+
 # ---- the worked example of docs/lifecycle.md ------------------------------------
 
 CONF = """\
@@ -86,8 +113,9 @@ partition,user,account
 3,100,7200,3600,6,8,64,0,high,alice,prod
 4,200,20000,20000,2,8,64,0,normal,bob,dev
 """
-#: (job, attempt) -> (start, end) without and with planning with preemptable capacity
-TODAY = {(1, 0): (0, 10_000), (2, 0): (0, 20_200), (2, 1): (23_800, 59_800),
+#: (job, attempt) -> (start, end) without (opted out) and with (the default, Slurm's)
+#: planning with preemptable capacity
+NO_BACKFILL = {(1, 0): (0, 10_000), (2, 0): (0, 20_200), (2, 1): (23_800, 59_800),
          (3, 0): (20_200, 23_800), (4, 0): (200, 20_200)}
 BACKFILL = {(1, 0): (0, 10_000), (2, 0): (0, 10_000), (2, 1): (13_600, 49_600),
             (3, 0): (10_000, 13_600), (4, 0): (13_600, 33_600)}
@@ -109,34 +137,65 @@ def _records(r):
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
 def test_example_high_tier_reservation_keeps_a_job_off_its_nodes(tmp_path, policy):
     """Job 3 (high, 6 nodes) cannot preempt enough at 100 (job 1 is high too): planned
-    on the free resources, its reservation is at job 2's limit end, so job 4 (normal,
-    never preempted) backfills and job 3 waits for it; counting job 2's nodes as free,
-    its reservation is at 10,000 and job 4 waits."""
+    on the free resources (opted out), its reservation is at job 2's limit end, so job 4
+    (normal, never preempted) backfills and job 3 waits for it; counting job 2's nodes
+    as free (the default, as Slurm), its reservation is at 10,000 and job 4 waits."""
     conf, path = _site(tmp_path)
     cluster = read_cluster(conf)
     w = read_workload(path, cluster)
     pre = site_preemption(cluster)
+    assert pre.backfill
     lc = w.lifecycle(True, 121)
-    today = simulate(cluster, w.jobs, policy, preemption=pre, lifecycle=lc)
-    assert _records(today) == TODAY
-    r = simulate(cluster, w.jobs, policy, preemption=replace(pre, backfill=True), lifecycle=lc)
+    off = simulate(cluster, w.jobs, policy, preemption=replace(pre, backfill=False),
+                   lifecycle=lc)
+    assert _records(off) == NO_BACKFILL
+    assert off.verify().ok
+    r = simulate(cluster, w.jobs, policy, preemption=pre, lifecycle=lc)
     assert _records(r) == BACKFILL
     assert r.verify().ok
 
 
-def test_example_cli(tmp_path, capsys):
+def test_preemption_plans_with_preemptable_capacity_by_default():
+    """Slurm has no setting that turns it off: the API's default is on."""
+    from fastsched.model.preemption import Preemption
+    assert Preemption.none().backfill
+    assert Preemption("preempt/none", np.zeros((0, 0), dtype=bool),
+                      *(np.zeros(0, dtype=np.int64),) * 4).backfill
+
+
+@pytest.mark.parametrize("flag, job3", [(None, "3,100,10000,13600,"),
+                                        ("--preempt-backfill", "3,100,10000,13600,"),
+                                        ("--no-preempt-backfill", "3,100,20200,23800,")])
+def test_example_cli(tmp_path, capsys, flag, job3):
     conf, path = _site(tmp_path)
     out = tmp_path / "out.csv"
     assert main(["simulate", str(path), "--cluster", str(conf), "--jobs-out", str(out),
-                 "--no-progress", "--preempt-backfill"]) == 0
+                 "--no-progress"] + ([flag] if flag else [])) == 0
     assert "preemption: 1 attempt(s) of 1 job(s) preempted" in capsys.readouterr().out
     text = out.read_text().splitlines()
-    assert any(line.startswith("3,100,10000,13600,") for line in text), text
+    assert any(line.startswith(job3) for line in text), text
     assert main(["check", str(out), "--trace", str(path), "--cluster", str(conf)]) == 0
+    if flag is None:
+        return
     nopre = tmp_path / "nopre.conf"
     nopre.write_text(CONF.replace("PreemptType=preempt/partition_prio", "")
                      .replace("PreemptMode=REQUEUE", ""))
     capsys.readouterr()
     assert main(["simulate", str(path), "--cluster", str(nopre), "--no-progress",
-                 "--preempt-backfill"]) != 0
-    assert "--preempt-backfill needs the cluster's PreemptType" in capsys.readouterr().err
+                 flag]) != 0
+    assert f"{flag} needs the cluster's PreemptType" in capsys.readouterr().err
+
+
+def test_cli_help_says_which_is_slurms(capsys):
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--no-preempt-backfill" in text
+    assert "(the default, as Slurm, which has no setting to turn it off)" in text
+    assert "(not Slurm's behaviour;" in text
+
+
+def test_flags_are_exclusive(capsys):
+    with pytest.raises(SystemExit):
+        main(["simulate", "x.swf", "--preempt-backfill", "--no-preempt-backfill"])
+    assert "not allowed with argument" in capsys.readouterr().err

@@ -32,7 +32,8 @@ def preempt_cases(draw):
     n = len(jobs)
     qos = draw(st.booleans())
     classes = draw(st.integers(2, 3)) if qos else len(cluster.partitions)
-    pre = draw(preemptions(classes, n, qos))
+    # planning with preemptable capacity both ways: Slurm's (the default) and opted out
+    pre = replace(draw(preemptions(classes, n, qos)), backfill=draw(st.booleans()))
     if draw(st.booleans()):            # often: every class preempts those ranked below
         rank = np.array(draw(st.permutations(range(classes))))
         mode = draw(st.lists(st.sampled_from([CANCEL, REQUEUE]), min_size=classes,

@@ -17,8 +17,8 @@ from fastsched.io.workload import read_workload
 from fastsched.model.cluster import Partition
 from fastsched.sim.decisions import RESERVED
 from fastsched.sim.preemption import site_preemption
-from test_preemptplan import BACKFILL, TODAY, _site
 from scheddrive import drive, drive_or_discard, simulated
+from test_preemptplan import BACKFILL, NO_BACKFILL, _site
 from test_scheduler_preempt import preempt_cases
 
 
@@ -101,6 +101,19 @@ def test_scheduler_plans_on_shared_nodes_as_the_simulator(policy, case):
     _same_as_simulate(policy, case)
 
 
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=shared_preempt_cases())
+def test_scheduler_plans_with_run_index_as_the_simulator(monkeypatch, policy, case):
+    """The run index forced on from a type's first plan, in the Scheduler's single
+    passes and the simulator's: the same attempts."""
+    from fastsched.engine import loop as engine_loop, plan as engine_plan
+    monkeypatch.setattr(engine_loop, "_INDEX_AFTER", 0)
+    monkeypatch.setattr(engine_plan, "_INDEX_AFTER_PASS", 0)
+    _same_as_simulate(policy, case)
+
+
 def _example(tmp_path):
     conf, path = _site(tmp_path)
     cluster = read_cluster(conf)
@@ -118,13 +131,21 @@ def _by_attempt(got):
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
 def test_worked_example_through_the_scheduler(tmp_path, policy):
-    """docs/lifecycle.md's example: without planning by preempting job 4 backfills
-    and job 3 waits for it; with it, job 3's reservation at 10,000 keeps job 4 off."""
+    """docs/lifecycle.md's example: without planning by preempting (opted out) job 4
+    backfills and job 3 waits for it; with it, job 3's reservation at 10,000 keeps job
+    4 off."""
     cluster, jobs, pre, lc = _example(tmp_path)
-    for backfill, want in ((False, TODAY), (True, BACKFILL)):
+    for backfill, want in ((False, NO_BACKFILL), (True, BACKFILL)):
         s = Scheduler(cluster, policy, jobs=jobs, preemption=replace(pre, backfill=backfill),
                       lifecycle=lc)
         assert _by_attempt(drive(s, jobs, lc).attempts) == want
+
+
+def test_scheduler_plans_with_preemptable_capacity_by_default(tmp_path):
+    """Slurm's behaviour is the Scheduler's default: the site's preemption as given."""
+    cluster, jobs, pre, lc = _example(tmp_path)
+    s = Scheduler(cluster, "easy", jobs=jobs, preemption=pre, lifecycle=lc)
+    assert _by_attempt(drive(s, jobs, lc).attempts) == BACKFILL
 
 
 def test_expected_start_counts_preemptable_capacity(tmp_path):

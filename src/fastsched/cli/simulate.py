@@ -88,12 +88,19 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "model; docs/lifecycle.md). With --events/--failures a drain of a "
                         "booting node requeues its jobs, and a node back from an event is "
                         "idle from then unless powered down")
-    parser.add_argument("--preempt-backfill", action="store_true",
-                        help="with the cluster's PreemptType: a job that may preempt is "
-                        "planned (EASY's reservation, conservative's plan) with the resources "
-                        "of the jobs it may preempt free from now, as Slurm's backfill will-run "
-                        "test with preemptees: other jobs do not backfill where they would "
-                        "delay it (nodes model; docs/lifecycle.md)")
+    pbf = parser.add_mutually_exclusive_group()
+    pbf.add_argument("--preempt-backfill", dest="preempt_backfill", action="store_true",
+                     default=None,
+                     help="with the cluster's PreemptType (the default, as Slurm, which has "
+                     "no setting to turn it off): a job that may preempt is planned (EASY's "
+                     "reservation, conservative's plan) with the resources of the jobs it "
+                     "may preempt free from now, as Slurm's backfill will-run test with "
+                     "preemptees: other jobs do not backfill where they would delay it "
+                     "(nodes model; docs/lifecycle.md)")
+    pbf.add_argument("--no-preempt-backfill", dest="preempt_backfill", action="store_false",
+                     help="with the cluster's PreemptType: plan a job that may preempt on "
+                     "the free resources only, like any other (not Slurm's behaviour; it "
+                     "still preempts after a pass when it cannot start)")
     requeue = parser.add_mutually_exclusive_group()
     requeue.add_argument("--requeue", dest="requeue", action="store_true", default=None,
                          help="a job a node failure kills goes back to the queue unless its "
@@ -163,11 +170,12 @@ def run(args) -> int:
     preemption = site_preemption(cluster if config is None else config.apply_partitions(cluster),
                                  config, None if config is None or workload is None
                                  else config.job_qos(workload))
-    if args.preempt_backfill:
+    if args.preempt_backfill is not None:
+        flag = "--preempt-backfill" if args.preempt_backfill else "--no-preempt-backfill"
         if not preemption.active:
-            raise InputError("--preempt-backfill needs the cluster's PreemptType (no job may "
-                             "preempt another)", field="--preempt-backfill")
-        preemption = replace(preemption, backfill=True)
+            raise InputError(f"{flag} needs the cluster's PreemptType (no job may "
+                             "preempt another)", field=flag)
+        preemption = replace(preemption, backfill=args.preempt_backfill)
     if preemption.active:
         options["preemption"] = preemption
     ranged = workload is not None and getattr(workload, "nodes_min", None) is not None \

@@ -60,8 +60,10 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
     capacity (:mod:`fastsched.engine.preemptplan`; off when ``pre.can`` is empty): a
     job that may preempt, planned at any time and not starting now, is planned with
     its candidates' resources free and reserved there (at now too: the preemption
-    after the pass stops its victims); the run index is then off (such a reservation
-    may leave a node's free capacity negative).
+    after the pass stops its victims). The run index stays on: its runs start where
+    the free resources cover a request, so a node such a reservation leaves short
+    (free capacity negative) has none there, and the candidates' give-back is undone
+    before it reads the profile again.
 
     The work profile ``p`` is kept between passes: on entry it holds the running
     jobs only (every breakpoint but the first > now; room for two more
@@ -75,7 +77,7 @@ def _pass(now, queue, qlen, rules, jobs, types, nodes, free, p, run, lim, topo, 
     if last < 0:
         return -1, p, run
     indexed = rules.index_after >= 0 and topo.levels.shape[0] == 0 and \
-        pre.can.shape[0] == 0 and ix_packable(nodes.capG, nodes.capC, nodes.capM)
+        ix_packable(nodes.capG, nodes.capC, nodes.capM)
     ix = _new_index(types.p.shape[0], indexed)
     nstarted, p, run, ix = _walk(last, now, queue, rules, jobs, types, nodes, free, p, run, lim,
                                  topo, out, scratch, ctl, pre, ix)
@@ -154,8 +156,8 @@ def _walk(last, now, queue, rules, jobs, types, nodes, free, p, run, lim, topo, 
             t = now             # --time-min: it starts now with a shorter limit
         by_preempting = t != now and mode == _ANY_TIME and preempting and pre.can[j]
         if by_preempting:
-            t, p = _plan_preempting(j, now, jobs, types, nodes, p, free, run, topo, out, pre,
-                                    scratch.trial, chosen)
+            t, p = _plan_preempting(j, t, now, jobs, types, nodes, p, free, run, topo, out,
+                                    pre, scratch.trial, chosen)
         if t < 0:
             if rules.stop_at_head:
                 break

@@ -28,7 +28,7 @@ from .. import _jitcache  # noqa: F401  (first: the cached kernels below are key
 import numpy as np
 from numba import njit
 
-from .earliest import _plan_job
+from .earliest import _capable, _plan_job
 from .profile import _give_back, _hold, _room
 from .state import Ask, Preempting
 
@@ -72,10 +72,86 @@ def _free_candidates(sign, cls, now, plist, pre, out, p, run):
 
 
 @njit(cache=True)
-def _plan_preempting(j, now, jobs, types, nodes, p, free, run, topo, out, pre, trial, chosen):
+def _any_candidate(cls, now, plist, pre, out, run):
+    """Does a candidate of a preemptor of class ``cls`` run on a node of ``plist``?"""
+    for i in range(plist.shape[0]):
+        x = plist[i]
+        for k in range(run.rlen[x]):
+            if _is_candidate(run.RJ[x, k], cls, now, pre, out):
+                return True
+    return False
+
+
+@njit(cache=True)
+def _none_to_preempt(j, now, jobs, nodes, topo, out, pre, run):
+    """True when none of job ``j``'s partitions has a candidate on its nodes (without
+    topology, whose plans here differ): its plan is then the one without preemption."""
+    if topo.levels.shape[0] > 0:
+        return False
+    for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
+        part = jobs.pc_part[e]
+        cls = part if pre.qos.shape[0] == 0 else pre.qos[j]
+        if _any_candidate(cls, now, nodes.pflat[nodes.poff[part]:nodes.poff[part + 1]],
+                          pre, out, run):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _plan_one_on_candidates(j, t_free, now, jobs, nodes, p, free, run, topo, out, pre, trial,
+                           chosen):
+    """A single-node job in one partition, planned at ``t_free`` > now on the free
+    resources: its start with its candidates given back, read on their nodes only. Its
+    start is the least (start, free at start, node order) over the nodes, and only the
+    candidates' nodes change: one of them starting before ``t_free`` wins; none
+    starting by then leaves the plan at ``t_free`` (its node has no candidate). -1 on
+    a tie at ``t_free`` (the free resources at that start decide: plan by scan).
+    Returns (start, profile)."""
+    part = jobs.pc_part[jobs.pc_off[j]]
+    plist = nodes.pflat[nodes.poff[part]:nodes.poff[part + 1]]
+    cls = part if pre.qos.shape[0] == 0 else pre.qos[j]
+    ask = Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], jobs.limit[j], 1)
+    sub = np.empty(plist.shape[0], dtype=np.int64)
+    ns = 0
+    for i in range(plist.shape[0]):
+        x = plist[i]
+        if not _capable(x, ask, nodes):
+            continue
+        for k in range(run.rlen[x]):
+            if _is_candidate(run.RJ[x, k], cls, now, pre, out):
+                sub[ns] = x
+                ns += 1
+                break
+    if ns == 0:
+        return t_free, p
+    sub = sub[:ns]
+    p = _free_candidates(1, cls, now, sub, pre, out, p, run)
+    te = _plan_job(now, ask, False, True, part, sub, nodes, p, free, trial, topo, 1, 0, False)
+    p = _free_candidates(-1, cls, now, sub, pre, out, p, run)
+    if te >= 0 and te < t_free:
+        chosen[0] = trial[0]
+        out.part_used[j] = part
+        return te, p
+    if te > t_free:
+        return t_free, p
+    return -1, p
+
+
+@njit(cache=True)
+def _plan_preempting(j, t_free, now, jobs, types, nodes, p, free, run, topo, out, pre, trial,
+                     chosen):
     """Job ``j``'s earliest start over its partitions (ties: the first listed) with its
     candidates' resources free from now, its nodes in ``chosen`` and its partition in
-    ``out.part_used``; -1: none. Returns (start, profile)."""
+    ``out.part_used``; -1: none. ``t_free``: its plan on the free resources (the pass's,
+    in ``chosen`` and ``out.part_used``), kept when it has nothing to preempt (the scan
+    would find the same). Returns (start, profile)."""
+    if _none_to_preempt(j, now, jobs, nodes, topo, out, pre, run):
+        return t_free, p
+    if jobs.nn[j] == 1 and jobs.pc_off[j + 1] - jobs.pc_off[j] == 1 and t_free > now:
+        t, p = _plan_one_on_candidates(j, t_free, now, jobs, nodes, p, free, run, topo, out,
+                                       pre, trial, chosen)
+        if t >= 0:
+            return t, p
     t = -1
     for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
         part = jobs.pc_part[e]

@@ -95,10 +95,11 @@ class Preemption:
     (seconds a victim runs on once preempted), ``exempt`` (seconds a job runs before
     it may be preempted) and ``level`` (the plugin's priority tier of the class: a
     partition's PriorityTier or a QOS's Priority, for the victims' order).
-    ``backfill``: the plans of jobs that may preempt (EASY's reservations,
-    conservative's plans) count their candidates' resources as free from now, as
-    Slurm's backfill will-run test with preemptees does
-    (:mod:`fastsched.engine.preemptplan`); off, they plan on the free resources only."""
+    ``backfill`` (default True, Slurm's behaviour): the plans of jobs that may preempt
+    (EASY's reservations, conservative's plans) count their candidates' resources as
+    free from now, as Slurm's backfill will-run test with preemptees always does
+    (:mod:`fastsched.engine.preemptplan`); False (no Slurm setting does this) plans
+    them on the free resources only."""
 
     kind: str
     may: np.ndarray
@@ -107,7 +108,7 @@ class Preemption:
     exempt: np.ndarray
     level: np.ndarray
     job_class: np.ndarray | None = None
-    backfill: bool = False
+    backfill: bool = True
 
     def __post_init__(self):
         if self.kind not in PREEMPT_TYPES:
