@@ -30,18 +30,19 @@ class Driven:
 def drive(s, jobs, lc=None, rows=()) -> Driven:
     """Drive Scheduler ``s`` through ``jobs`` and the node events ``rows`` ((time, kind,
     nodes), kind down / up / drain / resume) as the simulator's loop runs an instant:
-    complete what ends (TIMEOUT when cut at its limit), apply the node events (down:
-    ``fail_nodes``; a drain kills too, with power saving: jobs whose nodes still boot;
-    their attempts are checked against the lifecycle ``lc``), stop the
-    victims whose GraceTime ends (those still running the attempt that was preempted),
-    submit what arrives, then pass and apply while a pass stops a victim at once, a job
-    ends at once or a start releases a dependent (the simulator passes again then).
-    A job runs min(work left, the limit its START gave) (started narrow on a node range:
-    its work's node-seconds at its width) from its decision's ``configure_time`` on
-    (power saving: its nodes boot first; killed before, it never ran and its attempt
-    starts at the kill); a requeued one resumes with the work left
-    after its last checkpoint; a ``--no-kill`` one shrinks. Raises
-    :class:`Endless` past a bound of instants (preemption can ping-pong for ever)."""
+    complete what ends (TIMEOUT when cut at its limit); apply the node events (down:
+    ``fail_nodes``; a drain kills too with power saving, the jobs whose nodes still
+    boot; their attempts are checked against the lifecycle ``lc``; up / resume: with
+    regrowth, shrunk or narrow jobs take nodes back); stop the victims whose GraceTime
+    ends (those still running the attempt that was preempted); submit what arrives;
+    then pass and apply while a pass stops a victim at once, a job ends at once or a
+    start releases a dependent (the simulator passes again then).
+    A job runs min(work left, the limit its START gave) from its decision's
+    ``configure_time`` on (power saving: its nodes boot first; killed before, it never
+    ran and its attempt starts at the kill); started narrow on a node range, its work is
+    node-seconds at its width; a requeued one resumes with the work left after its last
+    checkpoint; a ``--no-kill`` one shrinks. Raises :class:`Endless` past a bound of
+    instants (preemption can ping-pong for ever)."""
     ids = [int(j) for j in jobs.job_id]
     row = {j: k for k, j in enumerate(ids)}
     left = {j: int(r) for j, r in zip(ids, jobs.runtime)}
@@ -124,7 +125,8 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
             over[j] = now + a.remaining > began[j] + limit[j]
 
     def pass_once(now):
-        """One pass applied; True if it stopped a victim at ``now``."""
+        """One pass applied; True if the simulator passes again at ``now``: it stopped
+        a victim then, or a start released a dependent."""
         d = s.schedule(now)
         s.apply(d)
         out.held = out.held or "ReqNodeNotAvail" in d.reason
