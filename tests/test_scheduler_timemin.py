@@ -31,7 +31,7 @@ def _scaled(data, jobs, k=None):
     return jobs, np.array(tmin, dtype=np.int64)
 
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=45, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
