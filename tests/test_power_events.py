@@ -33,18 +33,29 @@ def test_power_with_node_events_matches_twin(data, policy, depth):
     pm = data.draw(power_models(cluster))
     rows = data.draw(node_event_rows(cluster.num_nodes, max_events=8, max_time=60,
                                      kinds=KINDS))
-    twin = _twin_power(pm, cluster)
-    run, ids, killed = run_both(case, policy, depth, rows=rows,
-                                lifecycle=data.draw(lifecycles(len(case[2]))),
-                                engine={"power": engine_power(pm, cluster)},
+    killed = _same_as_twin(case, policy, depth, rows, data.draw(lifecycles(len(case[2]))), pm)
+    event(f"killed attempts: {min(len(killed), 3)}, killed CONFIGURING: "
+          f"{min(_configuring(killed), 2)}")
+
+
+def _same_as_twin(case, policy, depth, rows, lc, pm):
+    """The engine's run with power model ``pm``, node events ``rows`` and lifecycle
+    ``lc`` equals the twin's: records, attempts with their boot times, each start's
+    boot. Returns the twin's killed attempts."""
+    twin = _twin_power(pm, case[0])
+    run, ids, killed = run_both(case, policy, depth, rows=rows, lifecycle=lc,
+                                engine={"power": engine_power(pm, case[0])},
                                 twin={"power": twin})
     assert attempt_rows(run, ids, "configure") == sorted(killed)
     for i, j in enumerate(ids):
         if run.start[i] >= 0:
             assert run.configure[i] == twin.get("boot_out", {}).get(j, 0), j
-    configuring = sum(1 for k in killed if k[-1] > 0 and k[2] == k[3])
-    event(f"killed attempts: {min(len(killed), 3)}, killed CONFIGURING: "
-          f"{min(configuring, 2)}")
+    return killed
+
+
+def _configuring(killed):
+    """How many killed attempts were killed while CONFIGURING (they never ran)."""
+    return sum(1 for k in killed if k[-1] > 0 and k[2] == k[3])
 
 
 @st.composite
@@ -70,16 +81,9 @@ def test_power_with_outages_matches_twin(data, policy):
     case = data.draw(constrained_cases())
     cluster = case[0]
     pm = data.draw(power_models(cluster, max_time=8))
-    twin = _twin_power(pm, cluster)
-    run, ids, killed = run_both(case, policy, 1, rows=data.draw(outages(cluster.num_nodes)),
-                                lifecycle=Lifecycle.of(len(case[2])),
-                                engine={"power": engine_power(pm, cluster)},
-                                twin={"power": twin})
-    assert attempt_rows(run, ids, "configure") == sorted(killed)
-    for i, j in enumerate(ids):
-        if run.start[i] >= 0:
-            assert run.configure[i] == twin.get("boot_out", {}).get(j, 0), j
-    event(f"killed CONFIGURING: {min(sum(1 for k in killed if k[-1] > 0 and k[2] == k[3]), 2)}")
+    killed = _same_as_twin(case, policy, 1, data.draw(outages(cluster.num_nodes)),
+                           Lifecycle.of(len(case[2])), pm)
+    event(f"killed CONFIGURING: {min(_configuring(killed), 2)}")
 
 
 @SETTINGS
