@@ -310,20 +310,23 @@ def _on_grid(t, res):
 
 def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, held_out,
           res=1, window=None, topo_of=None, blocked=(), low=None, members=None, tmin=None,
-          preempting=None):
+          preempting=None, ends=None):
     """A job of a node range (``low``: by job id, its fewest nodes and the partitions
     where it may start on fewer) that does not start now on all its nodes starts on
     fewer (:func:`_narrow`) before it reserves; then a job with a time minimum (``tmin``:
     by job id) starts with a shorter limit (:func:`naive_timemin.shorten`). Every hold (running, started or reserved at t) ends at its end (start +
     limit, t + limit) rounded up to the grid of multiples of ``res``; fitting is
     still "free over [t, t + limit)". A job whose earliest start is more than
-    ``window`` after now gets no reservation (and uses none of EASY's)."""
+    ``window`` after now gets no reservation (and uses none of EASY's). ``ends`` (by job
+    id): a preempted job in its GraceTime is held until its grace end when that comes
+    before its limit (Slurm sets its end_time so)."""
     plan = [[] for _ in nodes]
     for s, e, x in blocked:            # advance reservations: the node held whole
         if e > now:     # (tagged: the jobs running in the reservation do not see it)
             plan[x].append((s, e, nodes[x].gpus, nodes[x].cpus, nodes[x].mem, "window"))
     for job, start, chosen, _ in running:
-        until = _on_grid(start + job.boot + job.limit, res)
+        until = _on_grid(min(start + job.boot + job.limit,
+                             (ends or {}).get(job.job_id, float("inf"))), res)
         if _exclusive(topo_of, job, now):
             for y in _group_nodes(nodes, topo_of(job, now)[0], chosen):
                 plan[y].append((start, until, nodes[y].gpus, nodes[y].cpus, nodes[y].mem))
@@ -685,7 +688,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             queue = queue_now(now)
             started = _pass(policy, reserve_depth, now, queue, nodes, running, parts_of,
                             groups, caps, held, resolution, window, topo_of, blocked, low,
-                            members, time_min, preempting)
+                            members, time_min, preempting,
+                            {i: t for t, i, a in grace if restarts.get(i, 0) == a})
             for k, (job, chosen, p) in enumerate(started):
                 if power is not None:
                     job = replace(job, boot=boot_wait(now, chosen))

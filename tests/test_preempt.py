@@ -7,7 +7,7 @@ from functools import partial
 
 import numpy as np
 import pytest
-from hypothesis import event, given
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from fastsched import NodeEvents, simulate
@@ -15,6 +15,7 @@ from fastsched.cli import main
 from fastsched.engine.preempt import Preemptor
 from fastsched.io.slurmconf import read_cluster
 from fastsched.model.errors import InputError, UnsupportedError
+from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.preemption import CANCEL, OFF, REQUEUE, Preemption, parse_mode
 from fastsched.sim.preemption import site_preemption
 from fastsched.tools.testing import lifecycles, node_event_rows
@@ -131,6 +132,66 @@ def test_qos_matches_twin(data, policy):
 def test_preemption_with_node_failures_matches_twin(data):
     _check_twin(data, data.draw(st.sampled_from(["easy", "conservative"])), 1,
                 qos=data.draw(st.booleans()), with_events=True)
+
+
+@st.composite
+def grace_cases(draw):
+    """Two low tiers (their grace times drawn, up to 60 s) filling 2-4 like nodes with
+    long jobs at 0, high-tier jobs arriving later that must preempt, and jobs of every
+    tier queued behind them: the cases where a victim held until its grace end, not its
+    limit, changes what starts."""
+    from fastsched import Cluster, JobTable
+    from fastsched.model.cluster import Partition
+    n = draw(st.integers(2, 4))
+    cpus = draw(st.sampled_from([2, 4]))
+    grace = [draw(st.sampled_from([0, 5, 20, 60])) for _ in range(2)]
+    parts = [Partition("low0", np.arange(n), priority_tier=1, grace_time=grace[0]),
+             Partition("low1", np.arange(n), priority_tier=1, grace_time=grace[1]),
+             Partition("high", np.arange(n), priority_tier=2)]
+    cluster = Cluster([f"n{i}" for i in range(n)], [cpus] * n, [0] * n, [0] * n,
+                      partitions=parts)
+    rows = []
+    for _ in range(n):                         # the low tiers fill the nodes
+        limit = draw(st.integers(60, 200))
+        rows.append((0, limit, draw(st.integers(40, limit)), 1, cpus,
+                     draw(st.integers(0, 1))))
+    for _ in range(draw(st.integers(1, 2))):   # preemptors
+        limit = draw(st.integers(10, 60))
+        rows.append((draw(st.integers(1, 10)), limit, draw(st.integers(1, limit)),
+                     draw(st.integers(2, n)), cpus, 2))
+    for _ in range(draw(st.integers(1, 4))):   # queued behind them
+        limit = draw(st.integers(5, 100))
+        rows.append((draw(st.integers(2, 20)), limit, draw(st.integers(1, limit)),
+                     draw(st.integers(1, n)), draw(st.integers(1, cpus)),
+                     draw(st.integers(0, 2))))
+    submit, limit, runtime, nodes, c, p = map(list, zip(*rows))
+    jobs = JobTable.from_arrays(job_id=np.arange(1, len(rows) + 1), submit_time=submit,
+                                time_limit=limit, runtime=runtime, num_nodes=nodes,
+                                cpus_per_node=c, partition=p)
+    ids = [int(j) for j in jobs.job_id]
+    case = (cluster, np.ones(n, dtype=bool), jobs, {j: [q] for j, q in zip(ids, p)}, {},
+            {j: [] for j in ids}, [], {j: -parts[q].priority_tier for j, q in zip(ids, p)})
+    mode = [draw(st.sampled_from([CANCEL, REQUEUE])) for _ in range(3)]
+    pre = replace(Preemption.partition_prio(cluster, REQUEUE),
+                  mode=np.array(mode, dtype=np.int64), backfill=draw(st.booleans()))
+    return case, pre
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_grace_end_holds_match_twin(data, policy):
+    """Victims in their GraceTime are held until their grace end in the engine and in the
+    twin alike (tests/naive_nodes.py ``ends``)."""
+    case, pre = data.draw(grace_cases())
+    jobs = case[2]
+    lc = Lifecycle.of(len(jobs), delay=data.draw(st.integers(1, 10)))
+    ids = [int(j) for j in jobs.job_id]
+    run, _, killed = run_both(case, policy, 1, lifecycle=lc,
+                              engine={"preemption": partial(Preemptor, pre)},
+                              twin={"preempt": _twin_rules(pre, ids)})
+    assert attempt_rows(run, ids, "preempted") == sorted(killed)
+    event(f"preempted attempts: {min(int(run.attempts.preempted.sum()), 3)}")
 
 
 # ---- a scavenger partition preempted by a high tier -------------------------------
@@ -258,8 +319,12 @@ def test_config_errors_are_typed(tmp_path):
     with pytest.raises(InputError, match="incompatible"):
         site_preemption(read_cluster(conf))
     conf, _ = _site(tmp_path, mode="SUSPEND")
-    with pytest.raises(UnsupportedError, match="gang"):
+    with pytest.raises(InputError, match="requires GANG"):     # as Slurm's read_config.c
         site_preemption(read_cluster(conf))
+    for mode, part in (("SUSPEND,GANG", ""), ("REQUEUE", "PreemptMode=SUSPEND")):
+        conf, _ = _site(tmp_path, mode=mode, part=part)
+        with pytest.raises(UnsupportedError, match="cores"):
+            site_preemption(read_cluster(conf))
     conf, _ = _site(tmp_path, extra="PreemptType=preempt/qos")
     with pytest.raises(InputError):
         site_preemption(read_cluster(conf))       # twice given, or qos without a config
@@ -331,3 +396,60 @@ def test_unverified_combinations_are_refused(tmp_path):
     with pytest.raises(UnsupportedError, match="elastic"):
         simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=elastic)
     assert simulate(cluster, w.jobs, "easy", lifecycle=lc).verify().ok
+
+
+# ---- a victim in its grace time is held until its grace end -------------------------
+
+GRACE_CONF = """\
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+NodeName=gpu[01-02] CPUs=64 RealMemory=512000 Gres=gpu:8
+PartitionName=lowa Nodes=ALL PriorityTier=1 Default=YES MaxTime=UNLIMITED
+PartitionName=lowb Nodes=ALL PriorityTier=1 MaxTime=UNLIMITED GraceTime=600
+PartitionName=high Nodes=ALL PriorityTier=10 MaxTime=UNLIMITED
+"""
+GRACE_JOBS = """\
+job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,cpus_per_node,mem_per_node,\
+partition,user,account
+1,0,86400,36000,1,8,64,0,lowa,sam,lab
+2,0,86400,36000,1,8,64,0,lowb,sam,lab
+3,100,3600,3600,2,8,64,0,high,alice,prod
+4,150,2000,2000,1,8,64,0,high,alice,prod
+"""
+
+
+def _grace_site(tmp_path):
+    (tmp_path / "slurm.conf").write_text(GRACE_CONF)
+    (tmp_path / "jobs.csv").write_text(GRACE_JOBS)
+    return tmp_path / "slurm.conf", tmp_path / "jobs.csv"
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+def test_grace_end_holds_the_victims_nodes_for_the_preemptor(tmp_path, policy):
+    """Job 3 preempts jobs 1 (no grace) and 2 (600 s); job 4, behind it, fits job 1's
+    freed node until 2150, after job 2's grace end (700): Slurm plans job 2 to end at
+    700 (its end_time), so job 3 is reserved there and job 4 waits."""
+    from fastsched.io.workload import read_workload
+    conf, path = _grace_site(tmp_path)
+    cluster = read_cluster(conf)
+    w = read_workload(path, cluster)
+    r = simulate(cluster, w.jobs, policy, preemption=site_preemption(cluster),
+                 lifecycle=w.lifecycle(True, 121))
+    f = r.jobs
+    first = f[f.attempt == 0].set_index("job_id")
+    assert first.end_time[1] == 100 and first.end_time[2] == 700
+    assert first.state[2] == "PREEMPTED" and first.time_limit[2] == 86400   # its own limit
+    assert first.start_time[3] == 700
+    assert first.start_time[4] == 700 + 3600        # after job 3, not on job 1's node at 150
+    assert r.verify().ok
+
+
+def test_grace_end_hold_cli(tmp_path, capsys):
+    conf, path = _grace_site(tmp_path)
+    out = tmp_path / "out.csv"
+    assert main(["simulate", str(path), "--cluster", str(conf), "--jobs-out", str(out),
+                 "--no-progress"]) == 0
+    import pandas as pd
+    f = pd.read_csv(out)
+    assert f[(f.job_id == 3)].start_time.tolist() == [700]
+    assert main(["check", str(out), "--trace", str(path), "--cluster", str(conf)]) == 0

@@ -93,6 +93,44 @@ def test_decisions_name_victims_mode_and_grace_end():
     assert [int(j) for j in s.pending.job_id] == [1]
 
 
+def test_a_victim_is_planned_to_end_at_its_grace_end():
+    """The doc example (docs/lifecycle.md, "Between a preemption and the preemptor's
+    start"), on 4-CPU nodes: job 3 preempts jobs 1 (no grace) and 2 (600 s) at 100;
+    job 2 is planned to end at 700, so job 4 (behind job 3, 2000 s) does not take job
+    1's node: job 3 starts at 700, as the simulator starts it."""
+    from fastsched.model.cluster import Partition
+    nodes = np.arange(2)
+    parts = [Partition("lowa", nodes, priority_tier=1),
+             Partition("lowb", nodes, priority_tier=1, grace_time=600),
+             Partition("high", nodes, priority_tier=10)]
+    cluster = Cluster(["a", "b"], [4, 4], [0, 0], [0, 0], partitions=parts)
+    jobs = JobTable.from_arrays(job_id=[1, 2, 3, 4], submit_time=[0, 0, 100, 150],
+                                time_limit=[86400, 86400, 3600, 2000],
+                                runtime=[36000, 36000, 3600, 2000], num_nodes=[1, 1, 2, 1],
+                                cpus_per_node=[4, 4, 4, 4], partition=[0, 1, 2, 2])
+    pre = Preemption.partition_prio(cluster, REQUEUE)
+    lc = Lifecycle.of(4, delay=121)
+    s = Scheduler(cluster, "easy", jobs=jobs, preemption=pre, lifecycle=lc)
+    s.submit(jobs.take(np.array([0, 1])))
+    s.apply(s.schedule(0))
+    s.submit(jobs.take(np.array([2])))
+    d = s.schedule(100)
+    assert d.preempt.victims.tolist() == [1, 2] and d.preempt.stop.tolist() == [100, 700]
+    s.apply(d)
+    r = s.running_jobs
+    assert r.job_id.tolist() == [2] and r.planned_end.tolist() == [700]
+    d = s.schedule(100)
+    s.apply(d)
+    s.submit(jobs.take(np.array([3])))
+    d = s.schedule(150)
+    assert list(d.starts) == []                       # job 4 would delay job 3
+    s.apply(d)
+    got = drive_or_discard(Scheduler(cluster, "easy", jobs=jobs, preemption=pre,
+                                     lifecycle=lc), jobs, lc).attempts
+    assert got == simulated(simulate(cluster, jobs, "easy", preemption=pre, lifecycle=lc))
+    assert [a for a in got if a[0] == 3][0][1] == 700        # its start
+
+
 def test_cancel_ends_the_victim():
     cluster, jobs, pre = _two_tiers(mode=CANCEL)
     s = Scheduler(cluster, "easy", jobs=jobs, preemption=pre)

@@ -422,7 +422,7 @@ class _EventLoop:
             return
         preempted = requeue is not None
         if self.preemptor is not None:      # no longer a victim in its grace time
-            self.preemptor.stopping[killed] = False
+            self.preemptor.release(self, killed)
         requeue = np.ones(len(killed), dtype=bool) if requeue is None else requeue
         ev, out, jobs, deps = self.ev, self.out, self.jobs, self.deps
         gone = np.sort(killed).astype(np.int64)     # their completions leave the heap

@@ -15,7 +15,9 @@ OFF, not already stopping) in the victims' order, adding each one's resources to
 the free ones until J's request fits on enough nodes. J's nodes are then the fitting
 nodes that needed no victim, then those freed by the earliest victims, then the
 lowest-numbered; the victims are the candidates taken so far that ran on those
-nodes. Each stops ``GraceTime`` seconds later (0: now): REQUEUE ones are requeued
+nodes. Each stops ``GraceTime`` seconds later (0: now; meanwhile it is held until
+then, not until its time limit, as Slurm's ``end_time``: the passes plan the
+preemptor and everyone else with that, :func:`.preemptplan.move_hold_end`): REQUEUE ones are requeued
 (:mod:`fastsched.engine.requeue`: they resume from their last checkpoint after the
 requeue delay), the others end PREEMPTED. J does not start here: it starts in a
 pass once the resources are free (Slurm's preemptor waits for its victims too),
@@ -34,7 +36,7 @@ import numpy as np
 
 from ..model.preemption import OFF, REQUEUE
 from .limits import _held
-from .preemptplan import no_preempting
+from .preemptplan import move_hold_end, no_preempting
 from .state import Preempting
 
 __all__ = ["Preemptor"]
@@ -93,6 +95,7 @@ class Preemptor:
         self.last = np.full(n, -1, dtype=np.int64)     # when each job last preempted
         self.wakes: list[int] = []      # a heap of exemption ends to look again at
         self.backfill = bool(pre.backfill)
+        self.cut: dict[int, int] = {}   # a victim whose hold its grace end cuts: its limit
 
     def planning(self) -> Preempting:
         """What the passes read to plan with preemptable capacity (``backfill``; off:
@@ -129,6 +132,7 @@ class Preemptor:
         gone = set(np.asarray(victims, dtype=np.int64).tolist())
         for v in gone:
             self.stopping[v] = False
+        self.uncut_limits(gone)
         for j in self.waits:
             self.waits[j] = {(v, a) for v, a in self.waits[j] if v not in gone}
         done = [j for j, vs in self.waits.items() if not vs]
@@ -215,9 +219,60 @@ class Preemptor:
         for v, gt in zip(victims.tolist(), grace.tolist()):
             if gt > 0:
                 heapq.heappush(self.heap, (t + gt, v, int(restarts[v])))
+                self.cut_hold(loop, v, t + gt)
         return victims[grace == 0]
+
+    def cut_hold(self, loop, v: int, end: int) -> None:
+        """Victim ``v`` (running) stops at ``end``: it is held until then, not until its
+        time limit (Slurm's ``end_time = MIN(end_time, preempt_time + grace)``). Its
+        limit becomes ``end`` - start, so whatever ends it (its own end, or a kill once
+        :meth:`release` undid this) gives back what it holds."""
+        jobs, out, res = loop.jobs, loop.out, int(loop.rules.res)
+        start, limit = int(out.start[v]), int(jobs.limit[v])
+        old, new = _on_grid(start + limit, res), _on_grid(end, res)
+        if new >= old:
+            return
+        self._move(loop, v, old, new)
+        self.cut[v] = limit
+        self._limits = jobs.limit
+        jobs.limit[v] = end - start
+
+    def release(self, loop, killed) -> None:
+        """Jobs ``killed`` are killed now (stopped, or a node failure): no longer victims
+        in their grace time; a cut hold is restored first, so that the kill gives back
+        the whole hold and the attempt keeps its own limit."""
+        self.stopping[killed] = False
+        out, res = loop.out, int(loop.rules.res)
+        for v in np.asarray(killed, dtype=np.int64).tolist():
+            limit = self.cut.pop(v, None)
+            if limit is not None:
+                start = int(out.start[v])
+                self._move(loop, v, _on_grid(start + int(loop.jobs.limit[v]), res),
+                           _on_grid(start + limit, res))
+                loop.jobs.limit[v] = limit
+
+    def uncut_limits(self, gone) -> None:
+        """Victims ``gone`` ended on their own with a cut hold: their own limit again
+        (their end gave back the cut hold)."""
+        for v in gone:
+            limit = self.cut.pop(v, None)
+            if limit is not None:
+                self._limits[v] = limit
+
+    def _move(self, loop, v: int, old: int, new: int) -> None:
+        """Job ``v``'s hold ends at ``new`` instead of ``old`` (see :meth:`cut_hold`)."""
+        jobs, out = loop.jobs, loop.out
+        lo = jobs.offsets[v]
+        on = np.ascontiguousarray(out.alloc_nodes[lo:lo + jobs.nn[v]], dtype=np.int64)
+        loop.p = move_hold_end(np.int64(v), np.int64(old), np.int64(new), on, jobs.rg[v],
+                               jobs.rc[v], jobs.rm[v], loop.p, loop.run_lists)
 
     def requeued(self, victims, part_used) -> np.ndarray:
         """Whether each victim's mode requeues it (its job must allow requeues too)."""
         cls = part_used if self.qos is None else self.qos[victims]
         return self.mode[cls] == REQUEUE
+
+
+def _on_grid(t: int, res: int) -> int:
+    """``t`` rounded up to the grid of multiples of ``res`` (as every hold ends)."""
+    return -(-int(t) // res) * res

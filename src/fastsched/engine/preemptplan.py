@@ -21,6 +21,12 @@ Slurm's ``slurm_find_preemptable_jobs`` leaves exempt jobs out), not already sto
 then held on the profile over the candidates' holds, so a node's free capacity may be
 negative there: no other job fits on it. A plan at now is a reservation at now: the
 preemption after the pass (:mod:`fastsched.engine.preempt`) stops the victims.
+
+A victim in its GraceTime is held until its grace end, not its time limit
+(:func:`move_hold_end`): Slurm sets a preempted job's ``end_time`` to the earlier of
+the two (``_job_check_grace_internal`` in ``src/interfaces/preempt.c``), and its
+backfill plans with ``end_time``, so the preemptor's reservation lies at the grace
+end, on the victims' nodes, and no later job may take them if that delays it.
 """
 from __future__ import annotations
 
@@ -30,9 +36,10 @@ from numba import njit
 
 from .earliest import _capable, _plan_job
 from .profile import _give_back, _hold, _room
+from .running import _insert_running, _take_running
 from .state import Ask, Preempting
 
-__all__ = ["no_preempting"]
+__all__ = ["no_preempting", "move_hold_end"]
 
 
 def no_preempting() -> Preempting:
@@ -171,3 +178,24 @@ def _plan_preempting(j, t_free, now, jobs, types, nodes, p, free, run, topo, out
             if t == now:
                 break
     return t, p
+
+
+@njit(cache=True)
+def move_hold_end(v, old, new, on, g, c, m, p, run):
+    """Running job ``v``'s hold of (``g``, ``c``, ``m``) on each node of ``on`` ends at
+    ``new`` instead of ``old`` (both on the grid, after the profile's first breakpoint):
+    the profile gives back [new, old) (earlier: a victim's GraceTime cuts its hold) or
+    holds [old, new) (later: the cut undone), and its running entries say ``new``.
+    Returns the profile (a node without room for two more breakpoints gets a bigger
+    segment first)."""
+    for i in range(on.shape[0]):
+        x = on[i]
+        if p.wlen[x] + 4 > p.wcap[x]:
+            p = _room(x, p, 4)
+        if new < old:
+            _give_back(x, new, old, g, c, m, p)
+        else:
+            _hold(x, old, new, g, c, m, p)
+        _take_running(x, v, run)
+        _insert_running(x, new, g, c, m, v, run)
+    return p

@@ -22,8 +22,8 @@ the youngest (latest start) goes first, then the highest job index.
 Modes: ``CANCEL`` (the victim ends PREEMPTED), ``REQUEUE`` (it ends PREEMPTED and
 is requeued, as a node failure requeues it; a job that may not be requeued is
 cancelled instead, as ``slurm_job_preempt`` falls back to SIGKILL), ``OFF`` (never
-preempted). ``SUSPEND`` and ``GANG`` are refused: suspending needs the gang
-scheduler's time slicing, which the engine does not model.
+preempted). ``SUSPEND`` and ``GANG`` are refused (:data:`SUSPEND_REFUSED` says why;
+docs/lifecycle.md, "Why PreemptMode=SUSPEND is not modelled").
 """
 from __future__ import annotations
 
@@ -33,7 +33,18 @@ import numpy as np
 
 from .errors import InputError, UnsupportedError
 
-__all__ = ["Preemption", "PREEMPT_TYPES", "OFF", "CANCEL", "REQUEUE", "parse_mode"]
+__all__ = ["Preemption", "PREEMPT_TYPES", "OFF", "CANCEL", "REQUEUE", "parse_mode",
+           "SUSPEND_REFUSED"]
+
+#: why PreemptMode=SUSPEND (and GANG) is refused: what Slurm does, which the nodes
+#: model cannot hold
+SUSPEND_REFUSED = (
+    "SUSPEND,GANG is not modelled: Slurm starts the preemptor at once on the cores of "
+    "the jobs it suspends, which keep their memory and GRES (GPUs), and its gang "
+    "scheduler resumes each when no higher-tier job uses its cores any more (under "
+    "preempt/qos, in one partition, it time-slices them); the node engine counts CPUs per "
+    "node without core identities, and holds each running job whole until one end. "
+    "Use REQUEUE or CANCEL")
 
 PREEMPT_TYPES = ("preempt/none", "preempt/partition_prio", "preempt/qos")
 #: a victim class's mode (per partition or QOS)
@@ -42,16 +53,15 @@ _MODES = {"OFF": OFF, "CANCEL": CANCEL, "REQUEUE": REQUEUE}
 
 
 def parse_mode(text: str, *, field: str, file=None, line=None) -> int:
-    """A ``PreemptMode`` value: OFF, CANCEL or REQUEUE (``,GANG`` or ``,PRIORITY``
-    flags refused with SUSPEND: the engine does not time-slice)."""
+    """A ``PreemptMode`` value: OFF, CANCEL or REQUEUE (SUSPEND and the ``GANG`` flag
+    are refused with an UnsupportedError: :data:`SUSPEND_REFUSED`; so is ``PRIORITY``)."""
     words = [w.strip().upper() for w in str(text).split(",") if w.strip()]
     if not words:
         raise InputError("empty PreemptMode", file=file, line=line, field=field)
     base = [w for w in words if w in _MODES or w == "SUSPEND"]
     other = [w for w in words if w not in _MODES and w != "SUSPEND"]
     if "SUSPEND" in words or "GANG" in other:
-        raise UnsupportedError(f"{field}={text}: SUSPEND and GANG need the gang scheduler's "
-                               "time slicing, which is not modelled (use REQUEUE or CANCEL)")
+        raise UnsupportedError(f"{field}={text}: {SUSPEND_REFUSED}")
     unknown = [w for w in other if w not in ("PRIORITY", "WITHIN")]
     if unknown or len(base) != 1:
         raise InputError(f"{text!r}: expected one of OFF, CANCEL, REQUEUE", file=file,

@@ -50,8 +50,10 @@ def site_preemption(cluster, config=None, job_qos=None) -> Preemption:
     ``PreemptExemptTime``; partitions' PreemptMode and GraceTime), with the QOS of
     ``config`` (a :class:`fastsched.policy.config.SchedulerConfig`; ``job_qos``: each
     job's QOS index) under preempt/qos. Slurm refuses PreemptMode=OFF with a preempt
-    plugin (read_config.c: "PreemptType and PreemptMode values incompatible"); so
-    does this."""
+    plugin (read_config.c: "PreemptType and PreemptMode values incompatible") and a
+    global PreemptMode=SUSPEND without GANG ("PreemptMode=SUSPEND requires GANG too");
+    so does this (InputError). SUSPEND,GANG is valid in Slurm and not modelled here
+    (UnsupportedError)."""
     other = {str(k).lower(): (str(k), str(v)) for k, v in
              (cluster.settings.other.items() if cluster.settings is not None else ())}
     spelled, kind = other.get("preempttype", ("PreemptType", "preempt/none"))
@@ -62,6 +64,11 @@ def site_preemption(cluster, config=None, job_qos=None) -> Preemption:
     if kind == "preempt/none":
         return Preemption.none()
     spelled, text = other.get("preemptmode", ("PreemptMode", "OFF"))
+    words = {w.strip().upper() for w in text.split(",")}
+    if "SUSPEND" in words and "GANG" not in words:
+        raise InputError(f"{spelled}={text}: Slurm refuses it (\"PreemptMode=SUSPEND "
+                         "requires GANG too\": the gang scheduler resumes suspended jobs)",
+                         field=spelled)
     mode = parse_mode(text, field=spelled)
     if mode == OFF:
         raise InputError(f"PreemptType={kind} with PreemptMode=OFF: Slurm refuses them "

@@ -9,7 +9,9 @@ starts counted as running, the first queued job that can start only by preemptin
 chooses its victims (``Decisions.preempt``, a :class:`Preempted`).
 :meth:`Scheduler.apply` stops those whose grace is 0 at once (their nodes are free
 for the next pass at the same instant, which the caller runs, as the simulator passes
-again) and the others at their grace end. A REQUEUE victim whose job may be requeued
+again) and the others at their grace end; until then such a victim's planned end
+(``running_jobs.planned_end``) is its grace end when that is earlier, as Slurm sets
+its ``end_time`` (:func:`cut_ends`). A REQUEUE victim whose job may be requeued
 goes back to the queue after the requeue delay (its ``eligible`` time), a CANCEL one
 (or one that may not be requeued) ends. :attr:`Scheduler.preempt_time` is the next
 time a pass must run for preemption: a grace end, a requeued job's begin, or the end
@@ -25,7 +27,7 @@ kept, and a victim a failure ended is no longer stopped at its grace end. With
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -287,7 +289,24 @@ class SchedulerPreemption:
             if t > d.now:
                 self.stopping[r] = self.restarts[r]
                 heapq.heappush(self.heap, (t, r, int(self.restarts[r])))
+        later = pre.stop > d.now
+        cut_ends(s, pre.rows[later], pre.stop[later])
         self.stop(s, pre.rows[pre.stop == d.now], d.now)
+
+
+def cut_ends(s, rows, stop) -> None:
+    """Victims ``rows`` (running) stop at ``stop``: each is held until then when its planned
+    end is later (Slurm sets a preempted job's ``end_time`` to the earlier of the two,
+    and plans with it); a new running table, so the next pass builds its state anew."""
+    if not len(rows):
+        return
+    r = s._running
+    pos = np.flatnonzero(np.isin(s._running_rows, rows))
+    at = {int(v): int(t) for v, t in zip(np.asarray(rows).tolist(), np.asarray(stop).tolist())}
+    end = r.planned_end.copy()
+    end[pos] = np.minimum(end[pos], [at[int(v)] for v in s._running_rows[pos].tolist()])
+    if not np.array_equal(end, r.planned_end):
+        s._running = replace(r, planned_end=end)
 
 
 class _View:
