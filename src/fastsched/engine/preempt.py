@@ -15,15 +15,15 @@ OFF, not already stopping) in the victims' order, adding each one's resources to
 the free ones until J's request fits on enough nodes. J's nodes are then the fitting
 nodes that needed no victim, then those freed by the earliest victims, then the
 lowest-numbered; the victims are the candidates taken so far that ran on those
-nodes. Each stops ``GraceTime`` seconds later (0: now; meanwhile it is held until
-then, not until its time limit, as Slurm's ``end_time``: the passes plan the
-preemptor and everyone else with that, :func:`.preemptplan.move_hold_end`): REQUEUE ones are requeued
+nodes. Each stops ``GraceTime`` seconds later (0: now): REQUEUE ones are requeued
 (:mod:`fastsched.engine.requeue`: they resume from their last checkpoint after the
-requeue delay), the others end PREEMPTED. J does not start here: it starts in a
-pass once the resources are free (Slurm's preemptor waits for its victims too),
-after the passes of the instant its victims stop. One job preempts per pass; the
-loop passes again at the instant, so several jobs may preempt at one instant, in
-queue order.
+requeue delay), the others end PREEMPTED. Until then a victim is held until its grace
+end, not its time limit, as Slurm sets its ``end_time``: the passes plan the
+preemptor and everyone else with that (:meth:`Preemptor.cut_hold`). J does not
+start here: it starts in a pass once the resources are free (Slurm's preemptor waits
+for its victims too), after the passes of the instant its victims stop. One job
+preempts per pass; the loop passes again at the instant, so several jobs may preempt
+at one instant, in queue order.
 
 Plain Python and NumPy: it runs only when preemption is on, once per pass, over
 the queued jobs that may preempt and the jobs running in their partitions.
@@ -96,6 +96,7 @@ class Preemptor:
         self.wakes: list[int] = []      # a heap of exemption ends to look again at
         self.backfill = bool(pre.backfill)
         self.cut: dict[int, int] = {}   # a victim whose hold its grace end cuts: its limit
+        self._limits = None             # the loop's limits, which a cut changes
 
     def planning(self) -> Preempting:
         """What the passes read to plan with preemptable capacity (``backfill``; off:
