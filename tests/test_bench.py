@@ -41,8 +41,8 @@ def test_ai_mix_site_reports_wall_decisions_and_rss():
 
 
 def test_ai_mix_site_with_failures_reports_both_runs():
-    fig = run_scenario("ai-mix-1m", repeat=1, jobs=300, failures="mtbf=1d,repair=1h,seed=1")
-    assert fig["failures"] == "mtbf=1d,repair=1h,seed=1"
+    fig = run_scenario("ai-mix-1m", repeat=1, jobs=300, failures="mtbf=7d,repair=1h,seed=1")
+    assert fig["failures"] == "mtbf=7d,repair=1h,seed=1"
     assert fig["killed_attempts_failures"] > 0 and 0 < fig["goodput_failures"] < 1
     assert {"cpu_s_failures", "wall_s_failures", "cpu_ratio_failures"} <= set(fig)
     assert fig["passes_failures"] > 0 and fig["passes"] > 0

@@ -14,7 +14,7 @@ from .freenow import _fits_now_somewhere, _tcount_update, _type_count
 from .interrupt import REQUEST as _REQUEST, STOP as _STOP
 from .leafkernel import leaf_kernel
 from .limits import _charge, _held, _min_limits
-from .profile import _give_back, _merge_at, _on_grid, _prefetch_node, _room, _split, _take
+from .profile import _add, _give_back, _merge_at, _on_grid, _prefetch_node, _room, _split, _take
 from .running import _insert_running, _running_room
 from .runindex import ix_hold, ix_new_job, ix_touched
 from .treap import MAX_SLOTS as _MAX_SLOTS, ix_packable, new_meta, tr_empty, tr_reserve
@@ -486,13 +486,9 @@ def give_back_indexed(x, s, e, g, c, m, p, ix):
         need = nix * (p.wlen[x] + 4)
         if ix.ids.shape[0] < 2 * need or ix.meta[0] + need > ix.TR.shape[0]:
             ix = _index_room(ix, need, need)
-    o = p.wo[x]
     a = _split(x, s, p)
     b = _split(x, e, p)
-    for k in range(a, b):
-        p.WG[o + k] += g
-        p.WC[o + k] += c
-        p.WM[o + k] += m
+    _add(x, a, b, g, c, m, p)
     U = np.int64(0)         # the slots fitting a segment given back (none before: none now)
     if nix > 0:
         U = ix_touched(x, a, b, nix, ix.sg, ix.sc, ix.sm, ix.elig, p.WG, p.WC, p.WM, p.wo)

@@ -235,15 +235,11 @@ def _give_back(x, s, e, g, c, m, p):
     a completion (s = now, after :func:`_advance`) or a reservation at the end of
     its pass. The breakpoints at s and e go when they no longer change anything.
     Needs room for two more breakpoints, like :func:`_hold`."""
-    o = p.wo[x]
     if e <= s:
         return
     a = _split(x, s, p)
     b = _split(x, e, p)
-    for k in range(a, b):
-        p.WG[o + k] += g
-        p.WC[o + k] += c
-        p.WM[o + k] += m
+    _add(x, a, b, g, c, m, p)
     _merge_at(x, b, p)
     _merge_at(x, a, p)
 
@@ -299,6 +295,16 @@ def _take(x, a, b, g, c, m, p):
         p.WG[o + k] -= g
         p.WC[o + k] -= c
         p.WM[o + k] -= m
+
+
+@leaf_kernel(inline="always")
+def _add(x, a, b, g, c, m, p):
+    """Give (g, c, m) back to node x's segments a to b - 1: :func:`_take` undone."""
+    o = p.wo[x]
+    for k in range(a, b):
+        p.WG[o + k] += g
+        p.WC[o + k] += c
+        p.WM[o + k] += m
 
 
 @leaf_kernel
