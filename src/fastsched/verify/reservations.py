@@ -54,6 +54,19 @@ def check_reservations(schedule, start, end, reservations, out) -> list[str]:
     return checks
 
 
+def check_attempt_reservations(schedule, row, reservations, out) -> list[str]:
+    """:func:`check_reservations` of a run's attempts (a run with node failures):
+    ``schedule`` has one entry per attempt, ``row`` its job's row; each attempt is held
+    to the reservation its job runs in (or drawn to), as a job of its own."""
+    if isinstance(reservations, JobReservations) and len(reservations.member):
+        row = np.asarray(row, dtype=np.int64)
+        reservations = JobReservations(reservations.items, reservations.num_nodes,
+                                       member=reservations.member[row],
+                                       attracted=reservations.attracted[row])
+    return check_reservations(schedule, np.asarray(schedule.start_time),
+                              np.asarray(schedule.end_time), reservations, out)
+
+
 def _ran_in(reservations, start, end, schedule) -> np.ndarray:
     """Per job, the reservation it ran in (-1: none): the one it names, or for a job
     drawn to MAGNETIC ones, the one whose nodes it ran on while a window was open (it
