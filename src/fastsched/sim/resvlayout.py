@@ -150,8 +150,9 @@ def layout_events(events: NodeEvents | None, layout: MemberLayout) -> NodeEvents
 def _member_choices(resv: JobReservations, choices: PartitionChoices, index: dict,
                     P: int) -> PartitionChoices:
     """Each job's partition choices on the layout: a member's partitions within its
-    reservation; for a job drawn to MAGNETIC ones, its partitions within each (in the
-    reservations' order) and then its own; the others' unchanged."""
+    reservation, then (a ``--reservation`` list) within each other it names, in the
+    reservations' order; for a job drawn to MAGNETIC ones, its partitions within each
+    (in the reservations' order) and then its own; the others' unchanged."""
     lookup = np.full((len(resv.items), P), -1, dtype=np.int64)
     for (k, p), q in index.items():
         lookup[k, p] = q
@@ -167,6 +168,11 @@ def _member_choices(resv: JobReservations, choices: PartitionChoices, index: dic
         parts.append(lookup[k, part[drawn]])
         ranks.append(np.full(int(drawn.sum()), k))
         rows_of.append(rows[drawn])
+    for k in np.flatnonzero(resv.listed.any(axis=0)).tolist():   # the lists' others
+        also = resv.listed[rows, k] & (m != k)
+        parts.append(lookup[k, part[also]])
+        ranks.append(np.full(int(also.sum()), R + 1 + k))
+        rows_of.append(rows[also])
     part, rank, row = (np.concatenate(a) for a in (parts, ranks, rows_of))
     order = np.lexsort((rank, row))            # stable: each row's own order kept
     offsets = np.zeros(len(resv.member) + 1, dtype=np.int64)
@@ -182,7 +188,7 @@ def _backlog(resv: JobReservations, k: int, jobs) -> int:
     r = resv.items[k]
     if not r.period:
         return 0
-    mine = resv.member == k
+    mine = resv.listed[:, k]
     work = int((jobs.num_nodes[mine].astype(np.int64) * jobs.time_limit[mine]).sum())
     return 2 + -(-work // (len(r.nodes) * (int(r.end) - int(r.start))))
 
@@ -249,11 +255,12 @@ def mapped_back(run, layout: MemberLayout):
 
 def ran_in(run, layout: MemberLayout, resv: JobReservations) -> np.ndarray:
     """The name of the reservation each job of the engine run on the layout (before
-    :func:`mapped_back`) ran in, as ``sacct``'s Reservation prints it: a member's
-    reservation (started or not), the MAGNETIC one a drawn job started in, else ""."""
+    :func:`mapped_back`) ran in, as ``sacct``'s Reservation prints it: the one a member
+    started in (of its ``--reservation`` list), a member's first that never started,
+    the MAGNETIC one a drawn job started in, else ""."""
     started = (run.start >= 0) & (run.start < TAIL)
     k = np.where(started, layout.reservation_of[np.maximum(run.partition, 0)], -1)
-    k = np.where(resv.member >= 0, resv.member, k)
+    k = np.where((resv.member >= 0) & (k < 0), resv.member, k)
     names = np.array([r.name for r in resv.items] + [""], dtype=object)
     return names[np.where(k >= 0, k, len(resv.items))]
 
