@@ -11,6 +11,8 @@ tests/naive_nodes.py's ``simulate(members=...)``. The rule, written plainly:
   window took would start: the simulator drops such starts);
 * a job drawn to MAGNETIC reservations (naming none) is planned as a member of each in
   turn and as itself: the earliest start wins, the first of these on a tie;
+* a job naming several reservations (``listed``) is planned as a member of each in
+  turn, in the reservations' order: the earliest start wins, the first on a tie;
 * a job of a FLEX reservation R (``flex``) sees every node as any job does, and each of
   R's nodes a second time, after all of them (ascending): that side with R's
   windows free and held whole outside them, as a member sees it; its holds go onto the
@@ -25,10 +27,11 @@ class Members:
     """``reservation``: job id -> (R's nodes, R's windows as (start, end) pairs);
     ``attracted``: job id -> such pairs of the MAGNETIC reservations it is drawn to."""
 
-    def __init__(self, reservation, attracted=None, flex=()):
+    def __init__(self, reservation, attracted=None, flex=(), listed=None):
         self.reservation = reservation
         self.attracted = attracted or {}
         self.flex = set(flex)
+        self.listed = listed or {}       # job id -> such pairs of each it names, in order
 
     def planner(self, plan_fn):
         """``plan_fn`` (naive_nodes._plan) as a job of a reservation, or drawn to some,
@@ -40,6 +43,14 @@ class Members:
                 side = sorted(self.reservation[job.job_id][0])
                 return got and (got[0], [x if x < len(nodes) else side[x - len(nodes)]
                                          for x in got[1]], got[2])     # (the engine's order)
+            if job.job_id in self.listed:
+                best = None
+                for r in self.listed[job.job_id]:
+                    got = plan_fn(now, *_view(r, nodes, holds, now), job, parts, only_now,
+                                  topo)
+                    if got is not None and (best is None or got[0] < best[0]):
+                        best = got
+                return best
             if job.job_id not in self.attracted:
                 return plan_fn(now, *self.view(job, nodes, holds, now), job, parts,
                                only_now, topo)
@@ -66,7 +77,7 @@ class Members:
     def closings(self):
         """The instants the loop visits while jobs wait: the windows' openings, TAIL."""
         pairs = list(self.reservation.values()) + [
-            r for rs in self.attracted.values() for r in rs]
+            r for rs in (*self.attracted.values(), *self.listed.values()) for r in rs]
         return {e for _, windows in pairs for _, e in _gaps(windows)}
 
 

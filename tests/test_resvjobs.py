@@ -189,10 +189,10 @@ def test_access_follows_slurm(users, accounts, user, account, ok):
             JobReservations.of(resv, ["r"], [user], [account])
 
 
-def test_unknown_reservation_or_list_is_refused():
+def test_unknown_reservation_is_refused():
     with pytest.raises(InputError, match="'nope' is invalid"):
         JobReservations.of(_MAINT, ["nope"], ["alice"], ["a"])
-    with pytest.raises(UnsupportedError, match="list of reservations"):
+    with pytest.raises(InputError, match="'other' is invalid"):     # (every name of a list)
         JobReservations.of(_MAINT, ["maint,other"], ["alice"], ["a"])
     with pytest.raises(InputError, match="4 jobs"):
         simulate(_cluster(), _jobs().take(np.arange(3)), "easy",

@@ -121,7 +121,8 @@ def run(args) -> int:
                              preemption=pre,
                              partitions=constraints.get("partitions") if pre else None,
                              time_min=constraints.get("time_min"), power=_power(args, cluster,
-                                                                                frame))
+                                                                                frame),
+                             advance_reservations=resv)
         if args.policy:
             report.not_checked.append(f"{args.policy}: records with attempts (node "
                                       "failures) are checked without policy")

@@ -18,6 +18,14 @@ job_test_resv): it may also run on any other node of its partitions, before, dur
 after the windows, keeping off other reservations' nodes while they are open, as any
 job does (:mod:`fastsched.sim.resvlayout`; docs/lifecycle.md has what differs).
 
+A job may name several reservations (``--reservation=a,b``): each must exist and
+let it in, as one (Slurm's _get_resv_list; a name given twice counts once). Slurm queues
+it once per reservation, in the order they were created (the file's), and starts it in
+the first record that can start: it runs in whichever lets it start first, the one
+defined first on a tie, by that one's rule. ``member`` is then the first of them (in
+the file's order) and ``listed`` marks them all. A list with a FLEX reservation is not
+modelled (refused by name).
+
 ``Flags=MAGNETIC``: a job naming no reservation that may use a magnetic one is drawn
 to it (Slurm queues it once per magnetic reservation and once without): it runs in
 whichever lets it start first, inside the reservation on a tie, as a member when
@@ -43,6 +51,9 @@ class JobReservations(Reservations):
     member: np.ndarray = field(default=None, compare=False, repr=False)
     #: bool (jobs x reservations): the MAGNETIC reservations each job is drawn to
     attracted: np.ndarray = field(default=None, compare=False, repr=False)
+    #: bool (jobs x reservations): every reservation each job names (``--reservation``
+    #: lists; None: its ``member`` alone)
+    listed: np.ndarray = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, reservations: Reservations, names, users=None, accounts=None,
@@ -54,31 +65,34 @@ class JobReservations(Reservations):
         ``reservation`` for a name that is not a reservation or that it may not use."""
         index = {r.name: k for k, r in enumerate(reservations.items)}
         names = ["" if n is None else str(n) for n in names]
-        member = np.full(len(names), -1, dtype=np.int32)
+        listed = np.zeros((len(names), len(reservations.items)), dtype=bool)
         for row, name in enumerate(names):
             if not name:
                 continue
             job = f"job row {row}" if job_ids is None else f"job {int(job_ids[row])}"
-            if "," in name:
-                raise UnsupportedError(f"{job}: --reservation={name}: a list of "
-                                       "reservations is not modelled (name one)")
-            if name not in index:
-                raise InputError(f"{job}: requested reservation {name!r} is "
-                                 "invalid (no such reservation)", field="reservation")
-            r = reservations.items[index[name]]
             user = None if users is None else str(users[row])
             account = None if accounts is None else str(accounts[row])
-            if not may_use(r, user, account):
-                raise InputError(f"{job}: access denied to requested reservation "
-                                 f"{name!r} (user {user}, account {account})",
-                                 field="reservation")
-            member[row] = index[name]
+            for word in name.split(","):
+                if word not in index:
+                    raise InputError(f"{job}: requested reservation {word!r} is "
+                                     "invalid (no such reservation)", field="reservation")
+                if not may_use(reservations.items[index[word]], user, account):
+                    raise InputError(f"{job}: access denied to requested reservation "
+                                     f"{word!r} (user {user}, account {account})",
+                                     field="reservation")
+                listed[row, index[word]] = True
+            flex = [reservations.items[k].name for k in np.flatnonzero(listed[row])
+                    if "FLEX" in reservations.items[k].flags]
+            if flex and listed[row].sum() > 1:
+                raise UnsupportedError(f"{job}: --reservation={name}: a list with a FLEX "
+                                       f"reservation ({flex[0]!r}) is not modelled")
+        member = np.where(listed.any(axis=1), listed.argmax(axis=1), -1).astype(np.int32)
         attracted = np.zeros((len(names), len(reservations.items)), dtype=bool)
         for k, r in enumerate(reservations.items):
             if "MAGNETIC" in r.flags:
                 attracted[:, k] = (member < 0) & _may_use_all(r, users, accounts, len(names))
         return cls(reservations.items, reservations.num_nodes, member=member,
-                   attracted=attracted)
+                   attracted=attracted, listed=listed)
 
     def __post_init__(self):
         super().__post_init__()
@@ -95,12 +109,22 @@ class JobReservations(Reservations):
         if len(member) and (member.min() < -1 or member.max() >= len(self.items)):
             raise InputError("a job's reservation index is outside the reservations",
                              field="reservation")
+        listed = np.zeros_like(attracted)
+        if self.listed is None:
+            listed[np.flatnonzero(member >= 0), member[member >= 0]] = True
+        else:
+            listed = np.asarray(self.listed, dtype=bool)
+            first = np.where(listed.any(axis=1), listed.argmax(axis=1), -1) \
+                if listed.shape == attracted.shape else None
+            if first is None or (first != member).any():
+                raise InputError("listed must be jobs x reservations, each job's first "
+                                 "its member", field="reservation")
+        object.__setattr__(self, "listed", listed)
 
     @property
     def used(self) -> np.ndarray:
         """Indices of the reservations some job runs in or is drawn to, ascending."""
-        return np.union1d(self.member[self.member >= 0],
-                          np.flatnonzero(self.attracted.any(axis=0)))
+        return np.flatnonzero(self.listed.any(axis=0) | self.attracted.any(axis=0))
 
     def check_jobs(self, num_jobs: int) -> None:
         """InputError unless there is one membership per job."""

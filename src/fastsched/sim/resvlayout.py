@@ -21,9 +21,13 @@ A member job that fits no window (its time limit longer than every window left, 
 submitted after the last) could only start after the twins' last hold, at
 :data:`TAIL`: such a start is dropped, and the job stays pending, as Slurm holds it.
 Two reservations sharing a node cannot both have members (their twins would not
-exclude each other); neither can node events, power saving, topology placement,
-containers or preemption run with member jobs (each keeps per-node state the twins
-would split).
+exclude each other); neither can power saving, topology placement, containers,
+preemption, node ranges or elastic (``--no-kill``) jobs run with member jobs (each
+keeps per-node state the twins would split, or, regrowing, places a running job anew).
+
+Node events (drain, resume, down, up) apply to a node and its twins at once
+(:func:`layout_events`): a reserved node that fails is down for everyone, its members
+included, and a member killed there is requeued as any job, waiting for a window again.
 """
 from __future__ import annotations
 
@@ -31,9 +35,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..engine.inputs import check_node_jobs, ever_available
 from ..model.cluster import Cluster, Partition
 from ..model.constraints import PartitionChoices
 from ..model.errors import UnsupportedError
+from ..model.events import NodeEvents
 from ..model.resvjobs import JobReservations
 
 #: the end of the twins' last hold: past every time a run reaches (the engine packs
@@ -103,11 +109,50 @@ def member_layout(cluster: Cluster, resv: JobReservations, choices: PartitionCho
                         np.asarray(reservation_of, dtype=np.int32))
 
 
+def layout_run(cluster: Cluster, resv: JobReservations, constraints: dict, horizon: int,
+               jobs) -> MemberLayout:
+    """The layout of a simulator run (:func:`member_layout` of its ``constraints``'
+    partition choices and windows), with ``constraints`` set to run on it: its holds,
+    its partition choices (checked as any run's) and its node events."""
+    layout = member_layout(cluster, resv, constraints["partitions"], constraints["blocked"],
+                           horizon, jobs)
+    events = layout_events(constraints.get("events"), layout)
+    constraints.update(blocked=layout.blocked, events=events, partitions=check_node_jobs(
+        layout.cluster, jobs, ever_available(layout.cluster, None, events),
+        layout.partitions))
+    return layout
+
+
+def layout_events(events: NodeEvents | None, layout: MemberLayout) -> NodeEvents | None:
+    """``events`` on the layout's nodes: each event on its nodes and on their twins
+    (each node, then its twins ascending), so a node's two sides leave and come back
+    together."""
+    N = int(np.sum(layout.node_of == np.arange(len(layout.node_of))))   # (a twin's differs)
+    twin_node = layout.node_of[N:]
+    if events is None or not len(twin_node):
+        return events
+    order = np.argsort(twin_node, kind="stable")
+    count = np.bincount(twin_node, minlength=N)
+    first = np.concatenate(([0], np.cumsum(count)))
+    x = np.asarray(events.nodes, dtype=np.int64)
+    width = 1 + count[x]                      # the node and its twins, per entry
+    entry = np.repeat(np.arange(len(x)), width)
+    rank = np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width)
+    twin = N + order[np.clip(first[x][entry] + rank - 1, 0, len(order) - 1)]
+    nodes = np.where(rank == 0, x[entry], twin)
+    per_event = np.add.reduceat(width, events.offsets[:-1]) if len(x) else \
+        np.zeros(len(events), dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(per_event))).astype(np.int64)
+    return NodeEvents(events.time, events.kind, offsets, nodes.astype(np.int64),
+                      events.reason)
+
+
 def _member_choices(resv: JobReservations, choices: PartitionChoices, index: dict,
                     P: int) -> PartitionChoices:
     """Each job's partition choices on the layout: a member's partitions within its
-    reservation; for a job drawn to MAGNETIC ones, its partitions within each (in the
-    reservations' order) and then its own; the others' unchanged."""
+    reservation, then (a ``--reservation`` list) within each other it names, in the
+    reservations' order; for a job drawn to MAGNETIC ones, its partitions within each
+    (in the reservations' order) and then its own; the others' unchanged."""
     lookup = np.full((len(resv.items), P), -1, dtype=np.int64)
     for (k, p), q in index.items():
         lookup[k, p] = q
@@ -123,6 +168,11 @@ def _member_choices(resv: JobReservations, choices: PartitionChoices, index: dic
         parts.append(lookup[k, part[drawn]])
         ranks.append(np.full(int(drawn.sum()), k))
         rows_of.append(rows[drawn])
+    for k in np.flatnonzero(resv.listed.any(axis=0)).tolist():   # the lists' others
+        also = resv.listed[rows, k] & (m != k)
+        parts.append(lookup[k, part[also]])
+        ranks.append(np.full(int(also.sum()), R + 1 + k))
+        rows_of.append(rows[also])
     part, rank, row = (np.concatenate(a) for a in (parts, ranks, rows_of))
     order = np.lexsort((rank, row))            # stable: each row's own order kept
     offsets = np.zeros(len(resv.member) + 1, dtype=np.int64)
@@ -138,7 +188,7 @@ def _backlog(resv: JobReservations, k: int, jobs) -> int:
     r = resv.items[k]
     if not r.period:
         return 0
-    mine = resv.member == k
+    mine = resv.listed[:, k]
     work = int((jobs.num_nodes[mine].astype(np.int64) * jobs.time_limit[mine]).sum())
     return 2 + -(-work // (len(r.nodes) * (int(r.end) - int(r.start))))
 
@@ -195,16 +245,22 @@ def mapped_back(run, layout: MemberLayout):
     nodes[ran] = layout.node_of[nodes[ran]]
     partition = np.where(start >= 0, layout.partition_of[np.maximum(run.partition, 0)],
                          np.where(late, -1, run.partition)).astype(run.partition.dtype)
-    return replace(run, start=start, end=end, alloc_nodes=nodes, partition=partition)
+    a = run.attempts            # the attempts node failures killed (each started)
+    if a is not None:
+        a = replace(a, alloc_nodes=layout.node_of[a.alloc_nodes],
+                    partition=layout.partition_of[a.partition].astype(a.partition.dtype))
+    return replace(run, start=start, end=end, alloc_nodes=nodes, partition=partition,
+                   attempts=a)
 
 
 def ran_in(run, layout: MemberLayout, resv: JobReservations) -> np.ndarray:
     """The name of the reservation each job of the engine run on the layout (before
-    :func:`mapped_back`) ran in, as ``sacct``'s Reservation prints it: a member's
-    reservation (started or not), the MAGNETIC one a drawn job started in, else ""."""
+    :func:`mapped_back`) ran in, as ``sacct``'s Reservation prints it: the one a member
+    started in (of its ``--reservation`` list), a member's first that never started,
+    the MAGNETIC one a drawn job started in, else ""."""
     started = (run.start >= 0) & (run.start < TAIL)
     k = np.where(started, layout.reservation_of[np.maximum(run.partition, 0)], -1)
-    k = np.where(resv.member >= 0, resv.member, k)
+    k = np.where((resv.member >= 0) & (k < 0), resv.member, k)
     names = np.array([r.name for r in resv.items] + [""], dtype=object)
     return names[np.where(k >= 0, k, len(resv.items))]
 

@@ -33,7 +33,7 @@ from ..model.lifecycle import Lifecycle
 from ..model.reservations import Reservations
 from ..model.timemin import check_time_min, with_limits
 from ..model.resvjobs import members_of
-from .resvlayout import (member_layout, mapped_back, ran_in, refuse_with_members,
+from .resvlayout import (layout_run, mapped_back, ran_in, refuse_with_members,
                          window_horizon as _horizon)
 from .images import check_containers, engine_images, images_summary, pull_workload
 from .power import check_power, down_cloud, engine_power, power_summary
@@ -219,10 +219,11 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     members = members_of(advance_reservations)
     if members is not None:
         members.check_jobs(len(jobs))
-        refuse_with_members(events=events, placement=placement, power=power,
+        refuse_with_members(placement=placement, power=power,
                             containers=containers, preemption=preemption,
                             node_ranges=lifecycle if lifecycle is not None and lifecycle.ranged
-                            else None, time_min=time_min)
+                            else None, no_kill=lifecycle if lifecycle is not None and
+                            lifecycle.elastic else None, time_min=time_min)
     engine = RESERVATION_MODELS[model]
     if model == "slurm":
         _check_slurm_run(spec.name, priority, dependencies, limits, checkpoints, resume)
@@ -242,12 +243,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                            placement=placement, events=events, lifecycle=lifecycle,
                            blocked=_blocked(advance_reservations, jobs), checked=True,
                            time_min=time_min)
-        layout = None if members is None else member_layout(
-            cluster, members, choices, constraints["blocked"], _horizon(jobs), jobs)
-        if layout is not None:      # member jobs: on the reservations' twin nodes
-            constraints.update(blocked=layout.blocked, partitions=check_node_jobs(
-                layout.cluster, jobs, ever_available(layout.cluster, None, None),
-                layout.partitions))
+        layout = None if members is None else layout_run(   # on the twin nodes
+            cluster, members, constraints, _horizon(jobs), jobs)
         if preemption is not None:
             from ..engine.preempt import Preemptor
             constraints["preemption"] = partial(Preemptor, preemption)

@@ -111,13 +111,15 @@ def check_frame(cluster: Cluster, jobs: JobTable, df, *, source: str = "schedule
         preemption = constraints.pop("preemption", None)
         choices = constraints.pop("partitions", None) if preemption is not None else None
         time_min = constraints.pop("time_min", None)
+        resv = constraints.pop("advance_reservations", None)
         if policy is not None or any(v is not None for v in constraints.values()):
             raise UnsupportedError("records with attempts (a run with node failures) are "
                                    "checked without policy or constraint checks")
         return check_attempt_frame(cluster, jobs, df, source=source, events=events,
                                    lifecycle=lifecycle or Lifecycle.of(len(jobs)),
                                    preemption=preemption, partitions=choices,
-                                   time_min=time_min, power=power)
+                                   time_min=time_min, power=power,
+                                   advance_reservations=resv)
     if "job_id" not in df.columns:
         raise InputError("needs a 'job_id' column", file=source, field="job_id")
     try:
@@ -201,7 +203,8 @@ def _priority(df):
 
 def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, events,
                         lifecycle, preemption=None, partitions=None,
-                        time_min=None, power=None) -> VerifyReport:
+                        time_min=None, power=None,
+                        advance_reservations=None) -> VerifyReport:
     """:func:`verify_attempts` of records with an ``attempt`` column (a row per
     attempt; ``state`` NODE_FAIL or PREEMPTED marks the killed ones, RESIZING the shapes
     of an elastic job a shrink ended; ``preemption``: the run's rules, or None, with the
@@ -209,7 +212,7 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
     partition it ran in, else its job's; ``time_min``: per job, sbatch ``--time-min``,
     the ``time_limit`` column then holding each attempt's limit, checked against it and
     ``jobs.time_limit``; ``power``: the run's power saving, with the ``configure_time``
-    column); rows are matched to ``jobs`` by ``job_id``. A
+    column; ``advance_reservations``: the run's, each attempt held to them); rows are matched to ``jobs`` by ``job_id``. A
     record of an unknown job, a job with no record, or an unknown partition name is an
     InputError naming ``source``."""
     from .lifecycle import Attempts, take_rows, verify_attempts
@@ -266,7 +269,8 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
                                                    configure=None if configure is None
                                                    else configure[keep]),
                            events, lifecycle, preemption=preemption, partitions=partitions,
-                           time_min=time_min, power=power)
+                           time_min=time_min, power=power,
+                           advance_reservations=advance_reservations)
 
 
 def _ran_in(cluster, jobs, df, row, source) -> np.ndarray:

@@ -42,6 +42,10 @@ hold each attempt to its own limit (a cut one; the next attempt may have another
 ``bad_resize`` and the work of a shrunk attempt (the shapes of an elastic job):
 :mod:`fastsched.verify.elastic`.
 
+``reserved_node`` and ``outside_reservation`` (given the run's advance reservations):
+each attempt checked as a job of its own, in its job's reservation
+(:mod:`fastsched.verify.reservations`).
+
 Resources (``overcommit``, ``bad_allocation``, ``early_start``) are checked by
 :func:`fastsched.verify.verify` over all attempts together, each as a job whose
 submit time is its begin time. Policy checks are not made: the plans of a
@@ -100,7 +104,7 @@ class Attempts:
 def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
                     events: NodeEvents | None, lifecycle: Lifecycle, *, preemption=None,
                     partitions=None, time_min=None, asked_limit=None,
-                    power=None) -> VerifyReport:
+                    power=None, advance_reservations=None) -> VerifyReport:
     """Check ``attempts`` of ``jobs`` on ``cluster`` under ``events`` and ``lifecycle``
     (checkpoint intervals, requeue delay); see the module for what each check
     guarantees. ``preemption`` (:class:`fastsched.model.preemption.Preemption`, the
@@ -111,7 +115,9 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     and ``asked_limit`` (the limits the jobs asked for; None: ``jobs.time_limit``).
     ``power`` (:class:`fastsched.model.power.PowerSaving`, with ``attempts.configure``)
     adds the power checks of :mod:`fastsched.verify.power` over the attempts, under the
-    node events."""
+    node events. ``advance_reservations`` adds the reservation checks of
+    :mod:`fastsched.verify.reservations` over the attempts, each held to its job's
+    reservation."""
     from . import verify
     order = np.lexsort((attempts.start, attempts.attempt, attempts.row))
     n = len(order)
@@ -180,6 +186,10 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     checks = base.checks + ["on_down_node", "attempt_overlap", "killed_without_failure",
                             "resumed_work"] + (["bad_resize"] if lifecycle.elastic or lifecycle.ranged or shapes
                                                or a.resized.any() else [])
+    if advance_reservations:
+        from .reservations import check_attempt_reservations
+        checks += check_attempt_reservations(replace(schedule, start_time=a.start), a.row,
+                                             advance_reservations, out)
     if time_min is not None:
         asked = np.asarray(jobs.time_limit if asked_limit is None else asked_limit,
                            dtype=np.int64)

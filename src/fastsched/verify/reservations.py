@@ -8,6 +8,9 @@ A job of a FLEX reservation may run anywhere else too (Slurm's job_test_resv giv
 every node, less those of the other reservations open during its run): it is checked
 as any other job against the other reservations only, and never ``outside_reservation``.
 
+A job naming several reservations (``--reservation=a,b``) is checked against the first
+of them whose nodes and window hold its run (none: the first it names).
+
 A job drawn to a MAGNETIC reservation is checked as one running in it when it ran on
 the reservation's nodes while a window was open, else as any other job. A job running
 in a reservation (not FLEX) may never start: :func:`pending_explained` accepts that
@@ -54,11 +57,34 @@ def check_reservations(schedule, start, end, reservations, out) -> list[str]:
     return checks
 
 
+def check_attempt_reservations(schedule, row, reservations, out) -> list[str]:
+    """:func:`check_reservations` of a run's attempts (a run with node failures):
+    ``schedule`` has one entry per attempt, ``row`` its job's row; each attempt is held
+    to the reservation its job runs in (or drawn to), as a job of its own."""
+    if isinstance(reservations, JobReservations) and len(reservations.member):
+        row = np.asarray(row, dtype=np.int64)
+        reservations = JobReservations(reservations.items, reservations.num_nodes,
+                                       member=reservations.member[row],
+                                       attracted=reservations.attracted[row],
+                                       listed=reservations.listed[row])
+    return check_reservations(schedule, np.asarray(schedule.start_time),
+                              np.asarray(schedule.end_time), reservations, out)
+
+
 def _ran_in(reservations, start, end, schedule) -> np.ndarray:
-    """Per job, the reservation it ran in (-1: none): the one it names, or for a job
-    drawn to MAGNETIC ones, the one whose nodes it ran on while a window was open (it
-    must then have run inside it; otherwise it ran as any other job)."""
+    """Per job, the reservation it ran in (-1: none): the one it names (of a
+    ``--reservation`` list, the first whose nodes and window hold its run; none: the
+    first it names, its run then outside it), or for a job drawn to MAGNETIC ones, the
+    one whose nodes it ran on while a window was open (it must then have run inside it;
+    otherwise it ran as any other job)."""
     member = reservations.member.copy()
+    several = reservations.listed.sum(axis=1) > 1
+    found = np.zeros(len(member), dtype=bool)
+    for k in np.flatnonzero(reservations.listed[several].any(axis=0)).tolist():
+        jobs = np.flatnonzero(several & reservations.listed[:, k] & (start >= 0) & ~found)
+        stray, late = _outside(reservations.items[k], jobs, schedule, start, end)
+        inside = jobs[(stray < 0) & ~late]
+        member[inside], found[inside] = k, True
     drawn = np.flatnonzero(reservations.attracted.any(axis=1) & (start >= 0))
     if not len(drawn):
         return member
@@ -85,6 +111,20 @@ def _check_members(r, jobs, schedule, start, end, out) -> None:
     """An ``outside_reservation`` violation for each of ``jobs`` (rows running in
     reservation ``r``) that ran on a node not in it, or not from the opening to the
     closing of one of its windows (its last opening at or before the start)."""
+    first_stray, late = _outside(r, jobs, schedule, start, end)
+    s, e = start[jobs], end[jobs]
+    for q in np.flatnonzero((first_stray >= 0) | late).tolist():
+        where = f"on node {int(first_stray[q])}, not in it" if first_stray[q] >= 0 else \
+            f"over [{int(s[q])}, {int(e[q])}), outside its windows"
+        i = int(jobs[q])
+        out.append(Violation("outside_reservation", int(schedule.job_id[i]), int(start[i]),
+                             f"job {int(schedule.job_id[i])} of reservation {r.name!r} "
+                             f"ran {where}"))
+
+
+def _outside(r, jobs, schedule, start, end):
+    """Per row of ``jobs`` (started), the first node of its run not in reservation
+    ``r`` (-1: none) and whether its run is not within one of r's windows."""
     offsets = np.asarray(schedule.alloc_offsets)
     width = offsets[jobs + 1] - offsets[jobs]
     entry = np.repeat(offsets[jobs] - np.cumsum(width) + width, width) + np.arange(width.sum())
@@ -97,14 +137,7 @@ def _check_members(r, jobs, schedule, start, end, out) -> None:
     length, step = int(r.end) - int(r.start), max(r.period, 1)
     opened = np.where(s < r.start, r.start, r.start + (s - r.start) // step * step) \
         if r.period else np.full(len(jobs), int(r.start))
-    late = (s < opened) | (e > opened + length)
-    for q in np.flatnonzero((first_stray >= 0) | late).tolist():
-        where = f"on node {int(first_stray[q])}, not in it" if first_stray[q] >= 0 else \
-            f"over [{int(s[q])}, {int(e[q])}), outside its windows"
-        i = int(jobs[q])
-        out.append(Violation("outside_reservation", int(schedule.job_id[i]), int(start[i]),
-                             f"job {int(schedule.job_id[i])} of reservation {r.name!r} "
-                             f"ran {where}"))
+    return first_stray, (s < opened) | (e > opened + length)
 
 
 def pending_explained(jobs, start, end, reservations) -> np.ndarray:
@@ -115,18 +148,24 @@ def pending_explained(jobs, start, end, reservations) -> np.ndarray:
     out = np.zeros(len(start), dtype=bool)
     if not isinstance(reservations, JobReservations) or not len(reservations.member):
         return out
-    member = reservations.member
+    member, listed = reservations.member, reservations.listed
     horizon = int(max(end.max(initial=0), jobs.submit_time.max(initial=0))) + 1
     for i in np.flatnonzero((member >= 0) & (start < 0)).tolist():
-        k = int(member[i])
-        r = reservations.items[k]
-        if "FLEX" in r.flags:
-            continue
-        others = np.flatnonzero((member == k) & (start >= 0))
-        submit, limit = int(jobs.submit_time[i]), int(jobs.time_limit[i])
-        opens = [int(r.start)] if not r.period else \
-            range(int(r.start), horizon, r.period)
-        out[i] = all(w + r.end - r.start - max(w, submit) < limit
-                     or ((start[others] < w + r.end - r.start) & (end[others] > w)).any()
-                     for w in opens if w + r.end - r.start > submit)
+        out[i] = all(_too_busy(reservations.items[k], i, jobs, start, end,
+                               listed[:, k] & (start >= 0), horizon)
+                     for k in np.flatnonzero(listed[i]).tolist())
     return out
+
+
+def _too_busy(r, i, jobs, start, end, others, horizon) -> bool:
+    """Whether job row ``i`` (not started) could not run in reservation ``r`` (not
+    FLEX): each window closing after its submission too short for its limit or with one
+    of ``others`` (bool per job: the jobs that ran there) running in it."""
+    if "FLEX" in r.flags:
+        return False
+    others = np.flatnonzero(others)
+    submit, limit = int(jobs.submit_time[i]), int(jobs.time_limit[i])
+    opens = [int(r.start)] if not r.period else range(int(r.start), horizon, r.period)
+    return all(w + r.end - r.start - max(w, submit) < limit
+               or ((start[others] < w + r.end - r.start) & (end[others] > w)).any()
+               for w in opens if w + r.end - r.start > submit)
