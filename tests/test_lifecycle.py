@@ -266,6 +266,31 @@ def test_cli_failures_and_down_events(tmp_path, capsys):
         main(["simulate", str(tmp_path / "w.csv"), "--failures", "mtbf=1d"])
 
 
+def test_a_requeued_job_that_never_starts_again_keeps_its_killed_attempt(tmp_path):
+    """Job 1 needs both nodes; one fails for good: its killed attempt is a record, and
+    its own record is the next attempt, PENDING since the kill, waiting for the node
+    (ReqNodeNotAvail, not a dependency it has none of); `check` accepts the records."""
+    jobs = _jobs([100, 50], [2, 1])
+    r = simulate(_cluster(2), jobs, "easy", lifecycle=Lifecycle.of(2, requeue=True),
+                 events=NodeEvents.from_rows([(10, "down", [1])], 2))
+    one = r.jobs[r.jobs.job_id == 1]
+    assert one.state.tolist() == ["NODE_FAIL", "PENDING"]
+    assert one.attempt.tolist() == [0, 1] and one.submit_time.tolist() == [0, 10]
+    assert one.start_time.tolist()[0] == 0 and one.end_time.tolist()[0] == 10
+    assert one.reason.tolist() == ["", "ReqNodeNotAvail"]
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("NodeName=gpu[001-002] CPUs=8 Gres=gpu:8\n"
+                    "PartitionName=all Nodes=ALL Default=YES\n")
+    w = Workload(jobs, np.zeros(2, np.int32), ["u"], ["a"], np.zeros(1, np.int32), ["o"])
+    write_workload(w, _cluster(2), tmp_path / "w.csv")
+    (tmp_path / "ev.csv").write_text("time,event,nodes\n10,down,gpu002\n")
+    files = [str(tmp_path / f) for f in ("w.csv", "ev.csv", "jobs.csv")]
+    assert main(["simulate", files[0], "--cluster", str(conf), "--events", files[1],
+                 "--requeue", "--jobs-out", files[2], "--no-progress"]) == 0
+    assert main(["check", files[2], "--trace", files[0], "--cluster", str(conf),
+                 "--events", files[1]]) == 0
+
+
 @SETTINGS
 @given(data=st.data())
 def test_runs_with_failures_pass_the_attempt_checks(data):

@@ -156,12 +156,15 @@ class SimulationResult:
 
     def reasons(self) -> np.ndarray:
         """Why each job never started ("" for jobs that ran): a limit's name,
-        DependencyNeverSatisfied or Dependency."""
+        DependencyNeverSatisfied, Dependency, else ReqNodeNotAvail in a run with node
+        events (nodes it needs never came back) or Resources."""
         reason = np.full(len(self.workload), "", dtype=object)
         if self.reason_code is None:
             return reason
         pending = self.schedule.start_time < 0
-        reason[pending] = "Dependency"
+        reason[pending] = "Resources" if self.events is None else "ReqNodeNotAvail"
+        if self.dependencies is not None:
+            reason[pending & (np.diff(self.dependencies.offsets) > 0)] = "Dependency"
         reason[pending & self.never] = "DependencyNeverSatisfied"
         held = pending & (self.reason_code >= 0)
         if held.any():
@@ -286,21 +289,26 @@ def _attempt_records(result, frame):
     t = result.attempts
     names = result.cluster.node_names
     n = len(frame)
-    restarts = np.zeros(n, dtype=np.int64)
-    restarts[t["row"]] = t["attempt"]          # rows are in attempt order: the last wins
-    frame = frame.assign(attempt=restarts)
-    _started_widths(t, frame)
-    earlier = ~np.isin(np.arange(len(t["row"])), _last_rows(t))
     row = t["row"]
+    last = _last_rows(t)
+    # a job killed, requeued and not started again: its killed attempts are records
+    # and its own record is the next attempt, PENDING since the kill
+    waiting = result.schedule.start_time[row[last]] < 0
+    restarts = np.zeros(n, dtype=np.int64)
+    restarts[row[last]] = t["attempt"][last] + waiting
+    frame = frame.assign(attempt=restarts)
+    own = last[~waiting]
+    _started_widths(t, own, frame)
+    earlier = ~np.isin(np.arange(len(row)), own)
     prev_end = np.concatenate([[0], t["end"][:-1]])
     submit = np.where(t["attempt"] > 0, prev_end, result.workload.submit_time[row])
     resized = t.get("resized")
     if resized is not None:             # the shapes of an attempt share its submit time
         submit, frame = _shape_times(t, submit, frame)
     frame["submit_time"] = frame["submit_time"].to_numpy().copy()
-    last = _last_rows(t)
-    later = t["attempt"][last] > 0
-    frame.loc[row[last][later], "submit_time"] = submit[last][later]
+    later = t["attempt"][own] > 0
+    frame.loc[row[own][later], "submit_time"] = submit[own][later]
+    frame.loc[row[last][waiting], "submit_time"] = t["end"][last][waiting]
     frame["wait_time"] = frame["start_time"] - frame["submit_time"]
     k = np.flatnonzero(earlier)
     if not len(k):
@@ -327,6 +335,8 @@ def _attempt_records(result, frame):
         killed["pull_time"] = pd.array(t["pull"][k], dtype="Int64")
     if t.get("configure") is not None:
         killed["configure_time"] = pd.array(t["configure"][k], dtype="Int64")
+    if "reason" in killed.columns:      # an attempt that ran has no pending reason
+        killed["reason"] = ""
     if "partition" in killed.columns:
         part_names = np.array([p.name for p in result.cluster.partitions] + [""], dtype=object)
         killed["partition"] = part_names[t["partition"][k]]
@@ -362,10 +372,10 @@ def _shape_times(t: dict, submit: np.ndarray, frame):
     return submit, frame
 
 
-def _started_widths(t: dict, frame) -> None:
-    """Each job's record with the nodes its last attempt started on (a job of a node
-    range may start on fewer than it asks for)."""
-    last = _last_rows(t)
+def _started_widths(t: dict, last: np.ndarray, frame) -> None:
+    """Each job's record with the nodes its last attempt (row ``last`` of ``t``, the
+    job's own record) started on (a job of a node range may start on fewer than it
+    asks for)."""
     started = t["start"][last] >= 0
     width = frame["num_nodes"].to_numpy().copy()
     counts = np.diff(t["alloc_offsets"])[last]

@@ -264,7 +264,7 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
                                                    else None,
                                                    preempted=preempted[keep],
                                                    partition=_ran_in(cluster, jobs, df, row,
-                                                                     source)[keep],
+                                                                     ran, source)[keep],
                                                    limit=limit,
                                                    configure=None if configure is None
                                                    else configure[keep]),
@@ -273,15 +273,15 @@ def check_attempt_frame(cluster: Cluster, jobs: JobTable, df, *, source: str, ev
                            advance_reservations=advance_reservations)
 
 
-def _ran_in(cluster, jobs, df, row, source) -> np.ndarray:
+def _ran_in(cluster, jobs, df, row, ran, source) -> np.ndarray:
     """The partition (index) each record ran in: its ``partition`` column, else its
-    job's."""
+    job's (-1: a record that never ran names none)."""
     if "partition" not in df.columns:
         return np.asarray(jobs.partition, dtype=np.int64)[row]
     index = {p.name: k for k, p in enumerate(cluster.partitions)}
-    names = df["partition"].astype(str).tolist()
-    bad = [k for k, name in enumerate(names) if name not in index]
+    names = df["partition"].fillna("").astype(str).tolist()
+    bad = [k for k, name in enumerate(names) if name not in index and (ran[k] or name)]
     if bad:
         raise InputError(f"unknown partition {names[bad[0]]!r}", file=source,
                          line=bad[0] + 2, field="partition")
-    return np.array([index[name] for name in names], dtype=np.int64)
+    return np.array([index.get(name, -1) for name in names], dtype=np.int64)
