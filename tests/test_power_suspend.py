@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from fastsched import Cluster, JobTable, PowerSaving, Scheduler, simulate, verify
@@ -21,6 +21,10 @@ from fastsched.io.slurmconf import read_cluster
 from fastsched.io.slurmpower import power_saving
 from fastsched.model.errors import InputError
 from fastsched.tools.testing import power_models
+from fastsched.sim.power import engine_power
+from constrained_twin import run_both
+from test_constraints import constrained_cases
+from test_power import _twin_power
 from test_scheduler_power_events import SETTINGS, _scheduler_vs_simulate
 from test_scheduler_requeue import spare_node_cases
 
@@ -97,6 +101,43 @@ def test_the_suspend_rate_check_catches_a_node_kept_up_with_tokens_to_spare():
     assert r3.jobs.configure_time.tolist() == [0, 0]
     ok = r3.verify("fcfs")
     assert ok.ok and "suspend_rate" in ok.checks
+
+
+@pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("conservative", 1)])
+@SETTINGS
+@given(data=st.data())
+def test_scarce_power_down_tokens_match_twin(data, policy, depth):
+    """Short SuspendTimes and one power-down token every 8.5 or 60 s, so that nodes
+    idle together queue for them: the engine's boots are the twin's."""
+    case = data.draw(constrained_cases())
+    pm = replace(data.draw(power_models(case[0], max_time=8)),
+                 suspend_time=data.draw(st.integers(0, 8)),
+                 suspend_rate=data.draw(st.sampled_from([1, 7])))
+    run, ids, _ = run_both(case, policy, depth, engine={"power": engine_power(pm, case[0])},
+                           twin={"power": _twin_power(pm, case[0])})
+    free = replace(pm, suspend_rate=0)
+    other, _, _ = run_both(case, policy, depth, engine={"power": engine_power(free, case[0])},
+                           twin={"power": _twin_power(free, case[0])})
+    event(f"SuspendRate changed the boots: "
+          f"{not np.array_equal(run.configure, other.configure)}")
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@SETTINGS
+@given(data=st.data())
+def test_runs_with_scarce_tokens_pass_the_power_checks(data, policy):
+    """The suspend_rate check (and the others, lenient under SuspendRate) pass on runs
+    where nodes queue for power-down tokens."""
+    cluster, _, jobs, *_ = data.draw(constrained_cases())
+    pm = replace(data.draw(power_models(cluster, max_time=8)),
+                 suspend_time=data.draw(st.integers(0, 8)),
+                 suspend_rate=data.draw(st.sampled_from([1, 7])))
+    try:
+        r = simulate(cluster, jobs, policy, reservations="nodes", power=pm)
+    except InputError:          # a job that fits no node of its partition
+        return
+    report = r.verify(policy)
+    assert report.ok and "suspend_rate" in report.checks, report.violations[:3]
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
