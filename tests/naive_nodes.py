@@ -48,7 +48,13 @@ is free on node n at instant t?") is answered by summing over intervals.
   it ran ended more than SuspendTime before t. Each such node takes a resume token: the
   k-th power-up of the run at ms r_k = max(1000 t, r_{k-1} + period), in seconds
   ceil(r_k / 1000); it boots from then, but not before SuspendTimeout after its
-  power-down began (its last end + SuspendTime), and is ready ``boot`` seconds later.
+  power-down began, and is ready ``boot`` seconds later. Its power-down began at its
+  last end + SuspendTime; with SuspendRate (``suspend_ms``) at its power-down token:
+  at each instant, before anything changes then, the nodes idle (no job, not excluded,
+  not a CLOUD node never used) whose idle period has no token yet take them in order
+  of (last end, node): the next is due at ms d = max(1000 (last end + SuspendTime),
+  the previous one's + suspend_ms), and is taken (the node powered down from
+  ceil(d / 1000)) when that is before the instant.
   The job's boot wait is its nodes' latest readiness (a node still booting for another
   job counts) minus t; it starts then and ends boot + min(pull + runtime, d) after t,
   holding its nodes over [t, t + boot + d) in the passes after the one that started it.
@@ -445,7 +451,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     pull as a sixth item, and each started job's pull is in ``images_out`` (a dict
     by job id, when given as a fourth item of ``images``). ``power``: dict with
     ``suspend_time`` (None: never), ``suspend_timeout``, ``boot``, ``period_ms`` (0: no
-    limit), ``cloud`` and ``excluded`` (sets of nodes): power saving (see the module);
+    limit), ``suspend_ms`` (SuspendRate's period, absent or 0: no limit), ``cloud`` and
+    ``excluded`` (sets of nodes): power saving (see the module);
     each started job's boot wait goes into ``power["boot_out"]`` (a dict by job id) when
     given. Result starts are the job's start after its boot wait. Elastic jobs: a job with
     ``no_kill`` (by job id) that keeps at least ``nodes_min`` (by job id, at least 1)
@@ -503,25 +510,55 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     ready = [0] * len(nodes)           # per node: when its last boot ended
     token = [None]                     # the last power-up's ms
 
-    def powered_down(x, now):       # with no job on it
+    down = {}                          # per node: (its idle time, its power-down's)
+    suspend_token = [0]                # the next power-down's earliest ms
+
+    def settle(now):   # SuspendRate: the power-down tokens of the times before now
+        st, period = power["suspend_time"], power.get("suspend_ms", 0)
+        if st is None or not period:
+            return
+        while True:
+            waiting = sorted((max(history[x], default=0), x) for x in range(len(nodes))
+                             if x not in power["excluded"]
+                             and not (x in power["cloud"] and not history[x])
+                             and not any(x in r[2] for r in running)
+                             and down.get(x, (None,))[0] != max(history[x], default=0))
+            if not waiting:
+                return
+            idle, x = waiting[0]
+            t_ms = max((idle + st) * 1000, suspend_token[0])
+            if -(-t_ms // 1000) >= now:
+                return
+            suspend_token[0] = t_ms + period
+            down[x] = (idle, -(-t_ms // 1000))
+
+    def down_at(x):    # when x's power-down began in its idle period (None: not begun)
         last, st = max(history[x], default=0), power["suspend_time"]
-        return (x in power["cloud"] and not history[x]) or (
-            st is not None and x not in power["excluded"] and now > last + st)
+        if st is None or x in power["excluded"]:
+            return None
+        if not power.get("suspend_ms"):
+            return last + st
+        return down[x][1] if down.get(x, (None,))[0] == last else None
+
+    def powered_down(x, now):       # with no job on it
+        if x in power["cloud"] and not history[x]:
+            return True
+        settle(now)
+        return down_at(x) is not None and now > down_at(x)
 
     def boot_wait(now, chosen):
+        settle(now)
         for x in chosen:
             if any(x in r[2] for r in running):
                 continue
             fresh = x in power["cloud"] and not history[x]
-            last = max(history[x], default=0)
-            st = power["suspend_time"]
             if powered_down(x, now):
                 r_ms = now * 1000 if token[0] is None else \
                     max(now * 1000, token[0] + power["period_ms"])
                 token[0] = r_ms
                 begin = -(-r_ms // 1000)
                 if not fresh:
-                    begin = max(begin, last + st + power["suspend_timeout"])
+                    begin = max(begin, down_at(x) + power["suspend_timeout"])
                 ready[x] = begin + power["boot"]
         return max([0] + [ready[x] - now for x in chosen])
     future = sorted(jobs, key=lambda j: (j.submit, j.job_id))

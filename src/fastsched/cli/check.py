@@ -75,8 +75,9 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--power", metavar="SPEC", type=power_text,
                         help="the power saving of the run (simulate --power, over --cluster's "
                         "slurm.conf keys): records with a configure_time column are checked "
-                        "for jobs started before their nodes booted and power-ups over "
-                        "ResumeRate (such records get these checks under the slurm.conf keys "
+                        "for jobs started before their nodes booted, power-ups over "
+                        "ResumeRate and nodes kept up past SuspendTime beyond what "
+                        "SuspendRate explains (such records get these checks under the slurm.conf keys "
                         "even without --power; records with attempts under --events or "
                         "--failures too)")
     format_args(parser)

@@ -79,10 +79,12 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         "recently used evicted (nodes model; docs/lifecycle.md)")
     parser.add_argument("--power", metavar="SPEC", type=power_text,
                         help="power saving and cloud bursting, over --cluster's slurm.conf "
-                        "SuspendTime, SuspendTimeout, ResumeTimeout, ResumeRate, "
+                        "SuspendTime, SuspendTimeout, ResumeTimeout, ResumeRate, SuspendRate, "
                         "SuspendExcNodes/Parts and State=CLOUD nodes: boot=60s[,cost=PRICE"
                         "/node-hour][,cloud-cost=PRICE][,SuspendTime=600,ResumeRate=300...]: "
-                        "idle nodes power down after SuspendTime, CLOUD nodes start down; a "
+                        "idle nodes power down after SuspendTime (at most SuspendRate a "
+                        "minute: the others stay up until their token), CLOUD nodes start "
+                        "down; a "
                         "job given powered-down nodes is CONFIGURING while they boot, its "
                         "start reset to when they are ready; prints cost vs wait (nodes "
                         "model; docs/lifecycle.md). With --events/--failures a drain of a "

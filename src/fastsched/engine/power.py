@@ -6,8 +6,11 @@ A node's power state follows from per-node arrays updated at starts and ends, ne
 by a scan of all nodes: ``busy`` (jobs on it), ``idle`` (when its last job ended;
 ``NEVER``: a CLOUD node never used) and ``ready`` (when its last boot ended). At a
 start a node with no job is powered down when it never ran one and is CLOUD, or was
-idle longer than SuspendTime and is not excluded. :func:`start_power` runs once per start after
-the pass that started it, before its image pull: O(the job's nodes). The pass held the
+idle longer than SuspendTime and is not excluded; with SuspendRate, also had its
+power-down token: the idle nodes wait for tokens in a heap by (idle, node), and
+:func:`settle` hands out those due before an instant, first thing at a start or a
+node event there (O(log nodes) per node powered down). :func:`start_power` runs once
+per start after the pass that started it, before its image pull: O(the job's nodes). The pass held the
 job's nodes over its limit from now; a job that waits for a boot holds them until its
 reset start plus its limit (:func:`extend_holds`, after the pass: its planning counts
 the boot from the next pass on). Node events (docs/lifecycle.md, "Power saving with node
@@ -29,37 +32,148 @@ from .running import _insert_running, _take_running
 
 #: ``idle`` of a CLOUD node that never ran a job: powered down since always
 NEVER = np.int64(-(1 << 60))
+#: ``down`` of a node not powered down in its current idle period (or not yet)
+UNSET = np.int64(1 << 60)
 
 #: ``conf`` = [on (0/1), SuspendTime (-1: NONE), SuspendTimeout, boot seconds, ms between
-#: power-ups (0: no limit)]; per node ``excl`` (never powered down), ``busy``, ``idle``,
-#: ``ready``, ``on_since`` (its last power-up or 0) and ``on_total`` (seconds powered in
-#: its closed on-periods), ``busy_since`` / ``busy_total`` (seconds with a job, from its
-#: allocation); per job ``configure`` (seconds its last start waited for boots) and
-#: ``pend`` (the jobs whose holds :func:`extend_holds` still has to lengthen);
-#: ``cnt`` = [next power-up's earliest ms, power-ups so far, jobs in ``pend``]
+#: power-ups (0: no limit), ms between power-downs (0: no limit)]; per node ``excl``
+#: (never powered down), ``busy``, ``idle``, ``ready``, ``on_since`` (its last power-up
+#: or 0) and ``on_total`` (seconds powered in its closed on-periods), ``busy_since`` /
+#: ``busy_total`` (seconds with a job, from its allocation), ``down`` (with SuspendRate:
+#: when its power-down began in its current idle period, UNSET: not yet); per job
+#: ``configure`` (seconds its last start waited for boots) and ``pend`` (the jobs whose
+#: holds :func:`extend_holds` still has to lengthen); ``cnt`` = [next power-up's earliest
+#: ms, power-ups so far, jobs in ``pend``, nodes in ``heap``, next power-down's earliest
+#: ms]; ``heap`` / ``hpos``: the idle nodes waiting for a power-down token, a binary heap
+#: by (idle + SuspendTime, node), and each node's place in it (-1: none).
 PowerState = namedtuple("PowerState", ["conf", "excl", "busy", "idle", "ready", "on_since",
-                                       "on_total", "busy_since", "busy_total", "configure",
-                                       "pend", "cnt"])
+                                       "on_total", "busy_since", "busy_total", "down",
+                                       "configure", "pend", "cnt", "heap", "hpos"])
 
 
 def new_power_state(n: int, num_nodes: int, power=None) -> PowerState:
     """The state of a run of ``n`` jobs; ``power`` = (SuspendTime or -1, SuspendTimeout,
-    boot, ms between power-ups, cloud bool per node, excluded bool per node), None: off
-    (the hooks then do nothing)."""
+    boot, ms between power-ups, cloud bool per node, excluded bool per node[, ms between
+    power-downs]), None: off (the hooks then do nothing). With SuspendRate every node
+    that may power down waits for a token from time 0 (in node order at a tie)."""
     X = num_nodes if power is not None else 0
-    conf = np.zeros(5, dtype=np.int64)
+    conf = np.zeros(6, dtype=np.int64)
     excl = np.zeros(X, dtype=np.bool_)
     idle = np.zeros(X, dtype=np.int64)
+    heap = np.zeros(X, dtype=np.int64)
+    hpos = np.full(X, -1, dtype=np.int64)
+    cnt = np.zeros(5, dtype=np.int64)
     if power is not None:
-        st, sto, boot, period, cloud, excluded = power
-        conf[:] = (1, st, sto, boot, period)
+        st, sto, boot, period, cloud, excluded = power[:6]
+        cloud = np.asarray(cloud, dtype=np.bool_)
+        conf[:] = (1, st, sto, boot, period, power[6] if len(power) > 6 else 0)
         excl[:] = excluded
-        idle[np.asarray(cloud, dtype=np.bool_)] = NEVER
+        idle[cloud] = NEVER
+        if conf[5] > 0 and st >= 0:
+            # equal keys in node order: already a heap
+            waiting = np.flatnonzero(~cloud & ~excl)
+            heap[:len(waiting)] = waiting
+            hpos[waiting] = np.arange(len(waiting))
+            cnt[3] = len(waiting)
     return PowerState(conf, excl, np.zeros(X, dtype=np.int64), idle,
                       np.zeros(X, dtype=np.int64), np.zeros(X, dtype=np.int64),
                       np.zeros(X, dtype=np.int64), np.zeros(X, dtype=np.int64),
-                      np.zeros(X, dtype=np.int64), np.zeros(n, dtype=np.int64),
-                      np.zeros(n + 1, dtype=np.int64), np.zeros(3, dtype=np.int64))
+                      np.zeros(X, dtype=np.int64), np.full(X, UNSET, dtype=np.int64),
+                      np.zeros(n, dtype=np.int64), np.zeros(n + 1, dtype=np.int64), cnt,
+                      heap, hpos)
+
+
+@leaf_kernel
+def _down_at(x, pw):
+    """When node ``x`` (no job on it) began powering down in its current idle period
+    (UNSET: it does not, or with SuspendRate not yet: see :func:`settle`)."""
+    st = pw.conf[1]
+    if st < 0 or pw.excl[x]:
+        return UNSET
+    if pw.conf[5] == 0:
+        return pw.idle[x] + st
+    return pw.down[x]
+
+
+@leaf_kernel
+def _before(a, b, pw):
+    """Whether heap entry node ``a`` comes before node ``b``: by idle time, then node
+    (Slurm's power thread scans the nodes in index order)."""
+    return pw.idle[a] < pw.idle[b] or pw.idle[a] == pw.idle[b] and a < b
+
+
+@leaf_kernel
+def _sift(k, pw):
+    """Move the heap entry at ``k`` up or down to its place."""
+    h = pw.heap
+    n = pw.cnt[3]
+    while k > 0 and _before(h[k], h[(k - 1) // 2], pw):
+        p = (k - 1) // 2
+        h[k], h[p] = h[p], h[k]
+        pw.hpos[h[k]], pw.hpos[h[p]] = k, p
+        k = p
+    while True:
+        c = 2 * k + 1
+        if c >= n:
+            break
+        if c + 1 < n and _before(h[c + 1], h[c], pw):
+            c += 1
+        if not _before(h[c], h[k], pw):
+            break
+        h[k], h[c] = h[c], h[k]
+        pw.hpos[h[k]], pw.hpos[h[c]] = k, c
+        k = c
+
+
+@leaf_kernel
+def _unqueue(x, pw):
+    """Node ``x`` no longer waits for a power-down token."""
+    k = pw.hpos[x]
+    if k < 0:
+        return
+    pw.hpos[x] = -1
+    n = pw.cnt[3] - 1
+    pw.cnt[3] = n
+    if k < n:
+        pw.heap[k] = pw.heap[n]
+        pw.hpos[pw.heap[k]] = k
+        _sift(k, pw)
+
+
+@leaf_kernel
+def _idle_from(x, t, pw):
+    """Node ``x`` (no job on it) is idle from ``t``: not powered down in this idle
+    period yet, and with SuspendRate waiting for a token (its key: ``t``)."""
+    pw.idle[x] = t
+    pw.down[x] = UNSET
+    if pw.conf[5] == 0 or pw.conf[1] < 0 or pw.excl[x]:
+        return
+    if pw.hpos[x] < 0:
+        pw.hpos[x] = pw.cnt[3]
+        pw.heap[pw.cnt[3]] = x
+        pw.cnt[3] += 1
+    _sift(pw.hpos[x], pw)
+
+
+@leaf_kernel
+def settle(now, pw):
+    """With SuspendRate: hand out the power-down tokens of the times before ``now``
+    (Slurm's power thread): in order of when the nodes became eligible (idle +
+    SuspendTime, then node index), each takes the next token (one every ``conf[5]`` ms,
+    first come first served), and is powered down from that token's second if that is
+    before ``now``. A node given a job first never took one (it stays up)."""
+    if pw.conf[0] == 0 or pw.conf[5] == 0:
+        return
+    st = pw.conf[1]
+    while pw.cnt[3] > 0:
+        x = pw.heap[0]
+        t_ms = max((pw.idle[x] + st) * 1000, pw.cnt[4])
+        s = (t_ms + 999) // 1000
+        if s >= now:
+            return
+        pw.cnt[4] = t_ms + pw.conf[5]
+        pw.down[x] = s
+        _unqueue(x, pw)
 
 
 @leaf_kernel
@@ -67,8 +181,7 @@ def _powered_down(x, now, pw):
     """Whether node ``x`` (no job on it) is powered down (or powering down) at ``now``."""
     if pw.idle[x] == NEVER:
         return True
-    st = pw.conf[1]
-    return st >= 0 and not pw.excl[x] and now > pw.idle[x] + st
+    return now > _down_at(x, pw)
 
 
 @leaf_kernel
@@ -76,14 +189,15 @@ def _power_up(x, now, pw):
     """Resume node ``x`` for a job starting at ``now``: its token (first come first
     served, one per ``conf[4]`` ms), then its boot once its power-down is done.
     Closes its last on-period; the node is ready at the returned time."""
-    st, sto, boot, period = pw.conf[1], pw.conf[2], pw.conf[3], pw.conf[4]
+    sto, boot, period = pw.conf[2], pw.conf[3], pw.conf[4]
     r_ms = max(now * 1000, pw.cnt[0])
     pw.cnt[0] = r_ms + period
     pw.cnt[1] += 1
     r = (r_ms + 999) // 1000
     if pw.idle[x] != NEVER:
-        pw.on_total[x] += pw.idle[x] + st - pw.on_since[x]
-        r = max(r, pw.idle[x] + st + sto)
+        down = _down_at(x, pw)
+        pw.on_total[x] += down - pw.on_since[x]
+        r = max(r, down + sto)
     pw.on_since[x] = r
     pw.ready[x] = r + boot
     return pw.ready[x]
@@ -97,12 +211,14 @@ def start_power(j, now, jobs, out, pw):
     plus min(runtime, limit). A job that waits joins ``pend``."""
     if pw.conf[0] == 0:
         return
+    settle(now, pw)
     ready = now
     for q in range(jobs.offsets[j], jobs.offsets[j] + jobs.nn[j]):
         x = out.alloc_nodes[q]
         if pw.busy[x] == 0:
             if _powered_down(x, now, pw):
                 _power_up(x, now, pw)
+            _unqueue(x, pw)
             pw.busy_since[x] = now
         pw.busy[x] += 1
         ready = max(ready, pw.ready[x])
@@ -129,7 +245,7 @@ def end_power(j, now, jobs, out, pw):
         x = out.alloc_nodes[q]
         pw.busy[x] -= 1
         if pw.busy[x] == 0:
-            pw.idle[x] = max(now, pw.ready[x])
+            _idle_from(x, max(now, pw.ready[x]), pw)
             pw.busy_total[x] += now - pw.busy_since[x]
 
 
@@ -185,23 +301,24 @@ def nodes_back(pw: PowerState, t: int, nodes: np.ndarray) -> None:
     a powered-down one stays so."""
     if pw.conf[0] == 0 or not len(nodes):
         return
-    x = nodes[pw.busy[nodes] == 0]
-    x = x[pw.idle[x] != NEVER]
-    st = int(pw.conf[1])
-    if st >= 0:
-        x = x[pw.excl[x] | (t <= pw.idle[x] + st)]
-    pw.idle[x] = np.maximum(pw.idle[x], t)
+    settle(t, pw)
+    for x in nodes[pw.busy[nodes] == 0].tolist():
+        if pw.idle[x] != NEVER and not _powered_down(x, t, pw) and pw.idle[x] < t:
+            _idle_from(x, t, pw)
 
 
 def power_totals(pw: PowerState, horizon: int) -> tuple[np.ndarray, np.ndarray]:
     """(seconds powered, seconds with a job) per node over [0, ``horizon``): a node's
-    open on-period ends SuspendTime after its last job (not excluded) or at the
-    horizon; a CLOUD node never used was never on."""
+    open on-period ends at its power-down (SuspendTime after its last job, later with
+    SuspendRate; never when excluded) or at the horizon; a CLOUD node never used was
+    never on."""
     st = int(pw.conf[1])
     never = pw.idle == NEVER
     off = np.full(len(pw.idle), horizon, dtype=np.int64)
     if st >= 0:
-        off = np.where(pw.excl, horizon, np.minimum(pw.idle + st, horizon))
+        settle(horizon, pw)
+        down = pw.idle + st if pw.conf[5] == 0 else pw.down
+        off = np.where(pw.excl, horizon, np.minimum(down, horizon))
     off = np.where(pw.busy > 0, horizon, off)
     on = pw.on_total + np.where(never, 0, np.maximum(off - pw.on_since, 0))
     return on, pw.busy_total.copy()

@@ -21,9 +21,15 @@ no limit), waits for its power-down to finish (SuspendTimeout after it began), t
 boots; the job starts when its last node is ready. A node that is still booting for
 another job makes a job sharing it wait too. With ``boot`` over ``ResumeTimeout`` a
 powered-down node never comes up: CLOUD nodes are DOWN for the whole run (other
-nodes are refused: their failures mid-run are not modelled). ``SuspendRate`` is read
-but does not limit power-downs (each node powers down SuspendTime after its last
-job). Cost: ``cost`` per node-hour powered on (``cloud_cost`` for CLOUD nodes; a
+nodes are refused: their failures mid-run are not modelled). ``SuspendRate`` limits
+the power-downs as ResumeRate the power-ups: a node idle for SuspendTime takes a
+power-down token (one every 60000 / SuspendRate ms; 0: no limit), in the order the
+nodes became eligible (then by node index, the order Slurm's power thread scans
+them); with none left it stays up, and takes jobs without a boot, until its token.
+Both rates are modelled as a stream of tokens handed out the instant they are due,
+not as Slurm's bucket of max(1, rate * power_save_interval / 60) tokens spent by a
+power thread every 10 s: the same nodes a minute, without the thread's bursts and
+its delay of up to ``power_save_interval``. Cost: ``cost`` per node-hour powered on (``cloud_cost`` for CLOUD nodes; a
 node is powered from its resume, or time 0 for the others, until SuspendTime after
 its last job or the end of the run).
 """
@@ -71,9 +77,10 @@ class PowerSaving:
             if isinstance(value, bool) or int(value) != value or not 0 <= value <= 2**40:
                 raise InputError(f"power: {name}={value!r} must be a whole number >= 0",
                                  field="power")
-        if self.resume_rate > 60000:
-            raise InputError(f"power: resume_rate={self.resume_rate} is over Slurm's 60000 "
-                             "nodes a minute", field="power")
+        for name in ("resume_rate", "suspend_rate"):
+            if getattr(self, name) > 60000:
+                raise InputError(f"power: {name}={getattr(self, name)} is over Slurm's "
+                                 "60000 nodes a minute", field="power")
         for name in ("cost", "cloud_cost"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float))
@@ -84,6 +91,10 @@ class PowerSaving:
     def resume_period_ms(self) -> int:
         """Milliseconds between two power-ups (Slurm's token refill period; 0: none)."""
         return 60000 // self.resume_rate if self.resume_rate else 0
+
+    def suspend_period_ms(self) -> int:
+        """Milliseconds between two power-downs (SuspendRate's refill period; 0: none)."""
+        return 60000 // self.suspend_rate if self.suspend_rate else 0
 
     def price(self, cloud: bool) -> float:
         return float(self.cost if not cloud or self.cloud_cost is None else self.cloud_cost)

@@ -58,7 +58,7 @@ def engine_power(power: PowerSaving, cluster: Cluster) -> tuple:
     cloud, excluded = power_nodes(cluster, power)
     st = -1 if power.suspend_time is None else int(power.suspend_time)
     return (st, int(power.suspend_timeout), int(power.boot), power.resume_period_ms(),
-            cloud, excluded)
+            cloud, excluded, power.suspend_period_ms())
 
 
 def power_summary(power: PowerSaving, cluster: Cluster, run, wait: np.ndarray) -> dict:
@@ -83,7 +83,8 @@ def power_summary(power: PowerSaving, cluster: Cluster, run, wait: np.ndarray) -
             "cloud_cost_per_node_hour": power.price(True),
             "mean_wait_seconds": float(wait.mean()) if len(wait) else 0.0,
             "suspend_time": power.suspend_time, "boot": int(power.boot),
-            "resume_rate": int(power.resume_rate), "horizon": int(run.power["horizon"])}
+            "resume_rate": int(power.resume_rate),
+            "suspend_rate": int(power.suspend_rate), "horizon": int(run.power["horizon"])}
 
 
 def power_line(summary: dict) -> str:

@@ -162,15 +162,16 @@ def containers(draw, n: int, max_images: int = 3, max_pull: int = 12, max_cache:
 def power_models(draw, cluster: Cluster, max_time: int = 30, max_boot: int = 15):
     """A :class:`fastsched.model.power.PowerSaving` for ``cluster``: SuspendTime NONE or
     0..``max_time`` s (0: a node powers down the instant it is idle), SuspendTimeout and
-    boot of 0..``max_boot`` s (boot within ResumeTimeout), ResumeRate unlimited or 1..120
-    a minute (tokens that queue power-ups for seconds), some CLOUD nodes and some
-    excluded nodes (SuspendExcNodes)."""
+    boot of 0..``max_boot`` s (boot within ResumeTimeout), ResumeRate and SuspendRate
+    unlimited or 1..120 a minute (tokens that queue power-ups and power-downs for
+    seconds), some CLOUD nodes and some excluded nodes (SuspendExcNodes)."""
     names = list(cluster.node_names)
     boot = draw(st.integers(0, max_boot))
     return PowerSaving(
         suspend_time=draw(st.none() | st.integers(0, max_time)),
         suspend_timeout=draw(st.integers(0, max_boot)), resume_timeout=max_boot,
         resume_rate=draw(st.sampled_from([0, 1, 7, 30, 120])), boot=boot,
+        suspend_rate=draw(st.sampled_from([0, 1, 7, 60, 120])),
         cost=draw(st.sampled_from([0.0, 1.5])), cloud_cost=draw(st.none() | st.just(4.0)),
         cloud_nodes=tuple(n for n in names if draw(st.booleans())),
         exc_nodes=tuple(n for n in names if draw(st.integers(0, 3)) == 0))

@@ -169,7 +169,7 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     if power is not None:
         cloud, excluded = power_nodes(cluster, power)
         check_power(jobs, booted, configure, power, cloud, excluded, Violation, out)
-        checks += ["not_booted", "needless_configure", "resume_rate"]
+        checks += ["not_booted", "needless_configure", "resume_rate", "suspend_rate"]
     overcommit(cluster, jobs, start, end, a_job, a_node, out)
     if placement is not None and placement.levels.shape[0] and placement.exclusive_topo.any():
         if placement.levels.shape[1] != cluster.num_nodes:

@@ -18,6 +18,19 @@ excluded); it then boots no sooner than ``max(a, e + SuspendTime + SuspendTimeou
     the power-ups (one per powered-down node at an allocation) cannot have had
     ResumeRate's tokens (one every 60000 / ResumeRate ms, in allocation order; those
     of one instant in the order of their deadlines) and booted by their jobs' starts.
+``suspend_rate``
+    with SuspendRate (a power-down token every P = 60000 / SuspendRate ms, handed in
+    order of eligibility, idle + SuspendTime, then node): a node idle past SuspendTime
+    at an allocation whose job did not wait (with a boot > 0: so it was up) had no
+    token. The tokens then were handed back to back from its eligibility ``e`` to past
+    ``a - 1`` s, at least floor(((a - 1 - e) * 1000 + 1) / P) of them to other nodes
+    eligible by ``e`` and still idle after it; fewer such nodes is a violation. Judged
+    without node events (there an idle period's start is not known from the records).
+
+With SuspendRate a node idle past SuspendTime may still be up (no token yet): only
+CLOUD nodes never used are then known to be powered down, so ``not_booted`` and
+``resume_rate`` judge their boots alone, and ``needless_configure`` any job with
+such a node.
 
 With node events (the records of each attempt, :func:`fastsched.verify.lifecycle`):
 a node is idle from its last job's end but not before its boot is done, and from a
@@ -58,14 +71,19 @@ def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
     # per node: jobs end by busy_until; its last boot ended at ready or later, and by
     # booted (the start of the job it booted for: tokens may delay a boot)
     last, busy_until, ready, booted, fresh = -1, 0, 0, 0, True
+    events = never_ran is not None
     never_ran = np.zeros(len(start), dtype=bool) if never_ran is None else never_ran
     backs = backs or {}
     period = power.resume_period_ms()
+    limited = power.suspend_period_ms() > 0 and st is not None
+    spans, ups_kept = [], []       # idle periods (from, to, node); nodes up past SuspendTime
     unsure = np.zeros(len(start), dtype=bool)   # per job: its nodes' state is not known
     for k in order.tolist():
         x, j = int(node[k]), int(job[k])
         a = int(alloc[j])
         if x != last:
+            if last >= 0 and not (fresh or excluded[last]):
+                spans.append((busy_until, _FOREVER, last))
             last, busy_until, ready, booted, fresh = x, 0, 0, 0, bool(cloud[x])
             returns, lost = sorted(backs.get(x, ())), False
         if busy_until <= a and lost:
@@ -80,7 +98,16 @@ def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
             for b in returns[bisect_right(returns, idle):bisect_right(returns, a)]:
                 if not (fresh or st is not None and not excluded[x] and b > idle + st):
                     idle = b
-            if fresh or (st is not None and not excluded[x] and a > idle + st):
+            if not (fresh or excluded[x]):
+                spans.append((idle, a, x))
+            if limited and not fresh and not excluded[x] and a > idle + st:
+                # a token or none: up (the job did not wait for a boot) or maybe down
+                if conf[j] == 0 and power.boot > 0:
+                    ups_kept.append((idle, a, x, j))
+                elif conf[j] > 0:
+                    booting[j] = True
+                    booted = max(booted, int(start[j]))
+            elif fresh or (st is not None and not excluded[x] and a > idle + st):
                 boot_at = a if fresh else max(a, idle + st + power.suspend_timeout)
                 ready = boot_at + power.boot
                 booted = ready if never_ran[j] else int(start[j])
@@ -94,6 +121,8 @@ def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
         booting[j] |= booted > a
         # a node is idle from its last job's end, not before its boot is done
         busy_until = max(busy_until, int(end[j]), ready)
+    if last >= 0 and not (fresh or excluded[last]):
+        spans.append((busy_until, _FOREVER, last))
     ran = ran & ~unsure
     for j in np.flatnonzero(ran & (start < ready_lb) & ~never_ran).tolist():
         out.append(violation("not_booted", int(schedule.job_id[j]), int(start[j]),
@@ -105,6 +134,52 @@ def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
                              f"job {int(schedule.job_id[j])} was CONFIGURING {int(conf[j])} s "
                              "although its nodes were up"))
     _resume_rate(ups, power.resume_period_ms(), schedule.job_id, violation, out)
+    if limited and not events:
+        seen = set(node.tolist())
+        spans += [(0, _FOREVER, x) for x in np.flatnonzero(~cloud & ~excluded).tolist()
+                  if x not in seen]
+        _suspend_rate(spans, ups_kept, st, power.suspend_period_ms(), schedule.job_id,
+                      violation, out)
+
+
+#: the end of an idle period no job ends
+_FOREVER = np.iinfo(np.int64).max
+
+
+def _suspend_rate(spans, kept, st: int, period: int, job_id, violation, out) -> None:
+    """The first node kept up past SuspendTime (``kept``: (idle, allocation, node, job))
+    with fewer other nodes eligible by then and idle after it (``spans``: every idle
+    period (from, to, node) of a node that may power down) than the tokens handed out
+    meanwhile. Offline: queries by idle time, periods added by their start, counted by
+    their end in a Fenwick tree (O((periods + queries) log periods))."""
+    if not kept:
+        return
+    spans.sort()
+    ends = sorted({to for _, to, _ in spans})
+    tree = [0] * (len(ends) + 1)
+    added = 0
+    s = 0
+    for idle, a, x, j in sorted(kept):
+        e = idle + st
+        while s < len(spans) and spans[s][0] <= idle:
+            i = bisect_right(ends, spans[s][1])     # its end's rank, 1-based
+            while i <= len(ends):
+                tree[i] += 1
+                i += i & -i
+            added, s = added + 1, s + 1
+        over, i = 0, bisect_right(ends, e)           # added periods ending by e
+        while i > 0:
+            over += tree[i]
+            i -= i & -i
+        others = added - over - 1                    # still idle after e, x's own apart
+        need = ((a - 1 - e) * 1000 + 1) // period if a - 1 >= e else 0
+        if others < need:
+            out.append(violation("suspend_rate", int(job_id[j]), a,
+                                 f"job {int(job_id[j])}: its node {x} was up at {a}, idle "
+                                 f"since {idle}, though SuspendRate ({60000 // period} a "
+                                 f"minute) left it a power-down token: {need} tokens "
+                                 f"after {e} but {others} other nodes waited for them"))
+            return
 
 
 def _resume_rate(ups, period: int, job_id, violation, out) -> None:

@@ -14,7 +14,8 @@ VIOLATION_KINDS = ("not_started", "early_start", "wrong_end", "bad_allocation", 
                    "limit_exceeded", "exclusive_topo", "on_down_node", "attempt_overlap",
                    "killed_without_failure", "resumed_work", "reserved_node",
                    "outside_reservation",
-                   "not_booted", "needless_configure", "resume_rate", "bad_resize",
+                   "not_booted", "needless_configure", "resume_rate", "suspend_rate",
+                   "bad_resize",
                    "preempt_exempt", "preemptor", "time_limit")
 #: the policies a check can judge: those of the one table
 POLICIES = tuple(MODEL_POLICIES)
