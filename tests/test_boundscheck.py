@@ -21,9 +21,9 @@ from fastsched.engine.profile import _segment_at
 from fastsched.engine.state import Profile
 wo = np.zeros(8, dtype=np.int64)[:2]; wlen = np.ones(8, dtype=np.int64)[:2]
 WT = np.zeros(4, dtype=np.int64)
-_segment_at(np.int64(0), np.int64(5), Profile(WT, WT, WT, WT, wo, wlen, wlen, wo))     # compiles (and caches)
+_segment_at(np.int64(0), np.int64(5), Profile(WT, WT, WT, WT, wo, wlen, wlen, wo, wo))     # compiles (and caches)
 try:
-    _segment_at(np.int64(2), np.int64(5), Profile(WT, WT, WT, WT, wo, wlen, wlen, wo))
+    _segment_at(np.int64(2), np.int64(5), Profile(WT, WT, WT, WT, wo, wlen, wlen, wo, wo))
     print("unchecked")
 except IndexError:
     print("checked")

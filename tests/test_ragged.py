@@ -23,7 +23,7 @@ def _segments(wcap):
 
 
 def _profile_of(W, wo, wlen, x):
-    return profile_of(Profile(*W, wo, wlen, wlen, wo), x)
+    return profile_of(Profile(*W, wo, wlen, wlen, wo, wo), x)
 
 
 def check(W, wo, wlen, wcap, wst, twin):
@@ -45,7 +45,8 @@ def grow(x, W, wo, wlen, wcap, wst, twin, row):
         A[o + L] = v
     wlen[x] = L + 1
     twin[x].append(row)
-    return list(_room(x, Profile(*W, wo, wlen, wcap, wst))[:4])
+    wv = np.zeros(len(wo) + 2, dtype=np.int64)
+    return list(_room(x, Profile(*W, wo, wlen, wcap, wst, wv))[:4])
 
 
 @settings(max_examples=60, deadline=None)
@@ -105,7 +106,7 @@ def test_compact_slides_segments_in_offset_order():
     wlen = np.array([1, 2, 1], dtype=np.int64)
     for A in W:
         A[8], A[2], A[3], A[5] = 10, 20, 21, 30
-    top = _compact(Profile(*W, wo, wlen, wcap, np.zeros(2, dtype=np.int64)))
+    top = _compact(Profile(*W, wo, wlen, wcap, np.zeros(2, dtype=np.int64), wo))
     assert top == 6
     assert wo.tolist() == [4, 0, 2]
     assert W[0][[0, 1, 2, 4]].tolist() == [20, 21, 30, 10]

@@ -181,7 +181,7 @@ class Engine:
     def __init__(self, caps, K):
         n = len(caps)
         p = new_profile(np.full(n, K, dtype=np.int64))
-        self.wo, self.wcap, self.wst = p.wo, p.wcap, p.wst
+        self.wo, self.wcap, self.wst, self.wv = p.wo, p.wcap, p.wst, p.wv
         self.WT, self.WG, self.WC, self.WM = p[:4]
         for x, (g, c, m) in enumerate(caps):
             o = self.wo[x]
@@ -198,7 +198,7 @@ class Engine:
 
     def prof(self):
         W = (self.WT, self.WG, self.WC, self.WM)
-        return [list(zip(*(A.tolist() for A in profile_of(Profile(*W, self.wo, self.wlen, self.wcap, self.wst), x))))
+        return [list(zip(*(A.tolist() for A in profile_of(Profile(*W, self.wo, self.wlen, self.wcap, self.wst, self.wv), x))))
                 for x in range(len(self.wlen))]
 
     def check(self):
@@ -222,7 +222,7 @@ class Engine:
 
     def hold(self, x, s, e, g, c, m):
         A = (self.WT, self.WG, self.WC, self.WM, self.wo, self.wlen)
-        p = Profile(*A, self.wcap, self.wst)
+        p = Profile(*A, self.wcap, self.wst, self.wv)
         ka = _split(x, s, p)
         kb = _split(x, e, p)
         U = ix_touched(x, ka, kb, len(self.types), self.sg, self.sc, self.sm, self.elig,

@@ -21,7 +21,8 @@ import os
 
 #: modules with compiled code, then the package modules they import
 KERNEL_SOURCES = ("engine/availability", "engine/blocks", "engine/earliest", "engine/freenow", "engine/heap",
-                  "engine/images", "engine/limits", "engine/loop", "engine/passes", "engine/placement",
+                  "engine/images", "engine/limits", "engine/loop", "engine/memo", "engine/passes",
+                  "engine/placement",
                   "engine/power", "engine/preemptplan",
                   "engine/prefetch", "engine/profile", "engine/runindex", "engine/running",
                   "engine/slurmplan", "engine/timemin", "engine/treap", "engine/undo", "engine/wholenode",

@@ -342,7 +342,7 @@ class _EventLoop:
                                  np.zeros(X, dtype=np.int64))
         self.ev = Events(self.submit, np.arange(n, dtype=np.int64),
                          *(np.empty(n + 1, dtype=np.int64) for _ in range(4)))
-        self.scratch = new_scratch(self.jobs.nn)
+        self.scratch = new_scratch(self.jobs.nn, X)
         self.sc = np.zeros(6, dtype=np.int64)
         self.sc[5] = _INF
         self.control = new_control()

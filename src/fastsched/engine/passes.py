@@ -14,6 +14,7 @@ from .freenow import _fits_now_somewhere, _tcount_update, _type_count
 from .interrupt import REQUEST as _REQUEST, STOP as _STOP
 from .leafkernel import leaf_kernel
 from .limits import _charge, _held, _min_limits
+from .memo import memo_plan, quiet
 from .profile import _add, _give_back, _merge_at, _on_grid, _prefetch_node, _room, _split, _take
 from .running import _insert_running, _running_room
 from .runindex import ix_hold, ix_new_job, ix_touched
@@ -108,6 +109,7 @@ def _walk(last, now, queue, rules, jobs, types, nodes, free, p, run, lim, topo, 
     resv = np.empty(last + 1, dtype=np.int64)      # the reserved jobs (undone at the end: keep)
     preempting = pre.can.shape[0] > 0
     chosen = scratch.chosen
+    memo_first = False      # resv[0]'s plan is memoised: its hold and undo are not counted
     for q in range(last + 1):
         if ctl[_REQUEST] == _STOP:
             break
@@ -123,6 +125,10 @@ def _walk(last, now, queue, rules, jobs, types, nodes, free, p, run, lim, topo, 
         only_now = mode == _ONLY_NOW
         now_by_gpus = only_now and jobs.rg[j] > 0 and nodes.pbits.shape[0] > 0
         ml = _switches_in_force(j, now, jobs, topo)
+        # planned first in the pass on its one partition, no topology: memoised (memo)
+        memoise = mode == _ANY_TIME and reserved == 0 and jobs.nn[j] > 1 and not preempting \
+            and topo.levels.shape[0] == 0 and jobs.pc_off[j + 1] - jobs.pc_off[j] == 1
+        memoised = False
         t = -1
         for e in range(jobs.pc_off[j], jobs.pc_off[j + 1]):
             ty = jobs.pc_type[e]
@@ -138,8 +144,16 @@ def _walk(last, now, queue, rules, jobs, types, nodes, free, p, run, lim, topo, 
                 te = _plan_indexed(now, jobs.limit[j], jobs.nn[j], only_now, ix.top[0],
                                    ix.slot[ty], ix.TR, p, scratch.trial)
             else:
-                te = _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, free, topo,
-                                scratch.trial)
+                te = -1
+                if memoise and not now_here:
+                    te = memo_plan(j, e, now, Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j],
+                                                  jobs.limit[j], jobs.nn[j]),
+                                   _nodes_of(jobs.pc_part[e], nodes), nodes, p, scratch,
+                                   scratch.trial)
+                    memoised = te > now
+                if te < 0:
+                    te = _plan_scan(e, j, now, only_now, now_here, ml, jobs, nodes, p, free,
+                                    topo, scratch.trial)
             if te >= 0 and (t < 0 or te < t):
                 t = te
                 out.part_used[j] = jobs.pc_part[e]
@@ -169,10 +183,15 @@ def _walk(last, now, queue, rules, jobs, types, nodes, free, p, run, lim, topo, 
         if _room_short(j, jobs, p, ix, chosen):
             p, ix = _make_room(j, jobs, p, ix, chosen)
         ix_new_job(ix.meta)        # insertion hints: this job's own entries only
+        unchanged = memoised and t > now and not by_preempting
+        if unchanged:   # (its undo gives it back exactly: the memoised plan stays valid)
+            quiet(p, True)
         _hold_nodes(Ask(jobs.rg[j], jobs.rc[j], jobs.rm[j], 0, jobs.nn[j]), t, held_end, p, ix,
                     chosen)
+        quiet(p, False)
         out.planned[j] = t
         if t > now or by_preempting:
+            memo_first = memo_first or (unchanged and reserved == 0)
             resv[reserved] = j
             reserved += 1
             for i in range(jobs.nn[j]):
@@ -186,7 +205,11 @@ def _walk(last, now, queue, rules, jobs, types, nodes, free, p, run, lim, topo, 
             free.tcount[:] = -1          # recounted when next asked
         nstarted += 1
     if rules.keep:      # the next pass starts from the running jobs
-        ix = _undo_reservations(resv, reserved, rules, jobs, out, p, ix)
+        ix = _undo_reservations(resv[1:], reserved - 1, rules, jobs, out, p, ix)
+        if reserved > 0:
+            quiet(p, memo_first)
+            ix = _undo_reservations(resv, 1, rules, jobs, out, p, ix)
+            quiet(p, False)
     return nstarted, p, run, ix
 
 

@@ -37,7 +37,7 @@ def new_profile(wcap: np.ndarray) -> Profile:
     size = int(wcap.sum())
     W = [np.zeros(max(size, 1), dtype=np.int64) for _ in range(4)]
     return Profile(*W, wo, np.zeros(len(wcap), dtype=np.int64), wcap,
-                   np.array([size, 0], dtype=np.int64))
+                   np.array([size, 0], dtype=np.int64), np.zeros(len(wcap) + 2, dtype=np.int64))
 
 
 def block_windows(p: Profile, blocked, capG, capC, capM, now: int = 0) -> Profile:
@@ -134,7 +134,8 @@ def _room(x, p, extra=2):
         while size < top + cap:
             size *= 2
         p = Profile(_resized(p.WT, size, top), _resized(p.WG, size, top),
-                    _resized(p.WC, size, top), _resized(p.WM, size, top), wo, wlen, wcap, wst)
+                    _resized(p.WC, size, top), _resized(p.WM, size, top), wo, wlen, wcap, wst,
+                    p.wv)
     _copy_segment(p, wo[x], top, wlen[x])
     wst[1] += wcap[x]
     wo[x] = top
@@ -148,6 +149,7 @@ def _build(x, now, p, run, free):
     """Work profile of node x from scratch, from its running jobs (held ends
     ``RT`` all > now, sorted). The engine builds it once and then keeps it."""
     WT, WG, WC, WM = p.WT, p.WG, p.WC, p.WM
+    _touch(x, p)
     o = p.wo[x]
     WT[o] = now
     WG[o] = free.fg[x]
@@ -196,6 +198,7 @@ def _advance(x, now, p):
     while k + 1 < L and WT[o + k + 1] <= now:
         k += 1
     if k > 0:
+        _touch(x, p)
         for r in range(k, L):
             WT[o + r - k] = WT[o + r]
             WG[o + r - k] = WG[o + r]
@@ -227,6 +230,18 @@ def _merge_at(x, k, p):
         WC[o + r - 1] = WC[o + r]
         WM[o + r - 1] = WM[o + r]
     p.wlen[x] = L - 1
+
+
+@leaf_kernel(inline="always")
+def _touch(x, p):
+    """Node x's free resources change: its stamp becomes the next count of changes
+    (:attr:`fastsched.engine.state.Profile` ``wv``), unless changes are not counted.
+    Every change goes through here (a hold, a give-back, a build, dropping past
+    breakpoints); moves of a segment and redundant breakpoints change nothing."""
+    X = p.wv.shape[0] - 2
+    if p.wv[X + 1] == 0:
+        p.wv[X] += 1
+        p.wv[x] = p.wv[X]
 
 
 @leaf_kernel
@@ -290,6 +305,7 @@ def _hold(x, s, e, g, c, m, p):
 @leaf_kernel(inline="always")
 def _take(x, a, b, g, c, m, p):
     """Take (g, c, m) from node x's segments a to b - 1 (made breakpoints by :func:`_split`)."""
+    _touch(x, p)
     o = p.wo[x]
     for k in range(a, b):
         p.WG[o + k] -= g
@@ -300,6 +316,7 @@ def _take(x, a, b, g, c, m, p):
 @leaf_kernel(inline="always")
 def _add(x, a, b, g, c, m, p):
     """Give (g, c, m) back to node x's segments a to b - 1: :func:`_take` undone."""
+    _touch(x, p)
     o = p.wo[x]
     for k in range(a, b):
         p.WG[o + k] += g

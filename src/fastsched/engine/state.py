@@ -20,8 +20,11 @@ import numpy as np
 #: the kept work profile, ragged (:mod:`fastsched.engine.profile`): node x's
 #: breakpoints are ``WT[wo[x]:wo[x] + wlen[x]]`` with the free (GPUs, CPUs, MB)
 #: ``WG/WC/WM`` from each, in a segment of ``wcap[x]`` entries; ``wst`` =
-#: [top (first entry never used), holes (entries of abandoned segments)]
-Profile = namedtuple("Profile", ["WT", "WG", "WC", "WM", "wo", "wlen", "wcap", "wst"])
+#: [top (first entry never used), holes (entries of abandoned segments)]; ``wv``
+#: = the change stamps: ``wv[x]`` the count of changes of free resources when
+#: node x's last changed, ``wv[X]`` that count, ``wv[X + 1]`` 1 while changes
+#: are not counted (a memoised reservation's own hold and undo: :mod:`fastsched.engine.memo`)
+Profile = namedtuple("Profile", ["WT", "WG", "WC", "WM", "wo", "wlen", "wcap", "wst", "wv"])
 
 #: per node, its running jobs sorted by held end: ``RT/RG/RC/RM/RJ[x, :rlen[x]]``
 #: = (held end, g, c, m, job) (job -2 - j: a leaf group held whole for
@@ -108,8 +111,10 @@ Events = namedtuple("Events", ["submit", "rank", "queue", "evk", "evj", "newly"]
 Deps = namedtuple("Deps", ["ch_off", "ch_job", "ch_kind", "pend", "never", "arrived"])
 
 #: per-job scratch of node choices: the best so far (``chosen``) and the
-#: current partition's (``trial``)
-Scratch = namedtuple("Scratch", ["chosen", "trial"])
+#: current partition's (``trial``); a pass's memoised plan, kept to the next
+#: pass (:mod:`fastsched.engine.memo`: ``memo`` its key and start, ``memo_nodes``
+#: its nodes, ``memo_plist`` the partition's nodes it read)
+Scratch = namedtuple("Scratch", ["chosen", "trial", "memo", "memo_nodes", "memo_plist"])
 
 
 def as_i64(a) -> np.ndarray:
@@ -156,9 +161,14 @@ def new_outputs(n: int, total: int, nodes_fill=None) -> Outputs:
                    part_used=np.full(n, -1, dtype=np.int64))
 
 
-def new_scratch(nn: np.ndarray) -> Scratch:
+def new_scratch(nn: np.ndarray, num_nodes: int = 0) -> Scratch:
+    """Scratch for jobs of ``nn`` nodes; with ``num_nodes``, room to memoise a plan
+    over a partition of up to that many nodes (none: no memo)."""
     size = max(1, int(nn.max(initial=1)))
-    return Scratch(np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64))
+    memo = np.full(10, -1, dtype=np.int64)
+    memo[9] = 0
+    return Scratch(np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64), memo,
+                   np.empty(size, dtype=np.int64), np.empty(num_nodes, dtype=np.int64))
 
 
 def new_request_types(types: np.ndarray, nodes: Nodes | None) -> RequestTypes:

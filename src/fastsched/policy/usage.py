@@ -22,6 +22,7 @@ decayed usage of ended jobs is carried forward and only what changed is added.
 """
 from __future__ import annotations
 
+import copy
 from datetime import datetime, timezone
 
 import numpy as np
@@ -135,6 +136,7 @@ class UsageTracker:
         self.k = np.log(2.0) / config.decay_half_life if config.decay_half_life > 0 else 0.0
         self.n = len(workload)
         self.now = None
+        self.empty = config.new_usage(tree)     # copied for each answer (weights checked once)
 
     def at(self, now: int, start, end, started=None) -> Usage:
         """Usage at ``now`` from ``start`` / ``end`` (per job, as :func:`usage_at` takes
@@ -162,9 +164,9 @@ class UsageTracker:
             self.is_running[run[over]] = False
             run = self.running = run[~over]
             e = e[~over]
-        usage = self.config.new_usage(self.tree)
-        usage.raw[:] = self.done
-        self._charge(usage.raw, run, start, np.full(len(run), now, dtype=np.int64), now)
+        usage = copy.copy(self.empty)
+        usage.raw = self.done.copy()
+        self._charge(usage.raw, run, start, None, now)
         return usage
 
     def _restart(self, now, reset, start):
@@ -185,12 +187,24 @@ class UsageTracker:
         self.now = now
 
     def _charge(self, raw, jobs, start, hi, now):
-        """Add the usage at ``now`` of ``jobs`` running from max(start, reset) to ``hi``."""
+        """Add the usage at ``now`` of ``jobs`` running from max(start, reset) to ``hi``
+        (None: to ``now``, the jobs still running; their decay since ``hi`` is then
+        2^0 = 1 exactly, and is not computed)."""
         lo = np.maximum(start[jobs], self.reset)
-        keep = hi > lo
-        jobs, lo, hi = jobs[keep], lo[keep].astype(np.float64), hi[keep].astype(np.float64)
-        if self.k:
-            seconds = np.exp(-self.k * (now - hi)) * -np.expm1(-self.k * (hi - lo)) / self.k
+        if hi is None:
+            keep = lo < now
+            jobs, lo = jobs[keep], lo[keep].astype(np.float64)
+            span = now - lo
+            decay = None
         else:
-            seconds = hi - lo
+            keep = hi > lo
+            jobs, lo, hi = jobs[keep], lo[keep].astype(np.float64), hi[keep].astype(np.float64)
+            span = hi - lo
+            decay = now - hi
+        if self.k and decay is None:
+            seconds = -np.expm1(-self.k * span) / self.k
+        elif self.k:
+            seconds = np.exp(-self.k * decay) * -np.expm1(-self.k * span) / self.k
+        else:
+            seconds = span
         np.add.at(raw, self.assoc[jobs], self.rate[jobs] * seconds)

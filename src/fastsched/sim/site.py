@@ -61,6 +61,13 @@ class SitePriority:
         self.part_factor = config.partition_factor(cluster)
         tier = np.array([p.priority_tier for p in cluster.partitions], dtype=np.float64)
         self.job_tier = tier[jobs.partition]
+        # the cluster's totals (job size, TRES factors) once, not a sum over every node
+        # at each recomputation: what multifactor derives from ``cluster=``
+        cpus = cluster.cpus.sum()
+        self.totals = {"total_nodes": cluster.num_nodes, "total_cpus": int(cpus),
+                       "tres_totals": {"CPU": float(cpus), "Mem": float(cluster.mem_mb.sum()),
+                                       "Node": float(cluster.num_nodes),
+                                       "GRES/gpu": float(cluster.gpus.sum())}}
         self.window = _QueueWindow(jobs.submit_time, int(config.calc_period))
         self.tracker = UsageTracker(config, self.tree, workload, job_associations=self.assoc)
         self.waiting = []       # jobs started since the tracker last looked (None: start over)
@@ -90,14 +97,18 @@ class SitePriority:
 
     def _keys(self, now, progress, rows, started):
         jobs = self.jobs
+        # the tracker sees every recomputation, queue empty or not: its usage carried
+        # forward is then the same, decay step for decay step, whatever the queue held
         usage = self.tracker.at(now, progress.start, progress.end, started)
+        if not len(rows):
+            return np.zeros(0)
         eligible = progress.eligible[rows]
         submit = jobs.submit_time[rows]
         accrue = np.where(eligible >= 0, eligible, submit)
         prio = multifactor(jobs.take(rows), now, self.config.weights,
                            fairshare=self.config.fairshare(self.tree, usage),
                            fairshare_index=self.assoc[rows], qos_factor=self.qos_factor[rows],
-                           partition_factor=self.part_factor, cluster=self.cluster,
+                           partition_factor=self.part_factor, **self.totals,
                            accrue_time=np.maximum(accrue, submit))
         return self.job_tier[rows] * _TIER_SCALE + prio
 
