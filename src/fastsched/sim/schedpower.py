@@ -84,11 +84,15 @@ class SchedulerPower:
         view.settle(now)
         return view
 
-    def _idle_from(self, x: int, t: int) -> None:
-        self.idle[x] = t
-        self.down.pop(x, None)
-        if self.limited() and not self.excluded[x]:
-            heapq.heappush(self.waiting, (t, x))
+    def _idle_from(self, xs: np.ndarray, ts) -> None:
+        """Nodes ``xs`` (no job on them) are idle from ``ts``; with SuspendRate each
+        waits for a power-down token anew (without, ``down`` stays empty)."""
+        self.idle[xs] = ts
+        if self.limited():
+            for x, t in zip(xs.tolist(), np.broadcast_to(ts, xs.shape).tolist()):
+                self.down.pop(x, None)
+                if not self.excluded[x]:
+                    heapq.heappush(self.waiting, (t, x))
 
     def _down_at(self, x: int):
         """When node ``x`` (no job on it) began powering down in its current idle period
@@ -150,8 +154,8 @@ class SchedulerPower:
         if it is still booting (Slurm sets a resumed node's ``last_busy`` when it
         registers; the boot goes on)."""
         np.subtract.at(self.busy, nodes, 1)
-        for x in np.unique(nodes[self.busy[nodes] == 0]).tolist():
-            self._idle_from(x, max(now, int(self.ready[x])))
+        free = np.unique(nodes[self.busy[nodes] == 0])
+        self._idle_from(free, np.maximum(now, self.ready[free]))
 
     def running(self, nodes: np.ndarray) -> None:
         """Jobs given from outside run on ``nodes`` (one entry per job and node): those
@@ -170,10 +174,10 @@ class SchedulerPower:
         (node_mgr.c sets ``last_busy = now`` at a resume unless the node is
         POWERED_DOWN); a powered-down one stays so."""
         self.settle(now)
-        for x in nodes[self.busy[nodes] == 0].tolist():
-            if self.idle[x] != NEVER and not self._powered_down(x, now) \
-                    and self.idle[x] < now:
-                self._idle_from(x, now)
+        back = [x for x in nodes[self.busy[nodes] == 0].tolist()
+                if self.idle[x] != NEVER and not self._powered_down(x, now)
+                and self.idle[x] < now]
+        self._idle_from(np.array(back, dtype=np.int64), now)
 
     def states(self, now: int) -> np.ndarray:
         """Each node's power state at ``now`` (:data:`POWER_STATES`)."""
