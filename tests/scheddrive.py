@@ -27,7 +27,7 @@ class Driven:
     starts: dict = field(default_factory=dict)
 
 
-def drive(s, jobs, lc=None, rows=()) -> Driven:
+def drive(s, jobs, lc=None, rows=(), instants=()) -> Driven:
     """Drive Scheduler ``s`` through ``jobs`` and the node events ``rows`` ((time, kind,
     nodes), kind down / up / drain / resume) as the simulator's loop runs an instant:
     complete what ends (TIMEOUT when cut at its limit); apply the node events (down:
@@ -41,7 +41,8 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
     ``configure_time`` on (power saving: its nodes boot first; killed before, it never
     ran and its attempt starts at the kill); started narrow on a node range, its work is
     node-seconds at its width; a requeued one resumes with the work left after its last
-    checkpoint; a ``--no-kill`` one shrinks. Raises :class:`Endless` past a bound of
+    checkpoint; a ``--no-kill`` one shrinks. ``instants``: more times to pass at
+    (advance reservations' window ends). Raises :class:`Endless` past a bound of
     instants (preemption can ping-pong for ever)."""
     ids = [int(j) for j in jobs.job_id]
     row = {j: k for k, j in enumerate(ids)}
@@ -51,6 +52,7 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
     interval = {j: 0 if lc is None else int(lc.checkpoint_interval[row[j]]) for j in ids}
     submits = sorted(set(jobs.submit_time.tolist()))
     stream = sorted(rows, key=lambda e: e[0])
+    visits = sorted(set(instants))
     out = Driven()
     ends, running, stops, began, over, limit, shrunk = {}, {}, {}, {}, {}, {}, set()
 
@@ -157,10 +159,13 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
     for _ in range(100 * len(ids) + 100 + len(stream)):    # each visit advances the state
         times = submits[:1] + list(ends.values()) + [t for t, _, _ in stream[:1]] + \
             [t for t, _, _ in stops.values()] + \
-            [t for t in (s.preempt_time, s.requeue_time) if t >= 0]
+            [t for t in (s.preempt_time, s.requeue_time) if t >= 0] + \
+            (visits[:1] if len(s.pending.job_id) else [])
         if not times:
             break
         now = min(times)
+        while visits and visits[0] <= now:
+            visits.pop(0)
         assert now >= s._clock, "a time in the past"
         end(now)
         while stream and stream[0][0] == now:
@@ -185,14 +190,14 @@ def drive(s, jobs, lc=None, rows=()) -> Driven:
     return out
 
 
-def drive_or_discard(s, jobs, lc=None, rows=()) -> Driven:
+def drive_or_discard(s, jobs, lc=None, rows=(), instants=()) -> Driven:
     """:func:`drive`, the hypothesis case discarded when it never ends: requeued victims
     ranked above their preemptor can take back, at each one's begin time, what it
     preempted them for (Slurm's rules allow this ping-pong too: nothing makes the
     preemptor go first), and the simulation would run for ever; so the Scheduler is
     driven first, within its bound."""
     try:
-        return drive(s, jobs, lc, rows)
+        return drive(s, jobs, lc, rows, instants)
     except Endless:
         event("discarded: preemption ping-pong")
         reject()

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import naive_nodes
 from naive_resv import TAIL
-from fastsched import NodeEvents, simulate
+from fastsched import NodeEvents, Scheduler, simulate
 from fastsched.cli import main
 from fastsched.engine import run_nodes
 from fastsched.model.errors import UnsupportedError
@@ -20,8 +20,10 @@ from fastsched.sim.resvlayout import layout_events, mapped_back, member_layout
 from fastsched.tools.testing import lifecycles, node_event_rows
 from fastsched.verify.lifecycle import Attempts, verify_attempts
 from constrained_twin import attempt_rows
+from scheddrive import drive, simulated
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 from test_resvjobs import _cluster, _jobs, _members, _reservations, twin_members
+from test_scheduler_resv import _instants
 
 #: few examples: each runs the engine and the twin with events (the suite's budget)
 FEW = settings(SETTINGS, max_examples=30)
@@ -196,15 +198,37 @@ def test_cli_members_with_events_and_the_check(tmp_path, capsys):
     assert "job 4 of reservation 'maint' ran over [290, 330)" in capsys.readouterr().out
 
 
-def test_the_scheduler_refuses_requeue_with_member_jobs_leaving_its_state():
-    """The embeddable Scheduler takes drains and failures with member jobs (a node's
-    twins follow it: tests/test_scheduler_resv.py), but not requeue at a failure (a
-    lifecycle): refused by name, the node and the running member untouched."""
-    from fastsched import Scheduler
-    s = Scheduler(_cluster(), "easy", jobs=_jobs(), advance_reservations=_members(),
-                  lifecycle=Lifecycle.of(4, delay=1))
-    s.submit(_jobs().take(np.array([2])))
-    s.apply(s.schedule(50))                      # job 3 (a member) starts on g1
-    with pytest.raises(UnsupportedError, match="member jobs"):
-        s.fail_nodes([0], 55)
-    assert s.running_jobs.job_id.tolist() == [3] and s.available.all()
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@settings(SETTINGS, max_examples=12)
+@given(data=st.data())
+def test_the_scheduler_requeues_member_jobs_as_the_simulator(data, policy):
+    """The embeddable Scheduler with member jobs, node events and a lifecycle, driven at
+    the simulator's instants and the windows' ends: the same attempts as ``simulate``
+    (every node up at first, as the Scheduler takes its cluster). fcfs is left out as in
+    tests/test_scheduler_drain.py: a job too few nodes are up for stops the simulator's
+    walk, not the Scheduler's."""
+    case, resv, rows, lc = _case(data)
+    cluster, _, jobs, parts, deps, groups, caps, _ = case
+    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
+    r = simulate(cluster, jobs, policy, partitions=pc, dependencies=dp, limits=lg,
+                 events=NodeEvents.from_rows(rows, cluster.num_nodes), lifecycle=lc,
+                 reservations="nodes", advance_reservations=resv)
+    s = Scheduler(cluster, policy, jobs=jobs, partitions=pc, dependencies=dp, limits=lg,
+                  lifecycle=lc, advance_reservations=resv)
+    got = drive(s, jobs, lc, rows, _instants(s, resv, jobs)).attempts
+    assert got == simulated(r)
+    member = {int(jobs.job_id[i]) for i in np.flatnonzero(resv.member >= 0)}
+    event(f"killed member attempts: {min(sum(a[0] in member and a[4] for a in got), 2)}")
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+def test_the_scheduler_requeues_a_member_inside_its_window(policy):
+    """test_a_member_killed_in_its_window_runs_again_inside_it through the Scheduler:
+    job 3 killed at 55 on g1, requeued 1 s later, runs again at 60 inside [50, 80)."""
+    lc = Lifecycle.of(4, delay=1)
+    s = Scheduler(_cluster(), policy, jobs=_jobs(), advance_reservations=_members(),
+                  lifecycle=lc)
+    got = drive(s, _jobs(), lc, _DOWN, _instants(s, _members(), _jobs())).attempts
+    assert [a for a in got if a[0] == 3] == [(3, 50, 55, [0], True), (3, 60, 80, [0], False)]
+    assert s.attempts[["job_id", "state", "begin_time"]].values.tolist() == [
+        [3, "NODE_FAIL", 56]]

@@ -107,11 +107,9 @@ class SchedulerRequeue:
     def check(s) -> None:
         """UnsupportedError (before anything changes) for what a requeue at
         :meth:`Scheduler.fail_nodes` is not modelled with."""
-        for name, given in (("advance reservations with member jobs", s._members),
-                            ("containers", s._costs and s._costs.images)):
-            if given is not None:
-                raise UnsupportedError(f"fail_nodes with a lifecycle (requeue) and {name} "
-                                       "is not modelled in the Scheduler")
+        if s._costs is not None and s._costs.images is not None:
+            raise UnsupportedError("fail_nodes with a lifecycle (requeue) and containers "
+                                   "is not modelled in the Scheduler")
 
     def next_time(self) -> int:
         """The next requeued job's begin time (-1: none waits)."""
