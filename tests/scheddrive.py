@@ -27,7 +27,7 @@ class Driven:
     starts: dict = field(default_factory=dict)
 
 
-def drive(s, jobs, lc=None, rows=(), instants=()) -> Driven:
+def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
     """Drive Scheduler ``s`` through ``jobs`` and the node events ``rows`` ((time, kind,
     nodes), kind down / up / drain / resume) as the simulator's loop runs an instant:
     complete what ends (TIMEOUT when cut at its limit); apply the node events (down:
@@ -42,8 +42,8 @@ def drive(s, jobs, lc=None, rows=(), instants=()) -> Driven:
     ran and its attempt starts at the kill); started narrow on a node range, its work is
     node-seconds at its width; a requeued one resumes with the work left after its last
     checkpoint; a ``--no-kill`` one shrinks. ``instants``: more times to pass at
-    (advance reservations' window ends). Raises :class:`Endless` past a bound of
-    instants (preemption can ping-pong for ever)."""
+    (advance reservations' window ends). Raises :class:`Endless` past ``bound``
+    instants (default 100 per job and 100; preemption can ping-pong for ever)."""
     ids = [int(j) for j in jobs.job_id]
     row = {j: k for k, j in enumerate(ids)}
     left = {j: int(r) for j, r in zip(ids, jobs.runtime)}
@@ -156,7 +156,8 @@ def drive(s, jobs, lc=None, rows=(), instants=()) -> Driven:
         released = set(s.pending.job_id.tolist()) - set(d.job_id.tolist())
         return at_once or bool(released)
 
-    for _ in range(100 * len(ids) + 100 + len(stream)):    # each visit advances the state
+    bound = 100 * len(ids) + 100 if bound is None else bound
+    for _ in range(bound + len(stream)):    # each visit advances the state
         times = submits[:1] + list(ends.values()) + [t for t, _, _ in stream[:1]] + \
             [t for t, _, _ in stops.values()] + \
             [t for t in (s.preempt_time, s.requeue_time) if t >= 0] + \
@@ -190,14 +191,14 @@ def drive(s, jobs, lc=None, rows=(), instants=()) -> Driven:
     return out
 
 
-def drive_or_discard(s, jobs, lc=None, rows=(), instants=()) -> Driven:
+def drive_or_discard(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
     """:func:`drive`, the hypothesis case discarded when it never ends: requeued victims
     ranked above their preemptor can take back, at each one's begin time, what it
     preempted them for (Slurm's rules allow this ping-pong too: nothing makes the
     preemptor go first), and the simulation would run for ever; so the Scheduler is
-    driven first, within its bound."""
+    driven first, within its bound (``bound``: see :func:`drive`)."""
     try:
-        return drive(s, jobs, lc, rows, instants)
+        return drive(s, jobs, lc, rows, instants, bound)
     except Endless:
         event("discarded: preemption ping-pong")
         reject()

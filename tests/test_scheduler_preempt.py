@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from fastsched import Cluster, JobTable, Scheduler, simulate
 from fastsched.model.errors import InputError, UnsupportedError
+from fastsched.model.constraints import Placement
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.preemption import CANCEL, REQUEUE, Preemption
 from scheddrive import drive_or_discard, simulated
@@ -18,17 +19,28 @@ from test_nodeplan import node_clusters, node_workloads
 from test_preempt import preemptions
 
 
-@st.composite
-def preempt_cases(draw):
-    cluster, _ = draw(node_clusters())
+def _tiered(draw, cluster):
+    """``cluster`` with drawn partition PriorityTiers (the queue's order)."""
     tiers = draw(st.lists(st.integers(1, 3), min_size=len(cluster.partitions),
                           max_size=len(cluster.partitions)))
-    cluster = Cluster(cluster.node_names, cluster.cpus, cluster.gpus, cluster.mem_mb,
-                      partitions=[replace(p, priority_tier=k)
-                                  for p, k in zip(cluster.partitions, tiers)])
+    return Cluster(cluster.node_names, cluster.cpus, cluster.gpus, cluster.mem_mb,
+                   partitions=[replace(p, priority_tier=k)
+                               for p, k in zip(cluster.partitions, tiers)])
+
+
+@st.composite
+def preempt_cases(draw):
+    cluster = _tiered(draw, draw(node_clusters())[0])
     available = np.ones(cluster.num_nodes, dtype=bool)
     jobs = draw(node_workloads(cluster, available, max_jobs=14))
-    jobs.runtime = np.maximum(jobs.runtime, 1)     # the drive passes once per instant
+    pre, lc = _rules(draw, cluster, jobs)
+    return cluster, jobs, pre, lc
+
+
+def _rules(draw, cluster, jobs):
+    """Drawn preemption rules and lifecycle for ``jobs`` (their runtimes made >= 1 s:
+    the drive passes once per instant)."""
+    jobs.runtime = np.maximum(jobs.runtime, 1)
     n = len(jobs)
     qos = draw(st.booleans())
     classes = draw(st.integers(2, 3)) if qos else len(cluster.partitions)
@@ -44,7 +56,7 @@ def preempt_cases(draw):
                       checkpoint_interval=draw(st.lists(st.integers(0, 10), min_size=n,
                                                         max_size=n)),
                       delay=draw(st.integers(1, 5)))
-    return cluster, jobs, pre, lc
+    return pre, lc
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
@@ -149,8 +161,8 @@ def test_refused_combinations():
     cluster, jobs, pre = _two_tiers()
     with pytest.raises(InputError, match="jobs="):
         Scheduler(cluster, "easy", preemption=pre)
-    from fastsched.model.constraints import no_limits
-    with pytest.raises(UnsupportedError, match="limits"):
-        Scheduler(cluster, "easy", jobs=jobs, preemption=pre, limits=no_limits(2))
+    with pytest.raises(UnsupportedError, match="exclusive=topo"):
+        Scheduler(cluster, "easy", jobs=jobs, preemption=pre,
+                  placement=Placement.topology(np.zeros((1, 2)), 2, exclusive_topo=True))
     with pytest.raises(InputError, match="lifecycle"):
         Scheduler(cluster, "easy", jobs=jobs, preemption=pre, lifecycle=Lifecycle.of(3))

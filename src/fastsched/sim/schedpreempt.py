@@ -22,7 +22,9 @@ With a lifecycle the Scheduler also requeues at node failures
 ``restarts`` array), a requeued victim's work left loses what its last checkpoint
 kept, and a victim a failure ended is no longer stopped at its grace end. With
 ``Preemption.backfill`` each pass plans with preemptable capacity
-(:meth:`SchedulerPreemption.planning`, :mod:`fastsched.engine.passpreempt`).
+(:meth:`SchedulerPreemption.planning`, :mod:`fastsched.engine.passpreempt`). With
+dependencies and limits, :mod:`.schedpreemptrules` says after which pass a job may
+preempt, which jobs a limit keeps from preempting and what a requeued victim keeps.
 """
 from __future__ import annotations
 
@@ -36,9 +38,9 @@ from ..model.lifecycle import Lifecycle
 from ..engine.passpreempt import PassPreempting
 from ..engine.preempt import victims_needed
 from ..model.preemption import OFF, REQUEUE
-from .bookkeeping import WAITING
 from .decisions import START
 from .preemption import check_preemption, tier_order
+from .schedpreemptrules import limit_held, releases, requeued
 from .schedrequeue import queue_due
 
 __all__ = ["Preempted", "SchedulerPreemption"]
@@ -82,8 +84,8 @@ class SchedulerPreemption:
     victims it still waits for."""
 
     def __init__(self, cluster, jobs, pre, lifecycle: Lifecycle | None, partitions,
-                 requeue=None):
-        check_preemption(pre, jobs)
+                 requeue=None, placement=None):
+        check_preemption(pre, jobs, placement)
         n = len(jobs)
         lc = Lifecycle.of(n) if lifecycle is None else lifecycle
         if len(lc) != n:
@@ -129,13 +131,11 @@ class SchedulerPreemption:
 
     @staticmethod
     def check(scheduler, given) -> None:
-        """UnsupportedError for what preemption is not modelled with in a Scheduler."""
+        """UnsupportedError for what preemption is not modelled with in a Scheduler
+        (dependencies, limits and placement are, as :func:`fastsched.simulate` models
+        them: :mod:`.schedpreemptrules`)."""
         if scheduler.engine == "slurm":
             raise UnsupportedError("preemption with reservations='slurm' is not modelled")
-        for name in ("dependencies", "limits", "placement"):
-            if name in given:
-                raise UnsupportedError(f"preemption with {name} is not modelled in the "
-                                       "Scheduler (simulate models it)")
 
     def next_time(self) -> int:
         """The next grace end, requeued job's begin or exemption end (-1: none)."""
@@ -165,12 +165,16 @@ class SchedulerPreemption:
         if not len(rows):
             return
         back = self.requeued_mode(rows)
+        again = rows[back]
         if self.at_failures is not None:
-            self.at_failures.preempted(s, rows[back], now)
-        s._end_running(np.flatnonzero(np.isin(s._running_rows, rows)), now, False)
-        for r in rows[back].tolist():
+            self.at_failures.preempted(s, again, now)
+        pos = np.flatnonzero(np.isin(s._running_rows, rows))
+        # a requeued victim stays submitted (limits' max_submit), its dependents wait
+        # for its end; a cancelled one ends (PREEMPTED: not ok for its dependents)
+        s._end_running(pos, now, False, requeued=np.isin(s._running_rows[pos], again))
+        requeued(s, again)
+        for r in again.tolist():
             self.restarts[r] += 1
-            s._catalog.status[r] = WAITING
             heapq.heappush(self.requeued, (now + self.delay, r))
 
     def requeued_mode(self, rows) -> np.ndarray:
@@ -205,8 +209,9 @@ class SchedulerPreemption:
         started = np.flatnonzero(d.outcome == START)
         queue = d.rows[d.outcome != START]
         queue = queue[self.can[queue]]
-        if not len(queue):
+        if not len(queue) or releases(s, d.rows[started]):
             return _NONE
+        queue = queue[~limit_held(s, d.rows[started], queue)]
         view = _View(s, d, started, now, self)
         alive = {(r, a) for r, a in zip(view.rows.tolist(),
                                         self.restarts[view.rows].tolist())}

@@ -189,7 +189,7 @@ class Scheduler:
                 check_node_jobs(cluster, jobs, self._configured)
             self.engine, self._auto = "nodes", False
             self._preempt = SchedulerPreemption(cluster, jobs, preemption, lifecycle,
-                                                partitions, self._requeue)
+                                                partitions, self._requeue, placement)
         self._time_min = scheduler_time_min(
             jobs, time_min, preemption=preemption,
             containers=containers, power=power, placement=placement,
