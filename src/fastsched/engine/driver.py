@@ -202,19 +202,24 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
             tick(control)
         if checkpoints is not None and checkpoints.due():
             control[REQUEST] = PAUSE
+    # the loop's clocks, looked up once: the loop below turns once per node event
+    next_time = loop.next_time
+    requeue_time, window_time, preempt_time = (
+        _external_clock(loop, name) for name in ("requeue_time", "window_time", "preempt_time"))
+    event_time = [] if events is None else events.time.tolist()
     try:
         while True:
-            t_next = loop.next_time()
-            t_event = int(events.time[e]) if e < n_events else int(_INF)
-            t_requeue = _requeue_time(loop)
-            t_window = _external_time(loop, "window_time")
-            t_preempt = _external_time(loop, "preempt_time")
+            t_next = next_time()
+            t_event = event_time[e] if e < n_events else int(_INF)
+            t_requeue = requeue_time()
+            t_window = window_time()
+            t_preempt = preempt_time()
             t_ext = min(t_event, t_requeue, t_window, t_preempt)
             if t_ext < _INF and (t_next < 0 or t_ext <= t_next):
                 if t_next < 0 and loop.queued == 0 and t_requeue >= _INF \
                         and t_preempt >= _INF:
                     break                   # nothing left that an event could change
-                while e < n_events and events.time[e] == t_ext:
+                while e < n_events and event_time[e] == t_ext:
                     loop.apply_node_event(*events.at(e))
                     e += 1
                 if t_requeue == t_ext:
@@ -257,13 +262,14 @@ def _reorder(loop, jobs, reorder, window, b: int, t_hi: int) -> None:
     window.rank(loop, reorder.ranks(b, loop.progress(), loop.order[rows]))
 
 
-def _requeue_time(loop) -> int:
-    """When the loop's next requeued attempt becomes eligible (_INF: none waits)."""
-    return _external_time(loop, "requeue_time")
+def _external_clock(loop, name: str):
+    """``() -> int``: the loop's ``name()`` time (requeues, reservation windows,
+    preemption), _INF for none (-1) or a loop without that method (bound once)."""
+    clock = getattr(loop, name, None)
+    if clock is None:
+        return lambda: int(_INF)
 
-
-def _external_time(loop, name: str) -> int:
-    """The loop's ``name()`` time (requeues, reservation windows), _INF for none (-1)
-    or a loop without it."""
-    t = getattr(loop, name)() if hasattr(loop, name) else -1
-    return int(_INF) if t < 0 else int(t)
+    def at():
+        t = clock()
+        return int(_INF) if t < 0 else int(t)
+    return at

@@ -280,6 +280,7 @@ class _EventLoop:
         self.topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order],
                              pl.leaf_wait[order], pl.gpu_groups, *_exclusive(pl, avail, order))
         self.member = None          # every partition's nodes: built at the first node event
+        self.topo_excl = bool(self.topo.excl.any())     # (asked at every node event)
         lc = lifecycle
         self.requeues = Requeues(n) if lc is None else Requeues(
             n, np.asarray(lc.requeue)[order], np.asarray(lc.checkpoint_interval)[order],
@@ -373,7 +374,7 @@ class _EventLoop:
         (:mod:`fastsched.model.events`; shrunk jobs may take them: ``regrow``)."""
         if kind not in NODE_EVENT_KINDS:
             raise UnsupportedError(f"node event {kind!r} is not modelled")
-        if self.topo.excl.any():     # leaf groups held whole are released by their node lists
+        if self.topo_excl:           # leaf groups held whole are released by their node lists
             raise UnsupportedError("node events with --exclusive=topo jobs are not "
                                    "modelled yet")
         if self.rules.whole:
@@ -387,7 +388,9 @@ class _EventLoop:
             self._kill(int(t), killed)
             if self.elastic is not None:
                 self.elastic.killed(self, killed)
-        back = np.unique(nodes[~self.avail[nodes]]) if kind in ("resume", "up") else nodes[:0]
+        back = nodes[~self.avail[nodes]] if kind in ("resume", "up") else nodes[:0]
+        if len(back) > 1:
+            back = np.unique(back)
         nodes_back(self.power, int(t), back)
         self._set_available(nodes, kind in ("resume", "up"))
         if len(back) and self.elastic is not None:
@@ -396,7 +399,9 @@ class _EventLoop:
 
     def _set_available(self, nodes, value: bool) -> None:
         """Make ``nodes`` (un)available (:mod:`fastsched.engine.availability`)."""
-        changed = np.unique(nodes[self.avail[nodes] != value])
+        changed = nodes[self.avail[nodes] != value]
+        if len(changed) > 1:        # (a failure's event is one node: nothing to sort)
+            changed = np.unique(changed)
         if not len(changed):
             return
         self.avail[changed] = value
@@ -451,8 +456,9 @@ class _EventLoop:
             for a in (out.start, out.end, out.planned, out.part_used):
                 a[j] = -1
             edges = slice(deps.ch_off[j], deps.ch_off[j + 1])
-            deps.ch_kind[edges] = np.where(deps.ch_kind[edges] == AFTER, -1,
-                                           deps.ch_kind[edges])
+            if edges.stop > edges.start:
+                deps.ch_kind[edges] = np.where(deps.ch_kind[edges] == AFTER, -1,
+                                               deps.ch_kind[edges])
 
     def preempt_time(self) -> int:
         """When the next preempted job's grace time ends, or a running job stops being
