@@ -24,7 +24,7 @@ from ..model.errors import InputError
 #: what a checkpoint file starts with (after pickling): its format, changed whenever
 #: the saved loop state changes shape (a field of the compiled state, the queue
 #: window), so that an older file is refused by name instead of failing inside the loop
-FORMAT = "fastsched-checkpoint-4"
+FORMAT = "fastsched-checkpoint-5"
 
 
 class Checkpoints:
