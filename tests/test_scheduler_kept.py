@@ -37,6 +37,21 @@ def assert_same(a, b):
     assert (a.now, a.version, a.engine) == (b.now, b.version, b.engine)
 
 
+def free_now(f) -> tuple:
+    """A kept free-now state as plain values: per node its free resources, GPU bits and
+    idle bit, and each list of nodes by free GPUs as a set (its order is not read)."""
+    lists = []
+    for v in range(len(f.bhead)):
+        x, members = f.bhead[v], set()
+        while x >= 0:
+            assert f.bval[x] == v and x not in members
+            members.add(int(x))
+            x = f.bnext[x]
+        lists.append(members)
+    return (f.fg.tolist(), f.fc.tolist(), f.fm.tolist(), f.fmask.tolist(), f.idle.tolist(),
+            f.bval.tolist(), lists)
+
+
 @st.composite
 def clusters(draw):
     """3-6 nodes of 2-8 GPUs, CPUs and memory; an overlapping second partition."""
@@ -116,9 +131,11 @@ def _every_pass_is_the_pure_pass(policy, data, cluster):
             built = (s._kept.builds, s.available.copy())
             assert_same(kept, pure(s, now, full))
             assert s.schedule(now, full=full) is kept       # nothing changed: the memo's
+            free = free_now(s._kept._free)
             for _ in range(draw(st.integers(1, 3))):      # the kept state as it was
                 s._memo.clear()
                 assert_same(s.schedule(now, full=full), kept)
+                assert free_now(s._kept._free) == free    # its starts given back in place
             if op == "apply":
                 s.apply(kept)
 
