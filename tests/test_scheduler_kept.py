@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from fastsched import InputError, JobRequest, JobTable, RunningJobs
 import fastsched.engine.plan as plan
 from fastsched.model.cluster import Cluster, Partition
+from fastsched.model.policies import get_policy
 from fastsched.sim.scheduler import Scheduler
 
 FIELDS = ("job_id", "outcome", "start_time", "node_offsets", "nodes", "gpu_mask", "num_nodes",
@@ -34,6 +35,21 @@ def assert_same(a, b):
         x, y = getattr(a, f), getattr(b, f)
         assert x.shape == y.shape and (x == y).all(), f
     assert (a.now, a.version, a.engine) == (b.now, b.version, b.engine)
+
+
+def free_now(f) -> tuple:
+    """A kept free-now state as plain values: per node its free resources, GPU bits and
+    idle bit, and each list of nodes by free GPUs as a set (its order is not read)."""
+    lists = []
+    for v in range(len(f.bhead)):
+        x, members = f.bhead[v], set()
+        while x >= 0:
+            assert f.bval[x] == v and x not in members
+            members.add(int(x))
+            x = f.bnext[x]
+        lists.append(members)
+    return (f.fg.tolist(), f.fc.tolist(), f.fm.tolist(), f.fmask.tolist(), f.idle.tolist(),
+            f.bval.tolist(), lists)
 
 
 @st.composite
@@ -114,8 +130,12 @@ def _every_pass_is_the_pure_pass(policy, data, cluster):
                 assert s._kept.builds == built[0]       # kept through apply and complete
             built = (s._kept.builds, s.available.copy())
             assert_same(kept, pure(s, now, full))
+            assert s.schedule(now, full=full) is kept       # nothing changed: the memo's
+            free = free_now(s._kept._free)
             for _ in range(draw(st.integers(1, 3))):      # the kept state as it was
+                s._memo.clear()
                 assert_same(s.schedule(now, full=full), kept)
+                assert free_now(s._kept._free) == free    # its starts given back in place
             if op == "apply":
                 s.apply(kept)
 
@@ -134,6 +154,7 @@ def test_a_kept_state_is_rebuilt_for_other_running_jobs_and_checks_planned_ends(
     assert_same(s.schedule(4), pure(s, 4, False))       # kept, with the started jobs
     assert s._kept.p.WT is state and s._kept.builds == 1
     s._running = replace(s._running)                   # another object
+    s._memo.clear()                     # (an edit behind the Scheduler's back: no version)
     assert_same(s.schedule(4), pure(s, 4, False))       # rebuilt for it
     assert s._kept.builds == 2
     with pytest.raises(InputError, match="planned end 13 <= now"):
@@ -184,3 +205,49 @@ def test_from_state_queues_the_first_jobs_and_the_state_follows_the_loop():
     s.complete(ended, 12)
     assert_same(s.schedule(12), pure(s, 12, False))
     assert s._kept.builds == 1 and len(ended) and len(s.running)
+
+
+def _memo_scheduler():
+    """A Scheduler of a jobs table with periodic priorities (reversed from 10 s), some
+    jobs running, a pass at 0 memoised."""
+    cluster = Cluster.homogeneous(4, cpus=8, gpus=4, mem_mb=100)
+    jobs = JobTable.from_requests([JobRequest(job_id=i, submit_time=0, time_limit=10 + i,
+                                              runtime=5, num_nodes=1 + i % 2,
+                                              gpus_per_node=1 + i % 3) for i in range(1, 13)])
+    s = Scheduler(cluster, "conservative", reservations="nodes", jobs=jobs, period=10,
+                  priority=lambda now, progress: np.arange(12.0) * (1 if now < 10 else -1))
+    s.submit(jobs.take(np.arange(4)))
+    s.apply(s.schedule(0))
+    s.submit(jobs.take(np.arange(4, 10)))
+    d = s.schedule(0)
+    assert s.schedule(0) is d and (d.outcome == 0).any() and len(s.running)
+    return s, jobs, d
+
+
+MUTATIONS = {
+    "submit": lambda s, jobs, d: s.submit(jobs.take(np.array([10]))),
+    "apply": lambda s, jobs, d: s.apply(d),
+    "complete": lambda s, jobs, d: s.complete(s.running[0], 0),
+    "fail_nodes": lambda s, jobs, d: s.fail_nodes([0], 0),
+    "drain_nodes": lambda s, jobs, d: s.drain_nodes([1]),
+    "resume_nodes": lambda s, jobs, d: s.resume_nodes([1]),
+    "available edited": lambda s, jobs, d: s.available.__setitem__(2, False),
+    "reserve_depth": lambda s, jobs, d: setattr(s, "reserve_depth", 2),
+    "policy": lambda s, jobs, d: setattr(s, "policy", get_policy("easy")),
+    "resolution": lambda s, jobs, d: setattr(s, "resolution", 4),
+    "priorities of another pass": lambda s, jobs, d: s.expected_start_times(10),
+}
+
+
+@pytest.mark.parametrize("change", sorted(MUTATIONS))
+def test_the_memo_answers_an_unchanged_state_and_every_change_plans_again(change):
+    s, jobs, d = _memo_scheduler()
+    assert s.schedule(0, full=True) is not d        # other options: planned
+    d = s.schedule(0)
+    pure(s, 0, False)                               # (a pure pass keeps the memo)
+    assert s.schedule(0) is d
+    MUTATIONS[change](s, jobs, d)
+    again = s.schedule(0)
+    assert again is not d
+    assert_same(again, pure(s, 0, False))
+    assert s.schedule(0) is again

@@ -9,8 +9,7 @@ instead: :class:`KeptState` builds it once for a given set of running jobs,
 availability and time grid, and each pass runs on it and hands it back as it
 found it (the pass undoes its reservations, :func:`.undo.undo_starts` its
 starts, and their give-backs bring the run index's entries of the nodes they
-touch up to date; the free-now arrays, which a start also changes, are copied
-per pass). Request types are counted, and given a run index slot, once per
+touch and the free-now arrays up to date). Request types are counted, and given a run index slot, once per
 kept state: a later pass over the same types pays for its own plans and holds.
 A pass at a later ``now`` moves each node's first breakpoint and the run index's
 runs that started at the old one (:func:`.undo.move_index`); at an earlier one, or
@@ -104,17 +103,17 @@ class KeptState:
         return capacity
 
     def free(self, types: RequestTypes) -> FreeNow:
-        """A copy of the free-now state for a pass over request ``types``, each counted
-        (``tcount``: once per kept state and type; the pass keeps the counts up to date
-        through its starts, as if it had counted them when first asked)."""
+        """The kept free-now state for a pass over request ``types`` (the pass's starts
+        change it, :meth:`restore` gives it back), each counted (``tcount``: once per
+        kept state and type; the pass keeps the counts up to date through its starts,
+        as if it had counted them when first asked)."""
         f = self._free
         tcount = np.empty(len(types.p), dtype=np.int64)
         for ty, key in enumerate(_keys(types)):
             if key not in self._counts:
                 self._counts[key] = _free_count(self.nodes, f, *key)
             tcount[ty] = self._counts[key]
-        return FreeNow(*(a.copy() for a in (f.fg, f.fc, f.fm, f.fmask)), tcount,
-                       *(a.copy() for a in (f.bhead, f.bnext, f.bprev, f.bval, f.idle)))
+        return f._replace(tcount=tcount)
 
     def index(self, types: RequestTypes, limit: np.ndarray, pc_off: np.ndarray,
               pc_type: np.ndarray, may_index: bool) -> Index:
@@ -136,13 +135,13 @@ class KeptState:
         self._ix.top[2] = 1 if on else 0
         return self._ix._replace(slot=slot, qn=np.zeros(len(types.p), dtype=np.int64), tmin=tmin)
 
-    def restore(self, p, run, jobs, out, n: int, res: int, ix: Index,
+    def restore(self, p, run, free: FreeNow, jobs, out, n: int, res: int, ix: Index,
                 types: RequestTypes) -> None:
         """After a pass (``keep``: its reservations undone) that left the profile ``p``,
-        running lists ``run`` (maybe moved to bigger arrays) and run index ``ix``: undo
-        its starts, and keep the slots it added."""
+        running lists ``run`` (maybe moved to bigger arrays), free-now ``free`` (of
+        :meth:`free`) and run index ``ix``: undo its starts, and keep the slots it added."""
         self._ix = undo_starts(np.int64(self.now), np.int64(res), jobs, out, np.int64(n), p,
-                               run, ix)
+                               run, ix, free, types, self.nodes)
         self.p, self.run = p, run
         keys = _keys(types)
         for ty in np.flatnonzero(ix.slot >= 0).tolist():

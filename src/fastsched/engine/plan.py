@@ -211,7 +211,7 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
                 ix = kept.index(types, jobs.limit, jobs.pc_off, jobs.pc_type,
                                 _INDEX_AFTER_PASS >= 0)
                 nst, p, run, ix = _call(pass_kept, *args, ix, control=control)
-                kept.restore(p, run, jobs, out, n, res, ix, types)
+                kept.restore(p, run, free, jobs, out, n, res, ix, types)
         except BaseException:
             if kept is not None:
                 kept.drop()

@@ -17,13 +17,17 @@ from .treap import _A, _INF, _LF, _LN, _MK, _get, _next, _pull_up
 
 
 @njit(cache=True)
-def undo_starts(now, res, jobs, out, n, p, run, ix):
+def undo_starts(now, res, jobs, out, n, p, run, ix, free, types, nodes):
     """Give back what the pass's starts among jobs ``0..n-1`` (queue order: the order
     they started in) hold, latest first, in the profile ``p``, the running lists
-    ``run`` and the kept run index ``ix`` (:func:`.passes.give_back_indexed`): each is
+    ``run``, the kept run index ``ix`` (:func:`.passes.give_back_indexed`) and the
+    free-now state ``free`` (its ``tcount`` over the pass's ``types`` follows): each is
     back as it was before the pass (a hold and its give-back in reverse order leave the
-    breakpoints as they were; the index holds the runs of the profile). ``jobs``: as the
-    pass left them (a ``--nodes=MIN-MAX`` start's node count narrowed). Returns the index."""
+    breakpoints as they were; the index holds the runs of the profile; free-now gets
+    its resources and GPU bits back, each node in the list of its free GPUs again,
+    maybe at another place in it: the lists are read as sets, their candidates sorted).
+    ``jobs``: as the pass left them (a ``--nodes=MIN-MAX`` start's node count
+    narrowed). Returns the index."""
     for j in range(n - 1, -1, -1):
         if out.start[j] < 0:
             continue
@@ -33,6 +37,8 @@ def undo_starts(now, res, jobs, out, n, p, run, ix):
             x = out.alloc_nodes[o]
             ix = give_back_indexed(x, now, end, jobs.rg[j], jobs.rc[j], jobs.rm[j], p, ix)
             _take_running(x, j, run)
+            free.fmask[x] |= out.alloc_mask[o]
+            _free_by(x, jobs.rg[j], jobs.rc[j], jobs.rm[j], free, types, nodes)
     return ix
 
 

@@ -36,6 +36,7 @@ from .bookkeeping import (ENDED, QUEUED, REJECTED, RUNNING, WAITING, Catalog, Co
                           QueuePriority, csr_offsets, first_duplicate)
 from .decisions import BLOCKED, RESERVED, START, Decisions, StaleDecisionsError
 from .schedelastic import check_elastic, regrow
+from .schedmemo import PassMemo
 from .schedpreempt import SchedulerPreemption, scheduler_priority
 from .schedrequeue import SchedulerRequeue
 from .schedtimemin import pass_limits, scheduler_time_min
@@ -182,6 +183,7 @@ class Scheduler:
         # the pure pass, as the benchmark's reference)
         self._keep_state = True
         self._kept = KeptState()
+        self._memo = PassMemo()     # the last pass's decisions, while nothing changed
         self._preempt = None
         if preemption is not None:                        # the node engine preempts
             SchedulerPreemption.check(self, given)
@@ -434,14 +436,21 @@ class Scheduler:
         queue. The pool engine always plans the whole queue. The node engine keeps its
         state (free-now arrays, running lists, work profile, run index) between passes,
         brought up to date by apply and complete, built again after node changes; the
-        decisions are those of :func:`fastsched.engine.plan_nodes` afresh.
+        decisions are those of :func:`fastsched.engine.plan_nodes` afresh. Asked again
+        at the same ``now`` and ``full`` with nothing changed since (no mutation, same
+        options), it returns the same :class:`Decisions` object without planning
+        (:mod:`.schedmemo`; not with preemption).
         """
         now = _check_now(now)
         if self._requeue is not None:
             self._requeue.due(self, now)
         if self._preempt is None:
-            d = self._shown(self._pass(now, self.policy.name, self.reserve_depth, full,
-                                       self._version))
+            d = self._memo.get(self, now, full) if self._keep_state else None
+            if d is None:
+                d = self._shown(self._pass(now, self.policy.name, self.reserve_depth, full,
+                                           self._version))
+                if self._keep_state:
+                    self._memo.put(self, now, full, d)
             return d if self._costs is None else \
                 self._costs.decide(d, self._catalog.take(d.rows), self._requeue)
         self._preempt.due(self, now)
