@@ -188,7 +188,8 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
                                                or a.resized.any() else [])
     if advance_reservations:
         from .reservations import check_attempt_reservations
-        checks += check_attempt_reservations(replace(schedule, start_time=a.start), a.row,
+        # each run shifted back by its wait for boots (see verify's reserved_node)
+        checks += check_attempt_reservations(replace(schedule, end_time=a.end - conf), a.row,
                                              advance_reservations, out)
     if time_min is not None:
         asked = np.asarray(jobs.time_limit if asked_limit is None else asked_limit,
@@ -275,7 +276,8 @@ def _work(jid, a, k, left, limit, runtime, out):
     """Attempt k ran what it had ``left`` (capped at ``limit``), or less if killed."""
     ran, need = int(a.end[k] - a.start[k]), min(left, limit)
     if a.killed[k]:
-        if ran >= need and not (ran == 0 and a.configure[k] > 0):   # killed CONFIGURING
+        # killed CONFIGURING (preempted at its allocation, its boot not yet begun: 0 s)
+        if ran >= need and not (ran == 0 and (a.configure[k] > 0 or a.preempted[k])):
             out.append(Violation("killed_without_failure", jid, int(a.end[k]),
                                  f"job {jid}: attempt {a.attempt[k]} killed after {ran} s, "
                                  f"when it would have ended after {need} s"))
