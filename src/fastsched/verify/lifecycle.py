@@ -149,7 +149,7 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     shapes = shapes_of(a, head, tail, jobs.num_nodes)
     whole = Attempts(a.row[head], a.attempt[head], a.start[head], a.end[tail], a.killed[tail],
                      a.alloc_offsets, a.alloc_nodes, a.pull[head], limit=a.limit[head],
-                     configure=a.configure[head])
+                     configure=a.configure[head], preempted=a.preempted[tail])
     submit, runtime = _sequences(jobs, whole, lifecycle, out, shapes)
     later = np.ones(n, dtype=bool)
     later[head] = False
@@ -177,8 +177,9 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
         cloud, excluded = power_nodes(cluster, power)
         ran = replace(schedule, start_time=a.start)
         found: list[Violation] = []
+        # killed CONFIGURING: never ran (preempted at its allocation: 0 s CONFIGURING)
         check_power(expanded, ran, conf, power, cloud, excluded, Violation, found, backs,
-                    a.killed & (a.start == a.end) & (conf > 0))
+                    a.killed & (a.start == a.end) & ((conf > 0) | a.preempted))
         # needless_configure is not judged under events: a boot an attempt killed
         # CONFIGURING waited for may outlast what the records show
         out += [v for v in found if v.kind != "needless_configure"]
