@@ -68,8 +68,11 @@ def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, la
                     wakes.add(until)
                 else:
                     cand.append(r)
+            # Slurm's start time: the allocation's while CONFIGURING (power saving),
+            # reset when the nodes are ready
             cand.sort(key=lambda r: (preempt["level"](r[0].job_id, result[r[0].job_id][4])
-                                     * 65536 + min(r[0].nodes, 65535), -r[1],
+                                     * 65536 + min(r[0].nodes, 65535),
+                                     -(r[1] if now < r[1] + r[0].boot else r[1] + r[0].boot),
                                      -order[r[0].job_id]))
             for k, r in enumerate(cand):
                 for x in r[2]:

@@ -6,19 +6,23 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import event, given
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from fastsched import Cluster, JobTable, PowerSaving, simulate, verify
+from fastsched import Cluster, JobTable, PowerSaving, Scheduler, simulate, verify
 from fastsched.cli import main
 from fastsched.engine import run_nodes
 from fastsched.io.slurmconf import read_cluster
 from fastsched.io.slurmpower import power_nodes, power_saving
 from fastsched.model.errors import InputError, UnsupportedError
+from fastsched.model.reservations import Reservation, Reservations
 from fastsched.sim.power import engine_power
 from fastsched.tools.testing import power_models
 from constrained_twin import run_both
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
+from test_nodeplan import node_cases
+from test_reservations import windows_of
+from scheddrive import drive
 
 
 def _twin_power(pm, cluster):
@@ -40,13 +44,25 @@ def test_boots_match_twin(data, policy, depth):
     pm = data.draw(power_models(cluster))
     res = data.draw(st.sampled_from([1, 1, 7]))
     twin = _twin_power(pm, cluster)
-    run, ids, _ = run_both(case, policy, depth,
-                           engine={"power": engine_power(pm, cluster), "resolution": res},
-                           twin={"power": twin, "resolution": res})
+    engine, twin_kw = {"power": engine_power(pm, cluster), "resolution": res}, {}
+    if data.draw(st.booleans()):        # advance reservations: nodes held over windows
+        case = (case[0], case[1], _with_cpus(case[2])) + case[3:]
+        blocked = windows_of(data.draw, cluster.num_nodes)
+        engine["blocked"] = tuple(np.array(c, dtype=np.int64) for c in zip(*blocked))
+        twin_kw["blocked"] = blocked
+    run, ids, _ = run_both(case, policy, depth, engine=engine,
+                           twin={"power": twin, "resolution": res, **twin_kw})
     for i, j in enumerate(ids):
         assert run.configure[i] == twin.get("boot_out", {}).get(j, 0), j
     assert run.power["power_ups"] >= 0
     event(f"jobs that waited for boots: {min(int((run.configure > 0).sum()), 3)}")
+
+
+def _with_cpus(jobs):
+    """``jobs`` each asking for a CPU, as Slurm's do (reservations hold nodes whole)."""
+    jobs = jobs.take(np.arange(len(jobs)))
+    jobs.cpus_per_node = np.maximum(jobs.cpus_per_node, 1).astype(jobs.cpus_per_node.dtype)
+    return jobs
 
 
 @SETTINGS
@@ -109,6 +125,131 @@ def test_runs_pass_the_power_checks_and_broken_ones_fail(case, policy):
                           planning=s.planning)
         bad = verify(cluster, jobs, shifted, power=pm, configure=np.zeros_like(conf))
         assert {"not_booted", "resume_rate"} & set(bad.counts()), bad.violations
+
+
+FEW = settings(max_examples=15, deadline=None,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@FEW
+@given(case=_cases(), policy=st.sampled_from(["fcfs", "easy", "conservative"]),
+       data=st.data())
+def test_runs_with_reservations_pass_the_checks_and_boots_into_windows_are_seen(
+        case, policy, data):
+    """Power saving with advance reservations: verify's ``reserved_node`` sees each run
+    from its allocation, shifted back by its wait for boots (a start is held off the
+    windows over [allocation, + limit), no boot counted: Slurm's job_test_resv)."""
+    cluster, jobs, _ = case
+    jobs = _with_cpus(jobs)
+    pm = data.draw(power_models(cluster, max_boot=30))
+    # short windows on every node, opening while jobs run: some boots run into one
+    windows = [(w, w + data.draw(st.integers(1, 15)), x) for x in range(cluster.num_nodes)
+               for w in data.draw(st.lists(st.integers(1, 50), max_size=2))]
+    resv = Reservations(tuple(Reservation(f"r{k}", s, e, (x,), flags=("OVERLAP",))
+                              for k, (s, e, x) in enumerate(windows)), cluster.num_nodes)
+    try:
+        r = simulate(cluster, jobs, policy, power=pm, advance_reservations=resv)
+    except InputError:          # a job that fits no node of its partition
+        return
+    report = verify(cluster, r.workload, r.schedule, power=pm, configure=r.configure,
+                    advance_reservations=resv)
+    assert report.ok, report.violations[:3]
+    assert ("reserved_node" in report.checks) == bool(windows)
+    s = r.schedule
+    inside = [i for i in np.flatnonzero(r.configure > 0) for w, e, x in zip(
+        *resv.windows(int(s.end_time.max()) + 1))
+        if x in s.alloc_nodes[s.alloc_offsets[i]:s.alloc_offsets[i + 1]]
+        and w < s.end_time[i] and s.start_time[i] - r.configure[i] < e]
+    event(f"runs into a window: {min(len(inside), 2)}")
+    if inside:      # the same run with no boot counted (all of it at its allocation): seen
+        early = type(s)(job_id=s.job_id, start_time=s.start_time - r.configure,
+                        end_time=s.end_time, alloc_offsets=s.alloc_offsets,
+                        alloc_nodes=s.alloc_nodes, planning=s.planning)
+        jobs_long = r.workload.take(np.arange(len(jobs)))
+        jobs_long.runtime = jobs_long.runtime + r.configure
+        jobs_long.time_limit = jobs_long.time_limit + r.configure
+        bad = verify(cluster, jobs_long, early, advance_reservations=resv)
+        assert "reserved_node" in bad.counts(), bad.violations
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@FEW
+@given(case=node_cases(), data=st.data())
+def test_scheduler_with_power_and_reservations_as_the_simulator(case, data, policy):
+    """Driven at the simulator's instants (window ends included), the Scheduler boots
+    and starts what the engine does with the same windows and power model."""
+    cluster, available, jobs = case
+    jobs = _with_cpus(jobs)
+    blocked = windows_of(data.draw, cluster.num_nodes)
+    resv = Reservations(tuple(Reservation(f"r{k}", s, e, (x,), flags=("OVERLAP",))
+                              for k, (s, e, x) in enumerate(blocked)), cluster.num_nodes)
+    pm = data.draw(power_models(cluster))
+    run = run_nodes(cluster, jobs, policy, 1, available, blocked=resv.windows(0),
+                    power=engine_power(pm, cluster))
+    s = Scheduler(cluster, policy, reservations="nodes", available=available, jobs=jobs,
+                  power=pm, advance_reservations=resv)
+    got = drive(s, jobs, instants={e for _, e, _ in blocked}).attempts
+    ids = jobs.job_id.tolist()
+    assert got == sorted((ids[i], int(run.start[i]), int(run.end[i]), sorted(
+        run.alloc_nodes[run.alloc_offsets[i]:run.alloc_offsets[i + 1]].tolist()), False)
+        for i in np.flatnonzero(run.start >= 0))
+    assert s.start_costs.power.power_ups == run.power["power_ups"]
+    event(f"jobs that waited for boots: {min(int((run.configure > 0).sum()), 2)}")
+
+
+def test_a_job_booting_for_its_nodes_runs_into_a_window_as_in_slurm(tmp_path):
+    """A reservation opening at 150 on the CLOUD node n002: job 2, allocated it at 0
+    with a 100 s limit (clear of the window), boots 60 s and runs to 160, into it:
+    Slurm tests a start against reservations with its time limit alone
+    (reservation.c ``_get_job_duration``) and resets its start when the nodes are ready.
+    A reservation neither keeps its nodes up nor wakes them (power_save.c): n002, idle
+    from 160, powers down at 261, and job 3 boots again at 300, when the window closes."""
+    cluster = Cluster.homogeneous(2, cpus=1, prefix="n")
+    pm = PowerSaving(suspend_time=100, suspend_timeout=0, boot=60, resume_timeout=600,
+                     cloud_nodes=("n002",))
+    jobs = _jobs([500, 100, 100], [1, 1, 1], limit=[500, 100, 100], submit=[0, 0, 10])
+    resv = Reservations((Reservation("maint", 150, 300, (1,), flags=("MAINT",)),), 2)
+    r = simulate(cluster, jobs, "easy", power=pm, advance_reservations=resv)
+    f = r.jobs
+    assert f.start_time.tolist() == [0, 60, 360]
+    assert f.end_time.tolist() == [500, 160, 460]
+    assert f.configure_time.tolist() == [0, 60, 60]
+    report = verify(cluster, r.workload, r.schedule, power=pm, configure=r.configure,
+                    advance_reservations=resv)
+    assert report.ok and "reserved_node" in report.checks
+    late = Reservations((Reservation("maint", 90, 300, (1,), flags=("MAINT",)),), 2)
+    bad = verify(cluster, r.workload, r.schedule, power=pm, configure=r.configure,
+                 advance_reservations=late)          # [0, 100) meets a window at 90
+    assert "reserved_node" in bad.counts()
+    conf = ("SuspendExcStates=DOWN,Res\nNodeName=n[001-002] CPUs=1 RealMemory=1000\n"
+            "PartitionName=p Nodes=ALL Default=YES MaxTime=UNLIMITED\n")
+    (tmp_path / "slurm.conf").write_text(conf)
+    kept_up = read_cluster(tmp_path / "slurm.conf")
+    with pytest.raises(UnsupportedError, match="SuspendExcStates=DOWN,Res"):
+        simulate(kept_up, jobs, "easy", power=pm, advance_reservations=resv)
+    simulate(kept_up, jobs, "easy", power=pm)        # without reservations: no matter
+
+
+def test_cli_simulate_and_check_power_with_reservations(tmp_path, capsys):
+    """The example above from the CLI (docs/lifecycle.md)."""
+    conf, w, resv, out = (tmp_path / f for f in ("slurm.conf", "w.csv", "r.txt", "o.csv"))
+    conf.write_text("SuspendTime=100\nSuspendTimeout=0\nResumeTimeout=600\nResumeRate=0\n"
+                    "NodeName=n001 CPUs=1 RealMemory=1000\n"
+                    "NodeName=n002 CPUs=1 RealMemory=1000 State=CLOUD\n"
+                    "PartitionName=p Nodes=n[001-002] Default=YES MaxTime=UNLIMITED\n")
+    w.write_text("job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,"
+                 "cpus_per_node,mem_per_node,partition,user,account\n"
+                 "1,0,500,500,1,0,1,0,p,u,a\n2,0,100,100,1,0,1,0,p,u,a\n"
+                 "3,10,100,100,1,0,1,0,p,u,a\n")
+    resv.write_text("ReservationName=maint StartTime=150 EndTime=300 Nodes=n002 Flags=MAINT\n")
+    common = ["--cluster", str(conf), "--power", "boot=60s", "--resv-file", str(resv)]
+    assert main(["simulate", str(w), *common, "--jobs-out", str(out), "--no-progress"]) == 0
+    import pandas as pd
+    f = pd.read_csv(out)
+    assert f.start_time.tolist() == [0, 60, 360] and f.end_time.tolist() == [500, 160, 460]
+    capsys.readouterr()
+    assert main(["check", str(out), "--trace", str(w), *common]) == 0
+    assert "reserved_node" in capsys.readouterr().out
 
 
 def _jobs(runtime, nodes, limit=1000, submit=0):

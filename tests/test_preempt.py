@@ -21,8 +21,59 @@ from fastsched.sim.preemption import site_preemption
 from fastsched.tools.testing import lifecycles, node_event_rows
 from constrained_twin import attempt_rows, run_both
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
+from test_power import _twin_power
 
 _MODE_NAMES = {OFF: "OFF", CANCEL: "CANCEL", REQUEUE: "REQUEUE"}
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_preemption_with_power_saving_matches_twin(data):
+    """Victims CONFIGURING or not (a preemptor taking a booting node waits for its boot,
+    a victim killed while its nodes boot never ran, its nodes idle from their boot's
+    end), the victims ordered by Slurm's start time (a CONFIGURING job's: its
+    allocation's); no GraceTime nor PreemptExemptTime (refused with power saving)."""
+    from fastsched.sim.power import engine_power
+    from fastsched.tools.testing import power_models
+    from fastsched.verify.lifecycle import verify_attempts
+    if data.draw(st.booleans()):    # full nodes at 0, preemptors while they may boot
+        case, pre = data.draw(grace_cases())
+    else:
+        case = data.draw(constrained_cases())
+        classes = data.draw(st.integers(2, 3))  # QOS classes (most cases have 1 partition)
+        pre = data.draw(preemptions(classes, len(case[2]), True))
+        # every higher class may preempt every lower one (preemptions are frequent)
+        pre = replace(pre, may=np.tril(np.ones((classes, classes), dtype=bool), -1),
+                      mode=np.where(pre.mode == OFF, REQUEUE, pre.mode),
+                      backfill=data.draw(st.booleans()))
+    cluster, jobs = case[0], case[2]
+    pre = replace(pre, grace=np.zeros_like(pre.grace), exempt=np.zeros_like(pre.exempt))
+    pm = data.draw(power_models(cluster))
+    twin = _twin_power(pm, cluster)
+    lc = data.draw(lifecycles(len(jobs)))
+    ids = [int(j) for j in jobs.job_id]
+    policy = data.draw(st.sampled_from(["fcfs", "easy", "conservative"]))
+    run, _, killed = run_both(case, policy, 1, lifecycle=lc,
+                              engine={"preemption": partial(Preemptor, pre),
+                                      "power": engine_power(pm, cluster)},
+                              twin={"preempt": _twin_rules(pre, ids), "power": twin})
+    assert attempt_rows(run, ids, "preempted", "configure") == sorted(killed)
+    for i, j in enumerate(ids):
+        if run.start[i] >= 0:
+            assert run.configure[i] == twin.get("boot_out", {}).get(j, 0), j
+    from fastsched.sim.lifecycle import attempt_table
+    t = attempt_table(run)
+    a = replace(_attempts(run), configure=t.get("configure"))
+    pc = engine_inputs(*case[2:7])[0]
+    report = verify_attempts(cluster, jobs, a, None, lc, preemption=pre, partitions=pc,
+                             power=pm)
+    # (the attempt checks see no partition choices: a job run in another choice is a
+    # bad_allocation there, as in _check_preemptors)
+    wrong = [v for v in report.violations if v.kind != "bad_allocation"]
+    assert not wrong, wrong[:3]
+    booting = sum(1 for k in np.flatnonzero(t["preempted"]) if t["configure"][k] > 0)
+    event(f"preempted attempts: {min(int(run.attempts.preempted.sum()), 3)}, "
+          f"CONFIGURING: {min(booting, 2)}")
 
 
 @st.composite
@@ -380,17 +431,27 @@ def test_cli_simulate_and_check(tmp_path, capsys):
 
 
 def test_unverified_combinations_are_refused(tmp_path):
-    """Power saving and elastic jobs are refused with preemption; without it they run."""
+    """Power saving with a victim's GraceTime or PreemptExemptTime, and elastic jobs, are
+    refused with preemption; without it they run."""
     from fastsched.io.workload import read_workload
     from fastsched.model.power import PowerSaving
-    conf, path = _site(tmp_path)
+    conf, path = _site(tmp_path, part="GraceTime=600", extra="PreemptExemptTime=1")
     cluster = read_cluster(conf)
     w = read_workload(path, cluster)
     pre = site_preemption(cluster)
     lc = w.lifecycle(True, 121)
-    with pytest.raises(UnsupportedError, match="power saving"):
+    with pytest.raises(UnsupportedError, match="power saving and GraceTime 600 s and "
+                                               "PreemptExemptTime 60 s"):
         simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=lc,
                  power=PowerSaving(suspend_time=60))
+    exempt = replace(pre, grace=np.zeros_like(pre.grace))
+    with pytest.raises(UnsupportedError, match="power saving and PreemptExemptTime"):
+        simulate(cluster, w.jobs, "easy", preemption=exempt, lifecycle=lc,
+                 power=PowerSaving(suspend_time=60))
+    plain = replace(exempt, exempt=np.zeros_like(pre.exempt))
+    r = simulate(cluster, w.jobs, "easy", preemption=plain, lifecycle=lc,
+                 power=PowerSaving(suspend_time=60))
+    assert r.verify().ok and r.summary["preemption"]["preempted_attempts"] == 2
     elastic = replace(lc, no_kill=np.ones(len(w.jobs), dtype=bool),
                       nodes_min=np.ones(len(w.jobs), dtype=np.int64))
     with pytest.raises(UnsupportedError, match="elastic"):

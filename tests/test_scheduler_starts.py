@@ -280,6 +280,12 @@ def test_preemption_and_advance_reservations_are_refused_by_name():
     resv = Reservations((Reservation("maint", 50, 80, (0,)),), 2)
     with pytest.raises(UnsupportedError, match="containers with advance reservations"):
         Scheduler(cluster, "easy", jobs=jobs, containers=c, advance_reservations=resv)
+    # power saving takes advance reservations (tests/test_power.py), not member jobs
+    from fastsched.model.resvjobs import JobReservations
+    members = JobReservations.of(Reservations((Reservation("maint", 50, 80, (0, 1)),), 2),
+                                 ["maint", ""])
+    with pytest.raises(UnsupportedError, match="power saving with jobs in reservations"):
+        Scheduler(cluster, "easy", jobs=jobs, power=PowerSaving(), advance_reservations=members)
 
 
 def test_a_boot_wait_leaves_no_stale_breakpoint():

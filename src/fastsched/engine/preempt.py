@@ -11,7 +11,9 @@ whose victims from an earlier preemption are all gone (and that has not preempte
 at this instant already: its victims' resources may have gone to a job before it),
 takes the running jobs on P's
 available nodes it may preempt (not exempt: run at least PreemptExemptTime, mode not
-OFF, not already stopping) in the victims' order, adding each one's resources to
+OFF, not already stopping) in the victims' order (youngest first by Slurm's start
+time: with power saving, a CONFIGURING job's is its allocation's), adding each one's
+resources to
 the free ones until J's request fits on enough nodes. J's nodes are then the fitting
 nodes that needed no victim, then those freed by the earliest victims, then the
 lowest-numbered; the victims are the candidates taken so far that ran on those
@@ -40,6 +42,11 @@ from .preemptplan import move_hold_end, no_preempting
 from .state import Preempting
 
 __all__ = ["Preemptor"]
+
+#: the planning's exemption of a class without PreemptExemptTime: every running job is a
+#: candidate, a CONFIGURING one too (the kernel reads the start reset to when its nodes
+#: are ready, after now; Slurm's start time then is its allocation's, before now)
+_NOT_EXEMPT = -(1 << 40)
 
 
 def victims_needed(free, fits, ask, nodes, cand, holds):
@@ -106,7 +113,8 @@ class Preemptor:
             return no_preempting()
         may = self.may & (self.mode != OFF)[None, :]
         qos = np.zeros(0, dtype=np.int64) if self.qos is None else self.qos
-        return Preempting(self.can.copy(), may, self.exempt.copy(), qos, self.stopping)
+        exempt = np.where(self.exempt > 0, self.exempt, _NOT_EXEMPT)
+        return Preempting(self.can.copy(), may, exempt, qos, self.stopping)
 
     def next_time(self) -> int:
         """When the next victim's grace time ends, or the next exemption end a queued
@@ -190,14 +198,14 @@ class Preemptor:
         mine = p if self.qos is None else self.qos[j]
         theirs = out.part_used[running] if self.qos is None else self.qos[running]
         may = self.may[mine, theirs] & (self.mode[theirs] != OFF)
-        until = out.start[running] + self.exempt[theirs]
+        until = _slurm_start(loop, running, t) + self.exempt[theirs]
         ok = may & (until <= t)
         for w in np.unique(until[may & (until > t)]).tolist():
             if w not in self.wakes:
                 heapq.heappush(self.wakes, w)
         cand, cls = running[ok], theirs[ok]
         prio = (self.level[cls] << 16) + np.minimum(jobs.nn[cand], 0xFFFF)
-        return cand[np.lexsort((-cand, -out.start[cand], prio))]
+        return cand[np.lexsort((-cand, -_slurm_start(loop, cand, t), prio))]
 
     def _victims(self, loop, cand, nodes, freed_by, nn: int) -> np.ndarray:
         """The candidates that ran on the ``nn`` nodes chosen for the preemptor."""
@@ -272,6 +280,16 @@ class Preemptor:
         """Whether each victim's mode requeues it (its job must allow requeues too)."""
         cls = part_used if self.qos is None else self.qos[victims]
         return self.mode[cls] == REQUEUE
+
+
+def _slurm_start(loop, jobs, t: int) -> np.ndarray:
+    """The start times Slurm orders the running ``jobs`` by at ``t``: a job CONFIGURING
+    (its nodes booting: its start, reset to when they are ready, is after ``t``) has its
+    allocation's until then (job_mgr.c ``job_config_fini`` resets it)."""
+    start = loop.out.start[jobs]
+    if not loop.with_power:
+        return start
+    return np.where(start > t, start - loop.power.configure[jobs], start)
 
 
 def _on_grid(t: int, res: int) -> int:

@@ -15,7 +15,9 @@ def check_power(power, cluster: Cluster, *, events=None, advance_reservations=No
     """The run's power saving model (``power``: a PowerSaving, or the ``--power`` text
     over the cluster's slurm.conf keys; None: off), refusing what it does not model:
     with node ``events``, elastic (--no-kill) jobs and node ranges of ``lifecycle``, and
-    CLOUD nodes that never boot (a boot over ResumeTimeout)."""
+    CLOUD nodes that never boot (a boot over ResumeTimeout); with
+    ``advance_reservations``, a slurm.conf ``SuspendExcStates`` keeping reserved nodes up
+    (:func:`reserved_exempt`)."""
     if power is None:
         return None
     if isinstance(power, str):
@@ -23,8 +25,9 @@ def check_power(power, cluster: Cluster, *, events=None, advance_reservations=No
     if not isinstance(power, PowerSaving):
         raise InputError(f"power must be a fastsched.PowerSaving or its text, got "
                          f"{type(power).__name__}", field="power")
-    other = [name for name, value in (("advance reservations", advance_reservations or None),)
-             if value is not None]
+    other = []
+    if advance_reservations and reserved_exempt(cluster):
+        other.append(f"advance reservations and SuspendExcStates={reserved_exempt(cluster)}")
     if placement is not None and placement.exclusive_topo.any():
         other.append("--exclusive=topo jobs")
     if events is not None and lifecycle is not None and (lifecycle.elastic or lifecycle.ranged):
@@ -42,6 +45,34 @@ def check_power(power, cluster: Cluster, *, events=None, advance_reservations=No
                                "DOWN at its resume, which is not modelled for non-CLOUD nodes "
                                "(exclude them with SuspendExcNodes / SuspendExcParts)")
     return power
+
+
+def reserved_exempt(cluster: Cluster) -> str:
+    """The slurm.conf ``SuspendExcStates`` when it names RESERVED or MAINT ("" else).
+    Slurm's power thread powers a node in a reservation down as any idle node
+    (power_save.c: ``_node_state_suspendable`` reads only the base state and the boot
+    flags), unless SuspendExcStates names the node state flags reservation.c sets on the
+    nodes of an open reservation (RESERVED, and MAINT for Flags=MAINT): that exemption is
+    not modelled."""
+    other = {str(k).lower(): str(v) for k, v in (cluster.settings.other.items()
+                                                 if cluster.settings is not None else ())}
+    text = other.get("suspendexcstates", "")
+    names = [_state_flag(w.strip().upper()) for w in text.split(",") if w.strip()]
+    return text if {"RESERVED", "MAINTENANCE"} & set(names) else ""
+
+
+#: Slurm's node state flags in the order ``parse_node_state_flag`` tries them
+#: (slurm_protocol_defs.c): a word names the first whose name it begins (or is begun by)
+_STATE_FLAGS = ("BLOCKED", "CLOUD", "COMPLETING", "DRAIN", "DYNAMIC_FUTURE", "DYNAMIC_NORM",
+                "EXTERNAL", "INVALID_REG", "FAIL", "MAINTENANCE", "POWER_DOWN", "POWER_UP",
+                "POWERED_DOWN", "REBOOT_REQUESTED", "REBOOT_ISSUED", "RESERVED", "RESUME",
+                "NOT_RESPONDING", "PLANNED", "POWERING_UP", "POWERING_DOWN")
+
+
+def _state_flag(word: str) -> str:
+    """The node state flag a SuspendExcStates word names ("" for none)."""
+    n = len(word)
+    return next((f for f in _STATE_FLAGS if f[:n] == word[:len(f)]), "")
 
 
 def down_cloud(power: PowerSaving, cluster: Cluster):

@@ -10,7 +10,8 @@ from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import saved_progress
 from ..model.preemption import OFF, PREEMPT_TYPES, Preemption, parse_mode
 
-__all__ = ["site_preemption", "preemption_summary", "preemption_line", "check_preemption"]
+__all__ = ["site_preemption", "preemption_summary", "preemption_line", "check_preemption",
+           "power_refused"]
 
 
 def tier_order(cluster, jobs) -> np.ndarray:
@@ -36,13 +37,33 @@ def check_preemption(pre: Preemption, jobs, placement=None) -> None:
         raise UnsupportedError("preemption with --exclusive=topo jobs is not modelled")
 
 
-def check_preemption_run(power=None, lifecycle=None) -> None:
-    """UnsupportedError for what preemption is not checked with: power saving and
-    elastic jobs (their state at a preemption is not modelled)."""
-    if power is not None:
-        raise UnsupportedError("preemption with power saving is not modelled")
+def check_preemption_run(power=None, lifecycle=None, pre: Preemption | None = None) -> None:
+    """UnsupportedError for what preemption is not checked with: elastic jobs (their
+    state at a preemption is not modelled), and with power saving a GraceTime or
+    PreemptExemptTime of a class that may be preempted (:func:`power_refused`)."""
+    why = power_refused(pre) if power is not None and pre is not None else ""
+    if why:
+        raise UnsupportedError(f"preemption with power saving and {why} is not modelled")
     if lifecycle is not None and lifecycle.elastic:
         raise UnsupportedError("preemption with elastic (--no-kill) jobs is not modelled")
+
+
+def power_refused(pre: Preemption) -> str:
+    """What of ``pre`` is not modelled with power saving ("" when nothing): a victim
+    CONFIGURING (its nodes booting) has Slurm's start time at its allocation, reset when
+    its nodes are ready (job_mgr.c ``job_config_fini``), which also resets its end time
+    to then plus its limit, undoing a GraceTime's cut end (preempt.c
+    ``_job_check_grace_internal``): its preemption would then wait for its limit, and
+    its PreemptExemptTime would count from its allocation, then again from its reset
+    start. Without either the victims' order (youngest first, by that start time) is
+    modelled."""
+    victim = (np.asarray(pre.mode) != OFF) & np.asarray(pre.may, dtype=bool).any(axis=0)
+    grace = np.asarray(pre.grace)[victim]
+    exempt = np.asarray(pre.exempt)[victim]
+    what = [f"{name} {int(v.max())} s" for name, v in (("GraceTime", grace),
+                                                       ("PreemptExemptTime", exempt))
+            if len(v) and v.max() > 0]
+    return " and ".join(what)
 
 
 def site_preemption(cluster, config=None, job_qos=None) -> Preemption:

@@ -138,8 +138,10 @@ class Scheduler:
         _grid(resolution, window)
         if preemption is not None and not preemption.active:
             preemption = None           # preempt/none, or nothing may preempt: unchanged
-        self._costs = StartCosts.of(cluster, jobs, containers, power, engine,
-                                    preemption=preemption, advance_reservations=self._reservations)
+        self._costs = StartCosts.of(
+            cluster, jobs, containers, power, engine, preemption=preemption,
+            advance_reservations=self._reservations if containers is not None else None,
+            jobs_in_reservations=None if self._members is None else True)
         if self._costs is not None:     # CLOUD nodes that never boot are DOWN for good
             self.available = self._costs.available(self.available)
             self._configured = self.available.copy()

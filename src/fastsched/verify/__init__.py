@@ -127,7 +127,8 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     adds the ``exclusive_topo`` check. ``advance_reservations``
     (:class:`fastsched.model.reservations.Reservations`) adds ``reserved_node``: no job
     runs on a reserved node while one of its windows is open (the policy checks do not
-    model reservations, so they are then skipped); a
+    model reservations, so they are then skipped; with ``power``, a job's run shifted back
+    by its wait for boots: a start is held off the windows from its allocation); a
     :class:`fastsched.model.resvjobs.JobReservations` with member jobs adds
     ``outside_reservation`` (each ran only on its reservation's nodes, inside one of its
     windows) and lets them run on its nodes.
@@ -178,7 +179,11 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
         vc.check_exclusive_topo(jobs, start, end, a_job, a_node, placement, Violation, out)
         checks.append("exclusive_topo")
     if advance_reservations:
-        checks += check_reservations(schedule, start, end, advance_reservations, out)
+        # a start is tested against the windows from its allocation (Slurm's
+        # job_test_resv counts no boot): its run, shifted back by its wait for boots
+        held = end if power is None else np.where(start >= 0, end - (booted.start_time
+                                                                     - start), end)
+        checks += check_reservations(schedule, start, held, advance_reservations, out)
     if time_min is not None:
         from .timemin import check_time_limits
         check_time_limits(jobs, start, time_min, jobs.time_limit if asked_limit is None

@@ -149,7 +149,7 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     shapes = shapes_of(a, head, tail, jobs.num_nodes)
     whole = Attempts(a.row[head], a.attempt[head], a.start[head], a.end[tail], a.killed[tail],
                      a.alloc_offsets, a.alloc_nodes, a.pull[head], limit=a.limit[head],
-                     configure=a.configure[head])
+                     configure=a.configure[head], preempted=a.preempted[tail])
     submit, runtime = _sequences(jobs, whole, lifecycle, out, shapes)
     later = np.ones(n, dtype=bool)
     later[head] = False
@@ -177,8 +177,9 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
         cloud, excluded = power_nodes(cluster, power)
         ran = replace(schedule, start_time=a.start)
         found: list[Violation] = []
+        # killed CONFIGURING: never ran (preempted at its allocation: 0 s CONFIGURING)
         check_power(expanded, ran, conf, power, cloud, excluded, Violation, found, backs,
-                    a.killed & (a.start == a.end) & (conf > 0))
+                    a.killed & (a.start == a.end) & ((conf > 0) | a.preempted))
         # needless_configure is not judged under events: a boot an attempt killed
         # CONFIGURING waited for may outlast what the records show
         out += [v for v in found if v.kind != "needless_configure"]
@@ -188,7 +189,8 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
                                                or a.resized.any() else [])
     if advance_reservations:
         from .reservations import check_attempt_reservations
-        checks += check_attempt_reservations(replace(schedule, start_time=a.start), a.row,
+        # each run shifted back by its wait for boots (see verify's reserved_node)
+        checks += check_attempt_reservations(replace(schedule, end_time=a.end - conf), a.row,
                                              advance_reservations, out)
     if time_min is not None:
         asked = np.asarray(jobs.time_limit if asked_limit is None else asked_limit,
@@ -275,7 +277,8 @@ def _work(jid, a, k, left, limit, runtime, out):
     """Attempt k ran what it had ``left`` (capped at ``limit``), or less if killed."""
     ran, need = int(a.end[k] - a.start[k]), min(left, limit)
     if a.killed[k]:
-        if ran >= need and not (ran == 0 and a.configure[k] > 0):   # killed CONFIGURING
+        # killed CONFIGURING (preempted at its allocation, its boot not yet begun: 0 s)
+        if ran >= need and not (ran == 0 and (a.configure[k] > 0 or a.preempted[k])):
             out.append(Violation("killed_without_failure", jid, int(a.end[k]),
                                  f"job {jid}: attempt {a.attempt[k]} killed after {ran} s, "
                                  f"when it would have ended after {need} s"))
