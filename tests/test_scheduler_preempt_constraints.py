@@ -75,8 +75,8 @@ def placed_preempt_cases(draw):
 @given(data=st.data())
 def test_scheduler_preempts_with_constraints_as_the_simulator(policy, cases, data):
     """Dependencies, limits, partition choices, placement: the same attempts as
-    ``simulate``, which ``fastsched.verify``'s attempt checks accept (with the rules: preemptor, exempt
-    time); no limit group's cap is exceeded at any attempt's start (those checks do not
+    ``simulate``, which ``fastsched.verify``'s attempt checks accept (with the rules:
+    preemptor, exempt time); no limit group's cap is exceeded at any attempt's start (those checks do not
     read limits)."""
     cluster, jobs, pre, lc, options = data.draw(cases())
     s = Scheduler(cluster, policy, jobs=jobs, preemption=pre, lifecycle=lc, **options)

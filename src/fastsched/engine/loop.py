@@ -714,12 +714,12 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     last attempt's pull, ``images_pulled`` the pulls node by node. ``power``: power
     saving, ``(SuspendTime or -1, SuspendTimeout, boot seconds, ms between power-ups,
     cloud bool per node, excluded bool per node[, ms between power-downs])``
-    (:mod:`fastsched.engine.power`): a
-    start on powered-down nodes waits for their boots, its start reset to when they are
-    ready; the run's ``configure`` has each job's wait and ``power`` the nodes' powered
-    and busy seconds and the power-ups (not with --exclusive=topo). With ``blocked``
-    a start is held off a window over [now, now + limit) as any other (Slurm's
-    job_test_resv counts no boot), so a job waiting for boots may run into one. ``checked``: ``partitions`` is what
+    (:mod:`fastsched.engine.power`): a start on powered-down nodes waits for their
+    boots, its start reset to when they are ready; the run's ``configure`` has each
+    job's wait and ``power`` the nodes' powered and busy seconds and the power-ups (not
+    with --exclusive=topo). With ``blocked`` a start is held off a window over
+    [now, now + limit) as any other (Slurm's job_test_resv counts no boot), so a job
+    waiting for boots may run into one. ``checked``: ``partitions`` is what
     :func:`fastsched.engine.inputs.check_node_jobs` returned for these inputs (the
     caller checked them, e.g. before compiling), so it is not run again.
     ``preemption``: ``make(order, pc_off, pc_part)`` building the loop's preemptor
