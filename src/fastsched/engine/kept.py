@@ -9,8 +9,9 @@ instead: :class:`KeptState` builds it once for a given set of running jobs,
 availability and time grid, and each pass runs on it and hands it back as it
 found it (the pass undoes its reservations, :func:`.undo.undo_starts` its
 starts, and their give-backs bring the run index's entries of the nodes they
-touch and the free-now arrays up to date). Request types are counted, and given a run index slot, once per
-kept state: a later pass over the same types pays for its own plans and holds.
+touch and the free-now arrays up to date). Request types are counted, and given
+a run index slot, once per kept state: a later pass over the same types pays for
+its own plans and holds.
 A pass at a later ``now`` moves each node's first breakpoint and the run index's
 runs that started at the old one (:func:`.undo.move_index`); at an earlier one, or
 when such a run would leave a slot, it starts a new run index.
