@@ -354,8 +354,12 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
         short = (tmin or {}).get(job.job_id, 0)
 
         def now_narrow(job=job, parts=parts, choices=choices, least=least, short=short):
-            return _narrow(now, nodes, plan, job, choices, least) or \
-                naive_timemin.shorten(now, nodes, plan, job, parts, short)
+            # a job in a reservation shortens on its side of it, as it plans
+            views = [(nodes, plan)] if members is None else members.views(job, nodes, plan,
+                                                                          now)
+            return _narrow(now, nodes, plan, job, choices, least) or next(
+                (got for got in (naive_timemin.shorten(now, *v, job, parts, short)
+                                 for v in views) if got is not None), None)
         # a job in a reservation sees its side of it; its holds go into the plan
         plan_in = _plan if members is None else members.planner(_plan)
         if preempting is not None:      # naive_preemptplan: preemptable capacity

@@ -74,6 +74,17 @@ class Members:
             return _flex_view(self.reservation[job.job_id], nodes, plan, now)
         return _view(self.reservation[job.job_id], nodes, plan, now)
 
+    def views(self, job, nodes, plan, now):
+        """Each (nodes, plan) a start now of the job is tried on, in the order a tie goes
+        to: each reservation it names or is drawn to, then (drawn) the cluster as it is;
+        else :meth:`view` (the simulator refuses time minimums with FLEX)."""
+        jid = job.job_id
+        if jid in self.listed:
+            return [_view(r, nodes, plan, now) for r in self.listed[jid]]
+        if jid in self.attracted:
+            return [_view(r, nodes, plan, now) for r in self.attracted[jid]] + [(nodes, plan)]
+        return [self.view(job, nodes, plan, now)]
+
     def closings(self):
         """The instants the loop visits while jobs wait: the windows' openings, TAIL."""
         pairs = list(self.reservation.values()) + [

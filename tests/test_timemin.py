@@ -24,6 +24,8 @@ from constrained_twin import assert_same_runs
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 from test_reservations import windows_of
 from test_elastic import elastic_lifecycles
+from naive_resv import TAIL
+from test_resvjobs import _reservations, engine_run, twin_members
 from fastsched.tools.testing import lifecycles, node_event_rows
 
 #: the suite's time budget: these drawn runs are long (failures, requeues, twins)
@@ -511,3 +513,74 @@ def test_the_cli_runs_and_checks_time_min_with_node_events(tmp_path):
     bad.to_csv(tmp_path / "bad.csv", index=False)
     assert main(["check", str(tmp_path / "bad.csv"), "--trace", str(trace), "--cluster",
                  str(conf), "--events", str(events)]) == 1
+
+
+def _scaled_members(draw, cluster, available, jobs, parts, k):
+    """Member jobs of 1-3 reservations (tests/test_resvjobs.py), their windows on the
+    jobs' clock scaled by ``k``."""
+    resv = _reservations(draw, cluster, available, jobs, parts)
+    items = tuple(dataclasses.replace(r, start=r.start * k, end=r.end * k) for r in resv.items)
+    return dataclasses.replace(resv, items=items, _names={}, _cache={})
+
+
+@pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("conservative", 1)])
+@FEWER
+@given(data=st.data())
+def test_time_min_of_member_jobs_matches_twin(data, policy, depth):
+    """Jobs running in an advance reservation with a time minimum: a member that cannot
+    run its whole limit before its window closes starts with a shorter one (the window's
+    end is a hold on its twin node, fastsched.sim.resvlayout), as the twin cuts it."""
+    cluster, available, jobs, parts, deps, groups, caps, rank = data.draw(constrained_cases())
+    jobs, tmin, k = _scaled(data, jobs)
+    jobs.cpus_per_node = np.maximum(jobs.cpus_per_node, 1).astype(jobs.cpus_per_node.dtype)
+    resv = _scaled_members(data.draw, cluster, available, jobs, parts, k)
+    pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
+    ids = [int(j) for j in jobs.job_id]
+    key = None if rank is None else np.array([rank[j] for j in ids])
+    run = engine_run(cluster, jobs, policy, depth, available, resv, pc, dependencies=dp,
+                     limits=lg, rank=key, time_min=tmin)
+    ran = {}
+    out, _ = naive_nodes.simulate(
+        cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
+        deps=deps, groups=groups, caps=caps, rank=rank,
+        blocked=list(zip(*(a.tolist() for a in resv.windows(0)))),
+        members=twin_members(resv, jobs), time_min=dict(zip(ids, tmin.tolist())),
+        ran_limits=ran)
+    out = {j: r for j, r in out.items() if r[0] < TAIL}    # the simulator drops these
+    naive_nodes.assert_same_records(run, ids, out)
+    if not (tmin > 0).any():
+        return
+    _same_limits(run, jobs, ran)
+    member = (resv.member >= 0) & (run.start >= 0)
+    event(f"cut member limits: {min(int((run.time_limit < jobs.time_limit)[member].sum()), 2)}")
+
+
+def test_a_member_starts_with_the_limit_its_window_leaves():
+    """Jobs 1 and 2 run in maint ([600, 1800) on g1): job 1 (30 min asked, 10 min
+    minimum, runs 1,000 s) starts as the window opens with the 20 min left in it, and
+    ends inside; job 2 (60 min, no minimum) fits no window and stays pending. The
+    records pass the time-limit and reservation checks; with a FLEX reservation the
+    time minimum is refused."""
+    from fastsched.model.reservations import Reservation, Reservations
+    from fastsched.model.resvjobs import JobReservations
+    cluster = Cluster([f"g{i}" for i in range(1, 5)], cpus=[8] * 4, gpus=[4] * 4,
+                      mem_mb=[0] * 4)
+    jobs = JobTable.from_arrays(job_id=[1, 2, 3], submit_time=0, time_limit=[1800, 3600, 600],
+                                runtime=[1000, 3000, 600], num_nodes=1, gpus_per_node=4,
+                                cpus_per_node=1, user=0)
+
+    def members(flags=()):
+        maint = Reservation("maint", 600, 1800, (0,), users=("alice",), flags=flags)
+        return JobReservations.of(Reservations((maint,), 4), ["maint", "maint", ""],
+                                  ["alice", "alice", "bob"])
+    r = simulate(cluster, jobs, "easy", advance_reservations=members(),
+                 time_min=[600, 0, 0])
+    got = r.jobs.set_index("job_id")
+    assert got.loc[1, ["start_time", "end_time", "time_limit"]].tolist() == [600, 1600, 1200]
+    assert pd.isna(got.loc[2, "start_time"]) and got.loc[3, "start_time"] == 0
+    report = verify(r.cluster, r.workload, r.schedule, advance_reservations=members(),
+                    time_min=r.time_min, asked_limit=r.asked_limit)
+    assert report.ok and {"time_limit", "outside_reservation"} <= set(report.checks), report
+    with pytest.raises(UnsupportedError, match="FLEX"):
+        simulate(cluster, jobs, "easy", advance_reservations=members(("FLEX",)),
+                 time_min=[600, 0, 0])

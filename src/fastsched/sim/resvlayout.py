@@ -265,6 +265,13 @@ def ran_in(run, layout: MemberLayout, resv: JobReservations) -> np.ndarray:
     return names[np.where(k >= 0, k, len(resv.items))]
 
 
+def flex_used(resv: JobReservations) -> bool:
+    """Whether a job runs in (or is drawn to) a ``Flags=FLEX`` reservation of ``resv``:
+    it may start on either side of the reservation's edge, which a time minimum's cut
+    limit (measured on one side's holds) is not modelled with."""
+    return any("FLEX" in resv.items[k].flags for k in resv.used.tolist())
+
+
 def refuse_with_members(**options) -> None:
     """UnsupportedError naming the first option given (not None) that does not run
     with member jobs."""

@@ -33,7 +33,7 @@ from ..model.lifecycle import Lifecycle
 from ..model.reservations import Reservations
 from ..model.timemin import check_time_min, with_limits
 from ..model.resvjobs import members_of
-from .resvlayout import (layout_run, mapped_back, ran_in, refuse_with_members,
+from .resvlayout import (flex_used, layout_run, mapped_back, ran_in, refuse_with_members,
                          window_horizon as _horizon)
 from .images import check_containers, engine_images, images_summary, pull_workload
 from .power import check_power, down_cloud, engine_power, power_summary
@@ -223,7 +223,10 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
                             containers=containers, preemption=preemption,
                             node_ranges=lifecycle if lifecycle is not None and lifecycle.ranged
                             else None, no_kill=lifecycle if lifecycle is not None and
-                            lifecycle.elastic else None, time_min=time_min)
+                            lifecycle.elastic else None)
+        if time_min is not None and flex_used(members):
+            raise UnsupportedError("time_min with jobs running in a FLEX reservation is not "
+                                   "modelled")
     engine = RESERVATION_MODELS[model]
     if model == "slurm":
         _check_slurm_run(spec.name, priority, dependencies, limits, checkpoints, resume)
