@@ -25,7 +25,7 @@ from test_constraints import SETTINGS, constrained_cases, engine_inputs
 from test_reservations import windows_of
 from test_elastic import elastic_lifecycles
 from naive_resv import TAIL
-from test_resvjobs import _reservations, engine_run, twin_members
+from test_resvjobs import _conf, _reservations, engine_run, twin_members
 from fastsched.tools.testing import lifecycles, node_event_rows
 
 #: the suite's time budget: these drawn runs are long (failures, requeues, twins)
@@ -584,3 +584,29 @@ def test_a_member_starts_with_the_limit_its_window_leaves():
     with pytest.raises(UnsupportedError, match="FLEX"):
         simulate(cluster, jobs, "easy", advance_reservations=members(("FLEX",)),
                  time_min=[600, 0, 0])
+
+
+def test_cli_member_with_a_time_min_and_the_check(tmp_path, capsys):
+    """The same case from the command line: the workload's time_min and reservation
+    columns, a reservation file; the check accepts the records."""
+    from fastsched.io.slurmconf import read_cluster
+    conf = _conf(tmp_path)
+    jobs = JobTable.from_arrays(job_id=[1, 2, 3], submit_time=0, time_limit=[1800, 3600, 600],
+                                runtime=[1000, 3000, 600], num_nodes=1, gpus_per_node=4,
+                                cpus_per_node=1, user=0)
+    write_workload(Workload(jobs, np.zeros(3, np.int32), ["alice"], ["a"],
+                            np.zeros(1, np.int32), ["o"],
+                            reservation=np.array(["maint", "maint", ""], dtype=object),
+                            time_min=np.array([600, 0, 0])),
+                   read_cluster(conf), tmp_path / "w.csv")
+    resv = tmp_path / "resv.txt"
+    resv.write_text("ReservationName=maint StartTime=600 EndTime=1800 Nodes=g1 Users=alice\n")
+    common = ["--cluster", str(conf), "--resv-file", str(resv)]
+    out = tmp_path / "out.csv"
+    assert main(["simulate", str(tmp_path / "w.csv"), *common, "--no-progress",
+                 "--jobs-out", str(out)]) == 0
+    got = pd.read_csv(out).set_index("job_id")
+    assert got.loc[1, ["start_time", "end_time", "time_limit"]].tolist() == [600, 1600, 1200]
+    capsys.readouterr()
+    assert main(["check", str(out), "--trace", str(tmp_path / "w.csv"), *common]) == 0
+    assert "time_limit" in capsys.readouterr().out
