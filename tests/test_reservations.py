@@ -83,6 +83,16 @@ def test_a_job_waits_for_the_window_and_backfill_goes_around_it():
     assert "maint" in bad.violations[0].message
 
 
+def test_the_result_checks_itself_against_its_reservations():
+    maint = Reservations((Reservation("maint", 50, 80, (0,), flags=("MAINT",)),), 4)
+    r = simulate(_cluster(), _jobs(), "easy", advance_reservations=maint)
+    report = r.verify()
+    assert report.ok and "reserved_node" in report.checks
+    r.schedule.start_time[1] += 10              # job 2 (0..50) now runs into the window on g1
+    r.schedule.end_time[1] += 10
+    assert [v.kind for v in r.verify().violations] == ["reserved_node"]
+
+
 def test_policy_checks_are_skipped_not_wrong_under_reservations():
     maint = Reservations((Reservation("maint", 50, 80, (0,)),), 4)
     r = simulate(_cluster(), _jobs(), "easy", advance_reservations=maint)

@@ -132,6 +132,8 @@ def test_a_member_killed_in_its_window_runs_again_inside_it(policy):
         [0, 50, 55, "NODE_FAIL"], [1, 60, 80, "COMPLETED"]]
     assert rec[rec.job_id == 1].start_time.tolist() == [80]
     assert _checked(r, _members()).ok
+    own = r.verify()                  # the result checks itself with its reservations
+    assert own.ok and {"reserved_node", "outside_reservation"} <= set(own.checks)
     # moved out of its window (its second attempt 5 s late): outside_reservation
     late = r.attempts["start"].copy()
     k = int(np.flatnonzero((r.attempts["row"] == 2) & (r.attempts["attempt"] == 1))[0])

@@ -79,6 +79,9 @@ class SimulationResult:
     #: member's, started or not, or the MAGNETIC one a drawn job started in; "": none),
     #: an object array of names (sacct's Reservation); None otherwise
     reservation: np.ndarray | None = None
+    #: the advance reservations the run held (:class:`fastsched.model.reservations.
+    #: Reservations` or :class:`fastsched.model.resvjobs.JobReservations`), or None
+    advance_reservations: object = None
     #: with --time-min jobs: each job's time minimum (seconds, 0: none) and the limit
     #: it asked for (``workload`` has the limits the jobs ran with: a --time-min job's
     #: may be cut); None otherwise
@@ -220,11 +223,12 @@ class SimulationResult:
 
     def verify(self, policy: str | None = None, reserve_depth: int = 1):
         """:func:`fastsched.verify` of this run's schedule under the constraints it ran
-        with (dependencies, limits, partition choices, and the placement's
-        --exclusive=topo jobs) and its queue order (the priorities jobs started
-        with); a :class:`~fastsched.verify.VerifyReport`. A run with node failures is
-        checked attempt by attempt (:mod:`fastsched.verify.lifecycle`), without policy; a
-        run with power saving gets its power checks (:mod:`fastsched.verify.power`)."""
+        with (dependencies, limits, partition choices, advance reservations, and the
+        placement's --exclusive=topo jobs) and its queue order (the priorities jobs
+        started with); a :class:`~fastsched.verify.VerifyReport`. A run with node
+        failures is checked attempt by attempt (:mod:`fastsched.verify.lifecycle`),
+        without policy; a run with power saving gets its power checks
+        (:mod:`fastsched.verify.power`)."""
         from ..verify import verify
         if self.attempts is not None:
             from ..verify.lifecycle import Attempts, verify_attempts
@@ -236,14 +240,16 @@ class SimulationResult:
                 configure=t.get("configure")),
                 self.events, self.lifecycle, preemption=self.preemption,
                 partitions=self.partitions, time_min=self.time_min,
-                asked_limit=self.asked_limit, power=self.power)
+                asked_limit=self.asked_limit, power=self.power,
+                advance_reservations=self.advance_reservations)
         from .images import pull_workload      # the pull is part of each job's run
         return verify(self.cluster, pull_workload(self.workload, self.pull), self.schedule,
                       policy=policy,
                       reserve_depth=reserve_depth, dependencies=self.dependencies,
                       limits=self.limits, partitions=self.partitions, placement=self.placement,
                       priority=self.priority, power=self.power, configure=self.configure,
-                      time_min=self.time_min, asked_limit=self.asked_limit)
+                      time_min=self.time_min, asked_limit=self.asked_limit,
+                      advance_reservations=self.advance_reservations)
 
     def to_csv(self, path) -> None:
         self.jobs.to_csv(path, index=False)

@@ -282,6 +282,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
              "attempts": attempts, "lifecycle": lifecycle, "events": events, "pull": pull,
              "configure": None if power is None else run.configure, "power": power,
              "preemption": preemption, "reservation": resv_names,
+             "advance_reservations": advance_reservations or None,
              "time_min": time_min, "asked_limit": asked,
              "priority_at": _PriorityAt(priority, run) if callable(priority) else
              (None if priority is None else _FixedPriority(priority))}
