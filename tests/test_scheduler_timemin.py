@@ -174,7 +174,7 @@ def test_scheduler_cuts_limits_with_failures_as_the_simulator(policy, data):
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=30, deadline=None,
+@settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_scheduler_cuts_limits_with_advance_reservations_as_the_simulator(policy, data):
