@@ -90,17 +90,23 @@ def test_scheduler_cuts_limits_in_gaps_as_the_simulator(policy, case):
 
 
 def _same(policy, cluster, jobs, tmin, options):
+    """The Scheduler driven at the simulator's instants (with ``advance_reservations``
+    among ``options``, at the windows' ends too) starts what ``simulate`` starts, with
+    the same limits."""
     s = Scheduler(cluster, policy, jobs=jobs, time_min=tmin, **options)
-    got = drive(s, jobs).starts
+    resv = options.get("advance_reservations")
+    got = drive(s, jobs, instants=() if resv is None else _instants(s, resv, jobs)).starts
     r = simulate(cluster, jobs, policy, reservations="nodes", time_min=tmin, **options)
     sched = r.schedule
     want = {int(j): (int(sched.start_time[i]), sorted(sched.nodes_of(i).tolist()),
                      int(r.workload.time_limit[i]))
             for i, j in enumerate(jobs.job_id) if sched.start_time[i] >= 0}
     assert got == want
-    cut = sum(1 for i, j in enumerate(jobs.job_id)
-              if int(j) in got and got[int(j)][2] < jobs.time_limit[i])
-    event(f"cut limits: {min(cut, 3)}")
+    cut = [i for i, j in enumerate(jobs.job_id)
+           if int(j) in got and got[int(j)][2] < jobs.time_limit[i]]
+    member = "" if resv is None else \
+        f", of members: {min(int((np.asarray(resv.member)[cut] >= 0).sum()), 2)}"
+    event(f"cut limits: {min(len(cut), 3)}{member}")
 
 
 def test_a_start_carries_its_cut_limit_and_holds_its_nodes_for_it():
@@ -187,21 +193,8 @@ def test_scheduler_cuts_limits_with_advance_reservations_as_the_simulator(policy
     jobs.cpus_per_node = np.maximum(jobs.cpus_per_node, 1).astype(jobs.cpus_per_node.dtype)
     resv = _scaled_members(data.draw, cluster, None, jobs, parts, k)
     pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
-    options = {"partitions": pc, "dependencies": dp, "limits": lg,
-               "advance_reservations": resv}
-    s = Scheduler(cluster, policy, jobs=jobs, time_min=tmin, **options)
-    got = drive(s, jobs, instants=_instants(s, resv, jobs)).starts
-    r = simulate(cluster, jobs, policy, reservations="nodes", time_min=tmin, **options)
-    sched = r.schedule
-    want = {int(j): (int(sched.start_time[i]), sorted(sched.nodes_of(i).tolist()),
-                     int(r.workload.time_limit[i]))
-            for i, j in enumerate(jobs.job_id) if sched.start_time[i] >= 0}
-    assert got == want
-    member = np.asarray(resv.member) >= 0
-    cut = [int(j) for i, j in enumerate(jobs.job_id)
-           if int(j) in got and got[int(j)][2] < jobs.time_limit[i]]
-    event(f"cut limits: {min(len(cut), 2)}, of members: "
-          f"{min(sum(member[np.flatnonzero(jobs.job_id == j)[0]] for j in cut), 2)}")
+    _same(policy, cluster, jobs, tmin, {"partitions": pc, "dependencies": dp, "limits": lg,
+                                        "advance_reservations": resv})
 
 
 def _maint(flags=()):
