@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from fastsched import Cluster, JobTable, PowerSaving, Scheduler, simulate
+from fastsched import Cluster, JobTable, NodeEvents, PowerSaving, Scheduler, simulate
 from fastsched.model.cluster import Partition
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
@@ -18,10 +18,11 @@ from fastsched.model.preemption import OFF, REQUEUE, Preemption
 from fastsched.tools.testing import power_models
 from scheddrive import drive_or_discard, simulated
 from test_scheduler_preempt import preempt_cases
+from test_scheduler_preempt_requeue import failing_preempt_cases
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_scheduler_preempts_with_power_saving_as_the_simulator(policy, data):
     """No GraceTime nor PreemptExemptTime (refused with power saving); cases that never
@@ -102,3 +103,22 @@ def test_grace_and_exempt_times_are_refused_with_power_saving():
                   preemption=replace(pre, exempt=np.array([60, 60])))
     with pytest.raises(UnsupportedError, match="power saving and GraceTime 600 s"):
         simulate(cluster, jobs, "easy", preemption=grace, power=pm)
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_scheduler_preempts_with_power_and_node_events_as_the_simulator(policy, data):
+    """Node events too (down, up, drain, resume): a drain kills the jobs of a node
+    booting for them, victims or not, as ``simulate`` does."""
+    cluster, jobs, pre, lc, rows = data.draw(failing_preempt_cases(policy))
+    pre = replace(pre, grace=np.zeros_like(pre.grace), exempt=np.zeros_like(pre.exempt))
+    pm = data.draw(power_models(cluster))
+    s = Scheduler(cluster, policy, jobs=jobs, preemption=pre, lifecycle=lc, power=pm)
+    got = drive_or_discard(s, jobs, lc, rows).attempts
+    r = simulate(cluster, jobs, policy, preemption=pre, lifecycle=lc, power=pm,
+                 events=NodeEvents.from_rows(rows, cluster.num_nodes))
+    assert got == simulated(r)
+    assert s.start_costs.power.power_ups == r.summary["power"]["power_ups"]
+    event(f"preempted attempts: {min(int(r.attempts['preempted'].sum()), 2)}, "
+          f"killed: {min(len(s.attempts), 2)}")
