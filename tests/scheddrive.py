@@ -58,6 +58,7 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
 
     def stop(j, t, requeue):
         start, nodes = running.pop(j)
+        start = min(start, t)                # (stopped CONFIGURING: never ran)
         out.attempts.append((j, start, t, nodes, True))
         del ends[j]
         if requeue:
@@ -142,6 +143,8 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
                 run = -(-left[j] * width[j] // len(running[j][1]))
                 shrunk.add(j)
             ends[j] = t + min(run, limit[j])
+            if d.end_time is not None:      # (power saving: the Scheduler's own end)
+                assert int(d.end_time[i]) == ends[j], (j, int(d.end_time[i]), ends[j])
             began[j], over[j] = t, run > limit[j]
             out.starts[j] = (t, running[j][1], limit[j])
         at_once = False

@@ -275,8 +275,8 @@ def test_preemption_and_advance_reservations_are_refused_by_name():
     c = Containers.of(["a", ""])
     with pytest.raises(UnsupportedError, match="containers with preemption"):
         Scheduler(cluster, "easy", jobs=jobs, containers=c, preemption=pre)
-    with pytest.raises(UnsupportedError, match="power saving with preemption"):
-        Scheduler(cluster, "easy", jobs=jobs, power=PowerSaving(), preemption=pre)
+    # power saving takes preemption (tests/test_scheduler_preempt_power.py)
+    Scheduler(cluster, "easy", jobs=jobs, power=PowerSaving(), preemption=pre)
     resv = Reservations((Reservation("maint", 50, 80, (0,)),), 2)
     with pytest.raises(UnsupportedError, match="containers with advance reservations"):
         Scheduler(cluster, "easy", jobs=jobs, containers=c, advance_reservations=resv)

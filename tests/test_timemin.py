@@ -20,13 +20,16 @@ from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.timemin import with_limits
 from fastsched.verify import verify
-from constrained_twin import assert_same_runs
+from constrained_twin import assert_same_runs, run_both
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 from test_reservations import windows_of
 from test_elastic import elastic_lifecycles
 from naive_resv import TAIL
 from test_resvjobs import _conf, _reservations, engine_run, twin_members
-from fastsched.tools.testing import lifecycles, node_event_rows
+from fastsched.tools.testing import lifecycles, node_event_rows, power_models
+from fastsched.sim.power import engine_power
+from test_containers import _images, _twin_images
+from test_power import _twin_power
 
 #: the suite's time budget: these drawn runs are long (failures, requeues, twins)
 FEWER = settings(SETTINGS, max_examples=40)
@@ -236,8 +239,14 @@ def test_bad_time_min_is_refused():
     with pytest.raises(UnsupportedError, match="reservations='slurm' takes no time_min"):
         simulate(_cluster(), jobs, "conservative", reservations="slurm",
                  time_min=[0, 0, 1800])
-    with pytest.raises(UnsupportedError, match="--time-min.*power saving"):
-        simulate(_cluster(), jobs, "easy", power="boot=60", time_min=[0, 0, 1800])
+    from fastsched.model.preemption import REQUEUE, Preemption
+    pre = Preemption("preempt/qos", np.array([[False, False], [True, False]]),
+                     np.array([REQUEUE, REQUEUE]), np.zeros(2, dtype=np.int64),
+                     np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64),
+                     np.array([0, 0, 1]))
+    with pytest.raises(UnsupportedError, match="--time-min.*preemption are not modelled: "
+                                               "Slurm's main scheduler preempts"):
+        simulate(_cluster(), jobs, "easy", preemption=pre, time_min=[0, 0, 1800])
     # all zero: no time minimum, any model
     assert simulate(_cluster(), jobs, "easy", reservations="counts",
                     time_min=[0, 0, 0]).time_min is None
@@ -610,3 +619,73 @@ def test_cli_member_with_a_time_min_and_the_check(tmp_path, capsys):
     capsys.readouterr()
     assert main(["check", str(out), "--trace", str(tmp_path / "w.csv"), *common]) == 0
     assert "time_limit" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("policy,depth", [("easy", 1), ("easy", 2), ("conservative", 1)])
+@FEWER
+@given(data=st.data())
+def test_time_min_with_boots_and_pulls_matches_twin(data, policy, depth):
+    """Power saving, container images or both: a limit is cut at the pass, then the job
+    waits for its nodes' boots (its cut limit counts from when they are ready, as
+    Slurm's job_config_fini resets its end) and pulls its image inside that limit; the
+    engine against the twin, records, boots, pulls and limits."""
+    if data.draw(st.integers(0, 3)) > 0:    # crowded: cut limits are common
+        cluster, jobs, tmin = data.draw(_crowded())
+        available, deps, groups, caps, rank = None, {}, {}, [], None
+        parts = {int(j): [0] for j in jobs.job_id}
+    else:
+        cluster, available, jobs, parts, deps, groups, caps, rank = \
+            data.draw(constrained_cases())
+        jobs, tmin, _ = _scaled(data, jobs)
+    ids = [int(j) for j in jobs.job_id]
+    ran = {}
+    engine = {"time_min": tmin}
+    twin = {"time_min": dict(zip(ids, tmin.tolist())), "ran_limits": ran}
+    which = data.draw(st.sampled_from(["power", "images", "both"]))
+    if which != "images":
+        pm = data.draw(power_models(cluster))
+        engine["power"] = engine_power(pm, cluster)
+        twin["power"] = _twin_power(pm, cluster)
+    if which != "power":
+        images, c = _images(data, len(jobs))
+        engine["images"], twin["images"] = images, _twin_images(ids, c)
+    case = (cluster, available, jobs, parts, deps, groups, caps, rank)
+    run, _, _ = run_both(case, policy, depth, engine=engine, twin=twin)
+    limit = jobs.time_limit
+    if (tmin > 0).any():
+        _same_limits(run, jobs, ran)
+        limit = run.time_limit
+    for i, j in enumerate(ids):
+        if which != "images":
+            assert run.configure[i] == twin["power"].get("boot_out", {}).get(j, 0), j
+        if which != "power":
+            assert run.pull[i] == twin["images"][3].get(j, 0), j
+    cut = (limit < jobs.time_limit) & (run.start >= 0)
+    waited = (run.configure > 0) if which != "images" else (run.pull > 0)
+    event(f"{which}: cut limits {min(int(cut.sum()), 2)}, "
+          f"cut and waited or pulled {min(int((cut & waited).sum()), 2)}")
+
+
+def test_the_cli_runs_and_checks_time_min_with_power_saving(tmp_path):
+    """The example's jobs on CLOUD nodes (boot 2 min, the first power-up at 1 s): job 1
+    runs from 121 to 3721, where job 2 is reserved; job 3 (at 10) is cut to the 61
+    whole minutes before that, then boots for 121 s and runs its 3000 s. Its record
+    holds the cut limit and the check passes (the ``time_limit`` check reads the limit
+    the job ran with, not its hold from its allocation); a record claiming its full
+    limit fails it."""
+    conf, trace, recs = tmp_path / "slurm.conf", tmp_path / "w.csv", tmp_path / "jobs.csv"
+    conf.write_text("ClusterName=t\nResumeTimeout=600\nNodeName=gpu[1-4] CPUs=8 Gres=gpu:8 "
+                    "State=CLOUD\nPartitionName=all Nodes=ALL Default=YES\n")
+    trace.write_text(_HEAD + _ROWS)
+    assert main(["simulate", str(trace), "--cluster", str(conf), "--power", "boot=2m",
+                 "--jobs-out", str(recs), "--no-progress"]) == 0
+    out = pd.read_csv(recs).set_index("job_id")
+    assert out.loc[3, ["start_time", "end_time", "time_limit", "configure_time"]].tolist() \
+        == [131, 3131, 3660, 121]
+    check = ["check", str(recs), "--trace", str(trace), "--cluster", str(conf),
+             "--power", "boot=2m"]
+    assert main(check) == 0
+    bad = out.copy()
+    bad.loc[3, "time_limit"] = 7260
+    bad.reset_index().to_csv(recs, index=False)
+    assert main(check) == 1

@@ -294,7 +294,7 @@ class _EventLoop:
         #: the limits jobs asked for (``--time-min`` starts cut ``jobs.limit`` in place)
         self.asked = None
         if time_min is not None and (np.asarray(time_min) > 0).any():
-            _check_time_min(self.topo, images, power, preemption)
+            _check_time_min(self.topo, preemption)
             self.asked = self.jobs.limit.copy()
             self.jobs = self.jobs._replace(tmin=as_i64(np.asarray(time_min)[order]))
         check_regrow(lc, limits, images, self.topo)
@@ -635,17 +635,26 @@ def _check_ranges(topo, preemption) -> None:
                                "modelled yet")
 
 
-def _check_time_min(topo, images, power, preemption) -> None:
+#: why ``--time-min`` with preemption is refused (UnsupportedError)
+TIME_MIN_PREEMPTION = (
+    "Slurm's main scheduler preempts for a job with its whole limit (job_scheduler.c "
+    "reads no time_min), its backfill cuts a limit at reservations only, never at a "
+    "preemptable job's end (backfill.c _bf_reserve_running)")
+
+
+def _check_time_min(topo, preemption) -> None:
     """``--time-min`` starts cut a job's limit at a pass (:mod:`.timemin`; a killed
     attempt is requeued with its own limit again); refused where its start is shaped
-    otherwise."""
-    given = [name for name, on in (
-        ("topology placement", topo.levels.shape[0] > 0 or topo.excl.any()),
-        ("container images", images is not None), ("power saving", power is not None),
-        ("preemption", preemption is not None)) if on]
-    if given:
-        raise UnsupportedError(f"jobs with --time-min (time_min) and {', '.join(given)} "
+    otherwise: by topology placement, and by preemption (:data:`TIME_MIN_PREEMPTION`:
+    which of a cut start and a preemption a job gets is not modelled). Boots (power
+    saving) and image pulls come after the cut, as in Slurm: the cut limit counts from
+    the nodes' ready time (job_mgr.c ``job_config_fini``), a pull runs inside the job."""
+    if topo.levels.shape[0] > 0 or topo.excl.any():
+        raise UnsupportedError("jobs with --time-min (time_min) and topology placement "
                                "are not modelled yet")
+    if preemption is not None:
+        raise UnsupportedError("jobs with --time-min (time_min) and preemption are not "
+                               f"modelled: {TIME_MIN_PREEMPTION}")
 
 
 def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order, nodes):
@@ -731,7 +740,8 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     cannot start now with its limit may start with a shorter one, at least that; the
     run's ``time_limit`` has the limit each job's last attempt ran with (a killed
     attempt's is in ``attempts.limit``; a requeued one is planned with its own limit
-    again; not with ``images``, ``power``, ``preemption`` or topology placement).
+    again; with ``images`` and ``power`` the pull and the boots come after the cut;
+    not with ``preemption`` or topology placement).
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)

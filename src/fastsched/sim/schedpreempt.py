@@ -117,6 +117,9 @@ class SchedulerPreemption:
         self.index = np.empty(n, dtype=np.int64)      # submit order, as the engine's
         self.index[order] = np.arange(n)
         self.part_used = np.full(n, -1, dtype=np.int64)
+        # each running attempt's allocation time: with power saving a job CONFIGURING
+        # (its start reset to when its nodes are ready, after now) has that as Slurm's start
+        self.alloc = np.full(n, -1, dtype=np.int64)
         # one job's attempts count across preemptions and node failures (requeue: the
         # Scheduler's :class:`.schedrequeue.SchedulerRequeue`, with a lifecycle)
         self.at_failures = requeue
@@ -166,6 +169,8 @@ class SchedulerPreemption:
             return
         back = self.requeued_mode(rows)
         again = rows[back]
+        # a victim still CONFIGURING never ran: its attempt starts at its stop
+        s._catalog.start[rows] = np.minimum(s._catalog.start[rows], now)
         if self.at_failures is not None:
             self.at_failures.preempted(s, again, now)
         pos = np.flatnonzero(np.isin(s._running_rows, rows))
@@ -185,17 +190,24 @@ class SchedulerPreemption:
     def cls(self, rows, parts) -> np.ndarray:
         return np.asarray(parts, dtype=np.int64) if self.qos is None else self.qos[rows]
 
-    def planning(self, s, rows) -> PassPreempting | None:
-        """With ``backfill``: what a pass over the queued catalog ``rows`` plans with
-        preemptable capacity from (:mod:`fastsched.engine.passpreempt`), as the
-        simulator's passes read the run's :class:`fastsched.engine.preempt.Preemptor`;
+    def slurm_start(self, s, rows, now: int) -> np.ndarray:
+        """The start times Slurm reads for the running catalog ``rows`` at ``now``: a job
+        CONFIGURING (power saving: its start, reset to when its nodes are ready, is after
+        ``now``) has its allocation's until then (job_mgr.c ``job_config_fini``)."""
+        start = s._catalog.start[rows]
+        return np.where(start > now, self.alloc[rows], start)
+
+    def planning(self, s, rows, now: int) -> PassPreempting | None:
+        """With ``backfill``: what a pass at ``now`` over the queued catalog ``rows``
+        plans with preemptable capacity from (:mod:`fastsched.engine.passpreempt`), as
+        the simulator's passes read the run's :class:`fastsched.engine.preempt.Preemptor`;
         None without."""
         if not self.backfill:
             return None
         run = s._running_rows
         known = run >= 0
         r = np.where(known, run, 0)
-        start = np.where(known, s._catalog.start[r], -1)
+        start = np.where(known, self.slurm_start(s, r, now), -1)
         stopping = known & (self.stopping[r] == self.restarts[r])
         qos = self.qos
         return PassPreempting(self.can[rows], None if qos is None else qos[rows], start,
@@ -285,6 +297,7 @@ class SchedulerPreemption:
         """Record the partitions ``d``'s starts ran in, then apply its preemption."""
         started = np.flatnonzero(d.outcome == START)
         self.part_used[d.rows[started]] = d.partition[started]
+        self.alloc[d.rows[started]] = d.now
         pre = d.preempt
         if pre is None or pre.row < 0:
             return
@@ -333,7 +346,7 @@ class _View:
         offs = [r.node_offsets[k] for k in keep]
         lists = [r.nodes[o:r.node_offsets[k + 1]] for o, k in zip(offs, keep)]
         rows = s._running_rows[keep].tolist()
-        start = s._catalog.start[s._running_rows[keep]].tolist()
+        start = pp.slurm_start(s, s._running_rows[keep], now).tolist()
         part = pp.part_used[s._running_rows[keep]].tolist()
         for i in started.tolist():
             row, nodes = int(d.rows[i]), d.nodes_of(i).astype(np.int64)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..model.errors import InputError, UnsupportedError
 from .decisions import START, Decisions
+from .preemption import check_preemption_run
 from .schedimages import SchedulerImages
 from .schedpower import SchedulerPower
 
@@ -29,10 +30,14 @@ class StartCosts:
         self.images, self.power = images, power
 
     @classmethod
-    def of(cls, cluster, jobs, containers, power, engine: str, **refused) -> "StartCosts | None":
+    def of(cls, cluster, jobs, containers, power, engine: str, preemption=None,
+           **refused) -> "StartCosts | None":
         """The costs of ``containers`` and ``power`` (None when neither is given) for the
         jobs of ``jobs``; ``refused``: the Scheduler's options not modelled with them
-        (UnsupportedError naming the first given)."""
+        (UnsupportedError naming the first given). ``preemption`` (active, or None) is
+        modelled with power saving as :func:`fastsched.simulate` models it (a victim's
+        GraceTime or PreemptExemptTime refused:
+        :func:`fastsched.sim.preemption.power_refused`), not with containers."""
         given = [name for name, value in (("containers", containers),
                                           ("power saving", power)) if value is not None]
         if not given:
@@ -45,6 +50,10 @@ class StartCosts:
         if containers is not None and jobs is None:
             raise InputError("containers describe the jobs of a table: pass it as jobs=",
                              field="containers")
+        if power is not None:
+            check_preemption_run(power, None, preemption)
+        if containers is not None:
+            refused = {"preemption": preemption, **refused}
         other = [name for name, value in refused.items() if value is not None]
         if other:
             raise UnsupportedError(f"{' and '.join(given)} with {other[0].replace('_', ' ')} "
@@ -64,7 +73,8 @@ class StartCosts:
         configure, pull = self._costs(d, commit=False)
         started = d.outcome == START
         work = jobs.runtime if requeue is None else requeue.left[d.rows]
-        run = np.minimum(pull + work, jobs.time_limit)
+        limit = jobs.time_limit if d.time_limit is None else d.time_limit
+        run = np.minimum(pull + work, limit)
         end = np.where(started, d.now + configure + run, -1).astype(np.int64)
         return replace(d, configure_time=configure, pull_time=pull, end_time=end)
 

@@ -6,19 +6,29 @@ decision carries that limit (``Decisions.time_limit``), which :meth:`Scheduler.a
 holds its nodes for (its planned end) and the caller ends it by. With a lifecycle and
 node events, each attempt is planned anew (a requeued one asks for its own limit and
 time minimum again) and a shrunk ``--no-kill`` attempt keeps the limit it started with,
-as :func:`fastsched.simulate` runs them.
+as :func:`fastsched.simulate` runs them. With advance reservations, their windows
+cut limits as the pass's reservations do, and a member job (``--reservation``) starts
+with the limit its window leaves (a window's end is a hold on its twin node,
+:mod:`.resvlayout`), as :func:`fastsched.simulate` cuts them; not in a FLEX reservation.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..engine.loop import TIME_MIN_PREEMPTION
 from ..model.errors import InputError, UnsupportedError
+from ..model.resvjobs import members_of
 from ..model.timemin import check_time_min
+from .resvlayout import flex_used
 
 
-def scheduler_time_min(jobs, time_min, **refused) -> np.ndarray | None:
+def scheduler_time_min(jobs, time_min, reservations=None, **refused) -> np.ndarray | None:
     """``time_min`` per row of ``jobs`` (int64; None: no job has one), checked; the
-    Scheduler's options in ``refused`` (not None: given) are not modelled with it."""
+    Scheduler's options in ``refused`` (not None: given) are not modelled with it, nor
+    member jobs of a FLEX reservation of ``reservations`` (the Scheduler's advance
+    reservations), as :func:`fastsched.simulate` refuses them: such a job may start on
+    either side of the reservation's edge, and its cut limit is measured on one side's
+    holds."""
     if time_min is None:
         return None
     if jobs is None:
@@ -27,10 +37,17 @@ def scheduler_time_min(jobs, time_min, **refused) -> np.ndarray | None:
     tmin = check_time_min(time_min, jobs.time_limit)
     if not (tmin > 0).any():
         return None
+    if refused.pop("preemption", None) is not None:
+        raise UnsupportedError(f"time_min with preemption is not modelled: "
+                               f"{TIME_MIN_PREEMPTION}")
     given = [name for name, value in refused.items() if value is not None]
     if given:
         raise UnsupportedError(f"time_min with {', '.join(given)} is not modelled in the "
                                "Scheduler yet")
+    members = members_of(reservations)
+    if members is not None and flex_used(members):
+        raise UnsupportedError("time_min with jobs running in a FLEX reservation is not "
+                               "modelled")
     return tmin
 
 

@@ -195,9 +195,8 @@ class Scheduler:
             self._preempt = SchedulerPreemption(cluster, jobs, preemption, lifecycle,
                                                 partitions, self._requeue, placement)
         self._time_min = scheduler_time_min(
-            jobs, time_min, preemption=preemption,
-            containers=containers, power=power, placement=placement,
-            advance_reservations=self._reservations,
+            jobs, time_min, preemption=preemption, placement=placement,
+            reservations=self._reservations,
             **{"reservations='slurm'": True if engine == "slurm" else None})
         check_elastic(lifecycle, placement, limits, self._reservations, preemption=preemption,
                       containers=containers, power=power,
@@ -457,7 +456,9 @@ class Scheduler:
                 self._costs.decide(d, self._catalog.take(d.rows), self._requeue)
         self._preempt.due(self, now)
         d = self._pass(now, self.policy.name, self.reserve_depth, full, self._version)
-        return replace(d, preempt=self._preempt.decide(self, now, d))
+        d = replace(d, preempt=self._preempt.decide(self, now, d))
+        return d if self._costs is None else \
+            self._costs.decide(d, self._catalog.take(d.rows), self._requeue)
 
     @property
     def preempt_time(self) -> int:
@@ -689,7 +690,7 @@ class Scheduler:
                           time_min=None if self._time_min is None else
                           self._time_min[rows[runnable]],
                           preempting=None if self._preempt is None else
-                          self._preempt.planning(self, rows[runnable]),
+                          self._preempt.planning(self, rows[runnable], now),
                           nodes_min=None if low is None else low[rows[runnable]],
                           **self._constraints.of_rows(rows[runnable], self._catalog))
             outcome, planned, offsets, nodes, masks, part = widen(d, runnable)

@@ -186,8 +186,10 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
         checks += check_reservations(schedule, start, held, advance_reservations, out)
     if time_min is not None:
         from .timemin import check_time_limits
-        check_time_limits(jobs, start, time_min, jobs.time_limit if asked_limit is None
-                          else asked_limit, out)
+        # the limits the jobs ran with, not the allocation view's (lengthened by boots)
+        ran = jobs.time_limit if plan_limit is None else plan_limit
+        check_time_limits(jobs.job_id, start, ran, time_min,
+                          ran if asked_limit is None else asked_limit, out)
         checks.append("time_limit")
     not_checked = []
     if policy is not None and time_min is not None:

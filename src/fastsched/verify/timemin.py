@@ -11,9 +11,10 @@ import numpy as np
 from .report import Violation
 
 
-def check_time_limits(jobs, start, time_min, asked, out: list) -> None:
-    """``jobs``: with the limits they ran with; ``time_min`` and ``asked`` per job."""
-    _in_range(jobs.job_id, start, jobs.time_limit, time_min, asked, "", out)
+def check_time_limits(job_id, start, ran, time_min, asked, out: list) -> None:
+    """Per job: its ``job_id``, ``start``, the limit it ran with (``ran``), its
+    ``time_min`` and the limit it ``asked`` for."""
+    _in_range(job_id, start, ran, time_min, asked, "", out)
 
 
 def check_attempt_limits(job_id, start, ran, time_min, asked, head, tail, out: list) -> None:
