@@ -4,6 +4,8 @@ ai-mix jobs running, for each cluster named (default ai-8k ai-100k ai-1m); CPU p
 event, median of 5 rounds of 800 events (the first round also loads the kernels).
 Then a failure's dearer case: ``down`` on a node of a running job (killed and
 requeued), one per job, after ten such events that load the kernels; CPU per event.
+Last, what each event costs the compiled run besides: a call of the loop (the run is
+cut at every event) with no instant to run; CPU per call, median of 5 rounds of 500.
 
     python benchmarks/node_events.py [CLUSTER ...]
 """
@@ -63,6 +65,18 @@ def per_kill_us(name: str, warm: int = 10) -> tuple[float, int]:
     return (time.process_time() - t) / max(len(nodes) - warm, 1) * 1e6, len(nodes) - warm
 
 
+def per_run_call_us(name: str, rounds: int = 5, calls: int = 500) -> list[float]:
+    """CPU us per call of the loop's ``run`` that has no instant to run."""
+    _, loop, now = running_loop(name)
+    out = []
+    for _ in range(rounds):
+        t = time.process_time()
+        for _ in range(calls):
+            loop.run(now)
+        out.append((time.process_time() - t) / calls * 1e6)
+    return out
+
+
 if __name__ == "__main__":
     for name in sys.argv[1:] or ["ai-8k", "ai-100k", "ai-1m"]:
         us = per_event_us(name)
@@ -70,3 +84,6 @@ if __name__ == "__main__":
               f"(rounds: {', '.join(f'{u:.1f}' for u in us)})", flush=True)
         kill, k = per_kill_us(name)
         print(f"{name}: {kill:.1f} us CPU per down event killing a job ({k} events)", flush=True)
+        call = per_run_call_us(name)
+        print(f"{name}: {statistics.median(call):.1f} us CPU per call of the loop with no "
+              f"instant to run (rounds: {', '.join(f'{u:.1f}' for u in call)})", flush=True)

@@ -27,7 +27,7 @@ KERNEL_SOURCES = ("engine/availability", "engine/blocks", "engine/earliest", "en
                   "engine/prefetch", "engine/profile", "engine/runindex", "engine/running",
                   "engine/slurmplan", "engine/timemin", "engine/treap", "engine/undo", "engine/wholenode",
                   "policy/fairshare", "policy/priority", "sim/gpusweep", "tools/rlfast",
-                  "engine/driver", "engine/elastic", "engine/inputs", "engine/requeue",
+                  "engine/driver", "engine/elastic", "engine/entry", "engine/inputs", "engine/requeue",
                   "engine/interrupt", "engine/leafkernel", "engine/state", "model/cluster",
                   "model/constraints", "model/elastic", "model/errors", "model/events",
                   "model/jobs", "model/noderuns", "model/policies", "model/progress",

@@ -19,7 +19,6 @@ threads share a small *control* array (int64):
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import threading
 
@@ -69,49 +68,75 @@ def call(kernel, *args, control: np.ndarray, tick=None):
     time and jobs done.
     The kernel's own exceptions are re-raised here.
     """
-    out = {}
-    finished = threading.Event()
     worker = _take_worker()
     try:
-        worker.tasks.put((kernel, args, out, finished))
-        while not finished.wait(TICK):
+        worker.start(kernel, args)
+        while not worker.wait(TICK):
             if tick is not None:
                 tick()
         if tick is not None:
             tick()
     except KeyboardInterrupt as e:
         control[REQUEST] = STOP
-        finished.wait(GRACE)
+        worker.wait(GRACE)
         raise interrupted(control, e) from None
     finally:
-        if finished.is_set():           # (one still running is not handed out again)
+        if worker.returned():       # (one still running is not handed out again)
             _give_back(worker)
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
+    return worker.result()
 
 
 class _Worker:
     """A thread that runs kernels handed to it, one at a time (starting a thread
     per call would cost ~0.1 ms of CPU: the event loop may be called per
-    PriorityCalcPeriod, tens of thousands of times)."""
+    PriorityCalcPeriod, tens of thousands of times). The hand-off is two locks,
+    held while there is nothing to do: ``_go`` by the worker's side, ``_done`` by
+    the caller's (an Event, a queue and a dict per call cost twice as much)."""
 
     def __init__(self):
-        self.tasks = queue.SimpleQueue()
+        self._go, self._done = threading.Lock(), threading.Lock()
+        self._go.acquire()
+        self._done.acquire()
+        self._task = self._value = self._error = None
+        self._taken = True      # (caller's side) the last task's return was seen
         self.busy = False
         threading.Thread(target=self._serve, name=KERNEL_THREAD, daemon=True).start()
 
+    def start(self, kernel, args) -> None:
+        self._task, self._taken = (kernel, args), False
+        self._go.release()
+
+    def wait(self, timeout: float) -> bool:
+        """Whether the task returned within ``timeout`` seconds."""
+        if not self._taken:
+            self._taken = self._done.acquire(timeout=timeout)
+        return self._taken
+
+    def returned(self) -> bool:
+        """Whether the task handed out returned (its result is then taken with
+        :meth:`result`)."""
+        return self.wait(0)
+
+    def result(self):
+        value, error = self._value, self._error
+        self._value = self._error = None
+        if error is not None:
+            raise error
+        return value
+
     def _serve(self):
         while True:
-            kernel, args, out, finished = self.tasks.get()
+            self._go.acquire()
+            kernel, args = self._task
+            self._task = None
             self.busy = True
             try:
-                out["value"] = kernel(*args)
+                self._value = kernel(*args)
             except BaseException as e:      # handed to the calling thread
-                out["error"] = e
+                self._error = e
             finally:
                 self.busy = False
-                finished.set()
+                self._done.release()
 
 
 # Idle workers, shared by all calling threads: as many workers as calls ever ran at

@@ -36,6 +36,7 @@ from .preemptplan import no_preempting
 from .profile import (_advance, _advance_nodes, _give_back, _on_grid, block_windows,
                       new_profile, profile_of)
 from .elastic import Shrinks, check_regrow
+from .entry import Entries
 from .requeue import Requeues
 from .running import _take_running
 from .wholenode import _end_whole, _whole_pass, whole_node_run
@@ -280,6 +281,7 @@ class _EventLoop:
         self.topo = Topology(pl.levels, pl.unit[order], pl.max_leaves[order],
                              pl.leaf_wait[order], pl.gpu_groups, *_exclusive(pl, avail, order))
         self.member = None          # every partition's nodes: built at the first node event
+        self.entries = Entries()    # (the kernels called per event or run: no dispatch)
         self.topo_excl = bool(self.topo.excl.any())     # (asked at every node event)
         lc = lifecycle
         self.requeues = Requeues(n) if lc is None else Requeues(
@@ -407,8 +409,8 @@ class _EventLoop:
         self.avail[changed] = value
         if self.member is None:
             self.member = _membership(self.cluster)
-        poff, pflat = set_available(changed, value, *self.member, self.nodes, self.types,
-                                    self.free)
+        poff, pflat = self.entries(set_available, changed, value, *self.member, self.nodes,
+                                   self.types, self.free)
         self.nodes = self.nodes._replace(poff=poff, pflat=pflat)
 
     def _jobs_on(self, t: int, nodes) -> np.ndarray:
@@ -441,13 +443,13 @@ class _EventLoop:
                                       int(jobs.runtime[j]), int(self.images.pull[j]),
                                       preempted, rq, int(jobs.limit[j]), configure)
             jj = np.int64(j)
-            _complete(jj, now, self.rules, jobs, self.types, self.nodes, self.free, self.p,
-                      self.run_lists, self.lim, self.topo, out)
-            end_power(jj, now, jobs, out, self.power)
+            self.entries(_complete, jj, now, self.rules, jobs, self.types, self.nodes,
+                         self.free, self.p, self.run_lists, self.lim, self.topo, out)
+            self.entries(end_power, jj, now, jobs, out, self.power)
             if left < 0:        # NODE_FAIL: its dependents see it end, not ok
                 out.end[j] = t
-                self.sc[1] = _release(jj, False, False, now, deps, ev, jobs.eligible,
-                                      np.int64(self.sc[1]))
+                self.sc[1] = self.entries(_release, jj, False, False, now, deps, ev,
+                                          jobs.eligible, np.int64(self.sc[1]))
                 continue
             _count_submitted(jj, np.int64(1), self.lim)      # still in the system, pending
             jobs.runtime[j] = left
@@ -557,11 +559,12 @@ class _EventLoop:
         loop is then cut mid-pass and cannot go on."""
         control = self.control
         self.rules = self.rules._replace(index_after=np.int64(_INDEX_AFTER))
+        args = (np.int64(t_stop), self.sc, self.rules, self.ev, self.deps, self.jobs,
+                self.types, self.nodes, self.free, self.p, self.run_lists, self.lim, self.topo,
+                self.out, self.scratch, control, self.images, self.power, self.planning)
         self.p, self.run_lists = _call(
-            _run, np.int64(t_stop), self.sc, self.rules, self.ev, self.deps, self.jobs,
-            self.types, self.nodes, self.free, self.p, self.run_lists, self.lim, self.topo,
-            self.out, self.scratch, control, self.images, self.power, self.planning,
-            control=control, tick=None if tick is None else (lambda: tick(control)))
+            self.entries.entry(_run, args), *args, control=control,
+            tick=None if tick is None else (lambda: tick(control)))
 
     def profile(self, x: int):
         """Node x's kept work profile: (breakpoints, free GPUs, CPUs, MB) views."""
