@@ -8,7 +8,7 @@ import numpy as np
 from ..io.times import parse_time
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import saved_progress
-from ..model.preemption import OFF, PREEMPT_TYPES, Preemption, parse_mode
+from ..model.preemption import OFF, PREEMPT_TYPES, REGROW_PREEMPT, Preemption, parse_mode
 
 __all__ = ["site_preemption", "preemption_summary", "preemption_line", "check_preemption",
            "power_refused"]
@@ -38,14 +38,20 @@ def check_preemption(pre: Preemption, jobs, placement=None) -> None:
 
 
 def check_preemption_run(power=None, lifecycle=None, pre: Preemption | None = None) -> None:
-    """UnsupportedError for what preemption is not checked with: elastic jobs (their
-    state at a preemption is not modelled), and with power saving a GraceTime or
-    PreemptExemptTime of a class that may be preempted (:func:`power_refused`)."""
+    """UnsupportedError for what preemption is not modelled with: regrowth of
+    ``--no-kill`` jobs (:data:`fastsched.model.preemption.REGROW_PREEMPT` says why), and
+    with power saving a GraceTime or PreemptExemptTime of a class that may be preempted
+    (:func:`power_refused`) or node ranges (a narrow victim's start while its nodes
+    boot is not modelled). Elastic jobs that only shrink, and node ranges, are
+    preempted whole, on the nodes they hold then (:mod:`fastsched.engine.preempt`)."""
     why = power_refused(pre) if power is not None and pre is not None else ""
     if why:
         raise UnsupportedError(f"preemption with power saving and {why} is not modelled")
-    if lifecycle is not None and lifecycle.elastic:
-        raise UnsupportedError("preemption with elastic (--no-kill) jobs is not modelled")
+    if lifecycle is not None and lifecycle.regrow:
+        raise UnsupportedError(REGROW_PREEMPT)
+    if power is not None and lifecycle is not None and lifecycle.ranged:
+        raise UnsupportedError("preemption with power saving and node ranges (nodes_min) "
+                               "is not modelled")
 
 
 def power_refused(pre: Preemption) -> str:

@@ -98,6 +98,8 @@ class SchedulerPreemption:
         self.level = np.asarray(pre.level, dtype=np.int64)
         self.qos = None if pre.job_class is None else np.asarray(pre.job_class, np.int64)
         self.requeue, self.delay = np.asarray(lc.requeue, dtype=bool), int(lc.delay)
+        #: the nodes each job must get to start: a node range's MIN, else all it asks for
+        self.low = lc.start_nodes(jobs.num_nodes)
         if partitions is None:
             self.poff = np.arange(n + 1, dtype=np.int64)
             self.parts = np.asarray(jobs.partition, dtype=np.int64)
@@ -167,7 +169,7 @@ class SchedulerPreemption:
         back = self.requeued_mode(rows)
         again = rows[back]
         if self.at_failures is not None:
-            self.at_failures.preempted(s, again, now)
+            self.at_failures.preempted(s, rows, back, now)
         pos = np.flatnonzero(np.isin(s._running_rows, rows))
         # a requeued victim stays submitted (limits' max_submit), its dependents wait
         # for its end; a cancelled one ends (PREEMPTED: not ok for its dependents)
@@ -237,17 +239,18 @@ class SchedulerPreemption:
     def choose(self, view, j: int, now: int):
         """Job row ``j``'s victims (rows, submit order), or None (the engine's rule)."""
         g, c, m, nn = view.request(j)
+        low = int(self.low[j])
         for p in self.parts[self.poff[j]:self.poff[j + 1]].tolist():
             nodes = np.flatnonzero(self.member[p] & view.available)
             FG, FC, FM = view.fg[nodes].copy(), view.fc[nodes].copy(), view.fm[nodes].copy()
             fits = (FG >= g) & (FC >= c) & (FM >= m)
-            if fits.sum() >= nn:
+            if fits.sum() >= low:
                 return None
             cand = self.candidates(view, j, p, now, nodes)
 
             def holds(v):
                 return (view.nodes_of(v),) + tuple(view.request(v)[:3])
-            found = victims_needed((FG, FC, FM), fits, (g, c, m, nn), nodes, cand, holds)
+            found = victims_needed((FG, FC, FM), fits, (g, c, m, low), nodes, cand, holds)
             if found is not None:
                 return self._victims(view, cand[:found[0] + 1], nodes, found[1], nn)
         return None
@@ -349,7 +352,10 @@ class _View:
         self.start = np.array(start, dtype=np.int64)
         self.part = np.array(part, dtype=np.int64)
         self.pos = {row: k for k, row in enumerate(rows)}
-        self.nn = np.asarray(jobs.num_nodes, dtype=np.int64)
+        # the nodes each holds (a --no-kill job a failure shrank: fewer than it asks for),
+        # which orders the victims as Slurm's node_cnt does
+        self.nn = np.asarray(jobs.num_nodes, dtype=np.int64).copy()
+        self.nn[self.rows] = [len(held) for held in lists]
 
     def request(self, row: int):
         j = self.jobs

@@ -1,0 +1,209 @@
+"""Preemption with elastic jobs and node ranges: ``--no-kill`` jobs that node failures
+shrank, and jobs of a node range started on fewer nodes, are preempted whole, on the
+nodes they hold then; a node range job preempts until its MIN nodes fit. The engine
+against the twin (tests/naive_preempt.py in the event loop of tests/naive_nodes.py,
+which shrinks as tests/naive_elastic.py says), the checks of such runs, and what is
+refused."""
+from dataclasses import replace
+from functools import partial
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from fastsched import Cluster, JobTable, NodeEvents, simulate
+from fastsched.engine.preempt import Preemptor
+from fastsched.model.cluster import Partition
+from fastsched.model.errors import UnsupportedError
+from fastsched.model.lifecycle import Lifecycle
+from fastsched.model.preemption import CANCEL, REQUEUE, Preemption
+from constrained_twin import attempt_rows, run_both
+from test_preempt import _twin_rules
+
+SETTINGS = settings(max_examples=25, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+@st.composite
+def elastic_preempt_cases(draw):
+    """Two low tiers (grace times drawn) filling 3-5 like nodes at 0 with multi-node
+    jobs, most ``--no-kill``, most with a minimum (a node range); nodes going down (and
+    some back) while they run, so that they shrink; high-tier jobs (some ``--no-kill``,
+    most of a node range) arriving while they run, which must preempt; jobs of every
+    tier queued behind. Returns (case, rules, lifecycle, node event rows)."""
+    n = draw(st.integers(3, 5))
+    cpus = draw(st.sampled_from([2, 4]))
+    grace = [draw(st.sampled_from([0, 0, 5, 20])) for _ in range(2)]
+    parts = [Partition("low0", np.arange(n), priority_tier=1, grace_time=grace[0]),
+             Partition("low1", np.arange(n), priority_tier=1, grace_time=grace[1]),
+             Partition("high", np.arange(n), priority_tier=2)]
+    cluster = Cluster([f"n{i}" for i in range(n)], [cpus] * n, [0] * n, [0] * n,
+                      partitions=parts)
+    rows, no_kill, low = [], [], []
+    left = n
+    while left > 0:                            # the low tiers fill the nodes, wide
+        k = draw(st.integers(1, left))
+        left -= k
+        limit = draw(st.integers(60, 200))
+        rows.append((0, limit, draw(st.integers(40, limit)), k, cpus, draw(st.integers(0, 1))))
+        no_kill.append(k > 1 and draw(st.sampled_from([True, True, False])))
+        low.append(draw(st.integers(0, k - 1)))
+    for _ in range(draw(st.integers(1, 2))):   # preemptors
+        limit = draw(st.integers(10, 60))
+        k = draw(st.integers(1, n))
+        rows.append((draw(st.integers(5, 30)), limit, draw(st.integers(1, limit)), k,
+                     cpus, 2))
+        no_kill.append(k > 1 and draw(st.booleans()))
+        low.append(draw(st.integers(0, k - 1)))
+    for _ in range(draw(st.integers(0, 3))):   # queued behind them
+        limit = draw(st.integers(5, 100))
+        rows.append((draw(st.integers(2, 40)), limit, draw(st.integers(1, limit)),
+                     draw(st.integers(1, n)), draw(st.integers(1, cpus)),
+                     draw(st.integers(0, 2))))
+        no_kill.append(draw(st.booleans()))
+        low.append(0)
+    submit, limit, runtime, nodes, c, p = map(list, zip(*rows))
+    jobs = JobTable.from_arrays(job_id=np.arange(1, len(rows) + 1), submit_time=submit,
+                                time_limit=limit, runtime=runtime, num_nodes=nodes,
+                                cpus_per_node=c, partition=p)
+    ids = [int(j) for j in jobs.job_id]
+    case = (cluster, np.ones(n, dtype=bool), jobs, {j: [q] for j, q in zip(ids, p)}, {},
+            {j: [] for j in ids}, [], {j: -parts[q].priority_tier for j, q in zip(ids, p)})
+    mode = [draw(st.sampled_from([CANCEL, REQUEUE, REQUEUE])) for _ in range(3)]
+    pre = replace(Preemption.partition_prio(cluster, REQUEUE),
+                  mode=np.array(mode, dtype=np.int64), backfill=draw(st.booleans()))
+    events = sorted((draw(st.integers(1, 25)), "down", [draw(st.integers(0, n - 1))])
+                    for _ in range(draw(st.integers(1, 3))))
+    events += sorted((t + draw(st.integers(1, 30)), "up", which) for t, _, which in events
+                     if draw(st.booleans()))
+    events.sort(key=lambda e: e[0])
+    m = len(rows)
+    lc = replace(Lifecycle.of(m, delay=draw(st.integers(1, 10)),
+                              checkpoint_interval=draw(st.sampled_from([0, 7, 15]))),
+                 requeue=np.array(draw(st.lists(st.sampled_from([True, True, False]),
+                                                min_size=m, max_size=m)), dtype=bool),
+                 no_kill=np.array(no_kill, dtype=bool),
+                 nodes_min=np.array(low, dtype=np.int64))
+    return case, pre, lc, events
+
+
+def _run(case, pre, lc, events, policy):
+    """The engine's run, asserted equal to the twin's (records, killed attempts, shapes);
+    returns it with the job ids and the twin's shapes."""
+    jobs = case[2]
+    ids = [int(j) for j in jobs.job_id]
+    resized = []
+    run, _, killed = run_both(
+        case, policy, 1, rows=events, lifecycle=lc,
+        engine={"preemption": partial(Preemptor, pre)},
+        twin={"preempt": _twin_rules(pre, ids), "resized": resized,
+              "no_kill": {j: bool(lc.no_kill[i]) for i, j in enumerate(ids)},
+              "nodes_min": {j: int(lc.nodes_min[i]) for i, j in enumerate(ids)}})
+    assert attempt_rows(run, ids, "preempted") == sorted(killed)
+    shapes = sorted((ids[r.job[k]], int(r.attempt[k]), int(r.start[k]), int(r.end[k]),
+                     r.alloc_nodes[r.alloc_offsets[k]:r.alloc_offsets[k + 1]].tolist())
+                    for r in [run.resizes] for k in range(len(r)))
+    assert shapes == sorted(resized)
+    return run, ids
+
+
+def _combinations(run, jobs, lc) -> bool:
+    """Label what a run hit (a preempted attempt that a shrink resized; one that
+    started narrow on a node range; a node range job that preempted and started
+    narrow); returns whether it hit one of them."""
+    a, r = run.attempts, run.resizes
+    shrunk = set() if r is None else {(int(r.job[k]), int(r.attempt[k])) for k in range(len(r))}
+    victims = np.flatnonzero(a.preempted)
+    held = np.diff(a.alloc_offsets)
+    asked = np.asarray(jobs.num_nodes)
+    hits = {
+        "shrunk victim": any((int(a.job[k]), int(a.attempt[k])) in shrunk for k in victims),
+        "narrow victim": any((int(a.job[k]), int(a.attempt[k])) not in shrunk
+                             and held[k] < asked[a.job[k]] for k in victims),
+        "narrow preemptor": bool(len(victims)) and bool(
+            ((np.asarray(jobs.partition) == 2) & (np.diff(run.alloc_offsets) < asked)
+             & (run.start >= 0) & (lc.start_nodes(asked) < asked)).any())}
+    for name, hit in hits.items():
+        event(f"{name}: {hit}")
+    event(f"any of them: {any(hits.values())}")
+    return any(hits.values())
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@SETTINGS
+@given(data=st.data())
+def test_shrunk_jobs_preempted_match_twin(data, policy):
+    """Shrunk ``--no-kill`` jobs and narrow node range jobs are victims (whole, on the
+    nodes they hold, in the victims' order by the nodes they hold) and preemptors, in
+    the engine as in the twin; a shrunk or narrow victim's requeued attempt asks for all
+    its nodes with the node-seconds of its last checkpoint kept; a victim in its
+    GraceTime that shrinks ends at its work's end or is stopped at its grace end; a node
+    range preempts until its MIN nodes fit and starts on as many as are free then."""
+    case, pre, lc, events = data.draw(elastic_preempt_cases())
+    run, _ = _run(case, pre, lc, events, policy)
+    _combinations(run, case[2], lc)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_runs_with_shrunk_victims_pass_the_checks(data):
+    """``r.verify()`` passes on these runs (the shapes, the attempts, the preemptors),
+    and catches a doctored one: a shrunk victim's preempted shape starting a second
+    after the shape before it ended (``bad_resize``), or its requeued attempt ending a
+    second late (``resumed_work``: the node-seconds its checkpoint kept)."""
+    case, pre, lc, events = data.draw(elastic_preempt_cases())
+    cluster, jobs = case[0], case[2]
+    r = simulate(cluster, jobs, data.draw(st.sampled_from(["fcfs", "easy", "conservative"])),
+                 events=NodeEvents.from_rows(events, cluster.num_nodes), lifecycle=lc,
+                 preemption=pre, reservations="nodes")
+    report = r.verify()
+    assert report.ok, report
+    assert {"bad_resize", "preemptor", "resumed_work"} <= set(report.checks)
+    t = r.attempts
+    shrunk = {(int(a), int(b)) for a, b, z in zip(t["row"], t["attempt"], t["resized"]) if z}
+    hit = [k for k in np.flatnonzero(t["preempted"])
+           if (int(t["row"][k]), int(t["attempt"][k])) in shrunk]
+    event(f"shrunk victims: {min(len(hit), 2)}")
+    if not hit:
+        return
+    k = int(hit[0])
+    assert "bad_resize" in doctored(r, start=(k, t["start"][k] + 1)).kinds()
+    after = np.flatnonzero((t["row"] == t["row"][k]) & (t["attempt"] == t["attempt"][k] + 1))
+    if len(after) and t["end"][after[0]] > t["start"][after[0]]:
+        assert "resumed_work" in doctored(r, end=(int(after[0]),
+                                                  t["end"][after[0]] + 1)).kinds()
+
+
+def doctored(r, **changes):
+    """``r.verify()`` of its attempts with ``changes`` (key=(index, value))."""
+    from fastsched.verify.lifecycle import Attempts, verify_attempts
+    t = dict(r.attempts)
+    for key, (k, value) in changes.items():
+        t[key] = t[key].copy()
+        t[key][k] = value
+    return verify_attempts(r.cluster, r.workload, Attempts(
+        t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
+        t["alloc_nodes"], t.get("pull"), resized=t.get("resized"),
+        preempted=t.get("preempted"), partition=t["partition"]), r.events, r.lifecycle,
+        preemption=r.preemption, partitions=r.partitions)
+
+
+def _tiers(n=2):
+    """``n`` nodes in a low and a high tier partition, and what preempts there."""
+    parts = [Partition("low", np.arange(n), priority_tier=1),
+             Partition("high", np.arange(n), priority_tier=2)]
+    cluster = Cluster([f"n{i}" for i in range(n)], [8] * n, [0] * n, [0] * n,
+                      partitions=parts)
+    return cluster, Preemption.partition_prio(cluster, REQUEUE)
+
+
+def test_regrow_with_preemption_is_refused():
+    cluster, pre = _tiers()
+    jobs = JobTable.from_arrays(job_id=[1], submit_time=0, time_limit=10, runtime=5,
+                                num_nodes=2, cpus_per_node=8, partition=0)
+    lc = Lifecycle.of(1, no_kill=True, regrow=True)
+    with pytest.raises(UnsupportedError, match="regrow.*preemption"):
+        simulate(cluster, jobs, "easy", lifecycle=lc, preemption=pre, reservations="nodes")
+    simulate(cluster, jobs, "easy", lifecycle=replace(lc, regrow=False), preemption=pre,
+             reservations="nodes")
