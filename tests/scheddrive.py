@@ -160,7 +160,7 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
                 stop(v, now, mode == "REQUEUE")
                 at_once = True
             else:
-                stops[v] = (t, mode == "REQUEUE", running[v][0])
+                stops[v] = (t, mode == "REQUEUE", began[v])     # (its attempt)
         released = set(s.pending.job_id.tolist()) - set(d.job_id.tolist())
         return at_once or bool(released)
 
@@ -186,7 +186,7 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
         for j, (t, requeue, start) in list(stops.items()):
             if t == now:
                 del stops[j]
-                if j in running and running[j][0] == start:    # (that attempt runs on)
+                if j in running and began[j] == start:    # (that attempt runs on)
                     stop(j, now, requeue)
         if submits and submits[0] == now:
             submits.pop(0)

@@ -33,7 +33,8 @@ def test_scheduler_preempts_shrunk_and_narrow_jobs_as_the_simulator(policy, data
                  events=NodeEvents.from_rows(rows, cluster.num_nodes))
     assert driven.attempts == simulated(r)
     t = r.attempts
-    shrunk = {(int(a), int(b)) for a, b, z in zip(t["row"], t["attempt"], t["resized"]) if z}
+    resized = t.get("resized", np.zeros(len(t["row"]), dtype=bool))
+    shrunk = {(int(a), int(b)) for a, b, z in zip(t["row"], t["attempt"], resized) if z}
     hit = any((int(t["row"][k]), int(t["attempt"][k])) in shrunk
               for k in np.flatnonzero(t["preempted"]))
     narrow = any(np.diff(t["alloc_offsets"])[k] < jobs.num_nodes[t["row"][k]]

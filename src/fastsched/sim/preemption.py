@@ -9,6 +9,7 @@ from ..io.times import parse_time
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import saved_progress
 from ..model.preemption import OFF, PREEMPT_TYPES, REGROW_PREEMPT, Preemption, parse_mode
+from .elastic import shape_goodput_args
 
 __all__ = ["site_preemption", "preemption_summary", "preemption_line", "check_preemption",
            "power_refused"]
@@ -119,18 +120,33 @@ def site_preemption(cluster, config=None, job_qos=None) -> Preemption:
 def preemption_summary(jobs, table: dict, lifecycle) -> dict:
     """The summary's ``preemption`` part: preempted attempts, jobs cancelled by
     preemption, and the GPU-hours they ran, lost (after their last checkpoint) and
-    kept (checkpointed)."""
-    row = table["row"]
-    pre = table["preempted"]
-    gpus = (jobs.num_nodes[row].astype(np.int64) * jobs.gpus_per_node[row])[pre]
-    pull = np.zeros(len(row), dtype=np.int64) if table.get("pull") is None else table["pull"]
-    ran = np.maximum(table["elapsed"] - pull, 0)[pre]
-    saved = saved_progress(ran, lifecycle.checkpoint_interval[row][pre])
+    kept (checkpointed). Each record counts at the nodes it held: a preempted attempt
+    that a failure shrank, or that started narrow on a node range, at each shape's
+    width, its checkpoints over the whole attempt (as :func:`.lifecycle.
+    lifecycle_summary` counts them)."""
+    row, attempt = table["row"], table["attempt"]
+    pre = np.asarray(table["preempted"], dtype=bool)
+    key = row.astype(np.int64) * (int(attempt.max(initial=0)) + 1) + attempt
+    of = np.isin(key, key[pre])         # every record (shape) of a preempted attempt
+    width = np.where(table["start"] >= 0, np.diff(table["alloc_offsets"]), jobs.num_nodes[row])
+    gpus = (width.astype(np.int64) * jobs.gpus_per_node[row])[of]
+    interval = lifecycle.checkpoint_interval[row]
+    if "resized" in table:
+        shapes = shape_goodput_args(table)
+        ran = table["elapsed"] - np.minimum(shapes["pull"], table["elapsed"])
+        saved = np.clip(saved_progress(shapes["attempt_run"], interval) - shapes["before"],
+                        0, ran)
+    else:
+        pull = np.zeros(len(row), dtype=np.int64) if table.get("pull") is None \
+            else table["pull"]
+        ran = np.maximum(table["elapsed"] - pull, 0)
+        saved = saved_progress(ran, interval)
+    ran, saved = ran[of], saved[of]
     hours = 3600.0
     return {"preempted_attempts": int(pre.sum()),
             "preempted_jobs": int(len(np.unique(row[pre]))),
             "cancelled_jobs": int(np.asarray(table["preempted_job"]).sum()),
-            "preempted_gpu_hours": float(np.dot(gpus, table["elapsed"][pre])) / hours,
+            "preempted_gpu_hours": float(np.dot(gpus, table["elapsed"][of])) / hours,
             "lost_gpu_hours": float(np.dot(gpus, ran - saved)) / hours,
             "checkpointed_gpu_hours": float(np.dot(gpus, saved)) / hours}
 
