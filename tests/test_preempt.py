@@ -431,8 +431,10 @@ def test_cli_simulate_and_check(tmp_path, capsys):
 
 
 def test_unverified_combinations_are_refused(tmp_path):
-    """Power saving with a victim's GraceTime or PreemptExemptTime, and elastic jobs, are
-    refused with preemption; without it they run."""
+    """Power saving with a victim's GraceTime or PreemptExemptTime, regrowing elastic jobs,
+    and node ranges with power saving, are refused with preemption; without it they run
+    (elastic jobs that only shrink run with preemption:
+    tests/test_preempt_elastic.py)."""
     from fastsched.io.workload import read_workload
     from fastsched.model.power import PowerSaving
     conf, path = _site(tmp_path, part="GraceTime=600", extra="PreemptExemptTime=1")
@@ -454,8 +456,14 @@ def test_unverified_combinations_are_refused(tmp_path):
     assert r.verify().ok and r.summary["preemption"]["preempted_attempts"] == 2
     elastic = replace(lc, no_kill=np.ones(len(w.jobs), dtype=bool),
                       nodes_min=np.ones(len(w.jobs), dtype=np.int64))
-    with pytest.raises(UnsupportedError, match="elastic"):
-        simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=elastic)
+    with pytest.raises(UnsupportedError, match="regrow"):
+        simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=replace(elastic,
+                                                                            regrow=True))
+    ranged = replace(lc, nodes_min=np.where(w.jobs.num_nodes > 1, 1, 0))
+    with pytest.raises(UnsupportedError, match="power saving and node ranges"):
+        simulate(cluster, w.jobs, "easy", preemption=plain, lifecycle=ranged,
+                 power=PowerSaving(suspend_time=60))
+    assert simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=elastic).verify().ok
     assert simulate(cluster, w.jobs, "easy", lifecycle=lc).verify().ok
 
 

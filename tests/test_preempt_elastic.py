@@ -193,6 +193,52 @@ def doctored(r, **changes):
         preemption=r.preemption, partitions=r.partitions)
 
 
+EXAMPLE_CONF = """\
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+NodeName=gpu[01-04] CPUs=64 RealMemory=512000 Gres=gpu:8
+PartitionName=scavenger Nodes=ALL PriorityTier=1 Default=YES MaxTime=UNLIMITED
+PartitionName=high Nodes=ALL PriorityTier=10 MaxTime=UNLIMITED
+"""
+EXAMPLE_JOBS = """\
+job_id,submit_time,time_limit,runtime,num_nodes,gpus_per_node,cpus_per_node,mem_per_node,\
+partition,user,account,checkpoint_interval,checkpoint_cost,no_kill,nodes_min
+1,0,86400,36000,4,8,64,0,scavenger,sam,lab,3600,60,1,2
+2,10000,7200,3600,4,8,64,0,high,alice,prod,0,0,0,2
+"""
+
+
+def test_cli_simulate_and_check(tmp_path, capsys):
+    """docs/lifecycle.md's example from the command line: job 1 shrinks to 3 nodes at
+    3600, job 2 (a range of 2-4) preempts it at 10000 and runs on those 3 (4,800 s);
+    job 1, requeued with 6,300 s of its work at 4 nodes kept (25,200 node-seconds by its
+    checkpoint at 7200 s of run), starts narrow on 3 at 14,800 and ends at 54,400;
+    ``check`` passes, and catches its requeued attempt ending a second late."""
+    from fastsched.cli import main
+    conf, path = tmp_path / "slurm.conf", tmp_path / "jobs.csv"
+    conf.write_text(EXAMPLE_CONF)
+    path.write_text(EXAMPLE_JOBS)
+    events = tmp_path / "events.csv"
+    events.write_text("time,event,nodes\n3600,down,gpu04\n")
+    out = tmp_path / "out.csv"
+    site = ["--cluster", str(conf), "--events", str(events)]
+    assert main(["simulate", str(path), *site, "--jobs-out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "preemption: 1 attempt(s) of 1 job(s) preempted, 0 cancelled; 18.7 GPU-h " \
+           "lost, 56.0 GPU-h kept" in text
+    import pandas as pd
+    f = pd.read_csv(out)
+    assert f[["job_id", "start_time", "end_time", "state", "num_nodes"]].values.tolist() == [
+        [1, 0, 3600, "RESIZING", 4], [1, 3600, 10000, "PREEMPTED", 3],
+        [1, 14800, 54400, "COMPLETED", 3], [2, 10000, 14800, "COMPLETED", 3]]
+    assert main(["check", str(out), "--trace", str(path), *site]) == 0
+    capsys.readouterr()
+    f.loc[2, "end_time"] += 1
+    f.to_csv(out, index=False)
+    assert main(["check", str(out), "--trace", str(path), *site]) == 1
+    assert "resumed_work" in capsys.readouterr().out
+
+
 def _tiers(n=2):
     """``n`` nodes in a low and a high tier partition, and what preempts there."""
     parts = [Partition("low", np.arange(n), priority_tier=1),

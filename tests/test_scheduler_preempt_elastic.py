@@ -52,3 +52,36 @@ def test_scheduler_refuses_regrow_with_preemption():
         Scheduler(cluster, "easy", jobs=jobs, preemption=pre, lifecycle=lc)
     Scheduler(cluster, "easy", jobs=jobs, preemption=pre,
               lifecycle=Lifecycle.of(1, no_kill=True, nodes_min=1))
+
+
+def test_a_shrunk_victim_requeued_keeps_its_node_seconds():
+    """docs/lifecycle.md's example (job 1, 4 nodes, at least 2, ``--no-kill``, checkpoints
+    hourly, shrinks to 3 at 3600; job 2, high tier, 4 nodes, at least 2, preempts it at
+    10000 and starts on the 3 it freed) with one more failure at 20000: job 1's requeued
+    attempt (29,700 s left at 4 nodes: 25,200 node-seconds kept by its checkpoint at
+    7200 s of run) started narrow on 3 nodes at 14,800 and shrinks to 2, its shape's
+    ``remaining`` counted from that work, as ``simulate`` ends it."""
+    from fastsched.io.slurmconf import read_cluster
+    from fastsched.io.workload import read_workload
+    from fastsched.sim.preemption import site_preemption
+    from test_preempt_elastic import EXAMPLE_CONF, EXAMPLE_JOBS
+    import tempfile
+    import pathlib
+    with tempfile.TemporaryDirectory() as d:
+        conf, path = pathlib.Path(d, "slurm.conf"), pathlib.Path(d, "jobs.csv")
+        conf.write_text(EXAMPLE_CONF)
+        path.write_text(EXAMPLE_JOBS)
+        cluster = read_cluster(conf)
+        w = read_workload(path, cluster)
+    jobs, lc, pre = w.jobs, w.lifecycle(True, 121), site_preemption(cluster)
+    rows = [(3600, "down", [3]), (20000, "down", [2])]
+    s = Scheduler(cluster, "easy", jobs=jobs, preemption=pre, lifecycle=lc)
+    driven = drive_or_discard(s, jobs, lc, rows)
+    r = simulate(cluster, jobs, "easy", preemption=pre, lifecycle=lc,
+                 events=NodeEvents.from_rows(rows, cluster.num_nodes))
+    assert driven.attempts == simulated(r)
+    last = s.attempts.iloc[-1]
+    # 29,700 s x 4 nodes less 5,200 s x 3 done by 20,000: 103,200 node-seconds on 2
+    assert (last.state, last.start_time, last.end_time, last.remaining) == \
+        ("RESIZING", 14800, 20000, 51600)
+    assert r.jobs.end_time.max() == 20000 + 51600
