@@ -20,7 +20,11 @@ of a candidate's PreemptExemptTime a waiting job looked at.
 With a lifecycle the Scheduler also requeues at node failures
 (:mod:`.schedrequeue`): a job's attempts are then numbered across both (one
 ``restarts`` array), a requeued victim's work left loses what its last checkpoint
-kept, and a victim a failure ended is no longer stopped at its grace end. With
+kept, and a victim a failure ended is no longer stopped at its grace end; a
+``--no-kill`` victim a failure shrank, or a node range started narrow, is stopped whole
+on the nodes it holds (ordered among the candidates by that count), its work left losing
+the node-seconds of its last checkpoint, and a node range preempts until its MIN nodes
+fit (:attr:`SchedulerPreemption.low`). With
 ``Preemption.backfill`` each pass plans with preemptable capacity
 (:meth:`SchedulerPreemption.planning`, :mod:`fastsched.engine.passpreempt`). With
 dependencies and limits, :mod:`.schedpreemptrules` says after which pass a job may
