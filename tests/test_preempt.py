@@ -185,22 +185,28 @@ def test_preemption_with_node_failures_matches_twin(data):
                 qos=data.draw(st.booleans()), with_events=True)
 
 
+def tiered(n: int, cpus: int, grace):
+    """``n`` like nodes of ``cpus`` CPUs in two low tiers (GraceTime ``grace``) and a
+    high one, each over all the nodes: (cluster, its partitions)."""
+    from fastsched import Cluster
+    from fastsched.model.cluster import Partition
+    parts = [Partition("low0", np.arange(n), priority_tier=1, grace_time=grace[0]),
+             Partition("low1", np.arange(n), priority_tier=1, grace_time=grace[1]),
+             Partition("high", np.arange(n), priority_tier=2)]
+    return Cluster([f"n{i}" for i in range(n)], [cpus] * n, [0] * n, [0] * n,
+                   partitions=parts), parts
+
+
 @st.composite
 def grace_cases(draw):
     """Two low tiers (their grace times drawn, up to 60 s) filling 2-4 like nodes with
     long jobs at 0, high-tier jobs arriving later that must preempt, and jobs of every
     tier queued behind them: the cases where a victim held until its grace end, not its
     limit, changes what starts."""
-    from fastsched import Cluster, JobTable
-    from fastsched.model.cluster import Partition
+    from fastsched import JobTable
     n = draw(st.integers(2, 4))
     cpus = draw(st.sampled_from([2, 4]))
-    grace = [draw(st.sampled_from([0, 5, 20, 60])) for _ in range(2)]
-    parts = [Partition("low0", np.arange(n), priority_tier=1, grace_time=grace[0]),
-             Partition("low1", np.arange(n), priority_tier=1, grace_time=grace[1]),
-             Partition("high", np.arange(n), priority_tier=2)]
-    cluster = Cluster([f"n{i}" for i in range(n)], [cpus] * n, [0] * n, [0] * n,
-                      partitions=parts)
+    cluster, parts = tiered(n, cpus, [draw(st.sampled_from([0, 5, 20, 60])) for _ in range(2)])
     rows = []
     for _ in range(n):                         # the low tiers fill the nodes
         limit = draw(st.integers(60, 200))

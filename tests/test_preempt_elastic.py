@@ -12,14 +12,14 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from fastsched import Cluster, JobTable, NodeEvents, simulate
+from fastsched import JobTable, NodeEvents, simulate
 from fastsched.engine.preempt import Preemptor
-from fastsched.model.cluster import Partition
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.preemption import CANCEL, REQUEUE, Preemption
 from constrained_twin import attempt_rows, run_both
-from test_preempt import _twin_rules
+from test_lifecycle import tampered
+from test_preempt import _twin_rules, tiered
 
 SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -34,12 +34,7 @@ def elastic_preempt_cases(draw):
     tier queued behind. Returns (case, rules, lifecycle, node event rows)."""
     n = draw(st.integers(3, 5))
     cpus = draw(st.sampled_from([2, 4]))
-    grace = [draw(st.sampled_from([0, 0, 5, 20])) for _ in range(2)]
-    parts = [Partition("low0", np.arange(n), priority_tier=1, grace_time=grace[0]),
-             Partition("low1", np.arange(n), priority_tier=1, grace_time=grace[1]),
-             Partition("high", np.arange(n), priority_tier=2)]
-    cluster = Cluster([f"n{i}" for i in range(n)], [cpus] * n, [0] * n, [0] * n,
-                      partitions=parts)
+    cluster, parts = tiered(n, cpus, [draw(st.sampled_from([0, 0, 5, 20])) for _ in range(2)])
     rows, no_kill, low = [], [], []
     left = n
     while left > 0:                 # the low tiers fill the nodes, wide; the last one
@@ -172,25 +167,11 @@ def test_runs_with_shrunk_victims_pass_the_checks(data):
     if not hit:
         return
     k = int(hit[0])
-    assert "bad_resize" in doctored(r, start=(k, t["start"][k] + 1)).kinds()
+    assert "bad_resize" in tampered(r, start=(k, t["start"][k] + 1)).kinds()
     after = np.flatnonzero((t["row"] == t["row"][k]) & (t["attempt"] == t["attempt"][k] + 1))
     if len(after) and t["end"][after[0]] > t["start"][after[0]]:
-        assert "resumed_work" in doctored(r, end=(int(after[0]),
+        assert "resumed_work" in tampered(r, end=(int(after[0]),
                                                   t["end"][after[0]] + 1)).kinds()
-
-
-def doctored(r, **changes):
-    """``r.verify()`` of its attempts with ``changes`` (key=(index, value))."""
-    from fastsched.verify.lifecycle import Attempts, verify_attempts
-    t = dict(r.attempts)
-    for key, (k, value) in changes.items():
-        t[key] = t[key].copy()
-        t[key][k] = value
-    return verify_attempts(r.cluster, r.workload, Attempts(
-        t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
-        t["alloc_nodes"], t.get("pull"), resized=t.get("resized"),
-        preempted=t.get("preempted"), partition=t["partition"]), r.events, r.lifecycle,
-        preemption=r.preemption, partitions=r.partitions)
 
 
 EXAMPLE_CONF = """\
@@ -239,20 +220,18 @@ def test_cli_simulate_and_check(tmp_path, capsys):
     assert "resumed_work" in capsys.readouterr().out
 
 
-def _tiers(n=2):
-    """``n`` nodes in a low and a high tier partition, and what preempts there."""
-    parts = [Partition("low", np.arange(n), priority_tier=1),
-             Partition("high", np.arange(n), priority_tier=2)]
-    cluster = Cluster([f"n{i}" for i in range(n)], [8] * n, [0] * n, [0] * n,
-                      partitions=parts)
-    return cluster, Preemption.partition_prio(cluster, REQUEUE)
+def regrowing():
+    """A 2-node low-tier ``--no-kill`` job that regrows, on 2 nodes of two tiers: (cluster,
+    the rules, the job, its lifecycle)."""
+    cluster = tiered(2, 8, [0, 0])[0]
+    jobs = JobTable.from_arrays(job_id=[1], submit_time=0, time_limit=10, runtime=5,
+                                num_nodes=2, cpus_per_node=8, partition=0)
+    return (cluster, Preemption.partition_prio(cluster, REQUEUE), jobs,
+            Lifecycle.of(1, no_kill=True, regrow=True))
 
 
 def test_regrow_with_preemption_is_refused():
-    cluster, pre = _tiers()
-    jobs = JobTable.from_arrays(job_id=[1], submit_time=0, time_limit=10, runtime=5,
-                                num_nodes=2, cpus_per_node=8, partition=0)
-    lc = Lifecycle.of(1, no_kill=True, regrow=True)
+    cluster, pre, jobs, lc = regrowing()
     with pytest.raises(UnsupportedError, match="regrow.*preemption"):
         simulate(cluster, jobs, "easy", lifecycle=lc, preemption=pre, reservations="nodes")
     simulate(cluster, jobs, "easy", lifecycle=replace(lc, regrow=False), preemption=pre,

@@ -13,7 +13,7 @@ from fastsched import NodeEvents, Scheduler, simulate
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
 from scheddrive import drive_or_discard, simulated
-from test_preempt_elastic import SETTINGS, _tiers, elastic_preempt_cases
+from test_preempt_elastic import SETTINGS, elastic_preempt_cases, regrowing
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
@@ -43,11 +43,7 @@ def test_scheduler_preempts_shrunk_and_narrow_jobs_as_the_simulator(policy, data
 
 
 def test_scheduler_refuses_regrow_with_preemption():
-    cluster, pre = _tiers()
-    from fastsched import JobTable
-    jobs = JobTable.from_arrays(job_id=[1], submit_time=0, time_limit=10, runtime=5,
-                                num_nodes=2, cpus_per_node=8, partition=0)
-    lc = Lifecycle.of(1, no_kill=True, regrow=True)
+    cluster, pre, jobs, lc = regrowing()
     with pytest.raises(UnsupportedError, match="regrow.*preemption"):
         Scheduler(cluster, "easy", jobs=jobs, preemption=pre, lifecycle=lc)
     Scheduler(cluster, "easy", jobs=jobs, preemption=pre,

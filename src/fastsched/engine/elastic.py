@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.elastic import finish, saved_work
+from ..model.elastic import REGROW_PREEMPT, finish, saved_work
 from ..model.errors import UnsupportedError
-from ..model.preemption import REGROW_PREEMPT
 from .earliest import _fitting_now
 from .freenow import _tcount_update
 from .limits import _count_submitted

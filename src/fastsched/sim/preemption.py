@@ -8,7 +8,8 @@ import numpy as np
 from ..io.times import parse_time
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import saved_progress
-from ..model.preemption import OFF, PREEMPT_TYPES, REGROW_PREEMPT, Preemption, parse_mode
+from ..model.elastic import REGROW_PREEMPT
+from ..model.preemption import OFF, PREEMPT_TYPES, Preemption, parse_mode
 from .elastic import shape_goodput_args
 
 __all__ = ["site_preemption", "preemption_summary", "preemption_line", "check_preemption",
@@ -40,7 +41,7 @@ def check_preemption(pre: Preemption, jobs, placement=None) -> None:
 
 def check_preemption_run(power=None, lifecycle=None, pre: Preemption | None = None) -> None:
     """UnsupportedError for what preemption is not modelled with: regrowth of
-    ``--no-kill`` jobs (:data:`fastsched.model.preemption.REGROW_PREEMPT` says why), and
+    ``--no-kill`` jobs (:data:`fastsched.model.elastic.REGROW_PREEMPT` says why), and
     with power saving a GraceTime or PreemptExemptTime of a class that may be preempted
     (:func:`power_refused`) or node ranges (a narrow victim's start while its nodes
     boot is not modelled). Elastic jobs that only shrink, and node ranges, are

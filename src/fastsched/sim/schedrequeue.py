@@ -31,10 +31,9 @@ import numpy as np
 
 from ..engine import RunningJobs
 from ..model.constraints import csr_take
-from ..model.elastic import finish, saved_work
+from ..model.elastic import REGROW_PREEMPT, finish, saved_work
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import Lifecycle, saved_progress
-from ..model.preemption import REGROW_PREEMPT
 from .bookkeeping import csr_offsets
 
 __all__ = ["SchedulerRequeue", "ATTEMPT_COLUMNS"]
@@ -79,7 +78,7 @@ class SchedulerRequeue:
         counted across failures and preemptions (:mod:`.schedpreempt` shares
         ``restarts`` and takes a preempted attempt's checkpointed work off ``left``);
         regrowth is refused with it, as :func:`fastsched.simulate` refuses it
-        (:data:`fastsched.model.preemption.REGROW_PREEMPT`)."""
+        (:data:`fastsched.model.elastic.REGROW_PREEMPT`)."""
         if lifecycle is None:
             return None
         if jobs is None:
