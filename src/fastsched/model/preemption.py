@@ -195,4 +195,3 @@ class Preemption:
             level[k] = min(int(entry.Priority), 0xFFFF)
         return cls("preempt/qos", may, modes, grace, ex, level,
                    np.asarray(job_qos, dtype=np.int64))
-
