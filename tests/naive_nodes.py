@@ -761,7 +761,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             chosen = naive_preempt(preempt, now, queue_now(now), nodes, running, parts_of,
                                    lambda job: _held(job, groups, caps, running) is not None,
                                    waits, last, restarts, order, wakes, result,
-                                   lambda job: min(low.get(job.job_id, (job.nodes,))[0], job.nodes))
+                                   lambda job: min(low.get(job.job_id, (job.nodes,))[0],
+                                                   job.nodes))
             if chosen is None:
                 break
             j, victims = chosen

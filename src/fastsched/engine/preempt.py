@@ -23,7 +23,8 @@ nodes that needed no victim, then those freed by the earliest victims, then the
 lowest-numbered, at most its count (MAX); the victims are the candidates taken so far
 that ran on those nodes. A victim is stopped whole, on the nodes it holds then (a
 shrunk or narrow one keeps the node-seconds of its last checkpoint and is requeued
-asking for all its nodes: :mod:`fastsched.engine.elastic`). Each stops ``GraceTime`` seconds later (0: now): REQUEUE ones are requeued
+asking for all its nodes: :mod:`fastsched.engine.elastic`). Each stops ``GraceTime``
+seconds later (0: now): REQUEUE ones are requeued
 (:mod:`fastsched.engine.requeue`: they resume from their last checkpoint after the
 requeue delay), the others end PREEMPTED. Until then a victim is held until its grace
 end, not its time limit, as Slurm sets its ``end_time``: the passes plan the
