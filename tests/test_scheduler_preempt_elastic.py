@@ -6,7 +6,7 @@ a node range), it starts, shrinks, preempts, kills and requeues what
 regrowth with preemption is refused as the simulator refuses it."""
 import numpy as np
 import pytest
-from hypothesis import event, given, reject
+from hypothesis import event, given, reject, settings
 from hypothesis import strategies as st
 
 from fastsched import NodeEvents, Scheduler, simulate
@@ -17,7 +17,7 @@ from test_preempt_elastic import SETTINGS, elastic_preempt_cases, regrowing
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@SETTINGS
+@settings(SETTINGS, max_examples=15)
 @given(data=st.data())
 def test_scheduler_preempts_shrunk_and_narrow_jobs_as_the_simulator(policy, data):
     case, pre, lc, rows = data.draw(elastic_preempt_cases())
