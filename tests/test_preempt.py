@@ -197,13 +197,27 @@ def tiered(n: int, cpus: int, grace):
                    partitions=parts), parts
 
 
+def tiered_case(cluster, parts, rows):
+    """A constrained case (tests/test_constraints.py) of ``rows`` (submit, limit,
+    runtime, nodes, CPUs per node, partition) on a :func:`tiered` cluster, ranked by
+    PriorityTier."""
+    from fastsched import JobTable
+    submit, limit, runtime, nodes, c, p = map(list, zip(*rows))
+    jobs = JobTable.from_arrays(job_id=np.arange(1, len(rows) + 1), submit_time=submit,
+                                time_limit=limit, runtime=runtime, num_nodes=nodes,
+                                cpus_per_node=c, partition=p)
+    ids = [int(j) for j in jobs.job_id]
+    n = cluster.num_nodes
+    return (cluster, np.ones(n, dtype=bool), jobs, {j: [q] for j, q in zip(ids, p)}, {},
+            {j: [] for j in ids}, [], {j: -parts[q].priority_tier for j, q in zip(ids, p)})
+
+
 @st.composite
 def grace_cases(draw):
     """Two low tiers (their grace times drawn, up to 60 s) filling 2-4 like nodes with
     long jobs at 0, high-tier jobs arriving later that must preempt, and jobs of every
     tier queued behind them: the cases where a victim held until its grace end, not its
     limit, changes what starts."""
-    from fastsched import JobTable
     n = draw(st.integers(2, 4))
     cpus = draw(st.sampled_from([2, 4]))
     cluster, parts = tiered(n, cpus, [draw(st.sampled_from([0, 5, 20, 60])) for _ in range(2)])
@@ -221,13 +235,7 @@ def grace_cases(draw):
         rows.append((draw(st.integers(2, 20)), limit, draw(st.integers(1, limit)),
                      draw(st.integers(1, n)), draw(st.integers(1, cpus)),
                      draw(st.integers(0, 2))))
-    submit, limit, runtime, nodes, c, p = map(list, zip(*rows))
-    jobs = JobTable.from_arrays(job_id=np.arange(1, len(rows) + 1), submit_time=submit,
-                                time_limit=limit, runtime=runtime, num_nodes=nodes,
-                                cpus_per_node=c, partition=p)
-    ids = [int(j) for j in jobs.job_id]
-    case = (cluster, np.ones(n, dtype=bool), jobs, {j: [q] for j, q in zip(ids, p)}, {},
-            {j: [] for j in ids}, [], {j: -parts[q].priority_tier for j, q in zip(ids, p)})
+    case = tiered_case(cluster, parts, rows)
     mode = [draw(st.sampled_from([CANCEL, REQUEUE])) for _ in range(3)]
     pre = replace(Preemption.partition_prio(cluster, REQUEUE),
                   mode=np.array(mode, dtype=np.int64), backfill=draw(st.booleans()))

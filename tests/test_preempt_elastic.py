@@ -19,7 +19,7 @@ from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.preemption import CANCEL, REQUEUE, Preemption
 from constrained_twin import attempt_rows, run_both
 from test_lifecycle import tampered
-from test_preempt import _twin_rules, tiered
+from test_preempt import _twin_rules, tiered, tiered_case
 
 SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -60,13 +60,7 @@ def elastic_preempt_cases(draw):
                      draw(st.integers(0, 2))))
         no_kill.append(draw(st.booleans()))
         low.append(0)
-    submit, limit, runtime, nodes, c, p = map(list, zip(*rows))
-    jobs = JobTable.from_arrays(job_id=np.arange(1, len(rows) + 1), submit_time=submit,
-                                time_limit=limit, runtime=runtime, num_nodes=nodes,
-                                cpus_per_node=c, partition=p)
-    ids = [int(j) for j in jobs.job_id]
-    case = (cluster, np.ones(n, dtype=bool), jobs, {j: [q] for j, q in zip(ids, p)}, {},
-            {j: [] for j in ids}, [], {j: -parts[q].priority_tier for j, q in zip(ids, p)})
+    case = tiered_case(cluster, parts, rows)
     mode = [draw(st.sampled_from([CANCEL, REQUEUE, REQUEUE])) for _ in range(3)]
     pre = replace(Preemption.partition_prio(cluster, REQUEUE),
                   mode=np.array(mode, dtype=np.int64), backfill=draw(st.booleans()))
@@ -147,8 +141,9 @@ def test_shrunk_jobs_preempted_match_twin(data, policy):
 def test_runs_with_shrunk_victims_pass_the_checks(data):
     """``r.verify()`` passes on these runs (the shapes, the attempts, the preemptors),
     and catches a doctored one: a shrunk victim's preempted shape starting a second
-    after the shape before it ended (``bad_resize``), or its requeued attempt ending a
-    second late (``resumed_work``: the node-seconds its checkpoint kept)."""
+    after the shape before it ended (``bad_resize``), or its requeued attempt, when it
+    ran to its end, ending a second late (``resumed_work``: the node-seconds its
+    checkpoint kept)."""
     case, pre, lc, events = data.draw(elastic_preempt_cases())
     cluster, jobs = case[0], case[2]
     r = simulate(cluster, jobs, data.draw(st.sampled_from(["fcfs", "easy", "conservative"])),
@@ -169,9 +164,9 @@ def test_runs_with_shrunk_victims_pass_the_checks(data):
     k = int(hit[0])
     assert "bad_resize" in tampered(r, start=(k, t["start"][k] + 1)).kinds()
     after = np.flatnonzero((t["row"] == t["row"][k]) & (t["attempt"] == t["attempt"][k] + 1))
-    if len(after) and t["end"][after[0]] > t["start"][after[0]]:
-        assert "resumed_work" in tampered(r, end=(int(after[0]),
-                                                  t["end"][after[0]] + 1)).kinds()
+    if len(after) and not t["killed"][after[-1]]:     # its work done: it ends then
+        assert "resumed_work" in tampered(r, end=(int(after[-1]),
+                                                  t["end"][after[-1]] + 1)).kinds()
 
 
 EXAMPLE_CONF = """\
