@@ -379,7 +379,8 @@ def _pass(policy, depth, now, queue, nodes, running, parts_of, groups, caps, hel
                 continue
         else:  # conservative
             best = plan_in(now, nodes, plan, job, parts, False, topo)
-            if best is None or best[0] != now:
+            if best is None or best[0] != now or len(best) > 4:
+                # (a plan by preempting, even now: a start on the free nodes comes first)
                 best = now_narrow() or best
             if best is None or best[0] > far:
                 continue
@@ -759,7 +760,9 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                 break
             chosen = naive_preempt(preempt, now, queue_now(now), nodes, running, parts_of,
                                    lambda job: _held(job, groups, caps, running) is not None,
-                                   waits, last, restarts, order, wakes, result)
+                                   waits, last, restarts, order, wakes, result,
+                                   lambda job: min(low.get(job.job_id, (job.nodes,))[0],
+                                                   job.nodes))
             if chosen is None:
                 break
             j, victims = chosen

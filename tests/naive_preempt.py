@@ -4,7 +4,7 @@ event loop of tests/naive_nodes.py takes it after the passes of each instant."""
 
 
 def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, last,
-                  restarts, order, wakes, result):
+                  restarts, order, wakes, result, least=None):
     """THE DEFINITION of a preemption decision, taken after the passes of an instant.
 
     ``preempt``: functions of (job id, partition) for a job running in a partition:
@@ -17,16 +17,21 @@ def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, la
     ``held(job)``: a limit holds the job now (after the instant's passes and their
     starts). The first queued job (queue order) that may preempt now: not held by a limit,
     not waiting for victims of its own still running (``waits``), not preempted at
-    this instant already (``last``). For each of its partitions p in order: if N of
-    p's available nodes fit its request with the resources free now, it does not
+    this instant already (``last``). N is its node count, or for a node range its
+    fewest nodes (``least(job)``: cons_tres' ``_run_now`` stops once ``min_nodes``
+    fit); it takes at most its node count. For each of its partitions p in order: if N
+    of p's available nodes fit its request with the resources free now, it does not
     preempt. Else the candidates are the jobs running on p's available nodes that
     are not stopping, that it may preempt, whose mode is not OFF and that ran at
     least their exempt time, sorted by (level * 65536 + min(their nodes, 65535),
-    later start first, later in submit order first). Adding each candidate's
+    later start first, later in submit order first; "their nodes" are those they hold
+    now: a --no-kill job a failure shrank counts its remaining ones). Adding each
+    candidate's
     request back to the nodes of p it runs on, in that order, node x becomes
     usable at the first k after which it fits the request (-1 if it fit already);
-    at the first k where N nodes are usable, the N usable nodes by (k, index) are
-    its nodes and its victims are the candidates up to k that run on one of them.
+    at the first k where N nodes are usable, the first (up to its node count) usable
+    nodes by (k, index) are its nodes and its victims are the candidates up to k that
+    run on one of them (each stopped whole, on all the nodes it holds).
     Returns (job id, victims as running entries in submit order) or None.
     """
     for j in list(waits):
@@ -39,6 +44,7 @@ def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, la
         i = job.job_id
         if i in waits or last.get(i) == now or held(job):
             continue
+        need = job.nodes if least is None else least(job)
         for p in parts_of(job):
             pn = [x for x, node in enumerate(nodes) if node.available and p in node.partitions]
             free = {}
@@ -53,7 +59,7 @@ def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, la
                 return free[x][0] >= job.gpus and free[x][1] >= job.cpus and \
                     free[x][2] >= job.mem
             usable = {x: -1 for x in pn if fits(x)}
-            if len(usable) >= job.nodes:
+            if len(usable) >= need:
                 break                    # it fits without preempting: no preemption
             cand = []
             for r in running:
@@ -81,7 +87,7 @@ def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, la
                                    free[x][2] + r[0].mem]
                         if x not in usable and fits(x):
                             usable[x] = k
-                if len(usable) >= job.nodes:
+                if len(usable) >= need:
                     chosen = sorted(usable, key=lambda x: (usable[x], x))[:job.nodes]
                     victims = [r for r in cand[:k + 1] if set(r[2]) & set(chosen)]
                     last[i] = now

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from hypothesis import event, reject
 
+from fastsched.model.elastic import saved_work
 from fastsched.model.lifecycle import saved_progress
 from fastsched.sim.decisions import START
 
@@ -55,14 +56,19 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
     visits = sorted(set(instants))
     out = Driven()
     ends, running, stops, began, over, limit, shrunk = {}, {}, {}, {}, {}, {}, set()
+    shapes = {}         # a shrunk attempt's shape starts and widths
 
     def stop(j, t, requeue):
         start, nodes = running.pop(j)
         start = min(start, t)                # (stopped CONFIGURING: never ran)
         out.attempts.append((j, start, t, nodes, True))
         del ends[j]
-        if requeue:
+        starts, widths = shapes.pop(j, ([start], [len(nodes)]))
+        if requeue and j in shrunk:      # preempted after a shrink: node-seconds kept
+            left[j] -= saved_work(starts, widths, began[j], t, interval[j]) // width[j]
+        elif requeue:
             left[j] -= int(saved_progress(t - start, interval[j]))
+        shrunk.discard(j)
 
     def end(now):
         for j in [j for j, e in ends.items() if e == now]:
@@ -92,6 +98,9 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
                 if start < now:              # (a shape that ran)
                     out.attempts.append((j, start, now, on, False))
                 running[j] = (now, sorted(set(on) - set(nodes)))
+                shapes.setdefault(j, ([start], [len(on)]))
+                shapes[j][0].append(now)
+                shapes[j][1].append(len(running[j][1]))
                 ends[j] = min(now + a.remaining, began[j] + limit[j])
                 over[j] = now + a.remaining > began[j] + limit[j]
                 shrunk.add(j)
@@ -105,7 +114,6 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
             assert a.begin_time == (now + lc.delay if a.requeued else -1)
             stop(j, now, False)
             left[j] -= a.saved
-            shrunk.discard(j)
 
     def resume(nodes, now):
         """Nodes back: with regrowth, shrunk or narrow jobs take some (RESIZING)."""
@@ -155,7 +163,7 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
                 stop(v, now, mode == "REQUEUE")
                 at_once = True
             else:
-                stops[v] = (t, mode == "REQUEUE", running[v][0])
+                stops[v] = (t, mode == "REQUEUE", began[v])     # (its attempt)
         released = set(s.pending.job_id.tolist()) - set(d.job_id.tolist())
         return at_once or bool(released)
 
@@ -181,7 +189,7 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
         for j, (t, requeue, start) in list(stops.items()):
             if t == now:
                 del stops[j]
-                if j in running and running[j][0] == start:    # (that attempt runs on)
+                if j in running and began[j] == start:    # (that attempt runs on)
                     stop(j, now, requeue)
         if submits and submits[0] == now:
             submits.pop(0)

@@ -307,7 +307,8 @@ def test_runs_with_failures_pass_the_attempt_checks(data):
 
 
 def tampered(r, **changes):
-    """verify_attempts of ``r``'s attempts with ``changes`` (key=(index, value))."""
+    """verify_attempts of ``r``'s attempts with ``changes`` (key=(index, value)), under
+    its preemption rules where it has them."""
     from fastsched.verify.lifecycle import Attempts, verify_attempts
     t = dict(r.attempts)
     for key, (k, value) in changes.items():
@@ -315,7 +316,9 @@ def tampered(r, **changes):
         t[key][k] = value
     return verify_attempts(r.cluster, r.workload, Attempts(
         t["row"], t["attempt"], t["start"], t["end"], t["killed"], t["alloc_offsets"],
-        t["alloc_nodes"], t.get("pull"), resized=t.get("resized")), r.events, r.lifecycle)
+        t["alloc_nodes"], t.get("pull"), resized=t.get("resized"),
+        preempted=t.get("preempted"), partition=t["partition"]), r.events, r.lifecycle,
+        preemption=r.preemption, partitions=r.partitions)
 
 
 def test_the_attempt_checks_catch_broken_records():

@@ -185,22 +185,42 @@ def test_preemption_with_node_failures_matches_twin(data):
                 qos=data.draw(st.booleans()), with_events=True)
 
 
+def tiered(n: int, cpus: int, grace):
+    """``n`` like nodes of ``cpus`` CPUs in two low tiers (GraceTime ``grace``) and a
+    high one, each over all the nodes: (cluster, its partitions)."""
+    from fastsched import Cluster
+    from fastsched.model.cluster import Partition
+    parts = [Partition("low0", np.arange(n), priority_tier=1, grace_time=grace[0]),
+             Partition("low1", np.arange(n), priority_tier=1, grace_time=grace[1]),
+             Partition("high", np.arange(n), priority_tier=2)]
+    return Cluster([f"n{i}" for i in range(n)], [cpus] * n, [0] * n, [0] * n,
+                   partitions=parts), parts
+
+
+def tiered_case(cluster, parts, rows):
+    """A constrained case (tests/test_constraints.py) of ``rows`` (submit, limit,
+    runtime, nodes, CPUs per node, partition) on a :func:`tiered` cluster, ranked by
+    PriorityTier."""
+    from fastsched import JobTable
+    submit, limit, runtime, nodes, c, p = map(list, zip(*rows))
+    jobs = JobTable.from_arrays(job_id=np.arange(1, len(rows) + 1), submit_time=submit,
+                                time_limit=limit, runtime=runtime, num_nodes=nodes,
+                                cpus_per_node=c, partition=p)
+    ids = [int(j) for j in jobs.job_id]
+    n = cluster.num_nodes
+    return (cluster, np.ones(n, dtype=bool), jobs, {j: [q] for j, q in zip(ids, p)}, {},
+            {j: [] for j in ids}, [], {j: -parts[q].priority_tier for j, q in zip(ids, p)})
+
+
 @st.composite
 def grace_cases(draw):
     """Two low tiers (their grace times drawn, up to 60 s) filling 2-4 like nodes with
     long jobs at 0, high-tier jobs arriving later that must preempt, and jobs of every
     tier queued behind them: the cases where a victim held until its grace end, not its
     limit, changes what starts."""
-    from fastsched import Cluster, JobTable
-    from fastsched.model.cluster import Partition
     n = draw(st.integers(2, 4))
     cpus = draw(st.sampled_from([2, 4]))
-    grace = [draw(st.sampled_from([0, 5, 20, 60])) for _ in range(2)]
-    parts = [Partition("low0", np.arange(n), priority_tier=1, grace_time=grace[0]),
-             Partition("low1", np.arange(n), priority_tier=1, grace_time=grace[1]),
-             Partition("high", np.arange(n), priority_tier=2)]
-    cluster = Cluster([f"n{i}" for i in range(n)], [cpus] * n, [0] * n, [0] * n,
-                      partitions=parts)
+    cluster, parts = tiered(n, cpus, [draw(st.sampled_from([0, 5, 20, 60])) for _ in range(2)])
     rows = []
     for _ in range(n):                         # the low tiers fill the nodes
         limit = draw(st.integers(60, 200))
@@ -215,13 +235,7 @@ def grace_cases(draw):
         rows.append((draw(st.integers(2, 20)), limit, draw(st.integers(1, limit)),
                      draw(st.integers(1, n)), draw(st.integers(1, cpus)),
                      draw(st.integers(0, 2))))
-    submit, limit, runtime, nodes, c, p = map(list, zip(*rows))
-    jobs = JobTable.from_arrays(job_id=np.arange(1, len(rows) + 1), submit_time=submit,
-                                time_limit=limit, runtime=runtime, num_nodes=nodes,
-                                cpus_per_node=c, partition=p)
-    ids = [int(j) for j in jobs.job_id]
-    case = (cluster, np.ones(n, dtype=bool), jobs, {j: [q] for j, q in zip(ids, p)}, {},
-            {j: [] for j in ids}, [], {j: -parts[q].priority_tier for j, q in zip(ids, p)})
+    case = tiered_case(cluster, parts, rows)
     mode = [draw(st.sampled_from([CANCEL, REQUEUE])) for _ in range(3)]
     pre = replace(Preemption.partition_prio(cluster, REQUEUE),
                   mode=np.array(mode, dtype=np.int64), backfill=draw(st.booleans()))
@@ -431,8 +445,10 @@ def test_cli_simulate_and_check(tmp_path, capsys):
 
 
 def test_unverified_combinations_are_refused(tmp_path):
-    """Power saving with a victim's GraceTime or PreemptExemptTime, and elastic jobs, are
-    refused with preemption; without it they run."""
+    """Power saving with a victim's GraceTime or PreemptExemptTime, regrowing elastic jobs,
+    and node ranges with power saving, are refused with preemption; without it they run
+    (elastic jobs that only shrink run with preemption:
+    tests/test_preempt_elastic.py)."""
     from fastsched.io.workload import read_workload
     from fastsched.model.power import PowerSaving
     conf, path = _site(tmp_path, part="GraceTime=600", extra="PreemptExemptTime=1")
@@ -454,8 +470,14 @@ def test_unverified_combinations_are_refused(tmp_path):
     assert r.verify().ok and r.summary["preemption"]["preempted_attempts"] == 2
     elastic = replace(lc, no_kill=np.ones(len(w.jobs), dtype=bool),
                       nodes_min=np.ones(len(w.jobs), dtype=np.int64))
-    with pytest.raises(UnsupportedError, match="elastic"):
-        simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=elastic)
+    with pytest.raises(UnsupportedError, match="regrow"):
+        simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=replace(elastic,
+                                                                            regrow=True))
+    ranged = replace(lc, nodes_min=np.where(w.jobs.num_nodes > 1, 1, 0))
+    with pytest.raises(UnsupportedError, match="power saving and node ranges"):
+        simulate(cluster, w.jobs, "easy", preemption=plain, lifecycle=ranged,
+                 power=PowerSaving(suspend_time=60))
+    assert simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=elastic).verify().ok
     assert simulate(cluster, w.jobs, "easy", lifecycle=lc).verify().ok
 
 

@@ -89,8 +89,10 @@ def test_a_victim_in_its_grace_time_killed_by_a_failure():
     assert s.running == [2]
 
 
-def test_preemption_with_no_kill_jobs_is_refused():
+def test_preemption_with_regrowing_no_kill_jobs_is_refused():
+    """--no-kill jobs that only shrink run with preemption
+    (tests/test_scheduler_preempt_elastic.py); regrowing ones are refused."""
     cluster, jobs, pre = _two_tiers()
-    lc = Lifecycle.of(2, no_kill=np.array([True, False]))
-    with pytest.raises(UnsupportedError, match="no-kill"):
+    lc = Lifecycle.of(2, no_kill=np.array([True, False]), regrow=True)
+    with pytest.raises(UnsupportedError, match="no-kill.*regrow.*preemption"):
         Scheduler(cluster, "easy", jobs=jobs, preemption=pre, lifecycle=lc)

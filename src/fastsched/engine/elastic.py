@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.elastic import finish, saved_work
+from ..model.elastic import REGROW_PREEMPT, finish, saved_work
 from ..model.errors import UnsupportedError
 from .earliest import _fitting_now
 from .freenow import _tcount_update
@@ -86,11 +86,15 @@ class Shrinks:
                 kill.append(j)
         if moved:
             self._reschedule(loop, moved)
-        killed = np.array(kill, dtype=np.int64)
-        for j in kill:
+        return np.array(kill, dtype=np.int64)
+
+    def before_kill(self, loop, t: int, killed: np.ndarray) -> None:
+        """The jobs ``killed`` (a node failure, or a preemption: the whole job, on the
+        nodes it holds now) are about to be killed at ``t``: a shrunk or narrow attempt
+        keeps the node-seconds of its last checkpoint."""
+        for j in killed.tolist():
             if j in self.shapes or loop.jobs.nn[j] != self.full[j]:
                 self._before_kill(loop, t, j)
-        return killed
 
     def killed(self, loop, killed: np.ndarray) -> None:
         """After the loop killed ``killed``: a requeued attempt asks for its full
@@ -128,7 +132,7 @@ class Shrinks:
         start, pull = int(out.start[j]), int(loop.images.pull[j])
         starts, widths, runtime, width, _ = self._shapes(loop, j)
         end = finish(starts, widths, start + pull, runtime * width)
-        out.end[j] = min(end, start + int(jobs.limit[j]))
+        out.end[j] = min(end, start + _own_limit(loop, j))
         jobs.runtime[j] = end - start - pull     # what decides COMPLETED or TIMEOUT
 
     def grow(self, loop, t: int, back) -> None:
@@ -267,11 +271,22 @@ class Shrinks:
         return new, nodes[index], masks[index]
 
 
-def check_regrow(lifecycle, limits, images, topo) -> None:
+def _own_limit(loop, j: int) -> int:
+    """Job j's time limit: its own, also for a preempted job in its GraceTime, whose
+    hold the loop cuts to its grace end (:meth:`fastsched.engine.preempt.Preemptor.
+    cut_hold`); the preemption stops it there, its end stays where its work ends."""
+    cut = None if loop.preemptor is None else loop.preemptor.cut.get(j)
+    return int(loop.jobs.limit[j]) if cut is None else int(cut)
+
+
+def check_regrow(lifecycle, limits, images, topo, preempting: bool = False) -> None:
     """Regrowth takes nodes outside a pass: refused where a start there would be checked
-    or shaped otherwise (limit caps, container pulls, GPU groups and topology)."""
+    or shaped otherwise (limit caps, container pulls, GPU groups and topology), and with
+    preemption (:data:`REGROW_PREEMPT`)."""
     if lifecycle is None or not getattr(lifecycle, "regrow", False):
         return
+    if preempting:
+        raise UnsupportedError(REGROW_PREEMPT)
     given = [name for name, on in (
         ("limits (QOS/association caps)", np.asarray(limits.caps).size > 0),
         ("container images", images is not None),

@@ -292,14 +292,14 @@ class _EventLoop:
             lc.min_nodes(jobs.num_nodes)[order], self.jobs.nn, self.jobs.runtime, lc.regrow)
         if lc is not None and lc.ranged:
             self.jobs = self.jobs._replace(low=as_i64(lc.start_nodes(jobs.num_nodes)[order]))
-            _check_ranges(self.topo, preemption)
+            _check_ranges(self.topo, power, preemption)
         #: the limits jobs asked for (``--time-min`` starts cut ``jobs.limit`` in place)
         self.asked = None
         if time_min is not None and (np.asarray(time_min) > 0).any():
             _check_time_min(self.topo, preemption)
             self.asked = self.jobs.limit.copy()
             self.jobs = self.jobs._replace(tmin=as_i64(np.asarray(time_min)[order]))
-        check_regrow(lc, limits, images, self.topo)
+        check_regrow(lc, limits, images, self.topo, preemption is not None)
         self._allocate(cluster.num_nodes)
         nd = self.nodes
         if blocked is not None and len(blocked[0]):
@@ -388,8 +388,6 @@ class _EventLoop:
             if self.elastic is not None:       # --no-kill jobs shrink instead
                 killed = self.elastic.shrink(self, int(t), killed, nodes, _complete)
             self._kill(int(t), killed)
-            if self.elastic is not None:
-                self.elastic.killed(self, killed)
         back = nodes[~self.avail[nodes]] if kind in ("resume", "up") else nodes[:0]
         if len(back) > 1:
             back = np.unique(back)
@@ -431,6 +429,8 @@ class _EventLoop:
         if self.preemptor is not None:      # no longer a victim in its grace time
             self.preemptor.release(self, killed)
         requeue = np.ones(len(killed), dtype=bool) if requeue is None else requeue
+        if self.elastic is not None:        # a resized attempt keeps node-seconds
+            self.elastic.before_kill(self, t, killed)
         ev, out, jobs, deps = self.ev, self.out, self.jobs, self.deps
         gone = np.sort(killed).astype(np.int64)     # their completions leave the heap
         self.sc[2] = _heap_drop(ev.evk, ev.evj, np.int64(self.sc[2]), gone)
@@ -461,6 +461,8 @@ class _EventLoop:
             if edges.stop > edges.start:
                 deps.ch_kind[edges] = np.where(deps.ch_kind[edges] == AFTER, -1,
                                                deps.ch_kind[edges])
+        if self.elastic is not None:        # a requeued attempt asks for all its nodes
+            self.elastic.killed(self, killed)
 
     def preempt_time(self) -> int:
         """When the next preempted job's grace time ends, or a running job stops being
@@ -627,15 +629,16 @@ def _membership(cluster: Cluster):
     return member, every.pbits
 
 
-def _check_ranges(topo, preemption) -> None:
+def _check_ranges(topo, power, preemption) -> None:
     """Node ranges start on fewer nodes by best fit alone: refused with topology
-    placement (a --segment or --switches shape of MIN..MAX nodes) and preemption."""
+    placement (a --segment or --switches shape of MIN..MAX nodes); and with power
+    saving and preemption together (a narrow victim stopped while its nodes boot)."""
     if topo.levels.shape[0] > 0 or topo.excl.any():
         raise UnsupportedError("jobs with a node range (nodes_min) and topology placement "
                                "are not modelled yet")
-    if preemption is not None:
-        raise UnsupportedError("jobs with a node range (nodes_min) and preemption are not "
-                               "modelled yet")
+    if power is not None and preemption is not None:
+        raise UnsupportedError("preemption with power saving and node ranges (nodes_min) "
+                               "is not modelled")
 
 
 #: why ``--time-min`` with preemption is refused (UnsupportedError)

@@ -142,7 +142,7 @@ def _plan(kept, cluster, running, pending, now, policy, reserve_depth, available
     _check_policy(policy, reserve_depth)
     res, win = _grid(resolution, window)
     pl = _placement(placement, cluster, len(pending))
-    low = _start_nodes(pending, nodes_min, pl, preempting)
+    low = _start_nodes(pending, nodes_min, pl)
     partitions = check_node_jobs(cluster, pending if low is None else asking_nodes(pending, low),
                                  available, partitions, None if kept is None
                                  else kept.capacity(cluster, node_availability(cluster, available)))
@@ -264,10 +264,10 @@ def _pass_jobs(pending: JobTable, partitions: PartitionChoices, order, eligible,
         new_request_types(types, None)
 
 
-def _start_nodes(pending: JobTable, nodes_min, placement, preempting) -> np.ndarray | None:
+def _start_nodes(pending: JobTable, nodes_min, placement) -> np.ndarray | None:
     """Each pending job's fewest nodes to start on (``nodes_min``, 0: all of them);
-    None when no job has a range. Refused with topology placement and preemption, as
-    :func:`fastsched.simulate` refuses them."""
+    None when no job has a range. Refused with topology placement, as
+    :func:`fastsched.simulate` refuses it."""
     if nodes_min is None:
         return None
     low = np.asarray(nodes_min, dtype=np.int64)
@@ -281,9 +281,6 @@ def _start_nodes(pending: JobTable, nodes_min, placement, preempting) -> np.ndar
     if placement.levels.shape[0]:          # (--exclusive=topo needs levels too)
         raise UnsupportedError("jobs with a node range (nodes_min) and topology placement "
                                "are not modelled yet")
-    if preempting is not None:
-        raise UnsupportedError("jobs with a node range (nodes_min) and preemption are not "
-                               "modelled yet")
     return low
 
 

@@ -11,13 +11,20 @@ whose victims from an earlier preemption are all gone (and that has not preempte
 at this instant already: its victims' resources may have gone to a job before it),
 takes the running jobs on P's
 available nodes it may preempt (not exempt: run at least PreemptExemptTime, mode not
-OFF, not already stopping) in the victims' order (youngest first by Slurm's start
-time: with power saving, a CONFIGURING job's is its allocation's), adding each one's
-resources to
-the free ones until J's request fits on enough nodes. J's nodes are then the fitting
+OFF, not already stopping) in the victims' order (Slurm's ``preempt_p_get_prio``: tier
+then the nodes each holds now, fewer first, a ``--no-kill`` job a failure shrank by
+its remaining nodes, as ``excise_node_from_job`` sets ``node_cnt``; then youngest first
+by Slurm's start time: with power saving, a CONFIGURING job's is its allocation's),
+adding each one's resources to
+the free ones until J's request fits on enough nodes: its count, or for a node range
+(``--nodes=MIN-MAX``) MIN, as cons_tres' ``_run_now`` stops removing candidates once
+``_job_test`` succeeds with ``min_nodes``. J's nodes are then the fitting
 nodes that needed no victim, then those freed by the earliest victims, then the
-lowest-numbered; the victims are the candidates taken so far that ran on those
-nodes. Each stops ``GraceTime`` seconds later (0: now): REQUEUE ones are requeued
+lowest-numbered, at most its count (MAX); the victims are the candidates taken so far
+that ran on those nodes. A victim is stopped whole, on the nodes it holds then (a
+shrunk or narrow one keeps the node-seconds of its last checkpoint and is requeued
+asking for all its nodes: :mod:`fastsched.engine.elastic`). Each stops ``GraceTime``
+seconds later (0: now): REQUEUE ones are requeued
 (:mod:`fastsched.engine.requeue`: they resume from their last checkpoint after the
 requeue delay), the others end PREEMPTED. Until then a victim is held until its grace
 end, not its time limit, as Slurm sets its ``end_time``: the passes plan the
@@ -173,18 +180,19 @@ class Preemptor:
         """Job ``j``'s victims at ``t`` (see the module), or None."""
         jobs, out, free, nd = loop.jobs, loop.out, loop.free, loop.nodes
         g, c, m, nn = jobs.rg[j], jobs.rc[j], jobs.rm[j], int(jobs.nn[j])
+        low = int(jobs.low[j])          # a node range: MIN of its MIN..MAX (else nn)
         for p in jobs.pc_part[jobs.pc_off[j]:jobs.pc_off[j + 1]].tolist():
             nodes = nd.pflat[nd.poff[p]:nd.poff[p + 1]]
             FG, FC, FM = free.fg[nodes].copy(), free.fc[nodes].copy(), free.fm[nodes].copy()
             fits = (FG >= g) & (FC >= c) & (FM >= m)
-            if fits.sum() >= nn:
+            if fits.sum() >= low:
                 return None           # it fits without preempting: something else holds it
             cand = self.candidates(loop, j, p, t, nodes)
 
             def holds(v):
                 lo, hi = jobs.offsets[v], jobs.offsets[v] + jobs.nn[v]
                 return out.alloc_nodes[lo:hi], jobs.rg[v], jobs.rc[v], jobs.rm[v]
-            found = victims_needed((FG, FC, FM), fits, (g, c, m, nn), nodes, cand, holds)
+            found = victims_needed((FG, FC, FM), fits, (g, c, m, low), nodes, cand, holds)
             if found is not None:
                 return self._victims(loop, cand[:found[0] + 1], nodes, found[1], nn)
         return None

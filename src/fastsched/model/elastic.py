@@ -65,3 +65,13 @@ def saved_work(starts, widths, pull_end: int, t: int, interval: int) -> int:
         return 0
     ran = max(t - pull_end, 0)
     return work_done(starts, widths, pull_end, pull_end + ran // interval * interval)
+
+
+#: why regrowth and preemption are refused together: a growth comes before every queued
+#: job, while preemption rests on Slurm's queue order (PriorityTier first) and its
+#: candidates (running jobs only); a growing job would take returned nodes ahead of a
+#: higher-tier job queued for them, and the expand helper job Slurm grows a job with is
+#: itself a pending job, which may preempt or be preempted, that this model leaves out
+REGROW_PREEMPT = ("regrowing --no-kill jobs (regrow) with preemption is not modelled: a "
+                  "growth takes returned nodes ahead of every queued job, a higher-tier "
+                  "preemptor too, where Slurm's expand helper job waits in the queue")

@@ -33,6 +33,11 @@ def add_resizes(table: dict, resizes) -> dict:
            "pull": None if table["pull"] is None else cat("pull", table["pull"][m]),
            "limit": None if table.get("limit") is None else cat("limit", table["limit"][m]),
            "resized": np.concatenate([np.zeros(k, dtype=bool), np.ones(len(m), dtype=bool)])}
+    # (a shape a resize ended was neither preempted nor CONFIGURING)
+    for key, dtype in (("preempted", bool), ("configure", np.int64)):
+        if key in table:
+            out[key] = None if table[key] is None else \
+                cat(key, np.zeros(len(m), dtype=dtype))
     counts = np.concatenate([np.diff(table["alloc_offsets"]), np.diff(resizes.alloc_offsets)])
     nodes = np.concatenate([table["alloc_nodes"], resizes.alloc_nodes])
     masks = np.concatenate([table["alloc_gpu_mask"], resizes.alloc_gpu_mask])
@@ -45,6 +50,8 @@ def add_resizes(table: dict, resizes) -> dict:
     off, entries = csr_take(offsets, order)
     out.update(alloc_offsets=off, alloc_nodes=nodes[entries], alloc_gpu_mask=masks[entries],
                last_runtime=table["last_runtime"], node_fail_job=table["node_fail_job"])
+    if "preempted_job" in table:
+        out["preempted_job"] = table["preempted_job"]
     return out
 
 

@@ -8,7 +8,9 @@ import numpy as np
 from ..io.times import parse_time
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import saved_progress
+from ..model.elastic import REGROW_PREEMPT
 from ..model.preemption import OFF, PREEMPT_TYPES, Preemption, parse_mode
+from .elastic import shape_goodput_args
 
 __all__ = ["site_preemption", "preemption_summary", "preemption_line", "check_preemption",
            "power_refused"]
@@ -38,14 +40,20 @@ def check_preemption(pre: Preemption, jobs, placement=None) -> None:
 
 
 def check_preemption_run(power=None, lifecycle=None, pre: Preemption | None = None) -> None:
-    """UnsupportedError for what preemption is not checked with: elastic jobs (their
-    state at a preemption is not modelled), and with power saving a GraceTime or
-    PreemptExemptTime of a class that may be preempted (:func:`power_refused`)."""
+    """UnsupportedError for what preemption is not modelled with: regrowth of
+    ``--no-kill`` jobs (:data:`fastsched.model.elastic.REGROW_PREEMPT` says why), and
+    with power saving a GraceTime or PreemptExemptTime of a class that may be preempted
+    (:func:`power_refused`) or node ranges (a narrow victim's start while its nodes
+    boot is not modelled). Elastic jobs that only shrink, and node ranges, are
+    preempted whole, on the nodes they hold then (:mod:`fastsched.engine.preempt`)."""
     why = power_refused(pre) if power is not None and pre is not None else ""
     if why:
         raise UnsupportedError(f"preemption with power saving and {why} is not modelled")
-    if lifecycle is not None and lifecycle.elastic:
-        raise UnsupportedError("preemption with elastic (--no-kill) jobs is not modelled")
+    if lifecycle is not None and lifecycle.regrow:
+        raise UnsupportedError(REGROW_PREEMPT)
+    if power is not None and lifecycle is not None and lifecycle.ranged:
+        raise UnsupportedError("preemption with power saving and node ranges (nodes_min) "
+                               "is not modelled")
 
 
 def power_refused(pre: Preemption) -> str:
@@ -113,18 +121,33 @@ def site_preemption(cluster, config=None, job_qos=None) -> Preemption:
 def preemption_summary(jobs, table: dict, lifecycle) -> dict:
     """The summary's ``preemption`` part: preempted attempts, jobs cancelled by
     preemption, and the GPU-hours they ran, lost (after their last checkpoint) and
-    kept (checkpointed)."""
-    row = table["row"]
-    pre = table["preempted"]
-    gpus = (jobs.num_nodes[row].astype(np.int64) * jobs.gpus_per_node[row])[pre]
-    pull = np.zeros(len(row), dtype=np.int64) if table.get("pull") is None else table["pull"]
-    ran = np.maximum(table["elapsed"] - pull, 0)[pre]
-    saved = saved_progress(ran, lifecycle.checkpoint_interval[row][pre])
+    kept (checkpointed). Each record counts at the nodes it held: a preempted attempt
+    that a failure shrank, or that started narrow on a node range, at each shape's
+    width, its checkpoints over the whole attempt (as :func:`.lifecycle.
+    lifecycle_summary` counts them)."""
+    row, attempt = table["row"], table["attempt"]
+    pre = np.asarray(table["preempted"], dtype=bool)
+    key = row.astype(np.int64) * (int(attempt.max(initial=0)) + 1) + attempt
+    of = np.isin(key, key[pre])         # every record (shape) of a preempted attempt
+    width = np.where(table["start"] >= 0, np.diff(table["alloc_offsets"]), jobs.num_nodes[row])
+    gpus = (width.astype(np.int64) * jobs.gpus_per_node[row])[of]
+    interval = lifecycle.checkpoint_interval[row]
+    if "resized" in table:
+        shapes = shape_goodput_args(table)
+        ran = table["elapsed"] - np.minimum(shapes["pull"], table["elapsed"])
+        saved = np.clip(saved_progress(shapes["attempt_run"], interval) - shapes["before"],
+                        0, ran)
+    else:
+        pull = np.zeros(len(row), dtype=np.int64) if table.get("pull") is None \
+            else table["pull"]
+        ran = np.maximum(table["elapsed"] - pull, 0)
+        saved = saved_progress(ran, interval)
+    ran, saved = ran[of], saved[of]
     hours = 3600.0
     return {"preempted_attempts": int(pre.sum()),
             "preempted_jobs": int(len(np.unique(row[pre]))),
             "cancelled_jobs": int(np.asarray(table["preempted_job"]).sum()),
-            "preempted_gpu_hours": float(np.dot(gpus, table["elapsed"][pre])) / hours,
+            "preempted_gpu_hours": float(np.dot(gpus, table["elapsed"][of])) / hours,
             "lost_gpu_hours": float(np.dot(gpus, ran - saved)) / hours,
             "checkpointed_gpu_hours": float(np.dot(gpus, saved)) / hours}
 

@@ -20,7 +20,11 @@ of a candidate's PreemptExemptTime a waiting job looked at.
 With a lifecycle the Scheduler also requeues at node failures
 (:mod:`.schedrequeue`): a job's attempts are then numbered across both (one
 ``restarts`` array), a requeued victim's work left loses what its last checkpoint
-kept, and a victim a failure ended is no longer stopped at its grace end. With
+kept, and a victim a failure ended is no longer stopped at its grace end; a
+``--no-kill`` victim a failure shrank, or a node range started narrow, is stopped whole
+on the nodes it holds (ordered among the candidates by that count), its work left losing
+the node-seconds of its last checkpoint, and a node range preempts until its MIN nodes
+fit (:attr:`SchedulerPreemption.low`). With
 ``Preemption.backfill`` each pass plans with preemptable capacity
 (:meth:`SchedulerPreemption.planning`, :mod:`fastsched.engine.passpreempt`). With
 dependencies and limits, :mod:`.schedpreemptrules` says after which pass a job may
@@ -98,6 +102,8 @@ class SchedulerPreemption:
         self.level = np.asarray(pre.level, dtype=np.int64)
         self.qos = None if pre.job_class is None else np.asarray(pre.job_class, np.int64)
         self.requeue, self.delay = np.asarray(lc.requeue, dtype=bool), int(lc.delay)
+        #: the nodes each job must get to start: a node range's MIN, else all it asks for
+        self.low = lc.start_nodes(jobs.num_nodes)
         if partitions is None:
             self.poff = np.arange(n + 1, dtype=np.int64)
             self.parts = np.asarray(jobs.partition, dtype=np.int64)
@@ -172,7 +178,7 @@ class SchedulerPreemption:
         # a victim still CONFIGURING never ran: its attempt starts at its stop
         s._catalog.start[rows] = np.minimum(s._catalog.start[rows], now)
         if self.at_failures is not None:
-            self.at_failures.preempted(s, again, now)
+            self.at_failures.preempted(s, rows, back, now)
         pos = np.flatnonzero(np.isin(s._running_rows, rows))
         # a requeued victim stays submitted (limits' max_submit), its dependents wait
         # for its end; a cancelled one ends (PREEMPTED: not ok for its dependents)
@@ -249,17 +255,18 @@ class SchedulerPreemption:
     def choose(self, view, j: int, now: int):
         """Job row ``j``'s victims (rows, submit order), or None (the engine's rule)."""
         g, c, m, nn = view.request(j)
+        low = int(self.low[j])
         for p in self.parts[self.poff[j]:self.poff[j + 1]].tolist():
             nodes = np.flatnonzero(self.member[p] & view.available)
             FG, FC, FM = view.fg[nodes].copy(), view.fc[nodes].copy(), view.fm[nodes].copy()
             fits = (FG >= g) & (FC >= c) & (FM >= m)
-            if fits.sum() >= nn:
+            if fits.sum() >= low:
                 return None
             cand = self.candidates(view, j, p, now, nodes)
 
             def holds(v):
                 return (view.nodes_of(v),) + tuple(view.request(v)[:3])
-            found = victims_needed((FG, FC, FM), fits, (g, c, m, nn), nodes, cand, holds)
+            found = victims_needed((FG, FC, FM), fits, (g, c, m, low), nodes, cand, holds)
             if found is not None:
                 return self._victims(view, cand[:found[0] + 1], nodes, found[1], nn)
         return None
@@ -362,7 +369,10 @@ class _View:
         self.start = np.array(start, dtype=np.int64)
         self.part = np.array(part, dtype=np.int64)
         self.pos = {row: k for k, row in enumerate(rows)}
-        self.nn = np.asarray(jobs.num_nodes, dtype=np.int64)
+        # the nodes each holds (a --no-kill job a failure shrank: fewer than it asks for),
+        # which orders the victims as Slurm's node_cnt does
+        self.nn = np.asarray(jobs.num_nodes, dtype=np.int64).copy()
+        self.nn[self.rows] = [len(held) for held in lists]
 
     def request(self, row: int):
         j = self.jobs

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..engine import RunningJobs
 from ..model.constraints import csr_take
-from ..model.elastic import finish, saved_work
+from ..model.elastic import REGROW_PREEMPT, finish, saved_work
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import Lifecycle, saved_progress
 from .bookkeeping import csr_offsets
@@ -76,23 +76,34 @@ class SchedulerRequeue:
         """The state for a Scheduler's ``lifecycle`` (None: failures end their jobs for
         good, the caller resubmits). With ``preemption`` too, one job's attempts are
         counted across failures and preemptions (:mod:`.schedpreempt` shares
-        ``restarts`` and takes a preempted attempt's checkpointed work off ``left``),
-        and ``--no-kill`` jobs are refused, as :func:`fastsched.simulate` refuses them."""
+        ``restarts`` and takes a preempted attempt's checkpointed work off ``left``);
+        regrowth is refused with it, as :func:`fastsched.simulate` refuses it
+        (:data:`fastsched.model.elastic.REGROW_PREEMPT`)."""
         if lifecycle is None:
             return None
         if jobs is None:
             raise InputError("lifecycle describes the jobs of a table: pass it as jobs=",
                              field="lifecycle")
-        if preemption is not None and lifecycle.elastic:
-            raise UnsupportedError("preemption with elastic (--no-kill) jobs is not "
-                                   "modelled")
+        if preemption is not None and lifecycle.regrow:
+            raise UnsupportedError(REGROW_PREEMPT)
         return cls(jobs, lifecycle)
 
-    def preempted(self, s, rows: np.ndarray, now: int) -> None:
-        """Running ``rows`` were preempted at ``now`` and are requeued: their next
-        attempt has their work less what their last checkpoint kept."""
-        start = s._catalog.start[rows]
-        self.left[rows] -= saved_progress(now - start, self.interval[rows]).astype(np.int64)
+    def preempted(self, s, rows: np.ndarray, back: np.ndarray, now: int) -> None:
+        """Running ``rows`` were preempted at ``now``, those ``back`` marks requeued: their
+        next attempt has their work less what their last checkpoint kept (a shrunk or
+        narrow one: the node-seconds done by then, at its full width, as a kill at a
+        failure keeps them); it asks for all its nodes again."""
+        for row, again in zip(np.asarray(rows).tolist(), np.asarray(back).tolist()):
+            start = int(s._catalog.start[row])
+            shapes = self.shapes.pop(row, None)
+            if not again:
+                continue
+            if shapes is None:
+                saved = int(saved_progress(now - start, self.interval[row]))
+            else:
+                saved = saved_work(*shapes, start, now, int(self.interval[row])) \
+                    // int(self.width[row])
+            self.left[row] -= saved
 
     def started(self, rows: np.ndarray, counts: np.ndarray, begin, partition) -> None:
         """Catalog ``rows`` started at ``begin`` on ``counts`` nodes in ``partition``: one

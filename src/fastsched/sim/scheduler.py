@@ -198,7 +198,7 @@ class Scheduler:
             jobs, time_min, preemption=preemption, placement=placement,
             reservations=self._reservations,
             **{"reservations='slurm'": True if engine == "slurm" else None})
-        check_elastic(lifecycle, placement, limits, self._reservations, preemption=preemption,
+        check_elastic(lifecycle, placement, limits, self._reservations,
                       containers=containers, power=power,
                       **{"reservations='slurm'": True if engine == "slurm" else None,
                          "advance reservations with member jobs": self._members})

@@ -164,7 +164,10 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     a queued job that can start only by stopping running jobs it may preempt stops
     them (REQUEUE: requeued from their last checkpoint, as after a node failure;
     CANCEL: they end PREEMPTED); records per attempt and ``summary["preemption"]``
-    (nodes model; docs/lifecycle.md). ``preempt/none`` changes nothing.
+    (nodes model; docs/lifecycle.md). A ``--no-kill`` job a failure shrank, or a node
+    range started narrow, is preempted whole on the nodes it holds; a node range
+    preempts until its MIN nodes fit; ``--regrow`` with preemption is refused.
+    ``preempt/none`` changes nothing.
     ``time_min`` (seconds per job, 0: none; sbatch ``--time-min``, at most the job's
     limit): Slurm's backfill rule (:mod:`fastsched.engine.timemin`): a job that cannot
     start now with its limit starts with a shorter one, at least its time minimum,

@@ -63,7 +63,7 @@ from ..model.jobs import JobTable
 from ..model.lifecycle import Lifecycle, saved_progress
 from ..model.schedule import Schedule
 from .elastic import check_shapes, check_work, collapse, elastic_saved, shapes_of
-from .preemption import check_preemptors
+from .preemption import check_preemptors, first_records
 from .timemin import check_attempt_limits
 from .report import VerifyReport, Violation
 
@@ -294,8 +294,9 @@ def _preempted(jobs, a, out):
     """A preempted attempt ran at least its PreemptExemptTime (where known)."""
     if a.exempt is None:
         return
+    first = first_records(a)        # (a resized attempt: from its first shape's start)
     for k in np.flatnonzero(a.preempted & (a.start >= 0)).tolist():
-        ran = int(a.end[k] - a.start[k])
+        ran = int(a.end[k] - a.start[first[k]])
         if ran < a.exempt[k]:
             jid = int(jobs.job_id[a.row[k]])
             out.append(Violation("preempt_exempt", jid, int(a.end[k]),

@@ -4,7 +4,9 @@ that may preempt it, waiting for its nodes when it was preempted.
 What it GUARANTEES when it passes, for each attempt that ended PREEMPTED (of class c,
 the partition it ran in under preempt/partition_prio, its job's QOS under preempt/qos):
 c's ``PreemptMode`` is not OFF, and at its preemption instant p (its end less c's
-``GraceTime``; p is not before its start) some job J was pending: J had been
+``GraceTime``; p is not before its attempt's start: a ``--no-kill`` attempt a failure
+shrank is one preemption over its shapes, the one it ran at p giving its nodes) some
+job J was pending: J had been
 submitted (or, requeued, its previous attempt had ended plus the requeue delay) by p
 and its next attempt started at p or later (or never); J may preempt c (the rules'
 ``may``: a higher PriorityTier sharing nodes, or c in the ``Preempt`` list of J's QOS);
@@ -29,7 +31,7 @@ import numpy as np
 from ..model.preemption import OFF
 from .report import Violation
 
-__all__ = ["check_preemptors"]
+__all__ = ["check_preemptors", "first_records"]
 
 _NEVER = np.iinfo(np.int64).max
 
@@ -52,13 +54,16 @@ def check_preemptors(cluster, jobs, a, preemption, choices, delay: int, out) -> 
     may = np.asarray(preemption.may, dtype=bool)
     mode = np.asarray(preemption.mode)
     grace = np.asarray(preemption.grace, dtype=np.int64)
+    first = first_records(a)
     for k in victims.tolist():
         c = int(cls_of[k])
         at = int(a.end[k]) - int(grace[c])
-        nodes = a.alloc_nodes[a.alloc_offsets[k]:a.alloc_offsets[k + 1]]
+        k0 = int(first[k])          # (a resized attempt: its shapes k0..k, by start)
+        live = k0 + max(int(np.searchsorted(a.start[k0:k + 1], at, side="right")) - 1, 0)
+        nodes = a.alloc_nodes[a.alloc_offsets[live]:a.alloc_offsets[live + 1]]
         nodes = nodes[(nodes >= 0) & (nodes < cluster.num_nodes)]
         touched = member[:, nodes].any(axis=1)
-        found = mode[c] != OFF and at >= a.start[k] and any(
+        found = mode[c] != OFF and at >= a.start[k0] and any(
             may[jc, c] and touched[p] and _covers(begins, ends, at)
             for (jc, p), (begins, ends) in keys.items())
         if not found:
@@ -69,6 +74,18 @@ def check_preemptors(cluster, jobs, a, preemption, choices, delay: int, out) -> 
                 f"{int(a.end[k])}, GraceTime {int(grace[c])} s) when no job that may preempt "
                 "it was pending for a partition holding its nodes"
                 + (" (its PreemptMode is OFF)" if mode[c] == OFF else "")))
+
+
+def first_records(a) -> np.ndarray:
+    """Per record of ``a`` (sorted by job row, attempt, start), the index of its
+    attempt's first record: an elastic attempt's shapes (RESIZING records) share one
+    preemption, judged from the attempt's start and the shape it ran at the time."""
+    n = len(a.row)
+    if not n:
+        return np.zeros(0, dtype=np.int64)
+    first = np.ones(n, dtype=bool)
+    first[1:] = (a.row[1:] != a.row[:-1]) | (a.attempt[1:] != a.attempt[:-1])
+    return np.flatnonzero(first)[np.cumsum(first) - 1]
 
 
 def _classes(preemption, a) -> np.ndarray:
