@@ -64,6 +64,30 @@ def test_tracker_matches_usage_at(h):
         usage_at(cfg, tree, w, s, e, times[0]).raw, rel=1e-12, abs=1e-9)
 
 
+@settings(max_examples=40, deadline=None)
+@given(histories(), st.lists(st.booleans(), min_size=8, max_size=8))
+def test_tracker_without_answers_carries_the_same(h, asked):
+    """A call that only carries the usage forward (``answer=False``, a period with no
+    job to rank) leaves the tracker as an answered call does: later answers are equal
+    bit for bit."""
+    cfg, w, start, end, times, known_end = h
+    tree = cfg.build_tree(w)
+    every, some = UsageTracker(cfg, tree, w), UsageTracker(cfg, tree, w)
+    prev = np.full(len(w), -1)
+    for t, ask in zip(times, asked):
+        s, e = _seen_at(t, start, end, known_end)
+        started = np.flatnonzero((s >= 0) & (prev < 0))
+        want = every.at(t, s, e, started).raw
+        got = some.at(t, s, e, started, answer=ask)
+        if ask:
+            assert got.raw.tobytes() == want.tobytes()
+        else:
+            assert got is None
+        prev = s
+    assert some.at(times[-1], s, e, []).raw.tobytes() == \
+        every.at(times[-1], s, e, []).raw.tobytes()
+
+
 def test_tracker_carries_decay_forward():
     jobs = JobTable.from_arrays(job_id=[1, 2], submit_time=0, time_limit=100, runtime=10,
                                 num_nodes=1, cpus_per_node=4, user=[0, 0])

@@ -22,7 +22,6 @@ decayed usage of ended jobs is carried forward and only what changed is added.
 """
 from __future__ import annotations
 
-import copy
 from datetime import datetime, timezone
 
 import numpy as np
@@ -138,11 +137,14 @@ class UsageTracker:
         self.now = None
         self.empty = config.new_usage(tree)     # copied for each answer (weights checked once)
 
-    def at(self, now: int, start, end, started=None) -> Usage:
+    def at(self, now: int, start, end, started=None, *, answer: bool = True) -> Usage | None:
         """Usage at ``now`` from ``start`` / ``end`` (per job, as :func:`usage_at` takes
         them, or :class:`~fastsched.model.progress.Column` views: only the running jobs
         are read). ``started``: the jobs that started since the previous call (indices;
-        None: unknown, recompute from every job); jobs started earlier keep theirs."""
+        None: unknown, recompute from every job); jobs started earlier keep theirs.
+        ``answer`` False: only carry the usage forward to ``now`` and return None (a
+        caller with no job to rank; the next answers are the same as with it: what is
+        carried forward never depends on the running jobs' charge)."""
         now = int(now)
         start = per_job(start, self.n, "start")
         end = per_job(end, self.n, "end")
@@ -152,21 +154,27 @@ class UsageTracker:
         else:
             self._advance(now, np.asarray(started, dtype=np.int64))
         run = self.running
+        s = start[run]      # (read once: a Column reads through two index arrays)
         if len(run):        # a killed attempt (start reset) leaves; its restart comes back
-            keep = start[run] >= 0
+            keep = s >= 0
             if not keep.all():
                 self.is_running[run[~keep]] = False
                 run = self.running = run[keep]
+                s = s[keep]
         e = end[run]
         over = (e >= 0) & (e <= now)                 # ended since the last call
         if over.any():
-            self._charge(self.done, run[over], start, e[over], now)
+            self._charge(self.done, run[over], s[over], e[over], now)
             self.is_running[run[over]] = False
             run = self.running = run[~over]
-            e = e[~over]
-        usage = copy.copy(self.empty)
+            s = s[~over]
+        if not answer:
+            return None
+        # a shallow copy of the empty usage (copy.copy costs as much as the charge below)
+        usage = object.__new__(type(self.empty))
+        usage.__dict__.update(self.empty.__dict__)
         usage.raw = self.done.copy()
-        self._charge(usage.raw, run, start, None, now)
+        self._charge(usage.raw, run, s, None, now)
         return usage
 
     def _restart(self, now, reset, start):
@@ -187,10 +195,11 @@ class UsageTracker:
         self.now = now
 
     def _charge(self, raw, jobs, start, hi, now):
-        """Add the usage at ``now`` of ``jobs`` running from max(start, reset) to ``hi``
-        (None: to ``now``, the jobs still running; their decay since ``hi`` is then
-        2^0 = 1 exactly, and is not computed)."""
-        lo = np.maximum(start[jobs], self.reset)
+        """Add the usage at ``now`` of ``jobs`` running from max(``start``, reset) to
+        ``hi`` (``start`` and ``hi``: one per job; ``hi`` None: to ``now``, the jobs
+        still running; their decay since ``hi`` is then 2^0 = 1 exactly, and is not
+        computed)."""
+        lo = np.maximum(start, self.reset)
         if hi is None:
             keep = lo < now
             jobs, lo = jobs[keep], lo[keep].astype(np.float64)

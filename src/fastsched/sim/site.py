@@ -99,7 +99,9 @@ class SitePriority:
         jobs = self.jobs
         # the tracker sees every recomputation, queue empty or not: its usage carried
         # forward is then the same, decay step for decay step, whatever the queue held
-        usage = self.tracker.at(now, progress.start, progress.end, started)
+        # (with nothing to rank it only carries forward: nobody reads the answer)
+        usage = self.tracker.at(now, progress.start, progress.end, started,
+                                answer=len(rows) > 0)
         if not len(rows):
             return np.zeros(0)
         eligible = progress.eligible[rows]
