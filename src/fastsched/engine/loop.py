@@ -12,9 +12,11 @@ from ..model.cluster import Cluster
 from ..model.constraints import AFTER, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups, PartitionChoices
 from ..model.errors import InputError, UnsupportedError
 from ..model.events import NODE_EVENT_KINDS
+from ..model.elastic import RANGES_POWER_PREEMPT
 from ..model.jobs import JobTable
 from ..model.policies import get_policy
 from ..model.reservations import check_jobs_held_off
+from ..model.timemin import TIME_MIN_PREEMPTION
 from .availability import set_available
 from .blocks import _exclusive, _release_blocks
 from .heap import _heap_drop, _heap_pop, _heap_push
@@ -637,21 +639,13 @@ def _check_ranges(topo, power, preemption) -> None:
         raise UnsupportedError("jobs with a node range (nodes_min) and topology placement "
                                "are not modelled yet")
     if power is not None and preemption is not None:
-        raise UnsupportedError("preemption with power saving and node ranges (nodes_min) "
-                               "is not modelled")
-
-
-#: why ``--time-min`` with preemption is refused (UnsupportedError)
-TIME_MIN_PREEMPTION = (
-    "Slurm's main scheduler preempts for a job with its whole limit (job_scheduler.c "
-    "reads no time_min), its backfill cuts a limit at reservations only, never at a "
-    "preemptable job's end (backfill.c _bf_reserve_running)")
+        raise UnsupportedError(RANGES_POWER_PREEMPT)
 
 
 def _check_time_min(topo, preemption) -> None:
     """``--time-min`` starts cut a job's limit at a pass (:mod:`.timemin`; a killed
     attempt is requeued with its own limit again); refused where its start is shaped
-    otherwise: by topology placement, and by preemption (:data:`TIME_MIN_PREEMPTION`:
+    otherwise: by topology placement, and by preemption (:data:`fastsched.model.timemin.TIME_MIN_PREEMPTION`:
     which of a cut start and a preemption a job gets is not modelled). Boots (power
     saving) and image pulls come after the cut, as in Slurm: the cut limit counts from
     the nodes' ready time (job_mgr.c ``job_config_fini``), a pull runs inside the job."""

@@ -8,7 +8,7 @@ import numpy as np
 from ..io.times import parse_time
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import saved_progress
-from ..model.elastic import REGROW_PREEMPT
+from ..model.elastic import RANGES_POWER_PREEMPT, REGROW_PREEMPT
 from ..model.preemption import OFF, PREEMPT_TYPES, Preemption, parse_mode
 from .elastic import shape_goodput_args
 
@@ -52,8 +52,7 @@ def check_preemption_run(power=None, lifecycle=None, pre: Preemption | None = No
     if lifecycle is not None and lifecycle.regrow:
         raise UnsupportedError(REGROW_PREEMPT)
     if power is not None and lifecycle is not None and lifecycle.ranged:
-        raise UnsupportedError("preemption with power saving and node ranges (nodes_min) "
-                               "is not modelled")
+        raise UnsupportedError(RANGES_POWER_PREEMPT)
 
 
 def power_refused(pre: Preemption) -> str:

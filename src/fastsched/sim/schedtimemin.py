@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.loop import TIME_MIN_PREEMPTION
 from ..model.errors import InputError, UnsupportedError
 from ..model.resvjobs import members_of
-from ..model.timemin import check_time_min
+from ..model.timemin import TIME_MIN_PREEMPTION, check_time_min
 from .resvlayout import flex_used
 
 
