@@ -100,10 +100,11 @@ def test_short_queue_from_the_cli(capsys, tmp_path):
     import json
     from fastsched.cli import main
     out = tmp_path / "b9.json"
-    assert main(["bench", "short-queue", "--clusters", "ai-8k", "--repeat", "2",
-                 "--json", str(out)]) == 0
+    assert main(["bench", "short-queue", "--clusters", "ai-8k", "--pending", "300",
+                 "--repeat", "2", "--json", str(out)]) == 0
     p, loop = json.loads(out.read_text())["points"]
-    assert p["cluster"] == "ai-8k" and p["pending"] == 1000 and p["same_decisions"] is True
+    assert p["cluster"] == "ai-8k" and p["pending"] == 300 and p["same_decisions"] is True
+    assert loop["pending"] == 300
     assert p["starts"] > 0 and p["kept_cpu_ms"] >= 0 and p["pure_wall_ms"] >= 0
     assert loop["mode"] == "loop" and loop["same_decisions"] is True
     assert loop["kept_builds"] == 1 and loop["kept_pass_cpu_ms"] >= 0
@@ -111,8 +112,8 @@ def test_short_queue_from_the_cli(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["bench", "short-queue", "--pending", "10"], "--pending is for the scaling scenario"),
-    (["bench", "easy-100k", "--pending", "10"], "--pending is for the scaling scenario"),
+    (["bench", "kth-easy", "--pending", "10"], "--pending is for the scaling and short-queue"),
+    (["bench", "easy-100k", "--pending", "10"], "--pending is for the scaling and short-queue"),
     (["bench", "scaling", "--clusters", "ai-9k"], "unknown 'ai-9k'"),
     (["bench", "kth-easy", "--reservations", "3"], "--reservations is for the easy-100k"),
     (["bench", "easy-100k", "--failures", "mtbf=1d,repair=1h"], "--failures is for the ai-mix-1m"),

@@ -76,7 +76,7 @@ def test_pausing_to_save_changes_nothing(saved, name):
     same(whole, checkpointed)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instants=st.integers(1, 400), policy=st.sampled_from(["fcfs", "easy", "conservative"]))
 def test_the_loop_pickled_at_any_instant_goes_on_exactly(instants, policy):
     """A plain run paused after a chosen number of instants (as a checkpoint would),
@@ -127,7 +127,7 @@ def test_a_checkpoint_file_is_written_whole_and_loaded(tmp_path):
 
 # --------------------------------------------------------------------------- the CLI
 
-def _cli_workload(tmp_path, n=1500):
+def _cli_workload(tmp_path, n=600):
     path = tmp_path / "w.csv"
     fs.write_workload(fs.ai_mix(CLUSTER, n, seed=4), CLUSTER, path)
     return ["simulate", str(path), "--cluster", "ai-8k", "--policy", "conservative",
@@ -157,7 +157,7 @@ def test_cli_resume_refuses_other_inputs(tmp_path, capsys):
 def test_cli_interrupted_then_resumed_matches_an_uninterrupted_run(tmp_path):
     """Ctrl-C at some moment after a checkpoint was written, then --resume: the records
     are those of a run never interrupted (whenever the signal landed)."""
-    args = _cli_workload(tmp_path, n=3000)
+    args = _cli_workload(tmp_path, n=1200)
     whole = tmp_path / "whole.csv"
     assert main(args + ["--jobs-out", str(whole)]) == 0
     ck, out = tmp_path / "ck", tmp_path / "out.csv"

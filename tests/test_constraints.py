@@ -16,7 +16,7 @@ from fastsched.model.errors import InputError
 from fastsched.engine import RunningJobs, limit_reasons, plan_nodes, run_nodes
 from test_nodeplan import assert_valid, node_clusters, node_workloads
 
-SETTINGS = settings(max_examples=75, deadline=None,
+SETTINGS = settings(max_examples=31, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

@@ -17,7 +17,7 @@ from fastsched.model.constraints import (AFTER, AFTERANY, AFTERNOTOK, AFTEROK, C
 from fastsched.model.errors import InputError, UnsupportedError
 from test_constraints import engine_inputs
 
-SETTINGS = settings(max_examples=150, deadline=None,
+SETTINGS = settings(max_examples=63, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 POLICIES = [("fcfs", 1), ("easy", 1), ("easy", 3), ("conservative", 1)]
 

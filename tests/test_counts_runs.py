@@ -18,7 +18,7 @@ from fastsched.engine.counts import CountsLoop, NodeRuns, run_counts, run_counts
 from fastsched.model.constraints import Dependencies, LimitGroups
 from fastsched.model.schedule import Schedule
 
-SETTINGS = settings(max_examples=120, deadline=None,
+SETTINGS = settings(max_examples=50, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 POLICIES = [("fcfs", 1), ("easy", 1), ("easy", 3), ("conservative", 1)]
 
@@ -188,7 +188,7 @@ def named_pool(P: int, names: str):
 
 
 @pytest.mark.parametrize("names", ["padded", "unpadded", "irregular"])
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=wide_pools(), data=st.data())
 def test_outputs_from_runs_equal_outputs_from_node_indices(case, names, data):
     """Records, sacct lines, SWF fields, Batsim's interval sets, the summary and the

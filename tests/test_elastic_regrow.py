@@ -25,7 +25,7 @@ from test_elastic import _cluster, _jobs, _rows, as_twin, elastic_lifecycles, id
 from test_lifecycle import tampered
 
 #: the suite's time budget: these drawn runs are long (failures, requeues, twins)
-FEWER = settings(SETTINGS, max_examples=40)
+FEWER = settings(SETTINGS, max_examples=17)
 _KINDS = ("down", "down", "up", "drain", "resume")
 
 

@@ -8,7 +8,7 @@ import naive
 from fastsched import Cluster, JobTable, simulate
 from fastsched.tools.testing import cluster_and_workload
 
-SETTINGS = settings(max_examples=200, deadline=None,
+SETTINGS = settings(max_examples=84, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 

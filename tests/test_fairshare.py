@@ -147,7 +147,7 @@ def build(parent, shares, users):
     return AssociationTree.from_edges(edges, users=users)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=126, deadline=None)
 @given(trees())
 def test_fair_tree_matches_twin(case):
     parent, shares, users, usage = case
@@ -156,7 +156,7 @@ def test_fair_tree_matches_twin(case):
     assert fair_tree(tree, raw).tolist() == naive.fair_tree(parent, shares, users, usage)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=126, deadline=None)
 @given(trees(), st.sampled_from([1, 2, 5]))
 def test_classic_matches_twin(case, damping):
     parent, shares, users, usage = case
@@ -238,7 +238,7 @@ def deep_trees(draw):
     return AssociationTree.from_edges(edges, users=order), raw[[users.index(u) for u in order]]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=168, deadline=None)
 @given(deep_trees())
 def test_fair_tree_kernel_bitwise_equals_python(case):
     tree, raw = case

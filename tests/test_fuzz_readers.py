@@ -23,7 +23,7 @@ from fastsched.io.topology import read_block_topology
 from fastsched.model.validation import MAX_COUNT, MAX_MEMORY_MB, MAX_SECONDS
 from fastsched.io.workload import read_workload, requests_to_workload
 
-FUZZ = settings(max_examples=80, deadline=None,
+FUZZ = settings(max_examples=48, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 
@@ -294,7 +294,7 @@ CLI_OPTIONS = [("simulate", "--reserve-depth"), ("simulate", "--start-times"),
                ("generate", "--jobs"), ("generate", "--seed"), ("generate", "--load")]
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=72, deadline=None)
 @given(option=st.sampled_from(CLI_OPTIONS), value=NUMBERS)
 def test_cli_integer_arguments(option, value):
     from fastsched.cli import build_parser

@@ -81,7 +81,7 @@ names_strategy = st.lists(
 ) | st.lists(st.sampled_from(["login", "gpu", "node007", "node7", "node07"]), max_size=8)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=126, deadline=None)
 @given(names_strategy)
 def test_roundtrip_property(names):
     c = compress(names)
@@ -120,7 +120,7 @@ def allocations(draw):
     return names, offsets, np.array([k for r in rows for k in r], dtype=np.int64)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=126, deadline=None)
 @given(allocations())
 def test_compress_rows_equals_compress_row_by_row(case):
     names, offsets, nodes = case
@@ -146,7 +146,7 @@ def test_compress_rows_long_numbers_and_bad_names():
     assert compress_rows(names, [0, 0, 0], []).tolist() == ["", ""]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=42, deadline=None)
 @given(case=allocations(), data=st.data())
 def test_gpu_id_rows_equals_format_gpu_ids(case, data):
     names, offsets, nodes = case
@@ -173,7 +173,7 @@ def run_rows(draw):
     return names, NodeRuns(offsets=offsets, first=first, count=count)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=126, deadline=None)
 @given(run_rows())
 def test_compress_runs_equals_compress_row_by_row(case):
     names, runs = case

@@ -224,7 +224,7 @@ def _naive_entries(per_job):
              for key, caps, reasons in entries] for entries in per_job]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=105, deadline=None)
 @given(scenarios())
 def test_compile_matches_naive(sc):
     cfg, w, running = sc

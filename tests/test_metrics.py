@@ -39,7 +39,7 @@ def test_hand_worked():
     assert gpu_fragmentation(cluster, jobs, r.schedule) == 60 / 132
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=28, deadline=None)
 @given(case=node_cases())
 def test_fast_equals_naive(case):
     cluster, _, jobs = case
@@ -80,7 +80,7 @@ def test_jobs_sharing_a_node_count_it_once():
     assert r.summary["cpu_utilisation"] == 2 * 10 / (16 * 10)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=28, deadline=None)
 @given(case=node_cases())
 def test_busy_node_seconds_equals_naive(case):
     cluster, _, jobs = case
@@ -93,7 +93,7 @@ def test_busy_node_seconds_equals_naive(case):
 UTILISATIONS = ("utilisation", "cpu_utilisation", "gpu_utilisation", "gpu_fragmentation")
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=28, deadline=None)
 @given(case=node_cases(), policy=st.sampled_from(["fcfs", "easy", "conservative"]))
 def test_every_utilisation_is_a_share(case, policy):
     cluster, _, jobs = case
@@ -102,7 +102,7 @@ def test_every_utilisation_is_a_share(case, policy):
         assert s[key] is None or 0.0 <= s[key] <= 1.0, (key, s[key])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=28, deadline=None)
 @given(cw=cluster_and_workload())
 def test_pool_engine_utilisation_is_a_share(cw):
     cluster, jobs = cw

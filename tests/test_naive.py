@@ -10,7 +10,7 @@ from fastsched.model.jobs import JobTable
 from fastsched.tools.testing import cluster_and_workload, swf_clusters, workloads
 from naive import NaiveJob, jobs_from_table, simulate
 
-PROPS = settings(max_examples=100, deadline=None,
+PROPS = settings(max_examples=42, deadline=None,
                  suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -150,7 +150,7 @@ def test_easy_shadow_equals_profile(cw):
             == simulate(jobs, cluster.num_nodes, "easy-profile", reserve_depth=1))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=42, deadline=None)
 @given(cluster_and_workload(max_jobs=15), st.integers(2, 4))
 def test_easy_depth_k_valid_and_unbounded_is_conservative(cw, k):
     cluster, table = cw
@@ -160,7 +160,7 @@ def test_easy_depth_k_valid_and_unbounded_is_conservative(cw, k):
             == simulate(jobs, cluster.num_nodes, "conservative"))
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=21, deadline=None)
 @given(swf_clusters().flatmap(lambda p: st.tuples(st.just(p), workloads(p))))
 def test_workloads_are_well_formed(pw):
     procs, table = pw

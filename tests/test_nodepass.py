@@ -17,7 +17,7 @@ from fastsched.model.jobs import JOB_FIELDS
 from fastsched.engine import (BLOCKED, RESERVED, START, RunningJobs, plan_nodes,
                                 simulate_nodes)
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=42, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -80,7 +80,7 @@ def test_single_pass_starts_what_the_simulation_started(policy, case):
     check_against_simulation(cluster, available, jobs, policy)
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=28, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=node_cases(), depth=st.integers(2, 3))
 def test_single_pass_easy_depth(case, depth):

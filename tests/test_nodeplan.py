@@ -17,7 +17,7 @@ from fastsched.engine import check_node_jobs, simulate_nodes
 from fastsched.model.schedule import Schedule
 from fastsched.tools.testing import cluster_and_workload
 
-SETTINGS = settings(max_examples=120, deadline=None,
+SETTINGS = settings(max_examples=50, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -152,7 +152,7 @@ def test_engine_equals_twin_easy_depth(case, depth):
 
 # --------------------------------------------------------------------------- vs the pool engine
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=63, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cw=cluster_and_workload())
 def test_fcfs_equals_pool_engine_on_whole_nodes(cw):
     cluster, jobs = cw
@@ -165,7 +165,7 @@ def test_fcfs_equals_pool_engine_on_whole_nodes(cw):
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=42, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cw=cluster_and_workload())
 def test_backfill_on_whole_nodes_is_a_valid_schedule(policy, cw):
     """Concrete node reservations may legitimately differ from the pool's counts."""

@@ -79,7 +79,7 @@ def naive_level(times, changes, at):
     return sum(d for t, d in zip(times, changes) if t <= at)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=42, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 30), st.integers(1, 5)),
                 min_size=1, max_size=20))
 def test_steps_match_a_per_instant_count(spans):

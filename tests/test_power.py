@@ -127,7 +127,7 @@ def test_runs_pass_the_power_checks_and_broken_ones_fail(case, policy):
         assert {"not_booted", "resume_rate"} & set(bad.counts()), bad.violations
 
 
-FEW = settings(max_examples=15, deadline=None,
+FEW = settings(max_examples=10, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

@@ -26,7 +26,7 @@ from test_power import _twin_power
 _MODE_NAMES = {OFF: "OFF", CANCEL: "CANCEL", REQUEUE: "REQUEUE"}
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_preemption_with_power_saving_matches_twin(data):
     """Victims CONFIGURING or not (a preemptor taking a booting node waits for its boot,
@@ -243,7 +243,7 @@ def grace_cases(draw):
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=17, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_grace_end_holds_match_twin(data, policy):
     """Victims in their GraceTime are held until their grace end in the engine and in the

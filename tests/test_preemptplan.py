@@ -21,7 +21,7 @@ from test_nodeplan import node_workloads
 from test_preempt import _check_twin
 
 #: the suite's time budget: these drawn runs are long (failures, requeues, twins)
-FEWER = settings(SETTINGS, max_examples=40)
+FEWER = settings(SETTINGS, max_examples=17)
 
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("easy", 2),
@@ -78,7 +78,7 @@ def indexed(request, monkeypatch):
     return request.param
 
 
-INDEXED = settings(FEWER, max_examples=30,
+INDEXED = settings(FEWER, max_examples=15,
                    suppress_health_check=list(FEWER.suppress_health_check)
                    + [HealthCheck.function_scoped_fixture])
 

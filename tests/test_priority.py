@@ -95,7 +95,7 @@ def cases(draw):
     return jobs, extra, w, part, draw(st.integers(0, 80))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=210, deadline=None)
 @given(cases())
 def test_multifactor_matches_twin(case):
     cols, extra, w, part, now = case

@@ -19,7 +19,7 @@ from fastsched.model.constraints import Dependencies, LimitGroups
 from fastsched.engine import RunningJobs, check_node_jobs, plan_nodes, run_nodes
 from fastsched.engine.loop import _EventLoop
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture])
 POLICIES = st.sampled_from([("fcfs", 1), ("easy", 1), ("easy", 3), ("conservative", 1)])
@@ -190,7 +190,7 @@ def _one_node_profile(steps):
     return p
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=17, deadline=None)
 @given(steps=st.lists(st.integers(4, 8), min_size=1, max_size=6), s=st.integers(0, 70),
        length=st.integers(1, 40), g=st.integers(0, 4))
 def test_a_hold_split_in_two_is_the_hold(steps, s, length, g):

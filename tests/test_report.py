@@ -43,7 +43,7 @@ def site_runs(draw):
     return cfg, w, start, end, times
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(site_runs())
 def test_account_usage_matches_usage_at_and_the_per_second_twin(sc):
     """At each sample time the usage of every account is what usage_at charges its users

@@ -26,7 +26,7 @@ from test_resvjobs import _cluster, _jobs, _members, _reservations, twin_members
 from test_scheduler_resv import _instants
 
 #: few examples: each runs the engine and the twin with events (the suite's budget)
-FEW = settings(SETTINGS, max_examples=30)
+FEW = settings(SETTINGS, max_examples=18)
 KINDS = ("down", "down", "up", "drain", "drain", "resume")
 
 
@@ -201,7 +201,7 @@ def test_cli_members_with_events_and_the_check(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
-@settings(SETTINGS, max_examples=12)
+@settings(SETTINGS, max_examples=10)
 @given(data=st.data())
 def test_the_scheduler_requeues_member_jobs_as_the_simulator(data, policy):
     """The embeddable Scheduler with member jobs, node events and a lifecycle, driven at

@@ -52,7 +52,7 @@ def _same_state(fast, plain):
         assert (fast.end[j], fast.estimate[j]) == (plain.end[j], plain.estimate[j])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=180, deadline=None)
 @given(jobs=traces(), data=st.data(), backfill=st.booleans())
 def test_the_fast_window_runs_the_plain_windows_trajectory(jobs, data, backfill):
     start = data.draw(st.integers(0, len(jobs) - 1))
@@ -103,7 +103,7 @@ def _same(obs_a, info_a, obs_b, info_b):
     assert info_a["action_mask"].tobytes() == info_b["action_mask"].tobytes()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(jobs=traces(min_jobs=5), data=st.data(),
        backfill=st.sampled_from([False, True, "agent"]),
        metric=st.sampled_from(["bsld", "wait", "utilisation"]))

@@ -16,7 +16,7 @@ from test_nodepass import check_against_simulation
 from test_nodeplan import assert_same_as_twin, node_cases
 from fastsched.engine import limits as engine_limits, loop as engine_loop, plan as engine_plan
 
-FAST = settings(max_examples=40, deadline=None,
+FAST = settings(max_examples=17, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.function_scoped_fixture])
 
@@ -100,7 +100,7 @@ def test_unpackable_cluster_plans_the_same_by_scanning(monkeypatch):
             np.testing.assert_array_equal(getattr(d, f), getattr(ref, f), err_msg=f"{policy} {f}")
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=42, deadline=None)
 @given(entries=st.lists(st.tuples(st.integers(1, 50), st.lists(st.integers(0, 3), min_size=1,
                                                                 max_size=3)), max_size=12),
        data=st.data())

@@ -171,7 +171,7 @@ JOB_IDS = st.builds(
     st.sampled_from(["", ".batch", ".extern", ".0", ".12"]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.lists(JOB_IDS, min_size=1, max_size=30))
 def test_bytes_job_ids_match_the_plain_parser(ids):
     """The vectorised JobID parser (on bytes) gives what the per-value regex gives."""
@@ -265,7 +265,7 @@ FIELD = st.one_of(
     st.text(alphabet="0123456789_.+[]-:=,|TZabc ", max_size=12))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=90, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(st.lists(st.lists(FIELD, min_size=18, max_size=18), max_size=6), st.booleans())
 def test_fuzz_reader(tmp_path, cluster, table, skip_bad):
@@ -295,7 +295,7 @@ def test_fuzz_reader(tmp_path, cluster, table, skip_bad):
     assert len(lines) == len(set(lines))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=36, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**5), st.integers(1, 4),
                           st.integers(1, 8), st.integers(1, 10**5)), min_size=1, max_size=20))

@@ -40,7 +40,7 @@ ROWS = st.lists(st.one_of(st.lists(FIELDS, min_size=NCOLS, max_size=NCOLS),
                           st.lists(FIELDS, min_size=0, max_size=NCOLS + 2)), max_size=25)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=90, deadline=None)
 @given(ROWS, st.lists(st.sampled_from(["\n", "\r\n", "\n\n"]), min_size=1, max_size=3),
        st.booleans())
 def test_byte_table_equals_a_line_split(rows, endings, last_newline):
@@ -72,7 +72,7 @@ def test_byte_table_equals_a_line_split(rows, endings, last_newline):
         assert [a.tolist() for a in together[col]] == [a.tolist() for a in table.iso_times(col)]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(TIMES, min_size=NCOLS, max_size=NCOLS), min_size=1, max_size=40),
        st.booleans())
 def test_time_columns_read_together_equal_one_by_one(rows, keep_some):
@@ -104,7 +104,7 @@ HOSTLISTS = st.one_of(
             ((a, n, w) for a, w, n in ranges)) + "]" for p, ranges in groups)))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.lists(HOSTLISTS, min_size=1, max_size=12), st.data())
 def test_node_lists_together_equal_one_by_one(texts, data):
     wanted = sorted(data.draw(st.sets(st.integers(0, len(texts) - 1))))
@@ -133,7 +133,7 @@ TRES_ITEMS = st.one_of(
     st.sampled_from(["", "cpu", " cpu=2", "\tnode=1", "é=1", "Unknown", "cpu=１"]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.lists(st.lists(TRES_ITEMS, max_size=7).map(",".join), max_size=12))
 def test_tres_together_equal_one_by_one(texts):
     """parse_tres_many gives parse_tres's value for every text it parses, and leaves

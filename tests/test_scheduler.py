@@ -58,7 +58,7 @@ def drive(cluster, jobs, policy, reserve_depth=1):
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=42, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cw=cluster_and_workload(max_jobs=20))
 def test_api_loop_equals_simulator(policy, cw):
     cluster, jobs = cw
@@ -159,7 +159,7 @@ def gpu_workload():
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=42, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cw=cluster_and_workload(max_jobs=20), data=st.data())
 def test_api_loop_equals_simulator_with_priorities_in_the_counts_model(policy, cw, data):
     cluster, jobs = cw
@@ -188,7 +188,7 @@ def test_api_loop_equals_simulator_on_gpu_nodes(policy):
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=17, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=node_cases())
 def test_api_loop_equals_node_simulator(policy, case):
@@ -198,7 +198,7 @@ def test_api_loop_equals_node_simulator(policy, case):
     assert got == expected_of(start, off, nodes, masks, jobs)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=17, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cw=cluster_and_workload(max_jobs=15), policy=st.sampled_from(["easy", "conservative"]))
 def test_api_loop_equals_simulator_nodes_too_on_pool(cw, policy):
     """The pool engine's starts and its lowest-numbered free nodes, as the simulator."""
@@ -330,7 +330,7 @@ def test_state_at_rebuilds_the_simulators_state_gpu(policy):
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cw=cluster_and_workload(max_jobs=12))
 def test_state_at_rebuilds_the_simulators_state_pool(policy, cw):
     check_state_at(*cw, policy)
@@ -476,7 +476,7 @@ def site_runs(draw):
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=17, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(run=site_runs())
 def test_api_loop_equals_the_site_simulator(policy, run):
@@ -489,7 +489,7 @@ def test_api_loop_equals_the_site_simulator(policy, run):
     assert drive_constrained(s, wl.jobs) == expected
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=node_cases(), data=st.data())
 def test_api_loop_equals_the_simulator_with_a_priority_array(case, data):
     cluster, available, jobs = case
@@ -641,7 +641,7 @@ def test_from_state_counts_the_running_jobs_against_their_limits():
     assert e.value.field == "limits"
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=17, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(run=site_runs(), period=st.sampled_from([1, 6, 20]))
 def test_priority_callables_see_the_simulators_progress(run, period):

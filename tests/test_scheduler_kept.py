@@ -84,7 +84,7 @@ def test_every_pass_is_the_pure_pass(policy):
         plan._INDEX_AFTER_PASS = index_after
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=36, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), cluster=clusters())
 def _every_pass_is_the_pure_pass(policy, data, cluster):
     draw = data.draw

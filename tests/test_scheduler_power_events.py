@@ -18,7 +18,7 @@ from fastsched.tools.testing import power_models
 from scheddrive import drive
 from test_scheduler_requeue import _check, failure_cases, spare_node_cases
 
-SETTINGS = settings(max_examples=40, deadline=None,
+SETTINGS = settings(max_examples=24, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 

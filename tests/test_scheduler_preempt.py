@@ -60,7 +60,7 @@ def _rules(draw, cluster, jobs):
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=42, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=preempt_cases())
 def test_scheduler_preempts_as_the_simulator(policy, case):
     """Cases that never end are discarded (scheddrive.drive_or_discard)."""

@@ -33,7 +33,7 @@ def failing_preempt_cases(draw, policy):
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_scheduler_preempts_and_requeues_as_the_simulator(policy, data):
     cluster, jobs, pre, lc, rows = data.draw(failing_preempt_cases(policy))

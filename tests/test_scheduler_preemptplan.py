@@ -88,21 +88,21 @@ def _same_as_simulate(policy, case):
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=17, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=preempt_cases())
 def test_scheduler_plans_with_preemptable_capacity_as_the_simulator(policy, case):
     _same_as_simulate(policy, case)
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=17, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=shared_preempt_cases())
 def test_scheduler_plans_on_shared_nodes_as_the_simulator(policy, case):
     _same_as_simulate(policy, case)
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(case=shared_preempt_cases())
 def test_scheduler_plans_with_run_index_as_the_simulator(monkeypatch, policy, case):

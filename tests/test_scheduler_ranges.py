@@ -19,7 +19,7 @@ from test_constraints import constrained_cases, engine_inputs
 from test_scheduler_preempt import _two_tiers
 from test_scheduler_requeue import _check, failure_cases, spare_node_cases
 
-SETTINGS = settings(max_examples=35, deadline=None,
+SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

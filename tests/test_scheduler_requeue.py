@@ -117,28 +117,28 @@ def _scheduler_vs_simulate(policy, case):
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_scheduler_requeues_as_the_simulator(policy, data):
     _scheduler_vs_simulate(policy, data.draw(failure_cases(policy)))
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=17, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_no_kill_jobs_shrink_as_the_simulator(policy, data):
     _scheduler_vs_simulate(policy, data.draw(failure_cases(policy, shrink=True)))
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_scheduler_requeues_as_the_simulator_with_spare_nodes(policy, data):
     _scheduler_vs_simulate(policy, data.draw(spare_node_cases(policy)))
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=17, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_requeue_with_dependencies_and_limits_as_the_simulator(policy, data):

@@ -17,7 +17,7 @@ from fastsched.tools.testing import containers, power_models
 from test_nodeplan import node_clusters, node_workloads
 from test_scheduler_drain import drains
 
-SETTINGS = settings(max_examples=80, deadline=None,
+SETTINGS = settings(max_examples=34, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -36,7 +36,7 @@ def _scaled(data, jobs, k=None):
     return jobs, np.array(tmin, dtype=np.int64)
 
 
-SETTINGS = settings(max_examples=45, deadline=None,
+SETTINGS = settings(max_examples=19, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -180,7 +180,7 @@ def test_scheduler_cuts_limits_with_failures_as_the_simulator(policy, data):
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=20, deadline=None,
+@settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_scheduler_cuts_limits_with_advance_reservations_as_the_simulator(policy, data):
@@ -239,7 +239,7 @@ def test_a_member_starts_with_the_limit_its_window_leaves():
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
-@settings(SETTINGS, max_examples=30)
+@settings(SETTINGS, max_examples=15)
 @given(data=st.data())
 def test_scheduler_cuts_limits_with_boots_and_pulls_as_the_simulator(policy, data):
     """Power saving, containers or both, in gaps to backfill (fcfs has none): the cut

@@ -13,7 +13,7 @@ from fastsched.tools.testing import cluster_and_workload
 
 POLICIES = ("fcfs", "easy", "conservative")
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 

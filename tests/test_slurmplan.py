@@ -111,7 +111,7 @@ def _fast(cluster, running, queue, now, part, resolution, window, depth=None,
              bool(started[i])) for i in range(len(queue))]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=63, deadline=None)
 @given(_states(), st.one_of(st.none(), st.integers(1, 40)),
        st.tuples(*[st.sampled_from([0, 0, 1, 3]) for _ in range(3)]))
 def test_fast_path_gives_the_twins_decisions(case, depth, caps):
@@ -403,7 +403,7 @@ def _replay(cluster, workload, **kw):
     return run_slurm(fs_cluster, jobs, **kw)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=42, deadline=None)
 @given(_workloads(), st.sampled_from([1, 60]))
 def test_replay_gives_the_twins_starts(case, resolution):
     cluster, workload = case

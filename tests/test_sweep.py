@@ -61,7 +61,7 @@ def test_the_grid_in_order(sweep_file):
     assert grid.cells[0].trace.path == str(fs.bundled_trace("KTH-SP2"))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(policies=st.lists(st.sampled_from(["fcfs", "easy", "conservative"]), min_size=1,
                          unique=True),
        depths=st.lists(st.integers(1, 9), min_size=1, max_size=3, unique=True),

@@ -119,7 +119,7 @@ def swf_text(draw):
     return newline.join(lines) + draw(st.sampled_from(["", newline, newline * 2]))
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=swf_text(), strict=st.booleans(), procs=st.sampled_from([None, 8, 40]))
 def test_generated_traces(tmp_path, text, strict, procs):
     path = tmp_path / "t.swf"
@@ -127,7 +127,7 @@ def test_generated_traces(tmp_path, text, strict, procs):
     assert_same(path, strict=strict, procs=procs)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=300))
 def test_random_bytes(tmp_path, data):
     path = tmp_path / "t.swf"

@@ -32,7 +32,7 @@ from test_containers import _images, _twin_images
 from test_power import _twin_power
 
 #: the suite's time budget: these drawn runs are long (failures, requeues, twins)
-FEWER = settings(SETTINGS, max_examples=40)
+FEWER = settings(SETTINGS, max_examples=17)
 
 
 def _scaled(data, jobs):

@@ -259,7 +259,7 @@ def workload(draw):
     return P, submit, need, limit, runtime, pick, back
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=90, deadline=None, suppress_health_check=list(HealthCheck))
 @given(workload())
 def test_mutation_caught(w):
     P, submit, need, limit, runtime, pick, back = w
@@ -319,7 +319,7 @@ def place(P, starts, ends, need):
     return lists
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=48, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_reference_schedules_pass_their_policy(data):
     from fastsched.tools.testing import cluster_and_workload
@@ -366,7 +366,7 @@ def test_a_node_engine_schedule_is_judged_by_the_nodes_model():
     checks flag. verify judges it by the nodes model, which it passes."""
     import dataclasses
     trace = fs.read_swf(fs.bundled_trace("KTH-SP2"))
-    jobs = trace.jobs.take(np.arange(5000))
+    jobs = trace.jobs.take(np.arange(5000, 7000))   # a stretch where the two models differ
     cluster = fs.Cluster.homogeneous(trace.procs)
     r = fs.simulate(cluster, jobs, "conservative", window=10**9)   # forces the node engine
     assert r.schedule.planning == "nodes"
@@ -410,7 +410,7 @@ def test_fcfs_with_priorities_judges_only_jobs_that_were_waiting():
     assert [(v.kind, v.job_id) for v in report.violations] == [("fcfs_order", 1)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.booleans()),
                 min_size=1, max_size=12))
 def test_waiting_blockers_flag_what_the_submit_order_check_flags(rows):

@@ -21,7 +21,7 @@ from fastsched.model.schedule import Schedule
 from fastsched.verify import verify
 from test_nodeplan import node_clusters, node_workloads
 
-PROPS = settings(max_examples=60, deadline=None,
+PROPS = settings(max_examples=25, deadline=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SETUPS = [("fcfs", 1), ("easy", 1), ("easy", 2), ("easy", 3), ("conservative", 1)]
 POLICY_KINDS = {"fcfs_order", "reservation_delayed", "could_start"}

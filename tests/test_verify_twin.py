@@ -15,7 +15,7 @@ from fastsched.tools.testing import cluster_and_workload
 from fastsched.verify import verify
 from naive import POLICY_KINDS, check_policy, jobs_from_table
 
-PROPS = settings(max_examples=200, deadline=None,
+PROPS = settings(max_examples=120, deadline=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 #: (policy, reserve_depth) pairs, for simulating and for checking

@@ -73,7 +73,7 @@ def test_compile_all_compiles_every_entry_point_called_from_python(capsys):
     """`fastsched compile` reaches each kernel that Python code calls directly (their
     callees compile with them), so that no later process compiles one."""
     from fastsched.cli import main
-    from fastsched.engine import loop, passes, plan, profile, slurmplan
+    from fastsched.engine import loop, passes, plan, preemptplan, profile, slurmplan, undo
     from fastsched.policy import fairshare, priority
     from fastsched.sim import gpusweep
     assert main(["compile", "--quiet"]) == 0
@@ -82,5 +82,6 @@ def test_compile_all_compiles_every_entry_point_called_from_python(capsys):
                     profile._block, profile._advance_nodes,
                     slurmplan._cycle, fairshare._fair_tree_ranks,
                     fairshare._level_fs, fairshare._sum_up, priority._multifactor_kernel,
-                    gpusweep._sweep]
+                    gpusweep._sweep, undo.start_at, undo.move_index, undo.give_back_ended,
+                    preemptplan.move_hold_end]
     assert [k.py_func.__name__ for k in entry_points if not k.signatures] == []

@@ -238,7 +238,7 @@ def submitted_rows(draw):
     return draw(st.permutations(rows))
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=90, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=submitted_rows())
 def test_fast_reader_matches_naive(tmp_path, rows):
@@ -266,7 +266,7 @@ def test_fast_reader_matches_naive(tmp_path, rows):
             assert (g[i] == g[k]) == (want[i]["array_job"] == want[k]["array_job"])
 
 
-@settings(max_examples=80, deadline=None,
+@settings(max_examples=48, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=submitted_rows())
 def test_write_read_round_trip(tmp_path, rows):
@@ -291,7 +291,7 @@ def test_write_read_round_trip(tmp_path, rows):
     assert (tmp_path / "again.csv").read_text() == (tmp_path / "out.csv").read_text()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.booleans()), max_size=40))
 def test_singleton_edges_mean_an_edge_to_every_earlier_job(jobs):
     key = np.array([k for k, _ in jobs], dtype=np.int64)

@@ -363,7 +363,7 @@ SUMMARIES = {
 
 def run_scenario(name: str, repeat: int = 7, **options) -> dict:
     """``options``: a scenario's own (ai-mix-1m: ``jobs``, ``failures``; scaling:
-    ``clusters``, ``pending``; short-queue: ``clusters``; easy-100k and
+    ``clusters``, ``pending``; short-queue: ``clusters``, ``pending``; easy-100k and
     conservative-100k: ``reservations``)."""
     return SCENARIOS[name](repeat, **options)
 

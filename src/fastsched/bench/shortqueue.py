@@ -165,10 +165,12 @@ def _same(a, b, field: str) -> bool:
     return x.shape == y.shape and bool(np.all(x == y))
 
 
-def b9(repeat: int, clusters=B9_CLUSTERS) -> dict:
-    """B9 short-queue on each of ``clusters``: the repeated pass on an unchanged state,
-    then the loop of passes, starts, ends and submits."""
+def b9(repeat: int, clusters=B9_CLUSTERS, pending=(B9_PENDING,)) -> dict:
+    """B9 short-queue on each of ``clusters`` with each queue length of ``pending``: the
+    repeated pass on an unchanged state, then the loop of passes, starts, ends and
+    submits."""
+    points = [(c, n) for c in clusters for n in pending]
     return {"scenario": "short-queue (B9)",
-            "points": [measure_short_queue(c, repeat) for c in clusters]
-            + [measure_short_queue_loop(c, repeat) for c in clusters],
+            "points": [measure_short_queue(c, repeat, n) for c, n in points]
+            + [measure_short_queue_loop(c, repeat, n) for c, n in points],
             "runs": repeat, "machine": machine()}

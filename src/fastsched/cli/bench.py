@@ -25,7 +25,8 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
                         help="scaling: clusters of the grid (default ai-8k,ai-100k,ai-1m); "
                         "short-queue: the clusters (default ai-100k,ai-1m)")
     parser.add_argument("--pending", type=comma_list(positive_int), metavar="N,M",
-                        help="scaling only: queue sizes of the grid (default 1000,10000,100000,1000000)")
+                        help="scaling: queue sizes of the grid (default 1000,10000,100000,1000000); "
+                        "short-queue: the queue lengths (default 1000)")
     parser.add_argument("--failures", metavar="SPEC", type=_failure_spec,
                         help="ai-mix-1m only: run it again with this failure model (e.g. "
                         "mtbf=30d,repair=4h,seed=1; every job requeueable and checkpointing "
@@ -38,7 +39,7 @@ def configure(parser: argparse.ArgumentParser, command: str) -> None:
 
 def run(args) -> int:
     own = {"jobs": ("ai-mix-1m",), "clusters": ("scaling", "short-queue"),
-           "pending": ("scaling",), "failures": ("ai-mix-1m",),
+           "pending": ("scaling", "short-queue"), "failures": ("ai-mix-1m",),
            "reservations": ("easy-100k", "conservative-100k")}
     options = {k: getattr(args, k) for k in own if getattr(args, k) is not None}
     for k in options:

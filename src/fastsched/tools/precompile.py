@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from ..engine.plan import plan_nodes
 from ..model.cluster import Cluster
 from ..model.events import NodeEvents
 from ..model.jobs import JobTable
@@ -50,14 +51,44 @@ def _run_every_path() -> None:
     maint = Reservations((Reservation("maint", 3, 30, (1,)),), cluster.num_nodes)
     simulate(cluster, jobs, "easy", advance_reservations=maint)
     simulate(cluster, jobs, "conservative", reservations="slurm")
-    sched = Scheduler(cluster, "conservative", reservations="nodes")
-    sched.submit(jobs)
-    sched.apply(sched.schedule(now=2))
+    _run_scheduler_loop(cluster, jobs)
+    _run_preemption_with_grace(cluster)
     tree = AssociationTree.from_edges([("root", "a", 1), ("a", "u1", 1), ("a", "u2", 1)])
     usage = np.array([1.0, 2.0])
     for fairshare in (fair_tree, level_fairshare, classic):
         fairshare(tree, usage)
     multifactor(jobs, 3, PriorityWeights(), cluster=cluster)
+
+
+def _run_scheduler_loop(cluster: Cluster, jobs: JobTable) -> None:
+    """The embedded scheduler's loop on its kept engine state: a pass and its starts, an
+    end, a new job and a pass on the updated state, a node failed and resumed; then a
+    pass planned afresh (``plan_nodes``, as ``fastsched plan`` and the benchmarks)."""
+    sched = Scheduler(cluster, "conservative", reservations="nodes")
+    sched.submit(jobs.take(np.arange(2)))
+    sched.apply(sched.schedule(now=2))
+    sched.complete(int(jobs.job_id[0]), now=4)
+    sched.submit(jobs.take(np.arange(2, 3)))
+    sched.apply(sched.schedule(now=4))
+    sched.fail_nodes([1], now=5)
+    sched.resume_nodes([1], now=6)
+    sched.apply(sched.schedule(now=6))
+    plan_nodes(cluster, sched.running_jobs, jobs.take(np.arange(2, 3)), 7, "conservative")
+
+
+def _run_preemption_with_grace(cluster: Cluster) -> None:
+    """A victim running on in its GraceTime (its hold's end moved, then moved back when
+    it is requeued), under preempt/qos with REQUEUE."""
+    from ..model.preemption import REQUEUE, Preemption
+    jobs = JobTable.from_arrays(job_id=[1, 2], submit_time=[0, 1], time_limit=[100, 10],
+                                runtime=[100, 5], num_nodes=[2, 1], cpus_per_node=1,
+                                gpus_per_node=2)
+    pre = Preemption("preempt/qos", np.array([[False, False], [True, False]]),
+                     np.array([REQUEUE, REQUEUE]), np.array([5, 0]),
+                     np.zeros(2, dtype=np.int64), np.array([0, 1]), np.array([0, 1]))
+    zeros = np.zeros(len(jobs), dtype=np.int64)
+    simulate(cluster, jobs, "easy", preemption=pre,
+             lifecycle=Lifecycle(np.ones(len(jobs), dtype=bool), zeros, zeros))
 
 
 def _run_rl_window() -> None:
