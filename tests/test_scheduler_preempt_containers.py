@@ -17,6 +17,8 @@ from fastsched.model.errors import UnsupportedError
 from fastsched.model.images import ImagePull
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.preemption import OFF, REQUEUE, Preemption
+from fastsched.model.reservations import Reservation, Reservations
+from fastsched.model.resvjobs import JobReservations
 from fastsched.tools.testing import containers, power_models
 from scheddrive import drive_or_discard, simulated
 from test_scheduler_preempt import preempt_cases
@@ -142,8 +144,8 @@ def test_a_victim_kept_its_images_and_one_stopped_in_its_pull_kept_no_work():
 
 
 def test_what_simulate_refuses_with_containers_and_preemption_is_refused_alike():
-    """Power saving with a GraceTime (or PreemptExemptTime), and regrowth, with the
-    same reason; the state is not built."""
+    """Power saving with a GraceTime (or PreemptExemptTime), regrowth and jobs running
+    in a reservation, with the same reason; the state is not built."""
     cluster, jobs, pre, c, lc = _tiers(grace=30, submit=50)
     pm = PowerSaving(suspend_time=300, boot=60, resume_timeout=600)
     for run in (lambda: Scheduler(cluster, "easy", jobs=jobs, preemption=pre, lifecycle=lc,
@@ -154,12 +156,16 @@ def test_what_simulate_refuses_with_containers_and_preemption_is_refused_alike()
                                                    "GraceTime 30 s is not modelled"):
             run()
     regrow = replace(lc, no_kill=np.ones(2, dtype=bool), regrow=True)
-    messages = []
-    for run in (lambda: Scheduler(cluster, "easy", jobs=jobs, preemption=pre,
-                                  lifecycle=regrow, containers=c),
-                lambda: simulate(cluster, jobs, "easy", preemption=pre, lifecycle=regrow,
-                                 containers=c)):
-        with pytest.raises(UnsupportedError) as e:
-            run()
-        messages.append(str(e.value))
-    assert messages[0] == messages[1] and "preemption" in messages[0]
+    members = JobReservations.of(Reservations((Reservation("r", 50, 80, (0, 1)),), 2),
+                                 ["r", ""])
+    for options, why in (({"lifecycle": regrow}, "regrow"),
+                         ({"advance_reservations": members}, "with containers, preemption")):
+        messages = []
+        for run in (lambda: Scheduler(cluster, "easy", jobs=jobs, preemption=pre,
+                                      containers=c, **options),
+                    lambda: simulate(cluster, jobs, "easy", preemption=pre, containers=c,
+                                     **options)):
+            with pytest.raises(UnsupportedError, match=why) as e:
+                run()
+            messages.append(str(e.value))
+        assert messages[0] == messages[1]
