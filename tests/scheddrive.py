@@ -22,10 +22,13 @@ class Endless(AssertionError):
 class Driven:
     """What a drive saw: every attempt as (job id, start, end, nodes, stopped by a
     failure or a preemption), sorted; whether a pass held a job for down nodes
-    (ReqNodeNotAvail); each job's last start as (start, nodes, time limit)."""
+    (ReqNodeNotAvail); each job's last start as (start, nodes, time limit); with
+    containers, each start's image pull as (job id, the job's starts before it, pull
+    seconds), sorted."""
     attempts: list = field(default_factory=list)
     held: bool = False
     starts: dict = field(default_factory=dict)
+    pulls: list = field(default_factory=list)
 
 
 def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
@@ -40,9 +43,10 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
     start releases a dependent (the simulator passes again then).
     A job runs min(work left, the limit its START gave) from its decision's
     ``configure_time`` on (power saving: its nodes boot first; killed before, it never
-    ran and its attempt starts at the kill); started narrow on a node range, its work is
-    node-seconds at its width; a requeued one resumes with the work left after its last
-    checkpoint; a ``--no-kill`` one shrinks. ``instants``: more times to pass at
+    ran and its attempt starts at the kill), its image pull first (containers:
+    ``pull_time``, inside its limit; its checkpoints count from the pull's end); started
+    narrow on a node range, its work is node-seconds at its width; a requeued one
+    resumes with the work left after its last checkpoint; a ``--no-kill`` one shrinks. ``instants``: more times to pass at
     (advance reservations' window ends). Raises :class:`Endless` past ``bound``
     instants (default 100 per job and 100; preemption can ping-pong for ever)."""
     ids = [int(j) for j in jobs.job_id]
@@ -56,6 +60,7 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
     visits = sorted(set(instants))
     out = Driven()
     ends, running, stops, began, over, limit, shrunk = {}, {}, {}, {}, {}, {}, set()
+    pulled = {}         # each running attempt's image pull (seconds)
     shapes = {}         # a shrunk attempt's shape starts and widths
 
     def stop(j, t, requeue):
@@ -64,10 +69,11 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
         out.attempts.append((j, start, t, nodes, True))
         del ends[j]
         starts, widths = shapes.pop(j, ([start], [len(nodes)]))
+        pull = pulled.pop(j, 0)
         if requeue and j in shrunk:      # preempted after a shrink: node-seconds kept
-            left[j] -= saved_work(starts, widths, began[j], t, interval[j]) // width[j]
+            left[j] -= saved_work(starts, widths, began[j] + pull, t, interval[j]) // width[j]
         elif requeue:
-            left[j] -= int(saved_progress(t - start, interval[j]))
+            left[j] -= int(saved_progress(max(t - start - pull, 0), interval[j]))
         shrunk.discard(j)
 
     def end(now):
@@ -76,6 +82,7 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
             start, nodes = running.pop(j)
             out.attempts.append((j, start, now, nodes, False))
             del ends[j]
+            pulled.pop(j, None)
 
     def fail(kill, nodes, now):
         before = 0 if s.attempts is None else len(s.attempts)
@@ -150,8 +157,12 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
             if len(running[j][1]) < width[j]:    # a node range started narrow: node-seconds
                 run = -(-left[j] * width[j] // len(running[j][1]))
                 shrunk.add(j)
+            pulled[j] = 0 if d.pull_time is None else int(d.pull_time[i])
+            if d.pull_time is not None:
+                out.pulls.append((j, sum(1 for p in out.pulls if p[0] == j), pulled[j]))
+            run += pulled[j]                  # the pull runs inside the job, first
             ends[j] = t + min(run, limit[j])
-            if d.end_time is not None:      # (power saving: the Scheduler's own end)
+            if d.end_time is not None:      # (power, containers: the Scheduler's own end)
                 assert int(d.end_time[i]) == ends[j], (j, int(d.end_time[i]), ends[j])
             began[j], over[j] = t, run > limit[j]
             out.starts[j] = (t, running[j][1], limit[j])
@@ -199,6 +210,7 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
     else:
         raise Endless(f"the drive does not end: {len(out.attempts)} attempts")
     out.attempts.sort()
+    out.pulls.sort()
     return out
 
 

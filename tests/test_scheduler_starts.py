@@ -268,14 +268,14 @@ def test_cli_sbatch_test_only_shows_the_boots_and_the_pull(tmp_path, capsys):
     assert code == 2 and "not a duration" in out
 
 
-def test_preemption_and_advance_reservations_are_refused_by_name():
+def test_preemption_is_taken_and_advance_reservations_are_refused_by_name():
     from fastsched.model.reservations import Reservation, Reservations
     from test_scheduler_preempt import _two_tiers
     cluster, jobs, pre = _two_tiers()
     c = Containers.of(["a", ""])
-    with pytest.raises(UnsupportedError, match="containers with preemption"):
-        Scheduler(cluster, "easy", jobs=jobs, containers=c, preemption=pre)
-    # power saving takes preemption (tests/test_scheduler_preempt_power.py)
+    # containers and power saving take preemption (tests/test_scheduler_preempt_containers.py,
+    # tests/test_scheduler_preempt_power.py)
+    Scheduler(cluster, "easy", jobs=jobs, containers=c, preemption=pre)
     Scheduler(cluster, "easy", jobs=jobs, power=PowerSaving(), preemption=pre)
     resv = Reservations((Reservation("maint", 50, 80, (0,)),), 2)
     with pytest.raises(UnsupportedError, match="containers with advance reservations"):

@@ -8,7 +8,8 @@ strict order). A pass computes its starts' pulls on a copy of the caches of thei
 only (:meth:`SchedulerImages.pulls`, the what-if); :meth:`fastsched.Scheduler.apply`
 computes them again and keeps the caches (``commit``): O(the started jobs' nodes x
 capacity) either way. A node that fails or is drained keeps its cache, as in the
-simulator.
+simulator; so do the nodes of a preempted job (its requeued attempt pulls again only
+where a node lacks its image, like any start).
 """
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ class SchedulerImages:
         self.used = np.zeros(shape, dtype=np.int64)
         self.uses = 0              # stamps given so far
         self.node_pulls = 0        # images pulled, node by node
+        #: per catalog row, the pull of the attempt it runs now (or ran last), as the
+        #: simulator keeps it: a preempted attempt's checkpoints count from its end
+        self.pull = np.zeros(len(self.image), dtype=np.int64)
 
     def pulls(self, rows: np.ndarray, node_lists: list, *, commit: bool) -> np.ndarray:
         """The pull (seconds) of each job of ``rows`` started, in this order, on its
@@ -65,6 +69,7 @@ class SchedulerImages:
             for x, (slots, used) in touched.items():
                 self.slots[x], self.used[x] = slots, used
             self.uses, self.node_pulls = uses, node_pulls
+            self.pull[rows] = out
         return out
 
     def cached(self, node: int) -> list[str]:

@@ -29,6 +29,9 @@ fit (:attr:`SchedulerPreemption.low`). With
 (:meth:`SchedulerPreemption.planning`, :mod:`fastsched.engine.passpreempt`). With
 dependencies and limits, :mod:`.schedpreemptrules` says after which pass a job may
 preempt, which jobs a limit keeps from preempting and what a requeued victim keeps.
+With containers (:mod:`.schedimages`) a victim's nodes keep their images, the
+preemptor and a requeued victim pull where a node lacks theirs, and a requeued
+victim's checkpoints count from the end of its attempt's pull, as in the simulator.
 """
 from __future__ import annotations
 
@@ -178,7 +181,8 @@ class SchedulerPreemption:
         # a victim still CONFIGURING never ran: its attempt starts at its stop
         s._catalog.start[rows] = np.minimum(s._catalog.start[rows], now)
         if self.at_failures is not None:
-            self.at_failures.preempted(s, rows, back, now)
+            pull = None if s._costs is None else s._costs.pulled(rows)
+            self.at_failures.preempted(s, rows, back, now, pull)
         pos = np.flatnonzero(np.isin(s._running_rows, rows))
         # a requeued victim stays submitted (limits' max_submit), its dependents wait
         # for its end; a cancelled one ends (PREEMPTED: not ok for its dependents)

@@ -88,20 +88,25 @@ class SchedulerRequeue:
             raise UnsupportedError(REGROW_PREEMPT)
         return cls(jobs, lifecycle)
 
-    def preempted(self, s, rows: np.ndarray, back: np.ndarray, now: int) -> None:
+    def preempted(self, s, rows: np.ndarray, back: np.ndarray, now: int,
+                  pull=None) -> None:
         """Running ``rows`` were preempted at ``now``, those ``back`` marks requeued: their
-        next attempt has their work less what their last checkpoint kept (a shrunk or
-        narrow one: the node-seconds done by then, at its full width, as a kill at a
-        failure keeps them); it asks for all its nodes again."""
-        for row, again in zip(np.asarray(rows).tolist(), np.asarray(back).tolist()):
+        next attempt has their work less what their last checkpoint kept, checkpoints
+        counted from the end of the attempt's image ``pull`` (seconds per row, None: no
+        pulls; stopped during its pull, it keeps nothing), or for a shrunk or narrow one
+        the node-seconds done by then, at its full width, as a kill at a failure keeps
+        them; it asks for all its nodes again."""
+        pull = np.zeros(len(rows), dtype=np.int64) if pull is None else pull
+        for row, again, p in zip(np.asarray(rows).tolist(), np.asarray(back).tolist(),
+                                 np.asarray(pull).tolist()):
             start = int(s._catalog.start[row])
             shapes = self.shapes.pop(row, None)
             if not again:
                 continue
             if shapes is None:
-                saved = int(saved_progress(now - start, self.interval[row]))
+                saved = int(saved_progress(max(now - start - p, 0), self.interval[row]))
             else:
-                saved = saved_work(*shapes, start, now, int(self.interval[row])) \
+                saved = saved_work(*shapes, start + p, now, int(self.interval[row])) \
                     // int(self.width[row])
             self.left[row] -= saved
 

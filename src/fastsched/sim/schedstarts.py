@@ -35,9 +35,11 @@ class StartCosts:
         """The costs of ``containers`` and ``power`` (None when neither is given) for the
         jobs of ``jobs``; ``refused``: the Scheduler's options not modelled with them
         (UnsupportedError naming the first given). ``preemption`` (active, or None) is
-        modelled with power saving as :func:`fastsched.simulate` models it (a victim's
-        GraceTime or PreemptExemptTime refused:
-        :func:`fastsched.sim.preemption.power_refused`), not with containers."""
+        modelled with both as :func:`fastsched.simulate` models it: with power saving a
+        victim's GraceTime or PreemptExemptTime is refused
+        (:func:`fastsched.sim.preemption.power_refused`); a victim's nodes keep their
+        images, and a requeued victim's checkpoints count from the end of its pull
+        (:meth:`pulled`)."""
         given = [name for name, value in (("containers", containers),
                                           ("power saving", power)) if value is not None]
         if not given:
@@ -52,8 +54,6 @@ class StartCosts:
                              field="containers")
         if power is not None:
             check_preemption_run(power, None, preemption)
-        if containers is not None:
-            refused = {"preemption": preemption, **refused}
         other = [name for name, value in refused.items() if value is not None]
         if other:
             raise UnsupportedError(f"{' and '.join(given)} with {other[0].replace('_', ' ')} "
@@ -77,6 +77,13 @@ class StartCosts:
         run = np.minimum(pull + work, limit)
         end = np.where(started, d.now + configure + run, -1).astype(np.int64)
         return replace(d, configure_time=configure, pull_time=pull, end_time=end)
+
+    def pulled(self, rows) -> np.ndarray:
+        """The pull (seconds) of the attempt each of catalog ``rows`` runs now, or ran
+        last (0 without containers): its work starts after it."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return np.zeros(len(rows), dtype=np.int64) if self.images is None else \
+            self.images.pull[rows]
 
     def commit(self, d: Decisions) -> np.ndarray:
         """Keep what ``d``'s starts change; returns each job's configure seconds."""

@@ -127,6 +127,7 @@ class Scheduler:
         # member jobs: scheduled on the reservations' twin nodes, shown on the cluster's
         self._members = SchedulerMembers.of(
             cluster, jobs, self._reservations, partitions, placement=placement,
+            containers=containers,
             preemption=preemption if preemption is not None and preemption.active else None)
         if self._members is not None:
             cluster, partitions = self._members.layout.cluster, self._members.layout.partitions
