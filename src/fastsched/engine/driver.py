@@ -126,13 +126,16 @@ class QueueWindow:
     pending (running) or submitted since, not every job ever submitted; ``base``:
     the next unused queue rank (the loops start with ranks 0..n-1). Without
     ``running`` the window is the queue's jobs only: on a big cluster the running
-    jobs outnumber them a hundredfold, and a job that started never queues again."""
+    jobs outnumber them a hundredfold, and a job that started never queues again,
+    unless requeued: one requeued in the period of the last ranking then joins it
+    (:meth:`rank_late`)."""
 
     def __init__(self, n: int, running: bool = True):
         self.rows = np.zeros(0, dtype=np.int64)
         self.seen = 0
         self.base = n
         self.running = running
+        self.ranked = None      # the last ranking: (rows, key, base)
 
     def advance(self, loop, t_lo: int, t_hi: int) -> np.ndarray:
         """The window from ``t_lo`` (jobs ended by then leave) to ``t_hi``."""
@@ -149,8 +152,28 @@ class QueueWindow:
 
     def rank(self, loop, key) -> None:
         """Give the window's jobs their queue order by ``key`` (one per row)."""
-        loop.set_rows_rank(self.rows, np.asarray(key), self.base)
+        key = np.asarray(key)
+        loop.set_rows_rank(self.rows, key, self.base)
+        self.ranked = (self.rows, key, self.base)       # (rows ascending)
         self.base += len(self.rows)
+
+    def unranked(self, rows: np.ndarray) -> np.ndarray:
+        """Those of ``rows`` the last ranking left out."""
+        ranked = self.ranked[0]
+        at = np.minimum(np.searchsorted(ranked, rows), len(ranked) - 1)
+        return rows if not len(ranked) else rows[ranked[at] != rows]
+
+    def rank_late(self, loop, rows, key) -> None:
+        """Rank jobs ``rows`` among the last ranking's by ``key`` (as of its time): all
+        are ranked again from its base, in the order they would have had in it, so
+        the queue's order does not change (ranks only compare within a ranking)."""
+        ranked, keys, base = self.ranked
+        rows = np.concatenate([ranked, rows])
+        by_row = np.argsort(rows, kind="stable")
+        rows, key = rows[by_row], np.concatenate([keys, np.asarray(key)])[by_row]
+        loop.set_rows_rank(rows, key, base)
+        self.ranked = (rows, key, base)
+        self.base = base + len(rows)
 
 
 def _distinct(rows: np.ndarray) -> np.ndarray:
@@ -190,7 +213,10 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
         loop, reorder, last = resume["loop"], resume["reorder"], resume["last"]
         e = resume.get("event", 0)
     requeues = events is not None or getattr(loop, "preemptor", None) is not None
-    window = (resume or {}).get("window") or QueueWindow(loop.n, running=requeues)
+    # requeued jobs ranked when they come back: the window leaves the running jobs out
+    late = requeues and getattr(reorder, "late", False)
+    window = (resume or {}).get("window") or QueueWindow(loop.n, running=requeues and not late)
+    late = late and not window.running
     if reorder is not None and (period is None or period < 1):
         raise InputError(f"period must be >= 1 s, got {period!r}", field="period")
     if resume is None and rank is not None:
@@ -223,6 +249,8 @@ def drive(loop, jobs: JobTable, *, rank=None, reorder=None, period: int | None =
                     loop.apply_node_event(*events.at(e))
                     e += 1
                 if t_requeue == t_ext:
+                    if late and last is not None and t_ext // period * period == last:
+                        _rank_late(loop, reorder, window, t_ext)    # (no new ranking first)
                     loop.requeue_due(t_ext)
                 if t_window == t_ext:
                     loop.window_due(t_ext)
@@ -260,6 +288,15 @@ def _reorder(loop, jobs, reorder, window, b: int, t_hi: int) -> None:
         return
     rows = window.advance(loop, b, t_hi)
     window.rank(loop, reorder.ranks(b, loop.progress(), loop.order[rows]))
+
+
+def _rank_late(loop, reorder, window, t: int) -> None:
+    """The attempts requeued at ``t`` that the period's ranking left out (running
+    then) ranked in it, before they are queued (their eligible time is still the
+    ranking's)."""
+    rows = window.unranked(loop.requeue_coming(t))
+    if len(rows):
+        window.rank_late(loop, rows, reorder.ranks_late(loop.progress(), loop.order[rows]))
 
 
 def _external_clock(loop, name: str):

@@ -416,7 +416,10 @@ class _EventLoop:
     def _jobs_on(self, t: int, nodes) -> np.ndarray:
         """The jobs running on ``nodes`` that end after ``t`` (submit order, ascending)."""
         run = self.run_lists
-        held = run.RJ[nodes][np.arange(run.RJ.shape[1])[None, :] < run.rlen[nodes][:, None]]
+        if len(nodes) == 1:         # (a failure's event)
+            held = run.RJ[nodes[0], :run.rlen[nodes[0]]]
+        else:
+            held = run.RJ[nodes][np.arange(run.RJ.shape[1])[None, :] < run.rlen[nodes][:, None]]
         held = np.unique(held[held >= 0])
         return held[self.out.end[held] > t]
 
@@ -520,6 +523,10 @@ class _EventLoop:
     def requeue_time(self) -> int:
         """When the next requeued attempt becomes eligible (-1: none waits)."""
         return self.requeues.next_time()
+
+    def requeue_coming(self, t: int) -> np.ndarray:
+        """The requeued attempts :meth:`requeue_due` will queue at ``t`` (ascending)."""
+        return self.requeues.coming(t)
 
     def requeue_due(self, t: int) -> None:
         """Queue the requeued attempts whose begin time is ``t`` (before the instant

@@ -117,6 +117,10 @@ class Requeues:
         """When the next requeued attempt becomes eligible (-1: none waits)."""
         return self.waiting[0][0] if self.waiting else -1
 
+    def coming(self, t: int) -> np.ndarray:
+        """The jobs :meth:`due` would give at ``t`` (ascending), left waiting."""
+        return np.array(sorted(j for b, j in self.waiting if b <= t), dtype=np.int64)
+
     def due(self, t: int) -> list[int]:
         """The jobs whose requeued attempts become eligible at ``t`` (taken off)."""
         out = []

@@ -135,6 +135,7 @@ class UsageTracker:
         self.k = np.log(2.0) / config.decay_half_life if config.decay_half_life > 0 else 0.0
         self.n = len(workload)
         self.now = None
+        self.unanswered = None      # (running jobs, their starts, time) of an unanswered call
         self.empty = config.new_usage(tree)     # copied for each answer (weights checked once)
 
     def at(self, now: int, start, end, started=None, *, answer: bool = True) -> Usage | None:
@@ -169,7 +170,19 @@ class UsageTracker:
             run = self.running = run[~over]
             s = s[~over]
         if not answer:
+            self.unanswered = (run, s, now)
             return None
+        self.unanswered = None
+        return self._answer(run, s, now)
+
+    def answer(self) -> Usage:
+        """The usage the last call of :meth:`at`, made with ``answer`` False, would have
+        returned (asked before the next call: the usage carried forward is then kept)."""
+        if self.unanswered is None:
+            raise RuntimeError("the last call of at() answered, or there was none")
+        return self._answer(*self.unanswered)
+
+    def _answer(self, run, s, now) -> Usage:
         # a shallow copy of the empty usage (copy.copy costs as much as the charge below)
         usage = object.__new__(type(self.empty))
         usage.__dict__.update(self.empty.__dict__)

@@ -414,6 +414,18 @@ class _Reorder:
         self.rows, self.key = rows, np.asarray(key, dtype=np.float64)
         return -self.key
 
+    @property
+    def late(self) -> bool:
+        """Whether jobs left out of a recomputation can be ranked in it later
+        (:meth:`ranks_late`): the event loops then leave the running jobs out."""
+        return hasattr(self.priority, "keys_late")
+
+    def ranks_late(self, progress, rows):
+        """What :meth:`ranks` would have given jobs ``rows`` had they been among the last
+        call's jobs (they were running then and are requeued; they started before it,
+        so the priorities they started with are already kept)."""
+        return -np.asarray(self.priority.keys_late(progress, rows), dtype=np.float64)
+
     def stamp(self, start) -> None:
         """Jobs started since the last recomputation started with its priorities (they
         were among its jobs: it covered every job that could start before the next)."""

@@ -73,6 +73,7 @@ class SitePriority:
         self.waiting = []       # jobs started since the tracker last looked (None: start over)
         self.asked = None       # the jobs of the last call of keys()
         self.now = None
+        self.fairshare = None   # the last call's factors per association (None: not needed)
 
     def __call__(self, now, progress):
         key = np.full(len(self.jobs), -np.inf)
@@ -96,19 +97,34 @@ class SitePriority:
         return self._keys(now, progress, rows, started)
 
     def _keys(self, now, progress, rows, started):
-        jobs = self.jobs
         # the tracker sees every recomputation, queue empty or not: its usage carried
         # forward is then the same, decay step for decay step, whatever the queue held
         # (with nothing to rank it only carries forward: nobody reads the answer)
         usage = self.tracker.at(now, progress.start, progress.end, started,
                                 answer=len(rows) > 0)
+        self.fairshare = None
         if not len(rows):
             return np.zeros(0)
+        self.fairshare = self.config.fairshare(self.tree, usage)
+        return self._priorities(now, progress, rows, self.fairshare)
+
+    def keys_late(self, progress, rows):
+        """The keys jobs ``rows`` would have had in the last call of :meth:`keys`, had
+        they been among its jobs: jobs running then, requeued since and about to be
+        queued, whose eligible time has not changed since (asked before the next call)."""
+        if self.fairshare is None:      # that call had nothing to rank
+            self.fairshare = self.config.fairshare(self.tree, self.tracker.answer())
+        return self._priorities(self.now, progress, rows, self.fairshare)
+
+    def _priorities(self, now, progress, rows, fairshare):
+        """Each job's key from its own fields alone (so one job's is the same alone or
+        among others)."""
+        jobs = self.jobs
         eligible = progress.eligible[rows]
         submit = jobs.submit_time[rows]
         accrue = np.where(eligible >= 0, eligible, submit)
         prio = multifactor(jobs.take(rows), now, self.config.weights,
-                           fairshare=self.config.fairshare(self.tree, usage),
+                           fairshare=fairshare,
                            fairshare_index=self.assoc[rows], qos_factor=self.qos_factor[rows],
                            partition_factor=self.part_factor, **self.totals,
                            accrue_time=np.maximum(accrue, submit))
