@@ -4,6 +4,8 @@ low-tier jobs shrunk by failures or started narrow, preempted by high-tier jobs,
 a node range), it starts, shrinks, preempts, kills and requeues what
 ``simulate(events=..., lifecycle=..., preemption=...)`` does, attempt for attempt;
 regrowth with preemption is refused as the simulator refuses it."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import event, given, reject, settings
@@ -12,7 +14,9 @@ from hypothesis import strategies as st
 from fastsched import NodeEvents, Scheduler, simulate
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
+from fastsched.model.preemption import CANCEL, Preemption
 from scheddrive import drive_or_discard, simulated
+from test_preempt import tiered, tiered_case
 from test_preempt_elastic import SETTINGS, elastic_preempt_cases, regrowing
 
 
@@ -81,3 +85,35 @@ def test_a_shrunk_victim_requeued_keeps_its_node_seconds():
     assert (last.state, last.start_time, last.end_time, last.remaining) == \
         ("RESIZING", 14800, 20000, 51600)
     assert r.jobs.end_time.max() == 20000 + 51600
+
+
+
+@pytest.mark.parametrize("no_kill", [[False, True, False, False, False], None])
+def test_a_grace_victim_killed_by_a_failure_leaves_no_stale_hold_end(no_kill):
+    """3 nodes of 2 CPUs; job 1 (low1, GraceTime 5, 1 node) on n0 and job 2 (low0, no
+    GraceTime, 2 nodes; ``--no-kill`` as hypothesis found it, or not: it plays no part)
+    on n1-n2 from 0; jobs 4 and 5 (2 nodes, 1 node, 1 CPU each) queued at 2; job 3
+    (high, 1 node) at 5 preempts job 1, the 1-node victim first: its hold is cut to its
+    grace end, 10. n0 fails at 6 and kills it, so the cut is undone before the kill
+    gives the hold back; job 3 then preempts job 2 (CANCEL) and runs 6-7 on n1; job 1,
+    requeued, runs from 7 on n1. n0 is back at 10: job 4 takes n0 and n2, and job 5 the
+    lowest of the two with one CPU left, n0 (best fit, as the twin of
+    tests/naive_nodes.py places it). The engine once kept the cut's end, 10, as a
+    breakpoint of n0's profile after the kill: the pass at 10 then read n0 as wholly
+    free and put job 5 on n2."""
+    cluster, parts = tiered(3, 2, [0, 5])
+    # (submit, limit, runtime, nodes, CPUs per node, partition: low0, low1, high)
+    case = tiered_case(cluster, parts, [(0, 60, 40, 1, 2, 1), (0, 60, 40, 2, 2, 0),
+                                        (5, 10, 1, 1, 2, 2), (2, 5, 1, 2, 1, 0),
+                                        (2, 5, 1, 1, 1, 0)])
+    jobs = case[2]
+    pre = replace(Preemption.partition_prio(cluster, CANCEL), backfill=False)
+    lc = Lifecycle.of(5, delay=1, no_kill=no_kill)
+    rows = [(6, "down", [0]), (10, "up", [0])]
+    expected = [(1, 0, 6, [0], True), (1, 7, 47, [1], False), (2, 0, 6, [1, 2], True),
+                (3, 6, 7, [1], False), (4, 10, 11, [0, 2], False), (5, 10, 11, [0], False)]
+    s = Scheduler(cluster, "fcfs", jobs=jobs, preemption=pre, lifecycle=lc)
+    assert drive_or_discard(s, jobs, lc, rows).attempts == expected
+    r = simulate(cluster, jobs, "fcfs", preemption=pre, lifecycle=lc,
+                 events=NodeEvents.from_rows(rows, cluster.num_nodes))
+    assert simulated(r) == expected

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from .earliest import _capable, _plan_job
-from .profile import _give_back, _hold, _room
+from .profile import _give_back, _hold, _merge_at, _room, _split
 from .running import _insert_running, _take_running
 from .state import Ask, Preempting
 
@@ -185,7 +185,8 @@ def move_hold_end(v, old, new, on, g, c, m, p, run):
     """Running job ``v``'s hold of (``g``, ``c``, ``m``) on each node of ``on`` ends at
     ``new`` instead of ``old`` (both on the grid, after the profile's first breakpoint):
     the profile gives back [new, old) (earlier: a victim's GraceTime cuts its hold) or
-    holds [old, new) (later: the cut undone), and its running entries say ``new``.
+    holds [old, new) (later: the cut undone, ``old``'s breakpoint dropped when nothing
+    else ends there), and its running entries say ``new``.
     Returns the profile (a node without room for two more breakpoints gets a bigger
     segment first)."""
     for i in range(on.shape[0]):
@@ -196,6 +197,9 @@ def move_hold_end(v, old, new, on, g, c, m, p, run):
             _give_back(x, new, old, g, c, m, p)
         else:
             _hold(x, old, new, g, c, m, p)
+            # the hold runs on through ``old`` again: no breakpoint may stay there, for
+            # no held end marks it and a pass reads a node's first segment as now's
+            _merge_at(x, _split(x, old, p), p)
         _take_running(x, v, run)
         _insert_running(x, new, g, c, m, v, run)
     return p
