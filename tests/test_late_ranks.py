@@ -14,6 +14,7 @@ import cloudpickle
 from fastsched.engine import driver
 from fastsched.model.failures import FailureModel
 from fastsched.model.lifecycle import Lifecycle
+from fastsched.model.preemption import REQUEUE, Preemption
 from fastsched.model.progress import Progress
 from fastsched.policy.config import parse_config
 from fastsched.policy.usage import UsageTracker
@@ -130,3 +131,18 @@ def test_a_run_with_late_ranks_resumes_from_any_checkpoint_exactly(monkeypatch):
     for k in (1, len(keep.states) // 2, len(keep.states) - 1):
         resumed, _, _ = _site_run(monkeypatch, True, 1, resume=pickle.loads(keep.states[k]))
         assert resumed.jobs.equals(whole.jobs)
+
+
+def test_late_ranks_with_preemption_make_the_same_run(monkeypatch):
+    """Preempted victims come back through the same requeue path as failed jobs: ranked
+    late, the run is the one that ranks the running jobs."""
+    w = ai_mix(ai_cluster("ai-8k"), 600, seed=1)
+    qos = (np.arange(len(w.jobs)) % 3 == 0).astype(np.int64)    # a third may preempt
+    pre = Preemption("preempt/qos", np.array([[False, False], [True, False]]),
+                     np.array([REQUEUE, REQUEUE]), np.zeros(2, dtype=np.int64),
+                     np.zeros(2, dtype=np.int64), np.array([0, 1]), qos)
+    new, late, _ = _site_run(monkeypatch, True, 1, preemption=pre)
+    old, _, _ = _site_run(monkeypatch, False, 1, preemption=pre)
+    assert late > 10 and (new.jobs["state"] == "PREEMPTED").sum() > 5
+    assert new.jobs.equals(old.jobs)
+    assert np.array_equal(new.priority, old.priority, equal_nan=True)
