@@ -38,7 +38,7 @@ def simulated_pulls(r):
 
 
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_scheduler_preempts_with_containers_as_the_simulator(policy, data):
     """partition_prio and qos, REQUEUE and CANCEL, GraceTime and PreemptExemptTime (none
