@@ -114,8 +114,8 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
                 continue
             assert (a.end_time, a.state) == (now, "NODE_FAIL")
             if j not in shrunk:              # (else: node-seconds, model.elastic)
-                assert (a.start_time, a.saved) == (start, saved_progress(now - start,
-                                                                           interval[j]))
+                ran = max(now - start - pulled.get(j, 0), 0)     # after its pull
+                assert (a.start_time, a.saved) == (start, saved_progress(ran, interval[j]))
             assert a.remaining == left[j] - a.saved
             assert a.requeued == bool(lc.requeue[row[j]])
             assert a.begin_time == (now + lc.delay if a.requeued else -1)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fastsched import Cluster, JobTable, NodeEvents, Scheduler, simulate
 from fastsched.io.hostlist import compress
-from fastsched.model.errors import InputError, UnsupportedError
+from fastsched.model.errors import InputError
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.tools.testing import lifecycles, node_event_rows
 from scheddrive import drive, simulated
@@ -213,21 +213,14 @@ def test_a_job_not_requeued_ends_and_without_lifecycle_nothing_changes():
         assert d.job_id.tolist() == [4]
 
 
-def test_refused_combinations_leave_the_state_unchanged():
-    from fastsched.model.images import Containers, ImagePull
+def test_bad_lifecycles_are_refused():
+    """(fail_nodes with containers: tests/test_scheduler_fail_containers.py)"""
     jobs = _jobs()
     cluster = Cluster.homogeneous(4, gpus=8, cpus=8)
     with pytest.raises(InputError, match="jobs="):
         Scheduler(cluster, "easy", lifecycle=Lifecycle.of(4))
     with pytest.raises(InputError, match="lifecycle"):
         Scheduler(cluster, "easy", jobs=jobs, lifecycle=Lifecycle.of(3))
-    s = Scheduler(cluster, "easy", jobs=jobs, lifecycle=Lifecycle.of(4),
-                  containers=Containers.of(["a"] * 4, ImagePull(default=5)))
-    s.submit(jobs)
-    s.apply(s.schedule(0))
-    with pytest.raises(UnsupportedError, match="containers"):
-        s.fail_nodes([0], 10)
-    assert s.running == [1, 2, 3] and s.available.all() and len(s.attempts) == 0
 
 
 def test_a_no_kill_job_shrinks_then_a_second_failure_kills_it():

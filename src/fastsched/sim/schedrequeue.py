@@ -12,7 +12,8 @@ begin time, the failure plus the requeue delay (Slurm's ``batch_requeue_fini``),
 that time as its eligible time (priority age starts again; its queue order, by
 priority then submit time then job id, is the simulator's). Its work left is its
 runtime less the progress its last checkpoint kept (``e // I * I`` of the ``e``
-seconds the attempt ran, checkpointing every ``I``). Any other job ends for good.
+seconds the attempt ran after its container image's pull, checkpointing every ``I``:
+killed during its pull, it keeps nothing). Any other job ends for good.
 A pass (:meth:`Scheduler.schedule`) first queues the requeued jobs whose begin time
 has come, as the simulator does before an instant's passes;
 :attr:`Scheduler.requeue_time` says when the next one does.
@@ -21,7 +22,9 @@ A ``--no-kill`` job (``Lifecycle.no_kill``; :mod:`fastsched.engine.elastic` in t
 simulator) that keeps at least one node shrinks instead: it gives the failed nodes
 back and runs on with the others, its work (runtime x nodes asked for) done by the
 nodes it has, each shape a RESIZING record; killed later, it keeps the node-seconds
-of its last checkpoint, in whole seconds at its full width.
+of its last checkpoint, in whole seconds at its full width. Its work too starts after
+its pull. The failed nodes keep their images (:mod:`.schedimages`), as in the
+simulator.
 """
 from __future__ import annotations
 
@@ -119,14 +122,6 @@ class SchedulerRequeue:
         for k in np.flatnonzero(counts < self.width[rows]).tolist():
             self.shapes[int(rows[k])] = ([int(begin[k])], [int(counts[k])])
 
-    @staticmethod
-    def check(s) -> None:
-        """UnsupportedError (before anything changes) for what a requeue at
-        :meth:`Scheduler.fail_nodes` is not modelled with."""
-        if s._costs is not None and s._costs.images is not None:
-            raise UnsupportedError("fail_nodes with a lifecycle (requeue) and containers "
-                                   "is not modelled in the Scheduler")
-
     def next_time(self) -> int:
         """The next requeued job's begin time (-1: none waits)."""
         return self.waiting[0][0] if self.waiting else -1
@@ -172,11 +167,13 @@ class SchedulerRequeue:
         for j in hit.tolist():
             row = int(s._running_rows[j])
             start = int(s._catalog.start[row])
+            pull = int(s._costs.pulled([row])[0]) if s._costs is not None else 0
             starts, widths = self.shapes.setdefault(row, ([start], [int(self.width[row])]))
             width = int((~drop[r.node_offsets[j]:r.node_offsets[j + 1]]).sum())
             starts.append(now)
             widths.append(width)
-            end = finish(starts, widths, start, int(self.left[row]) * int(self.width[row]))
+            end = finish(starts, widths, start + pull,
+                         int(self.left[row]) * int(self.width[row]))
             self.log.append((int(r.job_id[j]), int(self.restarts[row]), starts[-2], now,
                              "RESIZING", False, -1, 0, end - now,
                              r.nodes[r.node_offsets[j]:r.node_offsets[j + 1]].copy()))
@@ -191,16 +188,18 @@ class SchedulerRequeue:
         back = np.zeros(len(hit), dtype=bool)
         back[known] = self.requeue[rows[known]]
         r = s._running
+        pulls = np.zeros(len(rows), dtype=np.int64) if s._costs is None else \
+            s._costs.pulled(np.where(known, rows, 0))
         for k, j in enumerate(hit.tolist()):
             if not known[k]:
                 continue
-            row = int(rows[k])
+            row, pull = int(rows[k]), int(pulls[k])
             start = int(s._catalog.start[row])
             shapes = self.shapes.pop(row, None)
-            if shapes is None:
-                saved = int(saved_progress(now - start, self.interval[row]))
+            if shapes is None:       # its work (and checkpoints) after its image pull
+                saved = int(saved_progress(max(now - start - pull, 0), self.interval[row]))
             else:                    # node-seconds at the checkpoint, at its full width
-                saved = saved_work(*shapes, start, now, int(self.interval[row])) \
+                saved = saved_work(*shapes, start + pull, now, int(self.interval[row])) \
                     // int(self.width[row])
                 start = shapes[0][-1]
             begin = now + self.delay if back[k] else -1

@@ -352,8 +352,6 @@ class Scheduler:
         down = self._node_indices(nodes)
         now = _check_now(now)
         check_node_event(self._costs, self._requeue, "fail_nodes", now)
-        if self._requeue is not None:
-            SchedulerRequeue.check(self)
         if self.engine == "pool" and not self._auto:
             raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                    "node engine")
@@ -390,8 +388,6 @@ class Scheduler:
         now = None if now is None else _check_now(now)
         check_node_event(self._costs, self._requeue, "drain_nodes", now)
         hit = booting_jobs(self._costs, self._running, drained, now)
-        if len(hit) and self._requeue is not None:
-            SchedulerRequeue.check(self)
         if self.engine == "pool" and not self._auto:
             raise UnsupportedError("the pool engine has no unavailable nodes; use the "
                                    "node engine")
