@@ -12,7 +12,8 @@ tests/naive_nodes.py's ``simulate(members=...)``. The rule, written plainly:
 * a job drawn to MAGNETIC reservations (naming none) is planned as a member of each in
   turn and as itself: the earliest start wins, the first of these on a tie;
 * a job naming several reservations (``listed``) is planned as a member of each in
-  turn, in the reservations' order: the earliest start wins, the first on a tie;
+  turn, in the reservations' order (as a FLEX member, below, of one marked "FLEX"):
+  the earliest start wins, the first on a tie;
 * a job of a FLEX reservation R (``flex``) sees every node as any job does, and each of
   R's nodes a second time, after all of them (ascending): that side with R's
   windows free and held whole outside them, as a member sees it; its holds go onto the
@@ -31,26 +32,33 @@ class Members:
         self.reservation = reservation
         self.attracted = attracted or {}
         self.flex = set(flex)
-        self.listed = listed or {}       # job id -> such pairs of each it names, in order
+        # job id -> such pairs of each it names, in order ((nodes, windows, "FLEX") for a
+        # FLEX one)
+        self.listed = listed or {}
 
     def planner(self, plan_fn):
         """``plan_fn`` (naive_nodes._plan) as a job of a reservation, or drawn to some,
         plans: (t, nodes, partition) or None."""
         def plan(now, nodes, holds, job, parts, only_now, topo):
-            if job.job_id in self.flex:
-                got = plan_fn(now, *self.view(job, nodes, holds, now), job, parts,
+            def flex_plan(r):
+                got = plan_fn(now, *_flex_view(r[:2], nodes, holds, now), job, parts,
                               only_now, topo)
-                side = sorted(self.reservation[job.job_id][0])
+                side = sorted(r[0])
                 return got and (got[0], [x if x < len(nodes) else side[x - len(nodes)]
                                          for x in got[1]], got[2])     # (the engine's order)
             if job.job_id in self.listed:
                 best = None
                 for r in self.listed[job.job_id]:
-                    got = plan_fn(now, *_view(r, nodes, holds, now), job, parts, only_now,
-                                  topo)
+                    if len(r) > 2 and r[2] == "FLEX":
+                        got = flex_plan(r)
+                    else:
+                        got = plan_fn(now, *_view(r[:2], nodes, holds, now), job, parts,
+                                      only_now, topo)
                     if got is not None and (best is None or got[0] < best[0]):
                         best = got
                 return best
+            if job.job_id in self.flex:
+                return flex_plan(self.reservation[job.job_id])
             if job.job_id not in self.attracted:
                 return plan_fn(now, *self.view(job, nodes, holds, now), job, parts,
                                only_now, topo)
@@ -80,7 +88,7 @@ class Members:
         else :meth:`view` (the simulator refuses time minimums with FLEX)."""
         jid = job.job_id
         if jid in self.listed:
-            return [_view(r, nodes, plan, now) for r in self.listed[jid]]
+            return [_view(r[:2], nodes, plan, now) for r in self.listed[jid]]
         if jid in self.attracted:
             return [_view(r, nodes, plan, now) for r in self.attracted[jid]] + [(nodes, plan)]
         return [self.view(job, nodes, plan, now)]
@@ -89,7 +97,7 @@ class Members:
         """The instants the loop visits while jobs wait: the windows' openings, TAIL."""
         pairs = list(self.reservation.values()) + [
             r for rs in (*self.attracted.values(), *self.listed.values()) for r in rs]
-        return {e for _, windows in pairs for _, e in _gaps(windows)}
+        return {e for pair in pairs for _, e in _gaps(pair[1])}
 
 
 def _view(reservation, nodes, plan, now):

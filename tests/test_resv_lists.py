@@ -31,7 +31,7 @@ def list_cases(draw):
     order (the others none)."""
     N = draw(st.integers(3, 6))
     cluster = Cluster.homogeneous(N, gpus=4, cpus=4, prefix="n")
-    items = disjoint_reservations(draw, N, [()], [()])
+    items = disjoint_reservations(draw, N, [(), (), ("FLEX",)], [()])
     assume(len(items) >= 2)
     n = draw(st.integers(2, 10))
 
@@ -55,9 +55,15 @@ def list_cases(draw):
 def twin_listed(resv, jobs):
     def of(k):
         return set(resv.items[k].nodes), [(resv.items[k].start, resv.items[k].end)]
+
+    def flex(k):
+        return "FLEX" in resv.items[k].flags
     ids = jobs.job_id.tolist()
     return Members({ids[i]: of(k) for i, k in enumerate(resv.member.tolist()) if k >= 0},
-                   listed={ids[i]: [of(k) for k in np.flatnonzero(row).tolist()]
+                   flex={ids[i] for i, k in enumerate(resv.member.tolist())
+                         if k >= 0 and flex(k)},
+                   listed={ids[i]: [of(k) + (("FLEX",) if flex(k) else ())
+                                    for k in np.flatnonzero(row).tolist()]
                            for i, row in enumerate(resv.listed) if row.sum() > 1})
 
 
@@ -82,6 +88,9 @@ def test_listed_jobs_match_twin(data, policy, depth):
     several = np.flatnonzero((resv.listed.sum(axis=1) > 1) & (run.start >= 0))
     event(f"listed jobs that ran in their second or third: "
           f"{min(int((_ran_beyond_first(resv, run, several)).sum()), 2)}")
+    flex = np.array(["FLEX" in r.flags for r in resv.items])
+    event(f"listed jobs with a FLEX one, started: "
+          f"{min(int(resv.listed[several][:, flex].any(axis=1).sum()), 2)}")
 
 
 def _ran_beyond_first(resv, run, rows):
@@ -141,8 +150,57 @@ def test_every_name_must_exist_and_let_the_job_in():
         _two(["", "", "a,", ""])
     assert _two(["", "", "b,a,b", ""]).listed[2].tolist() == [True, True]   # (once each)
     flex = Reservations((_TWO.items[0], Reservation("f", 0, 9, (1,), flags=("FLEX",))), 4)
-    with pytest.raises(UnsupportedError, match="list with a FLEX reservation"):
-        JobReservations.of(flex, ["", "", "a,f", ""], ["alice"] * 4)
+    assert JobReservations.of(flex, ["", "", "a,f", ""], ["alice"] * 4).listed[2].tolist() \
+        == [True, True]                                    # (a FLEX one in a list too)
+
+
+_FLEX = Reservations((Reservation("a", 50, 80, (0,), users=("alice",)),
+                      Reservation("f", 200, 300, (1,), users=("alice",), flags=("FLEX",))), 4)
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+def test_a_list_with_a_flex_reservation_runs_by_flex_rules(policy):
+    """Job 3 (alice, 20 s, submitted at 5) names a (g1, [50, 80)) and f (FLEX, g2, [200,
+    300)). In a it would wait for 50 (the plain member below); as f's FLEX member it may
+    run on any node outside other reservations' windows: g3 is idle at 5 (job 2 holds
+    g1 and job 4 g2 from 0; job 1 waits for a's window to close on g1, at 80), so it
+    starts there at 5, in f, whatever the order of its list (Slurm queues it once per
+    reservation, each with its own flags: job_queue_rec_resv_list)."""
+    def run(names):
+        resv = JobReservations.of(_FLEX, names, ["bob", "bob", "alice", "alice"], ["x"] * 4)
+        r = simulate(_cluster(), _jobs(), policy, advance_reservations=resv)
+        assert verify(r.cluster, r.workload, r.schedule, advance_reservations=resv).ok
+        return r
+    for names in (["", "", "a,f", ""], ["", "", "f,a", ""]):
+        r = run(names)
+        assert r.schedule.start_time.tolist() == [80, 0, 5, 0]
+        assert r.schedule.nodes_of(2).tolist() == [2] and r.reservation[2] == "f"
+    plain = run(["", "", "a", ""])
+    assert plain.schedule.start_time[2] == 50 and plain.schedule.nodes_of(2).tolist() == [0]
+
+
+def test_the_checker_holds_a_listed_flex_job_off_the_other_windows():
+    """Job 3 of the list a,f (at [5, 25) on g3) moved to g4 passes (no window is open
+    there); moved to [40, 60) on g1 it fits no window of a, so it is f's FLEX member,
+    which crosses a's window on a's node: ``reserved_node`` (besides job 2's overcommit
+    of g1 until 50)."""
+    import dataclasses
+    resv = JobReservations.of(_FLEX, ["", "", "a,f", ""], ["bob", "bob", "alice", "alice"],
+                              ["x"] * 4)
+    r = simulate(_cluster(), _jobs(), "easy", advance_reservations=resv)
+    s = r.schedule
+
+    def moved(node, t):
+        first = np.arange(len(s.alloc_nodes)) == s.alloc_offsets[2]
+        return dataclasses.replace(
+            s, alloc_nodes=np.where(first, node, s.alloc_nodes),
+            start_time=np.where(np.arange(4) == 2, t, s.start_time),
+            end_time=np.where(np.arange(4) == 2, t + 20, s.end_time))
+    assert verify(r.cluster, r.workload, moved(3, 5), advance_reservations=resv).ok
+    bad = verify(r.cluster, r.workload, moved(0, 40), advance_reservations=resv)
+    assert [(v.kind, v.message) for v in bad.violations
+            if v.kind in ("reserved_node", "outside_reservation")] == [
+        ("reserved_node", "job 3 ran on node 0 during reservation 'a'")]
 
 
 def test_the_checker_holds_a_listed_job_to_one_of_its_reservations():
@@ -167,6 +225,12 @@ def test_the_scheduler_takes_lists():
     s.submit(_jobs().take(np.array([2])))
     d = s.schedule(5)
     assert d.start_time.tolist() == [20] and d.nodes_of(0).tolist() == [1]
+    for names, start in ((["", "", "a,f", ""], 5), (["", "", "a", ""], 50)):
+        resv = JobReservations.of(_FLEX, names, ["bob", "bob", "alice", "alice"], ["x"] * 4)
+        s = Scheduler(_cluster(), "conservative", jobs=_jobs(), advance_reservations=resv)
+        s.submit(_jobs().take(np.array([2])))
+        d = s.schedule(5)          # as f's FLEX member at once; in a at its window
+        assert d.start_time.tolist() == [start]
 
 
 def test_cli_sbatch_workload_and_check_with_a_list(tmp_path, capsys):

@@ -22,9 +22,10 @@ A job may name several reservations (``--reservation=a,b``): each must exist and
 let it in, as one (Slurm's _get_resv_list; a name given twice counts once). Slurm queues
 it once per reservation, in the order they were created (the file's), and starts it in
 the first record that can start: it runs in whichever lets it start first, the one
-defined first on a tie, by that one's rule. ``member`` is then the first of them (in
-the file's order) and ``listed`` marks them all. A list with a FLEX reservation is not
-modelled (refused by name).
+defined first on a tie, by that one's rule (job_queue_rec_resv_list sets the record's
+reservation, so job_test_resv applies its flags: a FLEX one in a list is FLEX for that
+record). ``member`` is then the first of them (in the file's order) and ``listed``
+marks them all.
 
 ``Flags=MAGNETIC``: a job naming no reservation that may use a magnetic one is drawn
 to it (Slurm queues it once per magnetic reservation and once without): it runs in
@@ -81,11 +82,6 @@ class JobReservations(Reservations):
                                      f"{word!r} (user {user}, account {account})",
                                      field="reservation")
                 listed[row, index[word]] = True
-            flex = [reservations.items[k].name for k in np.flatnonzero(listed[row])
-                    if "FLEX" in reservations.items[k].flags]
-            if flex and listed[row].sum() > 1:
-                raise UnsupportedError(f"{job}: --reservation={name}: a list with a FLEX "
-                                       f"reservation ({flex[0]!r}) is not modelled")
         member = np.where(listed.any(axis=1), listed.argmax(axis=1), -1).astype(np.int32)
         attracted = np.zeros((len(names), len(reservations.items)), dtype=bool)
         for k, r in enumerate(reservations.items):

@@ -9,7 +9,9 @@ every node, less those of the other reservations open during its run): it is che
 as any other job against the other reservations only, and never ``outside_reservation``.
 
 A job naming several reservations (``--reservation=a,b``) is checked against the first
-of them whose nodes and window hold its run (none: the first it names).
+of them whose nodes and window hold its run; else against a FLEX one it names, if any
+(the first whose nodes it used while a window was open, or the first); else against
+the first it names.
 
 A job drawn to a MAGNETIC reservation is checked as one running in it when it ran on
 the reservation's nodes while a window was open, else as any other job. A job running
@@ -73,8 +75,9 @@ def check_attempt_reservations(schedule, row, reservations, out) -> list[str]:
 
 def _ran_in(reservations, start, end, schedule) -> np.ndarray:
     """Per job, the reservation it ran in (-1: none): the one it names (of a
-    ``--reservation`` list, the first whose nodes and window hold its run; none: the
-    first it names, its run then outside it), or for a job drawn to MAGNETIC ones, the
+    ``--reservation`` list, the first whose nodes and window hold its run; none: a FLEX
+    one it names (:func:`_ran_flex`), else the first it names, its run then outside
+    it), or for a job drawn to MAGNETIC ones, the
     one whose nodes it ran on while a window was open (it must then have run inside it;
     otherwise it ran as any other job)."""
     member = reservations.member.copy()
@@ -85,6 +88,7 @@ def _ran_in(reservations, start, end, schedule) -> np.ndarray:
         stray, late = _outside(reservations.items[k], jobs, schedule, start, end)
         inside = jobs[(stray < 0) & ~late]
         member[inside], found[inside] = k, True
+    _ran_flex(reservations, several & ~found & (start >= 0), start, end, schedule, member)
     drawn = np.flatnonzero(reservations.attracted.any(axis=1) & (start >= 0))
     if not len(drawn):
         return member
@@ -95,6 +99,31 @@ def _ran_in(reservations, start, end, schedule) -> np.ndarray:
             _meets_window(r, start[drawn], end[drawn])
         member[drawn[inside]] = k
     return member
+
+
+def _ran_flex(reservations, rows, start, end, schedule, member) -> None:
+    """Set ``member`` for the jobs ``rows`` (bool per job: a list's, held by none of its
+    reservations as a plain member) that name a FLEX one: the first of those whose nodes
+    the run used while a window was open (a FLEX member reaches them only then), else
+    the first; checked then, as any FLEX member, against the other reservations."""
+    flex = [k for k, r in enumerate(reservations.items) if "FLEX" in r.flags]
+    if not flex:
+        return
+    rows = rows & reservations.listed[:, flex].any(axis=1)
+    if not rows.any():
+        return
+    horizon = int(end.max(initial=0)) + 1
+    chosen = np.full(len(member), -1, dtype=np.int64)
+    for k in flex:
+        mine = np.where(rows & reservations.listed[:, k], start, -1)
+        used = [i for i, _, _ in Reservations((reservations.items[k],),
+                                              reservations.num_nodes).overlapping(
+            mine, end, schedule.alloc_offsets, schedule.alloc_nodes, horizon)]
+        first = np.zeros(len(member), dtype=bool)
+        first[used] = True
+        chosen[first & (chosen < 0)] = k
+    fallback = np.argmax(reservations.listed[:, flex], axis=1)
+    member[rows] = np.where(chosen >= 0, chosen, np.asarray(flex)[fallback])[rows]
 
 
 def _meets_window(r, start, end) -> np.ndarray:
