@@ -4,10 +4,10 @@
 decisions name the cluster's own nodes and partitions; what it refuses."""
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from fastsched import Scheduler, simulate
+from fastsched import Cluster, JobTable, Scheduler, simulate
 from fastsched.model.errors import InputError, UnsupportedError
 from fastsched.model.constraints import Placement
 from fastsched.model.reservations import Reservation, Reservations
@@ -61,6 +61,74 @@ def scheduler_matches_simulator(data, policy, depth, draw_reservations) -> None:
     s = Scheduler(cluster, policy, jobs=jobs, reserve_depth=depth, partitions=pc, limits=lg,
                   advance_reservations=resv)
     assert _driven(s, jobs, resv) == _started(r)
+
+
+@st.composite
+def member_runs(draw):
+    """2-5 identical nodes, 2-8 jobs of 1-2 nodes and their reservations
+    (:func:`test_resvjobs._reservations`: disjoint, one window each, some jobs in them)."""
+    N = draw(st.integers(2, 5))
+    cluster = Cluster.homogeneous(N, gpus=4, cpus=4, prefix="n")
+    n = draw(st.integers(2, 8))
+
+    def ints(lo, hi):
+        return np.array(draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)))
+    runtime = ints(1, 40)
+    jobs = JobTable.from_arrays(job_id=np.arange(1, n + 1), submit_time=ints(0, 60),
+                                runtime=runtime, time_limit=runtime + ints(0, 10),
+                                num_nodes=ints(1, 2), gpus_per_node=ints(0, 4),
+                                cpus_per_node=ints(1, 4), user=0)
+    resv = _reservations(draw, cluster, None, jobs, {j: [0] for j in range(1, n + 1)})
+    return cluster, jobs, resv
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@settings(SETTINGS, max_examples=25)
+@given(case=member_runs())
+def test_from_state_rebuilds_a_run_with_member_jobs(case, policy):
+    """At each instant a job started, ``from_state`` on ``state_at`` (a job running
+    inside its reservation's window on the twins, the others on the nodes) starts what
+    the simulator started there, on the same nodes."""
+    cluster, jobs, resv = case
+    r = simulate(cluster, jobs, policy, advance_reservations=resv)
+    s = r.schedule
+    row = {int(j): i for i, j in enumerate(jobs.job_id)}
+    inside = 0
+    for t in np.unique(s.start_time[s.start_time >= 0]).tolist():
+        if ((s.start_time == t) & (s.end_time == t)).any():   # zero-length: several passes
+            continue
+        running, pending = r.state_at(t)
+        rows = [row[int(j)] for j in pending.job_id]
+        sched = Scheduler.from_state(cluster, running, pending, policy,
+                                     advance_reservations=resv.take(rows))
+        inside += int((sched.running_jobs.nodes >= cluster.num_nodes).any())
+        d = sched.schedule(t)
+        assert set(d.starts.tolist()) == set(jobs.job_id[s.start_time == t].tolist())
+        for i in np.flatnonzero(d.outcome == START):
+            assert d.nodes_of(i).tolist() == s.nodes_of(row[int(d.job_id[i])]).tolist()
+    event(f"instants with a member running in its window: {min(inside, 3)}")
+
+
+def test_from_state_puts_a_job_running_in_a_window_on_the_twin():
+    """Job 3 (alice, in maint: g1, [50, 80)) runs [50, 70) on g1; at 60 from_state holds
+    it on g1's twin, so g1 itself stays held for the others until 80, and job 1 (every
+    node) is planned at 80 as in the simulator; without the reservations given, job 3's
+    g1 would be wrongly free of the window."""
+    r = simulate(_cluster(), _jobs(), "conservative", advance_reservations=_members())
+    running, pending = r.state_at(60)
+    assert running.job_id.tolist() == [3]
+    rows = [int(np.flatnonzero(_jobs().job_id == j)[0]) for j in pending.job_id]
+    s = Scheduler.from_state(_cluster(), running, pending, "conservative",
+                             advance_reservations=_members().take(rows))
+    assert s.running_jobs.nodes.tolist() == [4]             # g1's twin
+    d = s.schedule(60)
+    assert dict(zip(d.job_id.tolist(), d.start_time.tolist())) == {1: 80, 4: -1}
+    assert r.schedule.start_time[0] == 80
+    # no queued member: the running one alone lays the reservation out
+    one = pending.take(np.flatnonzero(pending.job_id == 1))
+    s = Scheduler.from_state(_cluster(), running, one, "conservative",
+                             advance_reservations=_MAINT)
+    assert s.running_jobs.nodes.tolist() == [4] and s.schedule(60).start_time.tolist() == [80]
 
 
 def test_decisions_show_the_clusters_nodes_and_partitions():
@@ -132,9 +200,6 @@ def test_what_it_refuses_with_member_jobs():
     with pytest.raises(UnsupportedError, match="not modelled with placement"):
         Scheduler(_cluster(), "easy", jobs=_jobs(), advance_reservations=_members(),
                   placement=Placement.topology(np.zeros((1, 4), dtype=np.int64), 4))
-    with pytest.raises(UnsupportedError, match="from_state"):
-        Scheduler.from_state(_cluster(), Scheduler(_cluster()).running_jobs, _jobs(),
-                             advance_reservations=_members())
     # no member: as with the plain reservations
     s = Scheduler(_cluster(), "easy", advance_reservations=_members(("",) * 4))
     s.submit(_jobs().take(np.array([0, 1])))

@@ -55,6 +55,9 @@ class JobReservations(Reservations):
     #: bool (jobs x reservations): every reservation each job names (``--reservation``
     #: lists; None: its ``member`` alone)
     listed: np.ndarray = field(default=None, compare=False, repr=False)
+    #: bool per reservation: running jobs run in it (a state rebuilt by
+    #: :meth:`fastsched.Scheduler.from_state`; None: none)
+    occupied: np.ndarray = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, reservations: Reservations, names, users=None, accounts=None,
@@ -116,11 +119,27 @@ class JobReservations(Reservations):
                 raise InputError("listed must be jobs x reservations, each job's first "
                                  "its member", field="reservation")
         object.__setattr__(self, "listed", listed)
+        occupied = np.zeros(len(self.items), dtype=bool) if self.occupied is None else \
+            np.asarray(self.occupied, dtype=bool)
+        if occupied.shape != (len(self.items),):
+            raise InputError("occupied needs one entry per reservation", field="reservation")
+        object.__setattr__(self, "occupied", occupied)
 
     @property
     def used(self) -> np.ndarray:
-        """Indices of the reservations some job runs in or is drawn to, ascending."""
-        return np.flatnonzero(self.listed.any(axis=0) | self.attracted.any(axis=0))
+        """Indices of the reservations some job runs in or is drawn to, or running jobs
+        run in (``occupied``), ascending."""
+        return np.flatnonzero(self.listed.any(axis=0) | self.attracted.any(axis=0)
+                              | self.occupied)
+
+    def take(self, rows) -> "JobReservations":
+        """The memberships of job ``rows`` (e.g. the pending jobs of
+        :meth:`fastsched.SimulationResult.state_at`, for
+        :meth:`fastsched.Scheduler.from_state`)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return JobReservations(self.items, self.num_nodes, member=self.member[rows],
+                               attracted=self.attracted[rows], listed=self.listed[rows],
+                               occupied=self.occupied)
 
     def check_jobs(self, num_jobs: int) -> None:
         """InputError unless there is one membership per job."""

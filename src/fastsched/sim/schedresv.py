@@ -11,14 +11,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..engine import check_node_jobs, node_availability
+from ..engine import RunningJobs, check_node_jobs, node_availability
 from ..engine.inputs import ever_available
 from ..model.cluster import Cluster
 from ..model.errors import InputError
 from ..model.reservations import Reservations
-from ..model.resvjobs import members_of
+from ..model.resvjobs import JobReservations, members_of
 from .decisions import BLOCKED, Decisions
 from .resvlayout import TAIL, MemberLayout, member_layout, refuse_with_members, window_horizon
+from .schedrunning import checked_running
 
 
 class SchedulerMembers:
@@ -83,6 +84,59 @@ class SchedulerMembers:
                        nodes=self.layout.node_of[nodes], gpu_mask=masks,
                        partition=partition, cluster=self.cluster, layout_nodes=nodes)
 
+    def running_on_layout(self, running: RunningJobs, inside: np.ndarray) -> RunningJobs:
+        """``running`` (on the cluster's nodes) on the layout: each entry running inside
+        a reservation's window (``inside`` >= 0, :func:`running_inside`) on its node's
+        twin, the others on their nodes."""
+        N, node_of = self.cluster.num_nodes, self.layout.node_of
+        twin = np.full(N, -1, dtype=np.int64)
+        twin[node_of[N:]] = np.arange(N, len(node_of), dtype=np.int64)
+        nodes = np.asarray(running.nodes, dtype=np.int64)
+        return replace(running, nodes=np.where(inside >= 0, twin[nodes], nodes))
+
     def node_indices(self, nodes: np.ndarray) -> np.ndarray:
         """The layout's indices of the cluster's ``nodes``: each node and its twins."""
         return np.flatnonzero(np.isin(self.layout.node_of, nodes)).astype(np.int64)
+
+
+def running_inside(resv: Reservations, running: RunningJobs) -> np.ndarray:
+    """Per entry (running job, node) of ``running``, the index of the reservation whose
+    window the job runs in on that node (-1: none): the node is one of its nodes and
+    the job's planned end falls inside one of its windows. No job but one running in a
+    reservation holds its nodes while a window is open, and such a job ends (by its time
+    limit) inside the window it started in, so the planned end tells them apart."""
+    nodes = np.asarray(running.nodes, dtype=np.int64)
+    last = np.repeat(np.asarray(running.planned_end, dtype=np.int64),
+                     np.diff(running.node_offsets)) - 1        # its last second held
+    out = np.full(len(nodes), -1, dtype=np.int64)
+    for k, r in enumerate(resv.items):
+        first, length, step = int(r.start), int(r.end) - int(r.start), r.period
+        opened = first + np.maximum((last - first) // step, 0) * step if step else first
+        inside = np.isin(nodes, np.asarray(r.nodes, dtype=np.int64)) & (last >= opened) \
+            & (last < opened + length)
+        out[inside] = k
+    return out
+
+
+def with_occupied(resv: Reservations, occupied: np.ndarray, num_jobs: int) -> JobReservations:
+    """``resv`` (the ``num_jobs`` queued jobs' reservations) with the reservations
+    ``occupied`` by running jobs (bool per reservation) laid out for them too."""
+    if isinstance(resv, JobReservations):
+        return JobReservations(resv.items, resv.num_nodes, member=resv.member,
+                               attracted=resv.attracted, listed=resv.listed,
+                               occupied=resv.occupied | occupied)
+    return JobReservations(resv.items, resv.num_nodes,
+                           member=np.full(num_jobs, -1, dtype=np.int32), occupied=occupied)
+
+
+def occupied_reservations(cluster: Cluster, running: RunningJobs, resv, num_jobs: int):
+    """For :meth:`fastsched.Scheduler.from_state`: ``(inside, resv)``, where ``inside``
+    is :func:`running_inside` of ``running`` (checked first, InputError naming the
+    field) and ``resv`` the advance reservations ``resv`` of the ``num_jobs`` queued
+    jobs, with those the running jobs run in laid out for them too."""
+    none = np.full(len(running.nodes), -1, dtype=np.int64)
+    if not resv or not len(running.job_id):
+        return none, resv
+    inside = running_inside(resv, checked_running(cluster, running, "nodes"))
+    occupied = np.isin(np.arange(len(resv.items)), inside)
+    return inside, with_occupied(resv, occupied, num_jobs) if occupied.any() else resv

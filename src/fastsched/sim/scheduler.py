@@ -40,7 +40,7 @@ from .schedmemo import PassMemo
 from .schedpreempt import SchedulerPreemption, scheduler_priority
 from .schedrequeue import SchedulerRequeue
 from .schedtimemin import pass_limits, scheduler_time_min
-from .schedresv import SchedulerMembers
+from .schedresv import SchedulerMembers, occupied_reservations
 from .schedrunning import checked_running, whole_node_jobs, whole_nodes
 from .schedstarts import StartCosts, booting_jobs, check_node_event
 from .schedtables import (concat_csr, concat_running, no_running, split_limits,
@@ -237,18 +237,21 @@ class Scheduler:
         that the running jobs count against their groups); ``eligible`` (per
         pending job, default its submit time): when it entered the queue; ``queued``:
         only the first ``queued`` pending jobs are submitted now (the others may be
-        later, with :meth:`submit`). Pool engine: running jobs hold whole nodes."""
+        later, with :meth:`submit`). Pool engine: running jobs hold whole nodes. With
+        ``advance_reservations``, a running job whose planned end falls inside a window
+        of a reservation on its nodes runs in it (on the twins, :mod:`.schedresv`)."""
         if queued is not None and not 0 <= queued <= len(pending):
             raise InputError(f"queued must be in 0..{len(pending)}, got {queued}",
                              field="queued")
         run_limits, limits = split_limits(limits, len(running), len(pending))
+        inside, options["advance_reservations"] = occupied_reservations(
+            cluster, running, options.get("advance_reservations"), len(pending))
         s = cls(cluster, policy, jobs=pending, limits=limits, **options)
-        if s._members is not None:
-            raise UnsupportedError("from_state with jobs running in a reservation "
-                                   "(--reservation, MAGNETIC) is not modelled yet")
         if s._auto and s.engine == "pool" and not whole_node_jobs(cluster, running):
             s.engine = "nodes"
         r = checked_running(cluster, running, s.engine)
+        if s._members is not None:             # (those running in a window: on the twins)
+            r = s._members.running_on_layout(r, inside)
         if s._costs is not None:                        # running jobs' nodes are on
             s._costs.running(r.nodes)
         groups = (run_limits.offsets, run_limits.group) if run_limits is not None else \

@@ -64,11 +64,7 @@ def check_attempt_reservations(schedule, row, reservations, out) -> list[str]:
     ``schedule`` has one entry per attempt, ``row`` its job's row; each attempt is held
     to the reservation its job runs in (or drawn to), as a job of its own."""
     if isinstance(reservations, JobReservations) and len(reservations.member):
-        row = np.asarray(row, dtype=np.int64)
-        reservations = JobReservations(reservations.items, reservations.num_nodes,
-                                       member=reservations.member[row],
-                                       attracted=reservations.attracted[row],
-                                       listed=reservations.listed[row])
+        reservations = reservations.take(row)
     return check_reservations(schedule, np.asarray(schedule.start_time),
                               np.asarray(schedule.end_time), reservations, out)
 
