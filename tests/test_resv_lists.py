@@ -11,15 +11,14 @@ from hypothesis import strategies as st
 
 import naive_nodes
 from naive_resv import TAIL, Members
-from fastsched import Cluster, InputError, JobTable, Scheduler, simulate, verify
+from fastsched import Cluster, InputError, Scheduler, simulate, verify
 from fastsched.engine.inputs import check_node_jobs, ever_available
 from fastsched.cli import main
-from fastsched.model.errors import UnsupportedError
 from fastsched.model.reservations import Reservation, Reservations
 from fastsched.model.resvjobs import JobReservations
 from test_constraints import SETTINGS
 from test_resvjobs import (_cluster, _conf, _jobs, _workload, disjoint_reservations,
-                           engine_run, simulate_schedule)
+                           engine_run, simulate_schedule, small_jobs)
 
 FEW = settings(SETTINGS, max_examples=30)
 
@@ -34,14 +33,7 @@ def list_cases(draw):
     items = disjoint_reservations(draw, N, [(), (), ("FLEX",)], [()])
     assume(len(items) >= 2)
     n = draw(st.integers(2, 10))
-
-    def ints(lo, hi):
-        return np.array(draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)))
-    runtime = ints(1, 30)
-    jobs = JobTable.from_arrays(job_id=np.arange(1, n + 1), submit_time=ints(0, 60),
-                                runtime=runtime, time_limit=runtime + ints(0, 10),
-                                num_nodes=ints(1, 2), gpus_per_node=ints(0, 4),
-                                cpus_per_node=ints(1, 4), user=0)
+    jobs = small_jobs(draw, n)
     names = []
     for i in range(n):
         fits = [r.name for r in items if len(r.nodes) >= jobs.num_nodes[i]]

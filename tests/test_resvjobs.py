@@ -20,6 +20,18 @@ from fastsched.sim.resvlayout import mapped_back, member_layout
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 
 
+def small_jobs(draw, n: int, longest: int = 30) -> JobTable:
+    """``n`` jobs 1..n of 1-2 nodes, 0-4 GPUs and 1-4 CPUs, submitted in [0, 60], each
+    running 1..``longest`` s with a limit up to 10 s above it."""
+    def ints(lo, hi):
+        return np.array(draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)))
+    runtime = ints(1, longest)
+    return JobTable.from_arrays(job_id=np.arange(1, n + 1), submit_time=ints(0, 60),
+                                runtime=runtime, time_limit=runtime + ints(0, 10),
+                                num_nodes=ints(1, 2), gpus_per_node=ints(0, 4),
+                                cpus_per_node=ints(1, 4), user=0)
+
+
 def disjoint_reservations(draw, num_nodes: int, flags, users) -> list:
     """Up to 3 reservations r0-r2 on disjoint nodes (each node in one or none), one
     window each within [0, 120), their flags and users drawn from ``flags`` / ``users``."""

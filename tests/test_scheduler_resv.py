@@ -7,7 +7,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from fastsched import Cluster, JobTable, Scheduler, simulate
+from fastsched import Cluster, Scheduler, simulate
 from fastsched.model.errors import InputError, UnsupportedError
 from fastsched.model.constraints import Placement
 from fastsched.model.reservations import Reservation, Reservations
@@ -15,7 +15,7 @@ from fastsched.model.resvjobs import JobReservations
 from fastsched.sim.decisions import BLOCKED, RESERVED, START
 from fastsched.sim.resvlayout import TAIL, window_horizon
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
-from test_resvjobs import _MAINT, _cluster, _jobs, _members, _reservations
+from test_resvjobs import _MAINT, _cluster, _jobs, _members, _reservations, small_jobs
 from test_scheduler import drive_all
 
 
@@ -70,14 +70,7 @@ def member_runs(draw):
     N = draw(st.integers(2, 5))
     cluster = Cluster.homogeneous(N, gpus=4, cpus=4, prefix="n")
     n = draw(st.integers(2, 8))
-
-    def ints(lo, hi):
-        return np.array(draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)))
-    runtime = ints(1, 40)
-    jobs = JobTable.from_arrays(job_id=np.arange(1, n + 1), submit_time=ints(0, 60),
-                                runtime=runtime, time_limit=runtime + ints(0, 10),
-                                num_nodes=ints(1, 2), gpus_per_node=ints(0, 4),
-                                cpus_per_node=ints(1, 4), user=0)
+    jobs = small_jobs(draw, n, longest=40)
     resv = _reservations(draw, cluster, None, jobs, {j: [0] for j in range(1, n + 1)})
     return cluster, jobs, resv
 
