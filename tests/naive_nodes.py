@@ -762,7 +762,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                                    lambda job: _held(job, groups, caps, running) is not None,
                                    waits, last, restarts, order, wakes, result,
                                    lambda job: min(low.get(job.job_id, (job.nodes,))[0],
-                                                   job.nodes))
+                                                   job.nodes), blocked)
             if chosen is None:
                 break
             j, victims = chosen

@@ -4,7 +4,7 @@ event loop of tests/naive_nodes.py takes it after the passes of each instant."""
 
 
 def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, last,
-                  restarts, order, wakes, result, least=None):
+                  restarts, order, wakes, result, least=None, blocked=()):
     """THE DEFINITION of a preemption decision, taken after the passes of an instant.
 
     ``preempt``: functions of (job id, partition) for a job running in a partition:
@@ -31,7 +31,9 @@ def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, la
     usable at the first k after which it fits the request (-1 if it fit already);
     at the first k where N nodes are usable, the first (up to its node count) usable
     nodes by (k, index) are its nodes and its victims are the candidates up to k that
-    run on one of them (each stopped whole, on all the nodes it holds).
+    run on one of them (each stopped whole, on all the nodes it holds). A node held by
+    a ``blocked`` window (start, end, node) that meets [now, now + its limit) is not
+    one of p's nodes for it.
     Returns (job id, victims as running entries in submit order) or None.
     """
     for j in list(waits):
@@ -46,7 +48,9 @@ def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, la
             continue
         need = job.nodes if least is None else least(job)
         for p in parts_of(job):
-            pn = [x for x, node in enumerate(nodes) if node.available and p in node.partitions]
+            pn = [x for x, node in enumerate(nodes) if node.available and p in node.partitions
+                  and not any(n == x and s < now + job.limit and e > now
+                              for s, e, n in blocked)]
             free = {}
             for x in pn:
                 g, c, m = nodes[x].gpus, nodes[x].cpus, nodes[x].mem

@@ -17,11 +17,13 @@ from fastsched.io.slurmconf import read_cluster
 from fastsched.model.errors import InputError, UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.preemption import CANCEL, OFF, REQUEUE, Preemption, parse_mode
+from fastsched.model.reservations import Reservation, Reservations
 from fastsched.sim.preemption import site_preemption
 from fastsched.tools.testing import lifecycles, node_event_rows
 from constrained_twin import attempt_rows, run_both
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 from test_power import _twin_power
+from test_resvjobs import disjoint_reservations
 
 _MODE_NAMES = {OFF: "OFF", CANCEL: "CANCEL", REQUEUE: "REQUEUE"}
 
@@ -111,9 +113,18 @@ def _twin_rules(pre, ids):
             "backfill": pre.backfill}
 
 
-def _check_twin(data, policy, depth, qos, with_events, backfill=False, case=None):
+def _check_twin(data, policy, depth, qos, with_events, backfill=False, case=None,
+                windows=False):
     case = data.draw(constrained_cases()) if case is None else case
     cluster, jobs = case[0], case[2]
+    engine, twin = {}, {}
+    if windows:                     # advance reservations held for every job
+        jobs.cpus_per_node = np.maximum(jobs.cpus_per_node, 1).astype(jobs.cpus_per_node.dtype)
+        items = disjoint_reservations(data.draw, cluster.num_nodes, [()], [()])
+        start, end, node = Reservations(tuple(items), cluster.num_nodes).windows(0)
+        engine["blocked"] = (start, end, node)
+        twin["blocked"] = list(zip(start.tolist(), end.tolist(), node.tolist()))
+        event(f"reservations: {len(items)}")
     classes = data.draw(st.integers(1, 3)) if qos else len(cluster.partitions)
     pre = replace(data.draw(preemptions(classes, len(jobs), qos)), backfill=backfill)
     rows = data.draw(node_event_rows(cluster.num_nodes, max_events=4, max_time=60,
@@ -122,8 +133,8 @@ def _check_twin(data, policy, depth, qos, with_events, backfill=False, case=None
     lc = data.draw(lifecycles(len(jobs)))
     ids = [int(j) for j in jobs.job_id]
     run, _, killed = run_both(case, policy, depth, rows=rows or None, lifecycle=lc,
-                                engine={"preemption": partial(Preemptor, pre)},
-                                twin={"preempt": _twin_rules(pre, ids)})
+                              engine={"preemption": partial(Preemptor, pre), **engine},
+                              twin={"preempt": _twin_rules(pre, ids), **twin})
     assert attempt_rows(run, ids, "preempted") == sorted(killed)
     event(f"preempted attempts: {min(int(run.attempts.preempted.sum()), 3)}")
     pc = engine_inputs(*case[2:7])[0]
@@ -183,6 +194,37 @@ def test_qos_matches_twin(data, policy):
 def test_preemption_with_node_failures_matches_twin(data):
     _check_twin(data, data.draw(st.sampled_from(["easy", "conservative"])), 1,
                 qos=data.draw(st.booleans()), with_events=True)
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@SETTINGS
+@given(data=st.data())
+def test_preemption_with_advance_reservations_matches_twin(data, policy):
+    """A preemptor looks for victims only on nodes no reservation window holds during
+    its run (Slurm's job_test_resv before select_nodes)."""
+    _check_twin(data, policy, 1, qos=data.draw(st.booleans()), with_events=False,
+                windows=True)
+
+
+def test_a_preemptor_does_not_count_a_reserved_node():
+    """g1 is reserved [0, 2000) for no one; low job 1 runs on g2 from 0. High job 2 (QOS
+    1, 30 s) at 10 cannot use g1, so it preempts job 1 and starts at 10 on g2 (job 1,
+    requeued, again at 10 + 121 = 131). Counting g1 as free it would wait for job 1's
+    end at 1000."""
+    from fastsched import Cluster, JobTable
+    c = Cluster(["g1", "g2"], cpus=[8, 8], gpus=[4, 4], mem_mb=[0, 0])
+    pre = Preemption("preempt/qos", np.array([[False, False], [True, False]]),
+                     np.array([REQUEUE, REQUEUE]), np.zeros(2, int), np.zeros(2, int),
+                     np.array([0, 1]), job_class=np.array([0, 1]))
+    jobs = JobTable.from_arrays(job_id=[1, 2], submit_time=[0, 10], time_limit=[1000, 30],
+                                runtime=[1000, 30], num_nodes=1, gpus_per_node=4,
+                                cpus_per_node=1, user=0)
+    resv = Reservations((Reservation("m", 0, 2000, (0,)),), 2)
+    for policy in ("easy", "conservative"):
+        r = simulate(c, jobs, policy, preemption=pre, advance_reservations=resv)
+        assert r.attempts["start"].tolist() == [0, 131, 10]
+        assert r.attempts["preempted"].tolist() == [True, False, False]
+        assert r.schedule.nodes_of(1).tolist() == [1] and r.verify().ok
 
 
 def tiered(n: int, cpus: int, grace):

@@ -50,6 +50,10 @@ from .state import Preempting
 
 __all__ = ["Preemptor"]
 
+#: a node's span in the window keys (node * _SPAN + time): above every time a run
+#: reaches (the engine packs window times below 2**40)
+_SPAN = 1 << 41
+
 #: the planning's exemption of a class without PreemptExemptTime: every running job is a
 #: candidate, a CONFIGURING one too (the kernel reads the start reset to when its nodes
 #: are ready, after now; Slurm's start time then is its allocation's, before now)
@@ -111,6 +115,7 @@ class Preemptor:
         self.backfill = bool(pre.backfill)
         self.cut: dict[int, int] = {}   # a victim whose hold its grace end cuts: its limit
         self._limits = None             # the loop's limits, which a cut changes
+        self._windows = None            # (openings, closings) keyed by node: see choose
 
     def planning(self) -> Preempting:
         """What the passes read to plan with preemptable capacity (``backfill``; off:
@@ -183,6 +188,7 @@ class Preemptor:
         low = int(jobs.low[j])          # a node range: MIN of its MIN..MAX (else nn)
         for p in jobs.pc_part[jobs.pc_off[j]:jobs.pc_off[j + 1]].tolist():
             nodes = nd.pflat[nd.poff[p]:nd.poff[p + 1]]
+            nodes = nodes[self._clear_of_windows(loop, nodes, t, int(jobs.limit[j]))]
             FG, FC, FM = free.fg[nodes].copy(), free.fc[nodes].copy(), free.fm[nodes].copy()
             fits = (FG >= g) & (FC >= c) & (FM >= m)
             if fits.sum() >= low:
@@ -196,6 +202,24 @@ class Preemptor:
             if found is not None:
                 return self._victims(loop, cand[:found[0] + 1], nodes, found[1], nn)
         return None
+
+    def _clear_of_windows(self, loop, nodes, t: int, limit: int) -> np.ndarray:
+        """Per node of ``nodes``, whether no advance reservation window held on it (the
+        loop's ``blocked``) meets [t, t + limit): Slurm's job_test_resv takes the nodes
+        of every reservation the job's run would overlap out of its node set before
+        select_nodes looks for preemptees, so a preemptor neither preempts for nor counts
+        a node it may not use. A window meets the run when it opens before t + limit and
+        has not closed by t: per node, (openings before t + limit) - (closings by t)."""
+        if self._windows is None:
+            times, on, closes = loop.window_edges
+            self._windows = tuple(np.sort(on[c] * _SPAN + times[c]) for c in (~closes, closes))
+        opens, shuts = self._windows
+        if not len(opens):
+            return np.ones(len(nodes), dtype=bool)
+        base = nodes.astype(np.int64) * _SPAN
+        opened = np.searchsorted(opens, base + t + limit) - np.searchsorted(opens, base)
+        shut = np.searchsorted(shuts, base + t, side="right") - np.searchsorted(shuts, base)
+        return opened == shut
 
     def candidates(self, loop, j: int, p: int, t: int, nodes) -> np.ndarray:
         """The running jobs on ``nodes`` job ``j`` (in partition ``p``) may preempt at
