@@ -24,7 +24,7 @@ from fastsched.io.hostlist import expand
 from fastsched.io.slurmconf import read_cluster
 from fastsched.io.workload import read_workload
 from fastsched.model.lifecycle import Lifecycle
-from fastsched.model.preemption import OFF, REQUEUE, Preemption
+from fastsched.model.preemption import CANCEL, OFF, REQUEUE, Preemption
 from fastsched.sim.lifecycle import attempt_table
 from fastsched.sim.preemption import site_preemption
 from fastsched.tools.testing import lifecycles
@@ -32,7 +32,7 @@ from fastsched.verify.lifecycle import Attempts, verify_attempts
 from constrained_twin import attempt_rows, run_both
 from scheddrive import drive_or_discard, simulated
 from test_constraints import constrained_cases, engine_inputs
-from test_preempt import _twin_rules, grace_cases, preemptions
+from test_preempt import _twin_rules, grace_cases, preemptions, tiered, tiered_case
 from test_scheduler_preempt import preempt_cases
 from test_timemin import _limits_by_attempt, _scaled
 
@@ -44,13 +44,43 @@ FEW = settings(max_examples=20, deadline=None, suppress_health_check=_HEALTH)
 
 
 @st.composite
+def _gap_cases(draw):
+    """Tiered nodes (test_preempt.tiered): a high-tier job on one node, low-tier jobs on
+    others, a high-tier job of every node that cannot preempt enough (the high one is
+    not preemptable) and so is reserved at its end, and jobs of every tier arriving
+    before it: gaps that a cut limit fits, next to preemptable jobs."""
+    n = draw(st.integers(3, 5))
+    cpus = draw(st.sampled_from([2, 4]))
+    cluster, parts = tiered(n, cpus, [draw(st.sampled_from([0, 5, 20])) for _ in range(2)])
+    first = draw(st.integers(20, 80))
+    rows = [(0, first, first, 1, cpus, 2)]
+    for _ in range(draw(st.integers(1, n - 2))):
+        limit = draw(st.integers(40, 300))
+        rows.append((0, limit, draw(st.integers(20, limit)), 1, cpus, draw(st.integers(0, 1))))
+    rows.append((1, draw(st.integers(10, 60)), draw(st.integers(5, 10)), n, cpus, 2))
+    for _ in range(draw(st.integers(1, 4))):
+        limit = draw(st.integers(5, 120))
+        rows.append((draw(st.integers(2, first)), limit, draw(st.integers(1, limit)),
+                     draw(st.integers(1, n - 1)), draw(st.integers(1, cpus)),
+                     draw(st.integers(0, 2))))
+    mode = [draw(st.sampled_from([CANCEL, REQUEUE])) for _ in range(3)]
+    pre = replace(Preemption.partition_prio(cluster, REQUEUE),
+                  mode=np.array(mode, dtype=np.int64), backfill=draw(st.booleans()))
+    return tiered_case(cluster, parts, rows), pre
+
+
+@st.composite
 def _preempt_time_min_cases(draw):
-    """(case, rules, time_min, lifecycle): either tiered nodes full of low-tier jobs with
-    high-tier preemptors arriving (test_preempt.grace_cases), or a constrained case where
-    every higher class may preempt every lower one; times scaled so that whole minutes
-    matter, most jobs with a time minimum."""
+    """(case, rules, time_min, lifecycle): tiered gaps next to preemptable jobs
+    (:func:`_gap_cases`), tiered nodes full of low-tier jobs with high-tier preemptors
+    arriving (test_preempt.grace_cases), or a constrained case where every higher class
+    may preempt every lower one; times scaled so that whole minutes matter, most jobs
+    with a time minimum."""
     data = draw(st.data())
-    if draw(st.booleans()):
+    kind = draw(st.integers(0, 3))
+    if kind < 2:
+        case, pre = draw(_gap_cases())
+    elif kind == 2:
         case, pre = draw(grace_cases())
     else:
         case = draw(constrained_cases())
@@ -244,7 +274,6 @@ def test_a_victim_ending_within_its_grace_keeps_its_own_limit_in_the_records():
     """Job 1 (GraceTime 60) is preempted at 50 and held until 110, but ends on its own
     at 100: its record holds the limit it ran with (1000), not the hold cut to its grace
     end (110); job 2 starts at 100 with its own limit."""
-    from test_preempt import tiered, tiered_case
     cluster, parts = tiered(1, 2, [60, 0])
     case = tiered_case(cluster, parts, [(0, 1000, 100, 1, 2, 0), (50, 500, 100, 1, 2, 2)])
     pre = Preemption.partition_prio(cluster, REQUEUE)
