@@ -135,9 +135,9 @@ def test_refused_combinations():
     assert Scheduler(cluster, "easy", jobs=jobs, time_min=[0, 0]).engine == "pool"
     from test_scheduler_preempt import _two_tiers
     tiers, two, pre = _two_tiers()
-    with pytest.raises(UnsupportedError, match="time_min with preemption is not modelled: "
-                                               "Slurm's main scheduler preempts"):
-        Scheduler(tiers, "easy", jobs=two, preemption=pre, time_min=[0, 30])
+    # modelled (tests/test_timemin_preempt.py): the node engine
+    assert Scheduler(tiers, "easy", jobs=two, preemption=pre, time_min=[0, 30]).engine == \
+        "nodes"
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])

@@ -228,7 +228,7 @@ def test_the_time_limit_check_catches_broken_records():
                                   asked_limit=r.asked_limit).kinds()
 
 
-def test_bad_time_min_is_refused():
+def test_bad_time_min_is_refused_and_preemption_is_not():
     jobs = _example()
     with pytest.raises(InputError, match="time_min 9000 s must be >= 0 and at most"):
         simulate(_cluster(), jobs, "easy", time_min=[0, 0, 9000])
@@ -244,9 +244,12 @@ def test_bad_time_min_is_refused():
                      np.array([REQUEUE, REQUEUE]), np.zeros(2, dtype=np.int64),
                      np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64),
                      np.array([0, 0, 1]))
-    with pytest.raises(UnsupportedError, match="--time-min.*preemption are not modelled: "
-                                               "Slurm's main scheduler preempts"):
-        simulate(_cluster(), jobs, "easy", preemption=pre, time_min=[0, 0, 1800])
+    # with preemption (tests/test_timemin_preempt.py): job 3 may preempt job 1, yet it
+    # starts on the free nodes with its cut limit and preempts nothing
+    r = simulate(_cluster(), jobs, "easy", preemption=pre, time_min=[0, 0, 1800])
+    j = r.jobs.set_index("job_id")
+    assert (j.start_time[3], j.time_limit[3]) == (10, 3540)
+    assert (r.jobs.state != "PREEMPTED").all()
     # all zero: no time minimum, any model
     assert simulate(_cluster(), jobs, "easy", reservations="counts",
                     time_min=[0, 0, 0]).time_min is None

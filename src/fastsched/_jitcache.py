@@ -32,7 +32,7 @@ KERNEL_SOURCES = ("engine/availability", "engine/blocks", "engine/earliest", "en
                   "model/constraints", "model/elastic", "model/errors", "model/events",
                   "model/jobs", "model/noderuns", "model/policies", "model/progress",
                   "model/reservations",
-                  "model/settings", "model/timemin", "model/topology", "model/validation",
+                  "model/settings", "model/topology", "model/validation",
                   "tools/rlsim")
 
 

@@ -16,7 +16,6 @@ from ..model.elastic import RANGES_POWER_PREEMPT
 from ..model.jobs import JobTable
 from ..model.policies import get_policy
 from ..model.reservations import check_jobs_held_off
-from ..model.timemin import TIME_MIN_PREEMPTION
 from .availability import set_available
 from .blocks import _exclusive, _release_blocks
 from .heap import _heap_drop, _heap_pop, _heap_push
@@ -298,7 +297,7 @@ class _EventLoop:
         #: the limits jobs asked for (``--time-min`` starts cut ``jobs.limit`` in place)
         self.asked = None
         if time_min is not None and (np.asarray(time_min) > 0).any():
-            _check_time_min(self.topo, preemption)
+            _check_time_min(self.topo)
             self.asked = self.jobs.limit.copy()
             self.jobs = self.jobs._replace(tmin=as_i64(np.asarray(time_min)[order]))
         check_regrow(lc, limits, images, self.topo, preemption is not None)
@@ -603,7 +602,10 @@ class _EventLoop:
                        power=self._power_result() if self.with_power else None,
                        resizes=None if self.elastic is None or not self.elastic.no_kill.any()
                        else self.elastic.records(self.order, inv),
-                       time_limit=None if self.asked is None else self.jobs.limit[inv])
+                       # (a victim's hold cut to its grace end is not its limit)
+                       time_limit=None if self.asked is None else self.jobs.limit[inv]
+                       if self.preemptor is None else self.preemptor.ran_limits(
+                           self.jobs.limit)[inv])
 
     def _power_result(self) -> dict:
         """Per node its seconds powered and with a job up to the run's last end, and the
@@ -649,19 +651,17 @@ def _check_ranges(topo, power, preemption) -> None:
         raise UnsupportedError(RANGES_POWER_PREEMPT)
 
 
-def _check_time_min(topo, preemption) -> None:
+def _check_time_min(topo) -> None:
     """``--time-min`` starts cut a job's limit at a pass (:mod:`.timemin`; a killed
     attempt is requeued with its own limit again); refused where its start is shaped
-    otherwise: by topology placement, and by preemption (:data:`fastsched.model.timemin.TIME_MIN_PREEMPTION`:
-    which of a cut start and a preemption a job gets is not modelled). Boots (power
-    saving) and image pulls come after the cut, as in Slurm: the cut limit counts from
-    the nodes' ready time (job_mgr.c ``job_config_fini``), a pull runs inside the job."""
+    otherwise: by topology placement. With preemption a pass tries a cut start on the
+    free resources before planning over preemptable jobs (:mod:`.timemin`). Boots
+    (power saving) and image pulls come after the cut, as in Slurm: the cut limit
+    counts from the nodes' ready time (job_mgr.c ``job_config_fini``), a pull runs
+    inside the job."""
     if topo.levels.shape[0] > 0 or topo.excl.any():
         raise UnsupportedError("jobs with --time-min (time_min) and topology placement "
                                "are not modelled yet")
-    if preemption is not None:
-        raise UnsupportedError("jobs with --time-min (time_min) and preemption are not "
-                               f"modelled: {TIME_MIN_PREEMPTION}")
 
 
 def _loop_jobs(jobs: JobTable, partitions: PartitionChoices, order, nodes):
@@ -748,7 +748,8 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     run's ``time_limit`` has the limit each job's last attempt ran with (a killed
     attempt's is in ``attempts.limit``; a requeued one is planned with its own limit
     again; with ``images`` and ``power`` the pull and the boots come after the cut;
-    not with ``preemption`` or topology placement).
+    with ``preemption`` a cut start on free resources comes before a preemption; not
+    with topology placement).
     """
     _check_policy(policy, reserve_depth)
     n = len(jobs)

@@ -300,6 +300,17 @@ class Preemptor:
             if limit is not None:
                 self._limits[v] = limit
 
+    def ran_limits(self, limit) -> np.ndarray:
+        """``limit`` (the loop's per job) with each victim whose hold a GraceTime cut
+        given its own limit back: the limit its attempt ran with (a victim that ended
+        on its own within its grace keeps the cut one in ``limit``)."""
+        if not self.cut:
+            return limit
+        out = limit.copy()
+        for v, own in self.cut.items():
+            out[v] = own
+        return out
+
     def _move(self, loop, v: int, old: int, new: int) -> None:
         """Job ``v``'s hold ends at ``new`` instead of ``old`` (see :meth:`cut_hold`)."""
         jobs, out = loop.jobs, loop.out

@@ -19,6 +19,17 @@ found no start now:
 3. it starts now with that limit (``jobs.limit[j]`` is overwritten: the hold, the end
    ``now + min(runtime, limit)`` and the release read it).
 
+With preemption this comes before any plan over preemptable jobs (the pass's
+``_plan_preempting``), as Slurm's backfill tries the free nodes first (cons_tres
+``_will_run_test`` before ``_future_run_test`` removes the preemptee candidates): a job
+that can start now with a cut limit on free resources does so and preempts nothing; a
+preemptable job's end never cuts a limit (its resources are not free now, and backfill's
+``_bf_reserve_running`` reserves nothing for it). A job that cannot is planned over
+preemptable capacity with its own limit, and the preemption after the pass frees
+resources for its request (slurmctld's ``select_nodes``: ``time_min`` plays no part);
+it then starts in a later pass like any job, cut at a later reservation there if its
+limit crosses one (backfill's ``_reset_job_time_limit`` after ``_start_job``).
+
 The event loop keeps the limits jobs asked for (``_EventLoop.asked``).
 """
 from __future__ import annotations

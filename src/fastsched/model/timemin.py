@@ -9,13 +9,6 @@ import numpy as np
 from .errors import InputError
 from .jobs import JOB_FIELDS, JobTable
 
-#: why ``--time-min`` with preemption is refused (UnsupportedError)
-TIME_MIN_PREEMPTION = (
-    "Slurm's main scheduler preempts for a job with its whole limit (job_scheduler.c "
-    "reads no time_min), its backfill cuts a limit at reservations only, never at a "
-    "preemptable job's end (backfill.c _bf_reserve_running)")
-
-
 def check_time_min(time_min, time_limit) -> np.ndarray:
     """``time_min`` as int64 per job, checked against the limits: whole seconds, 0
     (none) or up to the job's time limit (sbatch refuses ``--time-min`` above

@@ -10,6 +10,8 @@ as :func:`fastsched.simulate` runs them. With advance reservations, their window
 cut limits as the pass's reservations do, and a member job (``--reservation``) starts
 with the limit its window leaves (a window's end is a hold on its twin node,
 :mod:`.resvlayout`), as :func:`fastsched.simulate` cuts them; not in a FLEX reservation.
+With preemption, as :func:`fastsched.simulate`: a cut start on free resources comes
+before any preemption, and a job preempts for its own limit (docs/lifecycle.md).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import numpy as np
 
 from ..model.errors import InputError, UnsupportedError
 from ..model.resvjobs import members_of
-from ..model.timemin import TIME_MIN_PREEMPTION, check_time_min
+from ..model.timemin import check_time_min
 from .resvlayout import flex_used
 
 
@@ -36,9 +38,6 @@ def scheduler_time_min(jobs, time_min, reservations=None, **refused) -> np.ndarr
     tmin = check_time_min(time_min, jobs.time_limit)
     if not (tmin > 0).any():
         return None
-    if refused.pop("preemption", None) is not None:
-        raise UnsupportedError(f"time_min with preemption is not modelled: "
-                               f"{TIME_MIN_PREEMPTION}")
     given = [name for name, value in refused.items() if value is not None]
     if given:
         raise UnsupportedError(f"time_min with {', '.join(given)} is not modelled in the "

@@ -196,7 +196,7 @@ class Scheduler:
             self._preempt = SchedulerPreemption(cluster, jobs, preemption, lifecycle,
                                                 partitions, self._requeue, placement)
         self._time_min = scheduler_time_min(
-            jobs, time_min, preemption=preemption, placement=placement,
+            jobs, time_min, placement=placement,
             reservations=self._reservations,
             **{"reservations='slurm'": True if engine == "slurm" else None})
         check_elastic(lifecycle, placement, limits, self._reservations,

@@ -174,9 +174,10 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     when that fits before the next hold on its nodes; past it, TIMEOUT. The result's
     ``workload`` and records hold the limits the jobs ran with, ``asked_limit`` those
     asked for; with node failures an attempt killed is requeued asking for its own
-    limit again, and each attempt's record holds the limit it ran with (nodes model; not
-    with containers, power saving, preemption, topology placement or jobs in
-    reservations; docs/lifecycle.md).
+    limit again, and each attempt's record holds the limit it ran with (nodes model;
+    with ``preemption`` a cut start on free resources comes before a preemption, which
+    is for the job's own limit; not with topology placement or jobs in a FLEX
+    reservation; docs/lifecycle.md).
 
     ``checkpoints`` (:class:`fastsched.sim.checkpoint.Checkpoints`) saves the
     event loop's state now and then; ``resume`` (a state from such a file) goes on
