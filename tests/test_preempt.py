@@ -445,10 +445,10 @@ def test_cli_simulate_and_check(tmp_path, capsys):
 
 
 def test_unverified_combinations_are_refused(tmp_path):
-    """Power saving with a victim's GraceTime or PreemptExemptTime, regrowing elastic jobs,
-    and node ranges with power saving, are refused with preemption; without it they run
-    (elastic jobs that only shrink run with preemption:
-    tests/test_preempt_elastic.py)."""
+    """Power saving with a victim's GraceTime or PreemptExemptTime, and regrowing elastic
+    jobs, are refused with preemption; without it they run (elastic jobs that only
+    shrink run with preemption: tests/test_preempt_elastic.py; node ranges with power
+    saving too: tests/test_preempt_power.py)."""
     from fastsched.io.workload import read_workload
     from fastsched.model.power import PowerSaving
     conf, path = _site(tmp_path, part="GraceTime=600", extra="PreemptExemptTime=1")
@@ -474,9 +474,8 @@ def test_unverified_combinations_are_refused(tmp_path):
         simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=replace(elastic,
                                                                             regrow=True))
     ranged = replace(lc, nodes_min=np.where(w.jobs.num_nodes > 1, 1, 0))
-    with pytest.raises(UnsupportedError, match="power saving and node ranges"):
-        simulate(cluster, w.jobs, "easy", preemption=plain, lifecycle=ranged,
-                 power=PowerSaving(suspend_time=60))
+    assert simulate(cluster, w.jobs, "easy", preemption=plain, lifecycle=ranged,
+                    power=PowerSaving(suspend_time=60)).verify().ok
     assert simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=elastic).verify().ok
     assert simulate(cluster, w.jobs, "easy", lifecycle=lc).verify().ok
 

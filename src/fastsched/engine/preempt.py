@@ -50,11 +50,6 @@ from .state import Preempting
 
 __all__ = ["Preemptor"]
 
-#: the planning's exemption of a class without PreemptExemptTime: every running job is a
-#: candidate, a CONFIGURING one too (the kernel reads the start reset to when its nodes
-#: are ready, after now; Slurm's start time then is its allocation's, before now)
-_NOT_EXEMPT = -(1 << 40)
-
 
 def victims_needed(free, fits, ask, nodes, cand, holds):
     """How many of the candidate victims ``cand`` (in the victims' order) must stop for
@@ -112,16 +107,16 @@ class Preemptor:
         self.cut: dict[int, int] = {}   # a victim whose hold its grace end cuts: its limit
         self._limits = None             # the loop's limits, which a cut changes
 
-    def planning(self) -> Preempting:
+    def planning(self, configure) -> Preempting:
         """What the passes read to plan with preemptable capacity (``backfill``; off:
-        ``can`` empty); ``stopping`` is this Preemptor's own array, so the kernels see
-        its updates."""
+        ``can`` empty); ``stopping`` is this Preemptor's own array and ``configure`` the
+        loop's (per job the seconds its start waited for boots: Slurm's start time of a
+        CONFIGURING job is its allocation's), so the kernels see their updates."""
         if not self.backfill:
             return no_preempting()
         may = self.may & (self.mode != OFF)[None, :]
         qos = np.zeros(0, dtype=np.int64) if self.qos is None else self.qos
-        exempt = np.where(self.exempt > 0, self.exempt, _NOT_EXEMPT)
-        return Preempting(self.can.copy(), may, exempt, qos, self.stopping)
+        return Preempting(self.can.copy(), may, self.exempt, qos, self.stopping, configure)
 
     def next_time(self) -> int:
         """When the next victim's grace time ends, or the next exemption end a queued

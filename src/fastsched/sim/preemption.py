@@ -8,7 +8,7 @@ import numpy as np
 from ..io.times import parse_time
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import saved_progress
-from ..model.elastic import RANGES_POWER_PREEMPT, REGROW_PREEMPT
+from ..model.elastic import REGROW_PREEMPT
 from ..model.preemption import OFF, PREEMPT_TYPES, Preemption, parse_mode
 from .elastic import shape_goodput_args
 
@@ -43,16 +43,14 @@ def check_preemption_run(power=None, lifecycle=None, pre: Preemption | None = No
     """UnsupportedError for what preemption is not modelled with: regrowth of
     ``--no-kill`` jobs (:data:`fastsched.model.elastic.REGROW_PREEMPT` says why), and
     with power saving a GraceTime or PreemptExemptTime of a class that may be preempted
-    (:func:`power_refused`) or node ranges (a narrow victim's start while its nodes
-    boot is not modelled). Elastic jobs that only shrink, and node ranges, are
-    preempted whole, on the nodes they hold then (:mod:`fastsched.engine.preempt`)."""
+    (:func:`power_refused`). Elastic jobs that only shrink, and node ranges, are
+    preempted whole, on the nodes they hold then (:mod:`fastsched.engine.preempt`),
+    also while those boot (power saving: the attempt never ran)."""
     why = power_refused(pre) if power is not None and pre is not None else ""
     if why:
         raise UnsupportedError(f"preemption with power saving and {why} is not modelled")
     if lifecycle is not None and lifecycle.regrow:
         raise UnsupportedError(REGROW_PREEMPT)
-    if power is not None and lifecycle is not None and lifecycle.ranged:
-        raise UnsupportedError(RANGES_POWER_PREEMPT)
 
 
 def power_refused(pre: Preemption) -> str:
