@@ -32,7 +32,8 @@ def test_preemption_with_power_saving_matches_twin(data):
     """Victims CONFIGURING or not (a preemptor taking a booting node waits for its boot,
     a victim killed while its nodes boot never ran, its nodes idle from their boot's
     end), the victims ordered by Slurm's start time (a CONFIGURING job's: its
-    allocation's); no GraceTime nor PreemptExemptTime (refused with power saving)."""
+    allocation's, from which PreemptExemptTime counts until its nodes are ready); no
+    GraceTime (refused with power saving)."""
     from fastsched.sim.power import engine_power
     from fastsched.tools.testing import power_models
     from fastsched.verify.lifecycle import verify_attempts
@@ -47,7 +48,7 @@ def test_preemption_with_power_saving_matches_twin(data):
                       mode=np.where(pre.mode == OFF, REQUEUE, pre.mode),
                       backfill=data.draw(st.booleans()))
     cluster, jobs = case[0], case[2]
-    pre = replace(pre, grace=np.zeros_like(pre.grace), exempt=np.zeros_like(pre.exempt))
+    pre = replace(pre, grace=np.zeros_like(pre.grace))
     pm = data.draw(power_models(cluster))
     twin = _twin_power(pm, cluster)
     lc = data.draw(lifecycles(len(jobs)))
@@ -445,8 +446,8 @@ def test_cli_simulate_and_check(tmp_path, capsys):
 
 
 def test_unverified_combinations_are_refused(tmp_path):
-    """Power saving with a victim's GraceTime or PreemptExemptTime, and regrowing elastic
-    jobs, are refused with preemption; without it they run (elastic jobs that only
+    """Power saving with a victim's GraceTime, and regrowing elastic jobs, are refused
+    with preemption (a PreemptExemptTime runs); without it they run (elastic jobs that only
     shrink run with preemption: tests/test_preempt_elastic.py; node ranges with power
     saving too: tests/test_preempt_power.py)."""
     from fastsched.io.workload import read_workload
@@ -456,14 +457,12 @@ def test_unverified_combinations_are_refused(tmp_path):
     w = read_workload(path, cluster)
     pre = site_preemption(cluster)
     lc = w.lifecycle(True, 121)
-    with pytest.raises(UnsupportedError, match="power saving and GraceTime 600 s and "
-                                               "PreemptExemptTime 60 s"):
+    with pytest.raises(UnsupportedError, match="power saving and GraceTime 600 s is not"):
         simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=lc,
                  power=PowerSaving(suspend_time=60))
     exempt = replace(pre, grace=np.zeros_like(pre.grace))
-    with pytest.raises(UnsupportedError, match="power saving and PreemptExemptTime"):
-        simulate(cluster, w.jobs, "easy", preemption=exempt, lifecycle=lc,
-                 power=PowerSaving(suspend_time=60))
+    assert simulate(cluster, w.jobs, "easy", preemption=exempt, lifecycle=lc,
+                    power=PowerSaving(suspend_time=60)).verify().ok
     plain = replace(exempt, exempt=np.zeros_like(pre.exempt))
     r = simulate(cluster, w.jobs, "easy", preemption=plain, lifecycle=lc,
                  power=PowerSaving(suspend_time=60))

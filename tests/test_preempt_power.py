@@ -61,8 +61,10 @@ def ranged_boot_cases(draw):
         low.append(draw(st.integers(0, k - 1)))
     case = tiered_case(cluster, parts, rows)
     mode = [draw(st.sampled_from([CANCEL, REQUEUE, REQUEUE])) for _ in range(3)]
+    exempt = [draw(st.sampled_from([0, 0, 5, 20])) for _ in range(3)]
     pre = replace(Preemption.partition_prio(cluster, REQUEUE),
-                  mode=np.array(mode, dtype=np.int64), backfill=draw(st.booleans()))
+                  mode=np.array(mode, dtype=np.int64), backfill=draw(st.booleans()),
+                  exempt=np.array(exempt, dtype=np.int64))
     m = len(rows)
     lc = replace(Lifecycle.of(m, delay=draw(st.integers(1, 10)),
                               checkpoint_interval=draw(st.sampled_from([0, 3, 7]))),

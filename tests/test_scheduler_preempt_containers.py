@@ -41,8 +41,8 @@ def simulated_pulls(r):
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_scheduler_preempts_with_containers_as_the_simulator(policy, data):
-    """partition_prio and qos, REQUEUE and CANCEL, GraceTime and PreemptExemptTime (none
-    with power saving, which refuses them), checkpoints; cases that never end are
+    """partition_prio and qos, REQUEUE and CANCEL, GraceTime (none with power saving,
+    which refuses it) and PreemptExemptTime, checkpoints; cases that never end are
     discarded (scheddrive.drive_or_discard)."""
     cluster, jobs, pre, lc = data.draw(preempt_cases())
     if data.draw(st.booleans()):       # often: every partition on every node (crowded)
@@ -58,7 +58,7 @@ def test_scheduler_preempts_with_containers_as_the_simulator(policy, data):
     c = data.draw(containers(len(jobs), max_cache=2))
     pm = None
     if data.draw(st.integers(0, 3)) == 0:
-        pre = replace(pre, grace=np.zeros_like(pre.grace), exempt=np.zeros_like(pre.exempt))
+        pre = replace(pre, grace=np.zeros_like(pre.grace))
         pm = data.draw(power_models(cluster))
     s = Scheduler(cluster, policy, jobs=jobs, preemption=pre, lifecycle=lc, containers=c,
                   power=pm)
@@ -144,7 +144,7 @@ def test_a_victim_kept_its_images_and_one_stopped_in_its_pull_kept_no_work():
 
 
 def test_what_simulate_refuses_with_containers_and_preemption_is_refused_alike():
-    """Power saving with a GraceTime (or PreemptExemptTime), regrowth and jobs running
+    """Power saving with a GraceTime, regrowth and jobs running
     in a reservation, with the same reason; the state is not built."""
     cluster, jobs, pre, c, lc = _tiers(grace=30, submit=50)
     pm = PowerSaving(suspend_time=300, boot=60, resume_timeout=600)

@@ -42,7 +42,7 @@ def check_preemption(pre: Preemption, jobs, placement=None) -> None:
 def check_preemption_run(power=None, lifecycle=None, pre: Preemption | None = None) -> None:
     """UnsupportedError for what preemption is not modelled with: regrowth of
     ``--no-kill`` jobs (:data:`fastsched.model.elastic.REGROW_PREEMPT` says why), and
-    with power saving a GraceTime or PreemptExemptTime of a class that may be preempted
+    with power saving a GraceTime of a class that may be preempted
     (:func:`power_refused`). Elastic jobs that only shrink, and node ranges, are
     preempted whole, on the nodes they hold then (:mod:`fastsched.engine.preempt`),
     also while those boot (power saving: the attempt never ran)."""
@@ -58,17 +58,13 @@ def power_refused(pre: Preemption) -> str:
     CONFIGURING (its nodes booting) has Slurm's start time at its allocation, reset when
     its nodes are ready (job_mgr.c ``job_config_fini``), which also resets its end time
     to then plus its limit, undoing a GraceTime's cut end (preempt.c
-    ``_job_check_grace_internal``): its preemption would then wait for its limit, and
-    its PreemptExemptTime would count from its allocation, then again from its reset
-    start. Without either the victims' order (youngest first, by that start time) is
-    modelled."""
+    ``_job_check_grace_internal``): its preemption would then wait for its limit. The
+    victims' order (youngest first, by that start time) and PreemptExemptTime (counted
+    from it: acct_policy.c ``acct_policy_get_preemptable_time``, from the allocation
+    while CONFIGURING, then from the reset start) are modelled."""
     victim = (np.asarray(pre.mode) != OFF) & np.asarray(pre.may, dtype=bool).any(axis=0)
     grace = np.asarray(pre.grace)[victim]
-    exempt = np.asarray(pre.exempt)[victim]
-    what = [f"{name} {int(v.max())} s" for name, v in (("GraceTime", grace),
-                                                       ("PreemptExemptTime", exempt))
-            if len(v) and v.max() > 0]
-    return " and ".join(what)
+    return f"GraceTime {int(grace.max())} s" if len(grace) and grace.max() > 0 else ""
 
 
 def site_preemption(cluster, config=None, job_qos=None) -> Preemption:

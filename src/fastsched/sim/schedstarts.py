@@ -36,8 +36,8 @@ class StartCosts:
         jobs of ``jobs``; ``refused``: the Scheduler's options not modelled with them
         (UnsupportedError naming the first given). ``preemption`` (active, or None) is
         modelled with both as :func:`fastsched.simulate` models it: with power saving a
-        victim's GraceTime or PreemptExemptTime is refused
-        (:func:`fastsched.sim.preemption.power_refused`); a victim's nodes keep their
+        victim's GraceTime is refused (:func:`fastsched.sim.preemption.power_refused`)
+        and its PreemptExemptTime counts from Slurm's start time; a victim's nodes keep their
         images, and a requeued victim's checkpoints count from the end of its pull
         (:meth:`pulled`)."""
         given = [name for name, value in (("containers", containers),
