@@ -98,3 +98,15 @@ def slurm_start(r, now):
     over), then when its nodes were ready (the reset start)."""
     job, alloc = r[0], r[1]
     return alloc if now < alloc + job.boot else alloc + job.boot
+
+
+def ready_first(now, r, grace):
+    """THE RULE for a victim (running entry ``r``) preempted at ``now`` with ``grace``
+    seconds of GraceTime while CONFIGURING (power saving: before its boot wait is over):
+    when its nodes are ready before its grace ends, its ready time (else None). Then
+    Slurm's job_config_fini resets its end time to ready + limit, undoing the grace
+    end: it is held until its grace end before its ready time, until its own end from
+    then on, and is never stopped (it ends on its own; its preemptor waits for it).
+    Otherwise it stops at its grace end, while CONFIGURING (it never ran) or not."""
+    ready = r[1] + r[0].boot
+    return ready if now < ready < now + grace else None

@@ -35,7 +35,8 @@ def ranged_boot_cases(draw):
     tier queued behind. Returns (case, rules, lifecycle, power model)."""
     n = draw(st.integers(3, 5))
     cpus = draw(st.sampled_from([2, 4]))
-    cluster, parts = tiered(n, cpus, [0, 0])
+    cluster, parts = tiered(n, cpus, [draw(st.sampled_from([0, 0, 5, 20, 60]))
+                                      for _ in range(2)])
     boot = draw(st.integers(3, 30))
     rows, low = [], []
     left = n
@@ -124,6 +125,26 @@ def test_narrow_victims_while_nodes_boot_match_twin(data, policy):
     assert {"preemptor", "resumed_work"} <= set(report.checks)
     assert ("bad_resize" in report.checks) == lc.ranged
     _label(run, jobs, lc)
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+@SETTINGS
+@given(data=st.data())
+def test_scheduler_at_the_simulators_instants(data, policy):
+    """The same cases without node ranges (the Scheduler refuses them with power
+    saving): victims in their GraceTime while their nodes boot, stopped at its end or
+    not (their nodes ready first); the Scheduler driven at the simulator's instants
+    gives ``simulate``'s attempts."""
+    from fastsched import Scheduler
+    from scheddrive import drive_or_discard, simulated
+    case, pre, lc, pm = data.draw(ranged_boot_cases())
+    cluster, jobs = case[0], case[2]
+    lc = replace(lc, nodes_min=None)
+    s = Scheduler(cluster, policy, jobs=jobs, preemption=pre, lifecycle=lc, power=pm)
+    got = drive_or_discard(s, jobs, lc).attempts
+    r = simulate(cluster, jobs, policy, preemption=pre, lifecycle=lc, power=pm)
+    assert got == simulated(r)
+    assert s.start_costs.power.power_ups == r.summary["power"]["power_ups"]
 
 
 # ---- a worked example ---------------------------------------------------------------

@@ -140,7 +140,7 @@ class Scheduler:
         if preemption is not None and not preemption.active:
             preemption = None           # preempt/none, or nothing may preempt: unchanged
         self._costs = StartCosts.of(
-            cluster, jobs, containers, power, engine, preemption=preemption,
+            cluster, jobs, containers, power, engine,
             advance_reservations=self._reservations if containers is not None else None,
             jobs_in_reservations=None if self._members is None else True)
         if self._costs is not None:     # CLOUD nodes that never boot are DOWN for good
