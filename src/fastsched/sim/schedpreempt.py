@@ -11,11 +11,13 @@ chooses its victims (``Decisions.preempt``, a :class:`Preempted`).
 for the next pass at the same instant, which the caller runs, as the simulator passes
 again) and the others at their grace end; until then such a victim's planned end
 (``running_jobs.planned_end``) is its grace end when that is earlier, as Slurm sets
-its ``end_time`` (:func:`cut_ends`). A REQUEUE victim whose job may be requeued
+its ``end_time`` (:func:`cut_ends`); with power saving, a victim CONFIGURING whose
+nodes are ready before its grace end is not stopped: its end is reset then to its own
+(job_mgr.c ``job_config_fini``; :func:`set_ends`). A REQUEUE victim whose job may be requeued
 goes back to the queue after the requeue delay (its ``eligible`` time), a CANCEL one
 (or one that may not be requeued) ends. :attr:`Scheduler.preempt_time` is the next
-time a pass must run for preemption: a grace end, a requeued job's begin, or the end
-of a candidate's PreemptExemptTime a waiting job looked at.
+time a pass must run for preemption: a grace end, a requeued job's begin, the end
+of a candidate's PreemptExemptTime a waiting job looked at, or such a ready time.
 
 With a lifecycle the Scheduler also requeues at node failures
 (:mod:`.schedrequeue`): a job's attempts are then numbered across both (one

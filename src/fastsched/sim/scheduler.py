@@ -461,7 +461,8 @@ class Scheduler:
     def preempt_time(self) -> int:
         """With preemption: the next time a pass must run for it (a victim's grace end, a
         requeued job's begin, the end of a running job's PreemptExemptTime a waiting job
-        looked at); -1: none (:mod:`fastsched.sim.schedpreempt`)."""
+        looked at, the ready time of a victim CONFIGURING in its GraceTime); -1: none
+        (:mod:`fastsched.sim.schedpreempt`)."""
         return -1 if self._preempt is None else self._preempt.next_time()
 
     @property
