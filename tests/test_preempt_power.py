@@ -2,8 +2,10 @@
 nodes, its nodes booting or up, is a victim like any (whole, on the nodes it holds;
 stopped while they boot it never ran, saves nothing; stopped later it keeps the
 node-seconds of its last checkpoint counted from its start reset when its nodes were
-ready). The engine against the twin (tests/naive_preempt.py in the event loop of
-tests/naive_nodes.py), the checks of such runs, and a worked example."""
+ready); with GraceTimes and PreemptExemptTimes of the victims' classes (a victim in its
+grace time whose nodes are ready first runs to its own end). The engine against the
+twin (tests/naive_preempt.py in the event loop of tests/naive_nodes.py), the checks of
+such runs, the Scheduler at the simulator's instants, and worked examples."""
 from dataclasses import replace
 from functools import partial
 
@@ -28,9 +30,10 @@ SETTINGS = settings(max_examples=25, deadline=None,
 
 @st.composite
 def ranged_boot_cases(draw):
-    """Two low tiers filling 3-5 like nodes at 0 with jobs most of a node range (the last
-    may ask for more nodes than are left and start narrow), most nodes CLOUD (powered
-    down: the jobs at 0 are CONFIGURING for their boots); high-tier jobs, most of a node
+    """Two low tiers (GraceTimes up to 60 s drawn) filling 3-5 like nodes at 0 with jobs
+    most of a node range (the last may ask for more nodes than are left and start
+    narrow), most nodes CLOUD (powered down: the jobs at 0 are CONFIGURING for their
+    boots of 3-30 s); PreemptExemptTimes drawn; high-tier jobs, most of a node
     range, arriving while those boot or after, which must preempt; jobs of every
     tier queued behind. Returns (case, rules, lifecycle, power model)."""
     n = draw(st.integers(3, 5))

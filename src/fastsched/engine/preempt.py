@@ -123,14 +123,17 @@ class Preemptor:
         return Preempting(self.can.copy(), may, self.exempt, qos, self.stopping, configure)
 
     def next_time(self) -> int:
-        """When the next victim's grace time ends, or the next exemption end a queued
-        job waits for (-1: none)."""
+        """When the next victim's grace time ends, the next exemption end a queued job
+        waits for, or the next ready time of a victim CONFIGURING in its grace time
+        (-1: none)."""
         times = [h[0][0] for h in (self.heap, self.resets) if h] + self.wakes[:1]
         return min(times) if times else -1
 
     def due(self, t: int, restarts) -> np.ndarray:
         """The victims whose grace ends at ``t`` and that still run the attempt that was
-        preempted (taken off); the exemption ends up to ``t`` are taken off too."""
+        preempted (taken off); the exemption ends up to ``t`` are taken off too, and the
+        victims whose nodes are ready by ``t`` before their grace end are held until
+        their own end again (:meth:`_uncut`)."""
         while self.wakes and self.wakes[0] <= t:
             heapq.heappop(self.wakes)
         while self.resets and self.resets[0][0] <= t:

@@ -164,8 +164,9 @@ class SchedulerPreemption:
     # ------------------------------------------------------------ before a pass
     def due(self, s, now: int) -> None:
         """Stop the victims whose grace ended by ``now`` (those still running the
-        attempt that was preempted and not ending by then) and queue the requeued jobs
-        whose begin time has come."""
+        attempt that was preempted and not ending by then), hold those CONFIGURING whose
+        nodes were ready by ``now`` before their grace end until their own end again,
+        and queue the requeued jobs whose begin time has come."""
         while self.wakes and self.wakes[0] <= now:
             heapq.heappop(self.wakes)
         ready = []
