@@ -8,10 +8,12 @@ from dataclasses import replace
 
 
 def first_shape(r, asked):
-    """A running job's attempt before its first shrink: it started on its nodes now
+    """A running job's attempt before its first shrink: it started on its nodes once
+    they were ready (its allocation plus its boot wait, power saving) on its nodes
     (maybe fewer than the job ``asked`` is queued with) and has the queued job's
     runtime x nodes node-seconds to do."""
-    job, start, chosen, _ = r
+    job, alloc, chosen, _ = r
+    start = alloc + job.boot
     return {"starts": [start], "widths": [len(chosen)], "runtime": asked.runtime,
             "width": asked.nodes, "pull_end": start + job.pull}
 

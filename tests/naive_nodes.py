@@ -76,7 +76,7 @@ import naive_timemin
 import naive_topology
 from naive_elastic import done as _done, first_shape as _first_shape, shrink as _shrink
 from naive import dependencies_satisfied
-from naive_preempt import naive_preempt
+from naive_preempt import naive_preempt, ready_first
 
 
 @dataclass(frozen=True)
@@ -677,16 +677,17 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     def closing():          # the next window end, while jobs wait
         return [t for t in closings if t > now][:1] if waiting_jobs() else []
     order = {j.job_id: k for k, j in enumerate(future)}      # submit order
-    grace, wakes, waits, last = [], set(), {}, {}   # preemption (see naive_preempt)
+    # preemption (see naive_preempt; resets: (grace end, job, attempt, ready_first's))
+    grace, wakes, waits, last, resets = [], set(), {}, {}, []
     from naive_preemptplan import Planning
     preempting = Planning(preempt, result, waits, restarts) if (preempt or {}).get(
         "backfill") else None
     while (future or running or (events and waiting_jobs()) or rejoining() or closing()
-           or grace or wakes):
+           or grace or wakes or resets):
         now = min([j.submit for j in future[:1]]
                   + [start + j.duration() for j, start, _, _ in running]
                   + [e[0] for e in events[:1]] + rejoining() + closing()
-                  + [g[0] for g in grace] + list(wakes))
+                  + [g[0] for g in grace] + [g[3] for g in resets] + list(wakes))
         while events and events[0][0] == now:      # node events come first at an instant
             _, kind, which = events.pop(0)
             if kind == "down":
@@ -713,6 +714,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             if r and restarts.get(i, 0) == g[2]:
                 stop(now, r[0], preempt["mode"](i, result[i][4]) == "REQUEUE", True)
         grace = [g for g in grace if g[0] != now]
+        resets = [g for g in resets if g[3] > now]
         if reorder is not None and now // period * period != last_window:
             last_window = now // period * period
             key = reorder(last_window, {j: r[0] for j, r in result.items()},
@@ -731,7 +733,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             started = _pass(policy, reserve_depth, now, queue, nodes, running, parts_of,
                             groups, caps, held, resolution, window, topo_of, blocked, low,
                             members, time_min, preempting,
-                            {i: t for t, i, a in grace if restarts.get(i, 0) == a})
+                            {i: t for t, i, a, *_ in grace + resets
+                             if restarts.get(i, 0) == a})
             for k, (job, chosen, p) in enumerate(started):
                 if power is not None:
                     job = replace(job, boot=boot_wait(now, chosen))
@@ -770,8 +773,10 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
             for r in victims:
                 i = r[0].job_id
                 gt = preempt["grace"](i, result[i][4])
+                late = ready_first(now, r, gt)
                 if gt > 0:
-                    grace.append((now + gt, i, restarts.get(i, 0)))
+                    (resets if late else grace).append((now + gt, i, restarts.get(i, 0))
+                                                       + ((late,) if late else ()))
                 else:
                     now_stop.append(r)
             waits[j] = {(r[0].job_id, restarts.get(r[0].job_id, 0)) for r in victims}

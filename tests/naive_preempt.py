@@ -23,8 +23,8 @@ def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, la
     of p's available nodes fit its request with the resources free now, it does not
     preempt. Else the candidates are the jobs running on p's available nodes that
     are not stopping, that it may preempt, whose mode is not OFF and that ran at
-    least their exempt time, sorted by (level * 65536 + min(their nodes, 65535),
-    later start first, later in submit order first; "their nodes" are those they hold
+    least their exempt time since their start (Slurm's: :func:`slurm_start`), sorted by
+    (level * 65536 + min(their nodes, 65535), later start first, later in submit order first; "their nodes" are those they hold
     now: a --no-kill job a failure shrank counts its remaining ones). Adding each
     candidate's
     request back to the nodes of p it runs on, in that order, node x becomes
@@ -73,16 +73,13 @@ def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, la
                 vp = result[v][4]
                 if not preempt["may"](i, p, v, vp) or preempt["mode"](v, vp) == "OFF":
                     continue
-                until = r[1] + preempt["exempt"](v, vp)
+                until = slurm_start(r, now) + preempt["exempt"](v, vp)
                 if until > now:
                     wakes.add(until)
                 else:
                     cand.append(r)
-            # Slurm's start time: the allocation's while CONFIGURING (power saving),
-            # reset when the nodes are ready
             cand.sort(key=lambda r: (preempt["level"](r[0].job_id, result[r[0].job_id][4])
-                                     * 65536 + min(r[0].nodes, 65535),
-                                     -(r[1] if now < r[1] + r[0].boot else r[1] + r[0].boot),
+                                     * 65536 + min(r[0].nodes, 65535), -slurm_start(r, now),
                                      -order[r[0].job_id]))
             for k, r in enumerate(cand):
                 for x in r[2]:
@@ -97,3 +94,23 @@ def naive_preempt(preempt, now, queue, nodes, running, parts_of, held, waits, la
                     last[i] = now
                     return i, sorted(victims, key=lambda r: order[r[0].job_id])
     return None
+
+
+def slurm_start(r, now):
+    """Slurm's start time of running entry ``r`` (job, allocation, nodes, GPUs) at
+    ``now``: its allocation's while CONFIGURING (power saving: until its boot wait is
+    over), then when its nodes were ready (the reset start)."""
+    job, alloc = r[0], r[1]
+    return alloc if now < alloc + job.boot else alloc + job.boot
+
+
+def ready_first(now, r, grace):
+    """THE RULE for a victim (running entry ``r``) preempted at ``now`` with ``grace``
+    seconds of GraceTime while CONFIGURING (power saving: before its boot wait is over):
+    when its nodes are ready before its grace ends, its ready time (else None). Then
+    Slurm's job_config_fini resets its end time to ready + limit, undoing the grace
+    end: it is held until its grace end before its ready time, until its own end from
+    then on, and is never stopped (it ends on its own; its preemptor waits for it).
+    Otherwise it stops at its grace end, while CONFIGURING (it never ran) or not."""
+    ready = r[1] + r[0].boot
+    return ready if now < ready < now + grace else None

@@ -7,7 +7,8 @@ with, for each partition p, the jobs it could preempt there freed from now (a jo
 may preempt nothing frees nothing, so its plan is the same): every job running on one of p's nodes that is not
 stopping (a victim of an earlier preemption whose preempted attempt still runs), that
 it may preempt (``may``), whose mode is not OFF and that has run at least its exempt
-time. Freed means: on each of its nodes, a hold of minus its request from now to the
+time since Slurm's start time (naive_preempt.slurm_start: the allocation's while
+CONFIGURING). Freed means: on each of its nodes, a hold of minus its request from now to the
 end of its own hold. The earliest start over the partitions (ties: the first listed)
 and its nodes are chosen as for any job; the plan is a reservation, also when it is
 now (the preemption after the pass stops the victims), and its hold goes on the plan
@@ -16,6 +17,7 @@ over the victims' holds (free capacity may go negative there: nothing else fits)
 from __future__ import annotations
 
 import naive_nodes as nn
+from naive_preempt import slurm_start
 
 #: marks a plan made with preemptable capacity (its fifth item): never a start
 BY_PREEMPTING = "by preempting"
@@ -66,6 +68,6 @@ class Planning:
                 continue
             vp = part[v] if v in part else self.result[v][4]
             if pre["may"](job.job_id, p, v, vp) and pre["mode"](v, vp) != "OFF" \
-                    and r[1] + pre["exempt"](v, vp) <= now:
+                    and slurm_start(r, now) + pre["exempt"](v, vp) <= now:
                 out.append(r)
         return out

@@ -38,7 +38,9 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
     ``fail_nodes``; a drain kills too with power saving, the jobs whose nodes still
     boot; their attempts are checked against the lifecycle ``lc``; up / resume: with
     regrowth, shrunk or narrow jobs take nodes back); stop the victims whose GraceTime
-    ends (those still running the attempt that was preempted); submit what arrives;
+    ends (those still running the attempt that was preempted; not one CONFIGURING whose
+    nodes are ready before its grace end, whose end is reset then: it runs to its own
+    end); submit what arrives;
     then pass and apply while a pass stops a victim at once, a job ends at once or a
     start releases a dependent (the simulator passes again then).
     A job runs min(work left, the limit its START gave) from its decision's
@@ -173,8 +175,8 @@ def drive(s, jobs, lc=None, rows=(), instants=(), bound=None) -> Driven:
             if t == now:
                 stop(v, now, mode == "REQUEUE")
                 at_once = True
-            else:
-                stops[v] = (t, mode == "REQUEUE", began[v])     # (its attempt)
+            elif not now < began[v] < t:    # (CONFIGURING, ready before its grace end:
+                stops[v] = (t, mode == "REQUEUE", began[v])     # it runs to its own end)
         released = set(s.pending.job_id.tolist()) - set(d.job_id.tolist())
         return at_once or bool(released)
 

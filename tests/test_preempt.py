@@ -34,7 +34,9 @@ def test_preemption_with_power_saving_matches_twin(data):
     """Victims CONFIGURING or not (a preemptor taking a booting node waits for its boot,
     a victim killed while its nodes boot never ran, its nodes idle from their boot's
     end), the victims ordered by Slurm's start time (a CONFIGURING job's: its
-    allocation's); no GraceTime nor PreemptExemptTime (refused with power saving)."""
+    allocation's, from which PreemptExemptTime counts until its nodes are ready); a
+    victim in its GraceTime while its nodes boot stops at its grace end, or, ready
+    first, runs to its own end."""
     from fastsched.sim.power import engine_power
     from fastsched.tools.testing import power_models
     from fastsched.verify.lifecycle import verify_attempts
@@ -49,7 +51,6 @@ def test_preemption_with_power_saving_matches_twin(data):
                       mode=np.where(pre.mode == OFF, REQUEUE, pre.mode),
                       backfill=data.draw(st.booleans()))
     cluster, jobs = case[0], case[2]
-    pre = replace(pre, grace=np.zeros_like(pre.grace), exempt=np.zeros_like(pre.exempt))
     pm = data.draw(power_models(cluster))
     twin = _twin_power(pm, cluster)
     lc = data.draw(lifecycles(len(jobs)))
@@ -486,11 +487,11 @@ def test_cli_simulate_and_check(tmp_path, capsys):
     assert "preemptor" in text and "job 2: attempt 0 preempted at 7200" in text
 
 
-def test_unverified_combinations_are_refused(tmp_path):
-    """Power saving with a victim's GraceTime or PreemptExemptTime, regrowing elastic jobs,
-    and node ranges with power saving, are refused with preemption; without it they run
-    (elastic jobs that only shrink run with preemption:
-    tests/test_preempt_elastic.py)."""
+def test_preemption_runs_with_power_and_ranges_not_regrowth(tmp_path):
+    """Regrowing elastic jobs are refused with preemption; power saving runs with a
+    victim's GraceTime and PreemptExemptTime, and with node ranges (elastic jobs that
+    only shrink run with preemption: tests/test_preempt_elastic.py; node ranges with
+    power saving: tests/test_preempt_power.py)."""
     from fastsched.io.workload import read_workload
     from fastsched.model.power import PowerSaving
     conf, path = _site(tmp_path, part="GraceTime=600", extra="PreemptExemptTime=1")
@@ -498,14 +499,11 @@ def test_unverified_combinations_are_refused(tmp_path):
     w = read_workload(path, cluster)
     pre = site_preemption(cluster)
     lc = w.lifecycle(True, 121)
-    with pytest.raises(UnsupportedError, match="power saving and GraceTime 600 s and "
-                                               "PreemptExemptTime 60 s"):
-        simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=lc,
-                 power=PowerSaving(suspend_time=60))
+    assert simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=lc,
+                    power=PowerSaving(suspend_time=60)).verify().ok
     exempt = replace(pre, grace=np.zeros_like(pre.grace))
-    with pytest.raises(UnsupportedError, match="power saving and PreemptExemptTime"):
-        simulate(cluster, w.jobs, "easy", preemption=exempt, lifecycle=lc,
-                 power=PowerSaving(suspend_time=60))
+    assert simulate(cluster, w.jobs, "easy", preemption=exempt, lifecycle=lc,
+                    power=PowerSaving(suspend_time=60)).verify().ok
     plain = replace(exempt, exempt=np.zeros_like(pre.exempt))
     r = simulate(cluster, w.jobs, "easy", preemption=plain, lifecycle=lc,
                  power=PowerSaving(suspend_time=60))
@@ -516,9 +514,8 @@ def test_unverified_combinations_are_refused(tmp_path):
         simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=replace(elastic,
                                                                             regrow=True))
     ranged = replace(lc, nodes_min=np.where(w.jobs.num_nodes > 1, 1, 0))
-    with pytest.raises(UnsupportedError, match="power saving and node ranges"):
-        simulate(cluster, w.jobs, "easy", preemption=plain, lifecycle=ranged,
-                 power=PowerSaving(suspend_time=60))
+    assert simulate(cluster, w.jobs, "easy", preemption=plain, lifecycle=ranged,
+                    power=PowerSaving(suspend_time=60)).verify().ok
     assert simulate(cluster, w.jobs, "easy", preemption=pre, lifecycle=elastic).verify().ok
     assert simulate(cluster, w.jobs, "easy", lifecycle=lc).verify().ok
 

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from fastsched import Cluster, JobTable, NodeEvents, PowerSaving, Scheduler, simulate
 from fastsched.model.cluster import Partition
-from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.preemption import OFF, REQUEUE, Preemption
 from fastsched.tools.testing import power_models
@@ -25,14 +24,13 @@ from test_scheduler_preempt_requeue import failing_preempt_cases
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_scheduler_preempts_with_power_saving_as_the_simulator(policy, data):
-    """No GraceTime nor PreemptExemptTime (refused with power saving); cases that never
-    end are discarded (scheddrive.drive_or_discard)."""
+    """GraceTime and PreemptExemptTime drawn; cases that never end are discarded
+    (scheddrive.drive_or_discard)."""
     cluster, jobs, pre, lc = data.draw(preempt_cases())
     # every class preempts those ranked below (preemptions are frequent), no mode OFF
     rank = np.array(data.draw(st.permutations(range(len(pre.mode)))))
     pre = replace(pre, may=rank[:, None] > rank[None, :],
-                  mode=np.where(pre.mode == OFF, REQUEUE, pre.mode),
-                  grace=np.zeros_like(pre.grace), exempt=np.zeros_like(pre.exempt))
+                  mode=np.where(pre.mode == OFF, REQUEUE, pre.mode))
     pm = data.draw(power_models(cluster))
     s = Scheduler(cluster, policy, jobs=jobs, preemption=pre, lifecycle=lc, power=pm)
     got = drive_or_discard(s, jobs, lc).attempts
@@ -44,15 +42,15 @@ def test_scheduler_preempts_with_power_saving_as_the_simulator(policy, data):
           f"stopped CONFIGURING: {min(configuring, 2)}")
 
 
-def _cloud_tiers():
+def _cloud_tiers(second: int = 100):
     """docs/lifecycle.md, "Preemption with power saving": two CLOUD nodes, partitions
     scavenger (tier 1) and high (tier 10) on both; job 1 (scavenger, 2 nodes) at 0, jobs
-    2 and 3 (high, 1 node) at 100 and 1000."""
+    2 and 3 (high, 1 node) at ``second`` and 1000."""
     nodes = np.arange(2)
     parts = [Partition("scavenger", nodes, priority_tier=1),
              Partition("high", nodes, priority_tier=10)]
     cluster = Cluster(["gpu01", "gpu02"], [4, 4], [0, 0], [0, 0], partitions=parts)
-    jobs = JobTable.from_arrays(job_id=[1, 2, 3], submit_time=[0, 100, 1000],
+    jobs = JobTable.from_arrays(job_id=[1, 2, 3], submit_time=[0, second, 1000],
                                 time_limit=3600, runtime=[3000, 1800, 1800],
                                 num_nodes=[2, 1, 1], cpus_per_node=4, partition=[0, 1, 1])
     pm = PowerSaving(suspend_time=300, boot=300, resume_timeout=600, resume_rate=0,
@@ -89,20 +87,68 @@ def test_a_victim_preempted_while_its_nodes_boot():
     assert r.verify().ok
 
 
-def test_grace_and_exempt_times_are_refused_with_power_saving():
-    """A CONFIGURING victim's end is reset to its ready time plus its limit, undoing a
-    GraceTime's cut end; its PreemptExemptTime would count twice (job_mgr.c
-    ``job_config_fini``): refused by name, as ``simulate`` refuses them."""
+@pytest.mark.parametrize("grace,want", [
+    # the grace ends at 200, before the nodes are ready (300): job 1 stops then while
+    # CONFIGURING (it never ran); job 2 waits for gpu01's boot
+    (100, [(1, 200, 200, [0, 1], True), (1, 3400, 6400, [0, 1], False),
+           (2, 300, 2100, [0], False), (3, 1300, 3100, [1], False)]),
+    # the grace would end at 700, after the nodes are ready (300): job_config_fini then
+    # resets job 1's end to 300 + 3600, undoing it; job 1 runs to its own end (3300)
+    # and job 2, waiting for it, starts then, job 3 beside it
+    (600, [(1, 300, 3300, [0, 1], False), (2, 3300, 5100, [0], False),
+           (3, 3300, 5100, [1], False)])])
+def test_grace_time_of_a_victim_while_its_nodes_boot(grace, want):
+    """Job 2 (high tier) preempts job 1 (scavenger, GraceTime ``grace``) at 100 while its
+    nodes boot (allocated at 0, ready at 300): preempt.c ``_job_check_grace_internal``
+    cuts its end time to 100 + ``grace``; a grace end before the ready time stops it
+    there, a later one is undone by job_mgr.c ``job_config_fini``. The Scheduler driven
+    at the simulator's instants and ``simulate`` give the attempts ``want``; ``verify``
+    passes. (Stopped at its grace end whatever its ready time, job 1 would end
+    PREEMPTED at 700 in the second case and job 2 start then.)"""
     cluster, jobs, pre, pm = _cloud_tiers()
-    grace = replace(pre, grace=np.array([600, 0]))
-    with pytest.raises(UnsupportedError, match="preemption with power saving and "
-                                               "GraceTime 600 s"):
-        Scheduler(cluster, "easy", jobs=jobs, preemption=grace, power=pm)
-    with pytest.raises(UnsupportedError, match="power saving and PreemptExemptTime 60 s"):
-        Scheduler(cluster, "easy", jobs=jobs, power=pm,
-                  preemption=replace(pre, exempt=np.array([60, 60])))
-    with pytest.raises(UnsupportedError, match="power saving and GraceTime 600 s"):
-        simulate(cluster, jobs, "easy", preemption=grace, power=pm)
+    pre = replace(pre, grace=np.array([grace, 0]))
+    lc = Lifecycle.of(3, delay=1, checkpoint_interval=60)
+    got = drive_or_discard(Scheduler(cluster, "easy", jobs=jobs, preemption=pre,
+                                     lifecycle=lc, power=pm), jobs, lc).attempts
+    r = simulate(cluster, jobs, "easy", preemption=pre, lifecycle=lc, power=pm)
+    assert got == simulated(r) == want
+    assert r.verify().ok
+
+
+@pytest.mark.parametrize("submit,want", [
+    # at 100 job 1 is CONFIGURING, its Slurm start 0: exempt until 200, stopped then
+    # while its nodes boot (never ran); job 2 waits for gpu01's boot (300)
+    (100, [(1, 200, 200, [0, 1], True), (1, 3400, 6400, [0, 1], False),
+           (2, 300, 2100, [0], False), (3, 1300, 3100, [1], False)]),
+    # at 350 job 1 runs, its start reset to 300: exempt until 500; it kept its
+    # checkpoint at 180 s of run (60 s apart): 2820 s left
+    (350, [(1, 300, 500, [0, 1], True), (1, 3400, 6220, [0, 1], False),
+           (2, 500, 2300, [0], False), (3, 1300, 3100, [1], False)])])
+def test_exempt_time_counts_from_slurms_start_time(submit, want):
+    """PreemptExemptTime 200 s: a victim CONFIGURING is exempt until its allocation plus
+    200 (acct_policy.c ``acct_policy_get_preemptable_time`` reads ``start_time``), one
+    whose nodes are ready until its reset start plus 200 (job_mgr.c
+    ``job_config_fini``). Job 2 (high tier) arrives at ``submit``; the Scheduler driven
+    at the simulator's instants and ``simulate`` give the attempts ``want``, and
+    ``verify`` passes, and catches the preemption under a PreemptExemptTime of 201 s.
+    (Counted from the allocation always, job 2 would preempt at 350 in the second case;
+    from the ready time always, at 500 in the first.)"""
+    from fastsched.verify.lifecycle import Attempts, verify_attempts
+    cluster, jobs, pre, pm = _cloud_tiers(submit)
+    pre = replace(pre, exempt=np.array([200, 200]))
+    lc = Lifecycle.of(3, delay=1, checkpoint_interval=60)
+    got = drive_or_discard(Scheduler(cluster, "easy", jobs=jobs, preemption=pre,
+                                     lifecycle=lc, power=pm), jobs, lc).attempts
+    r = simulate(cluster, jobs, "easy", preemption=pre, lifecycle=lc, power=pm)
+    assert got == simulated(r) == want
+    assert r.verify().ok
+    t = r.attempts
+    a = Attempts(t["row"], t["attempt"], t["start"], t["end"], t["killed"],
+                 t["alloc_offsets"], t["alloc_nodes"], preempted=t["preempted"],
+                 partition=t["partition"], configure=t["configure"])
+    longer = replace(pre, exempt=np.array([201, 201]))
+    assert "preempt_exempt" in verify_attempts(cluster, jobs, a, None, lc, preemption=longer,
+                                               power=pm).kinds()
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])
@@ -110,9 +156,9 @@ def test_grace_and_exempt_times_are_refused_with_power_saving():
 @given(data=st.data())
 def test_scheduler_preempts_with_power_and_node_events_as_the_simulator(policy, data):
     """Node events too (down, up, drain, resume): a drain kills the jobs of a node
-    booting for them, victims or not, as ``simulate`` does."""
+    booting for them, victims (in their GraceTime or not) or not, as ``simulate``
+    does."""
     cluster, jobs, pre, lc, rows = data.draw(failing_preempt_cases(policy))
-    pre = replace(pre, grace=np.zeros_like(pre.grace), exempt=np.zeros_like(pre.exempt))
     pm = data.draw(power_models(cluster))
     s = Scheduler(cluster, policy, jobs=jobs, preemption=pre, lifecycle=lc, power=pm)
     got = drive_or_discard(s, jobs, lc, rows).attempts

@@ -12,7 +12,6 @@ from ..model.cluster import Cluster
 from ..model.constraints import AFTER, AFTERNOTOK, AFTEROK, Dependencies, LimitGroups, PartitionChoices
 from ..model.errors import InputError, UnsupportedError
 from ..model.events import NODE_EVENT_KINDS
-from ..model.elastic import RANGES_POWER_PREEMPT
 from ..model.jobs import JobTable
 from ..model.policies import get_policy
 from ..model.reservations import check_jobs_held_off
@@ -293,7 +292,7 @@ class _EventLoop:
             lc.min_nodes(jobs.num_nodes)[order], self.jobs.nn, self.jobs.runtime, lc.regrow)
         if lc is not None and lc.ranged:
             self.jobs = self.jobs._replace(low=as_i64(lc.start_nodes(jobs.num_nodes)[order]))
-            _check_ranges(self.topo, power, preemption)
+            _check_ranges(self.topo)
         #: the limits jobs asked for (``--time-min`` starts cut ``jobs.limit`` in place)
         self.asked = None
         if time_min is not None and (np.asarray(time_min) > 0).any():
@@ -309,8 +308,6 @@ class _EventLoop:
         # (built by the caller's factory: the preemption rules are no kernel source)
         self.preemptor = None if preemption is None else \
             preemption(order, self.jobs.pc_off, self.jobs.pc_part)
-        self.planning = no_preempting() if self.preemptor is None else \
-            self.preemptor.planning()
         if WHOLE_NODE_PASS and not node_events and power is None and self.preemptor is None \
                 and (lc is None or not lc.ranged) and self.asked is None \
                 and whole_node_run(
@@ -326,6 +323,8 @@ class _EventLoop:
                             images[2])
         self.with_power = power is not None
         self.power = new_power_state(n, cluster.num_nodes, power)
+        self.planning = no_preempting() if self.preemptor is None else \
+            self.preemptor.planning(self.power.configure)
 
     def _allocate(self, X):
         n = self.n
@@ -640,15 +639,12 @@ def _membership(cluster: Cluster):
     return member, every.pbits
 
 
-def _check_ranges(topo, power, preemption) -> None:
+def _check_ranges(topo) -> None:
     """Node ranges start on fewer nodes by best fit alone: refused with topology
-    placement (a --segment or --switches shape of MIN..MAX nodes); and with power
-    saving and preemption together (a narrow victim stopped while its nodes boot)."""
+    placement (a --segment or --switches shape of MIN..MAX nodes)."""
     if topo.levels.shape[0] > 0 or topo.excl.any():
         raise UnsupportedError("jobs with a node range (nodes_min) and topology placement "
                                "are not modelled yet")
-    if power is not None and preemption is not None:
-        raise UnsupportedError(RANGES_POWER_PREEMPT)
 
 
 def _check_time_min(topo) -> None:

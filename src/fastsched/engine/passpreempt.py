@@ -62,8 +62,9 @@ class PassPreempting:
             qos = np.concatenate([as_i64(self.qos)[order], as_i64(self.run_qos)])
         stopping = np.zeros(n + R, dtype=np.bool_)
         stopping[n:] = np.asarray(self.run_stopping, dtype=np.bool_)
+        # (``run_start`` is Slurm's start already: the allocation's while CONFIGURING)
         return Preempting(can, np.ascontiguousarray(self.may, dtype=np.bool_),
-                          as_i64(self.exempt), qos, stopping)
+                          as_i64(self.exempt), qos, stopping, np.zeros(0, dtype=np.int64))
 
 
 def _name_entries(run, running, res: int, n: int) -> None:

@@ -54,11 +54,6 @@ __all__ = ["Preemptor"]
 #: reaches (the engine packs window times below 2**40)
 _SPAN = 1 << 41
 
-#: the planning's exemption of a class without PreemptExemptTime: every running job is a
-#: candidate, a CONFIGURING one too (the kernel reads the start reset to when its nodes
-#: are ready, after now; Slurm's start time then is its allocation's, before now)
-_NOT_EXEMPT = -(1 << 40)
-
 
 def victims_needed(free, fits, ask, nodes, cand, holds):
     """How many of the candidate victims ``cand`` (in the victims' order) must stop for
@@ -116,30 +111,40 @@ class Preemptor:
         self.cut: dict[int, int] = {}   # a victim whose hold its grace end cuts: its limit
         self._limits = None             # the loop's limits, which a cut changes
         self._windows = None            # (openings, closings) keyed by node: see choose
+        self._loop = None               # the loop whose holds a cut moved
+        # (ready time, job, attempt): a CONFIGURING victim whose grace end comes after its
+        # nodes are ready, when job_config_fini resets its end time (see :meth:`preempt`)
+        self.resets: list[tuple[int, int, int]] = []
 
-    def planning(self) -> Preempting:
+    def planning(self, configure) -> Preempting:
         """What the passes read to plan with preemptable capacity (``backfill``; off:
-        ``can`` empty); ``stopping`` is this Preemptor's own array, so the kernels see
-        its updates."""
+        ``can`` empty); ``stopping`` is this Preemptor's own array and ``configure`` the
+        loop's (per job the seconds its start waited for boots: Slurm's start time of a
+        CONFIGURING job is its allocation's), so the kernels see their updates."""
         if not self.backfill:
             return no_preempting()
         may = self.may & (self.mode != OFF)[None, :]
         qos = np.zeros(0, dtype=np.int64) if self.qos is None else self.qos
-        exempt = np.where(self.exempt > 0, self.exempt, _NOT_EXEMPT)
-        return Preempting(self.can.copy(), may, exempt, qos, self.stopping)
+        return Preempting(self.can.copy(), may, self.exempt, qos, self.stopping, configure)
 
     def next_time(self) -> int:
-        """When the next victim's grace time ends, or the next exemption end a queued
-        job waits for (-1: none)."""
-        times = self.heap[:1] and [self.heap[0][0]]
-        times += self.wakes[:1]
+        """When the next victim's grace time ends, the next exemption end a queued job
+        waits for, or the next ready time of a victim CONFIGURING in its grace time
+        (-1: none)."""
+        times = [h[0][0] for h in (self.heap, self.resets) if h] + self.wakes[:1]
         return min(times) if times else -1
 
     def due(self, t: int, restarts) -> np.ndarray:
         """The victims whose grace ends at ``t`` and that still run the attempt that was
-        preempted (taken off); the exemption ends up to ``t`` are taken off too."""
+        preempted (taken off); the exemption ends up to ``t`` are taken off too, and the
+        victims whose nodes are ready by ``t`` before their grace end are held until
+        their own end again (:meth:`_uncut`)."""
         while self.wakes and self.wakes[0] <= t:
             heapq.heappop(self.wakes)
+        while self.resets and self.resets[0][0] <= t:
+            _, v, attempt = heapq.heappop(self.resets)
+            if restarts[v] == attempt:
+                self._uncut(v)
         out = []
         while self.heap and self.heap[0][0] <= t:
             _, v, attempt = heapq.heappop(self.heap)
@@ -251,16 +256,27 @@ class Preemptor:
 
     def preempt(self, loop, j: int, victims, t: int):
         """Job ``j`` preempts ``victims`` at ``t``: returns (those stopping now, whether
-        each is requeued); the others stop at the end of their grace time."""
+        each is requeued); the others stop at the end of their grace time. A victim
+        CONFIGURING (power saving: its start, reset to when its nodes are ready, is
+        after ``t``) whose grace ends after that ready time is not stopped: job_mgr.c
+        ``job_config_fini`` then resets its end time to its ready time plus its limit,
+        undoing the grace end preempt.c ``_job_check_grace_internal`` set, and
+        ``slurm_job_preempt`` stops it only once that end time has passed. It is held
+        until its grace end until then (:meth:`cut_hold`), then until its own end
+        (:meth:`due`), which ends it; its preemptor waits for it."""
         cls = loop.out.part_used[victims] if self.qos is None else self.qos[victims]
         grace = self.grace[cls]
         restarts = loop.requeues.restarts
         self.stopping[victims] = True
         self.waits[j] = {(v, int(restarts[v])) for v in victims.tolist()}
         for v, gt in zip(victims.tolist(), grace.tolist()):
-            if gt > 0:
-                heapq.heappush(self.heap, (t + gt, v, int(restarts[v])))
-                self.cut_hold(loop, v, t + gt)
+            if gt <= 0:
+                continue
+            ready = int(loop.out.start[v])
+            late = ready > t and t + gt > ready
+            heapq.heappush(self.resets if late else self.heap,
+                           (ready if late else t + gt, v, int(restarts[v])))
+            self.cut_hold(loop, v, t + gt)
         return victims[grace == 0]
 
     def cut_hold(self, loop, v: int, end: int) -> None:
@@ -275,7 +291,9 @@ class Preemptor:
             return
         self._move(loop, v, old, new)
         self.cut[v] = limit
-        self._limits = jobs.limit
+        self._limits, self._loop = jobs.limit, loop
+        # (negative for a CONFIGURING victim stopped before its nodes are ready: its start
+        # is then the ready time; a stop or :meth:`_uncut` restores it first)
         jobs.limit[v] = end - start
 
     def release(self, loop, killed) -> None:
@@ -291,6 +309,18 @@ class Preemptor:
                 self._move(loop, v, _on_grid(start + int(loop.jobs.limit[v]), res),
                            _on_grid(start + limit, res))
                 loop.jobs.limit[v] = limit
+
+    def _uncut(self, v: int) -> None:
+        """Victim ``v``'s nodes are ready (job_config_fini): it is held until its own
+        end again (its start plus its limit), no longer its grace end."""
+        limit = self.cut.pop(v, None)
+        if limit is None:
+            return
+        loop, res = self._loop, int(self._loop.rules.res)
+        start = int(loop.out.start[v])
+        self._move(loop, v, _on_grid(start + int(loop.jobs.limit[v]), res),
+                   _on_grid(start + limit, res))
+        loop.jobs.limit[v] = limit
 
     def uncut_limits(self, gone) -> None:
         """Victims ``gone`` ended on their own with a cut hold: their own limit again

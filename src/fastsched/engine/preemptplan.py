@@ -46,16 +46,23 @@ def no_preempting() -> Preempting:
     """The kernels' preemption planning off (``can`` empty)."""
     return Preempting(np.zeros(0, dtype=np.bool_), np.zeros((0, 0), dtype=np.bool_),
                       np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
-                      np.zeros(0, dtype=np.bool_))
+                      np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.int64))
 
 
 @njit(cache=True)
 def _is_candidate(v, cls, now, pre, out):
-    """Is running job ``v`` a candidate of a preemptor of class ``cls`` at ``now``?"""
+    """Is running job ``v`` a candidate of a preemptor of class ``cls`` at ``now``? Its
+    PreemptExemptTime counts from Slurm's start time: a job CONFIGURING (its start, reset
+    to when its nodes are ready, after ``now``) has its allocation's (acct_policy.c
+    ``acct_policy_get_preemptable_time`` reads ``start_time``, which job_mgr.c
+    ``job_config_fini`` resets)."""
     if v < 0 or pre.stopping[v] or out.start[v] < 0:
         return False
     cv = out.part_used[v] if pre.qos.shape[0] == 0 else pre.qos[v]
-    return pre.may[cls, cv] and out.start[v] + pre.exempt[cv] <= now
+    start = out.start[v]
+    if start > now and pre.conf.shape[0] > 0:
+        start -= pre.conf[v]
+    return pre.may[cls, cv] and start + pre.exempt[cv] <= now
 
 
 @njit(cache=True)

@@ -92,9 +92,11 @@ Rules = namedtuple("Rules", ["stop_at_head", "depth", "full", "res", "window", "
 #: planning with preemptable capacity (:mod:`fastsched.engine.preemptplan`; ``can``
 #: empty: off): per job whether it may preempt (``can``), per class pair whether one
 #: may preempt the other with its mode not OFF (``may``), per class PreemptExemptTime
-#: (``exempt``), per job its QOS class (``qos``; empty: the class is the partition) and
-#: whether it is a victim in its grace time (``stopping``, kept by the Preemptor)
-Preempting = namedtuple("Preempting", ["can", "may", "exempt", "qos", "stopping"])
+#: (``exempt``), per job its QOS class (``qos``; empty: the class is the partition),
+#: whether it is a victim in its grace time (``stopping``, kept by the Preemptor) and
+#: the seconds its start waited for boots (``conf``, power saving; empty: none): Slurm's
+#: start time of a job CONFIGURING is its allocation's, ``conf`` before its start
+Preempting = namedtuple("Preempting", ["can", "may", "exempt", "qos", "stopping", "conf"])
 
 #: one job's request as the planners take it: per-node (g, c, m), duration
 #: ``d`` and node count ``need``

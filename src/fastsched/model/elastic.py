@@ -75,7 +75,3 @@ def saved_work(starts, widths, pull_end: int, t: int, interval: int) -> int:
 REGROW_PREEMPT = ("regrowing --no-kill jobs (regrow) with preemption is not modelled: a "
                   "growth takes returned nodes ahead of every queued job, a higher-tier "
                   "preemptor too, where Slurm's expand helper job waits in the queue")
-
-#: why node ranges are refused with preemption and power saving together: a narrow
-#: victim stopped while its nodes boot is not modelled
-RANGES_POWER_PREEMPT = "preemption with power saving and node ranges (nodes_min) is not modelled"

@@ -8,12 +8,11 @@ import numpy as np
 from ..io.times import parse_time
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import saved_progress
-from ..model.elastic import RANGES_POWER_PREEMPT, REGROW_PREEMPT
+from ..model.elastic import REGROW_PREEMPT
 from ..model.preemption import OFF, PREEMPT_TYPES, Preemption, parse_mode
 from .elastic import shape_goodput_args
 
-__all__ = ["site_preemption", "preemption_summary", "preemption_line", "check_preemption",
-           "power_refused"]
+__all__ = ["site_preemption", "preemption_summary", "preemption_line", "check_preemption"]
 
 
 def tier_order(cluster, jobs) -> np.ndarray:
@@ -39,38 +38,14 @@ def check_preemption(pre: Preemption, jobs, placement=None) -> None:
         raise UnsupportedError("preemption with --exclusive=topo jobs is not modelled")
 
 
-def check_preemption_run(power=None, lifecycle=None, pre: Preemption | None = None) -> None:
+def check_preemption_run(lifecycle=None) -> None:
     """UnsupportedError for what preemption is not modelled with: regrowth of
-    ``--no-kill`` jobs (:data:`fastsched.model.elastic.REGROW_PREEMPT` says why), and
-    with power saving a GraceTime or PreemptExemptTime of a class that may be preempted
-    (:func:`power_refused`) or node ranges (a narrow victim's start while its nodes
-    boot is not modelled). Elastic jobs that only shrink, and node ranges, are
-    preempted whole, on the nodes they hold then (:mod:`fastsched.engine.preempt`)."""
-    why = power_refused(pre) if power is not None and pre is not None else ""
-    if why:
-        raise UnsupportedError(f"preemption with power saving and {why} is not modelled")
+    ``--no-kill`` jobs (:data:`fastsched.model.elastic.REGROW_PREEMPT` says why).
+    Elastic jobs that only shrink, and node ranges, are preempted whole, on the nodes
+    they hold then (:mod:`fastsched.engine.preempt`), also while those boot (power
+    saving: the attempt never ran)."""
     if lifecycle is not None and lifecycle.regrow:
         raise UnsupportedError(REGROW_PREEMPT)
-    if power is not None and lifecycle is not None and lifecycle.ranged:
-        raise UnsupportedError(RANGES_POWER_PREEMPT)
-
-
-def power_refused(pre: Preemption) -> str:
-    """What of ``pre`` is not modelled with power saving ("" when nothing): a victim
-    CONFIGURING (its nodes booting) has Slurm's start time at its allocation, reset when
-    its nodes are ready (job_mgr.c ``job_config_fini``), which also resets its end time
-    to then plus its limit, undoing a GraceTime's cut end (preempt.c
-    ``_job_check_grace_internal``): its preemption would then wait for its limit, and
-    its PreemptExemptTime would count from its allocation, then again from its reset
-    start. Without either the victims' order (youngest first, by that start time) is
-    modelled."""
-    victim = (np.asarray(pre.mode) != OFF) & np.asarray(pre.may, dtype=bool).any(axis=0)
-    grace = np.asarray(pre.grace)[victim]
-    exempt = np.asarray(pre.exempt)[victim]
-    what = [f"{name} {int(v.max())} s" for name, v in (("GraceTime", grace),
-                                                       ("PreemptExemptTime", exempt))
-            if len(v) and v.max() > 0]
-    return " and ".join(what)
 
 
 def site_preemption(cluster, config=None, job_qos=None) -> Preemption:

@@ -11,11 +11,13 @@ chooses its victims (``Decisions.preempt``, a :class:`Preempted`).
 for the next pass at the same instant, which the caller runs, as the simulator passes
 again) and the others at their grace end; until then such a victim's planned end
 (``running_jobs.planned_end``) is its grace end when that is earlier, as Slurm sets
-its ``end_time`` (:func:`cut_ends`). A REQUEUE victim whose job may be requeued
+its ``end_time`` (:func:`cut_ends`); with power saving, a victim CONFIGURING whose
+nodes are ready before its grace end is not stopped: its end is reset then to its own
+(job_mgr.c ``job_config_fini``; :func:`set_ends`). A REQUEUE victim whose job may be requeued
 goes back to the queue after the requeue delay (its ``eligible`` time), a CANCEL one
 (or one that may not be requeued) ends. :attr:`Scheduler.preempt_time` is the next
-time a pass must run for preemption: a grace end, a requeued job's begin, or the end
-of a candidate's PreemptExemptTime a waiting job looked at.
+time a pass must run for preemption: a grace end, a requeued job's begin, the end
+of a candidate's PreemptExemptTime a waiting job looked at, or such a ready time.
 
 With a lifecycle the Scheduler also requeues at node failures
 (:mod:`.schedrequeue`): a job's attempts are then numbered across both (one
@@ -136,6 +138,9 @@ class SchedulerPreemption:
         self.waits: dict[int, set] = {}
         self.last: dict[int, int] = {}
         self.heap: list[tuple[int, int, int]] = []     # (grace end, row, attempt)
+        # (ready time, row, attempt, own planned end): a CONFIGURING victim whose grace
+        # ends after its nodes are ready (:meth:`apply`)
+        self.resets: list[tuple[int, int, int, int]] = []
         self.stopping = np.full(n, -1, dtype=np.int64)  # the attempt in its grace time
         self.requeued: list[tuple[int, int]] = []      # (begin time, row)
         self.wakes: list[int] = []
@@ -150,17 +155,26 @@ class SchedulerPreemption:
             raise UnsupportedError("preemption with reservations='slurm' is not modelled")
 
     def next_time(self) -> int:
-        """The next grace end, requeued job's begin or exemption end (-1: none)."""
-        times = [h[0][0] for h in (self.heap, self.requeued) if h] + self.wakes[:1]
+        """The next grace end, requeued job's begin, exemption end or ready time of a
+        CONFIGURING victim (-1: none)."""
+        times = [h[0][0] for h in (self.heap, self.requeued, self.resets) if h] + \
+            self.wakes[:1]
         return min(times) if times else -1
 
     # ------------------------------------------------------------ before a pass
     def due(self, s, now: int) -> None:
         """Stop the victims whose grace ended by ``now`` (those still running the
-        attempt that was preempted and not ending by then) and queue the requeued jobs
-        whose begin time has come."""
+        attempt that was preempted and not ending by then), hold those CONFIGURING whose
+        nodes were ready by ``now`` before their grace end until their own end again,
+        and queue the requeued jobs whose begin time has come."""
         while self.wakes and self.wakes[0] <= now:
             heapq.heappop(self.wakes)
+        ready = []
+        while self.resets and self.resets[0][0] <= now:
+            _, r, attempt, end = heapq.heappop(self.resets)
+            if self.restarts[r] == attempt and r in s._running_rows:
+                ready.append((r, end))
+        set_ends(s, [r for r, _ in ready], [e for _, e in ready])
         stop = []
         while self.heap and self.heap[0][0] <= now:
             t, r, attempt = heapq.heappop(self.heap)
@@ -314,9 +328,19 @@ class SchedulerPreemption:
             return
         self.last[pre.row] = d.now
         self.waits[pre.row] = {(r, int(self.restarts[r])) for r in pre.rows.tolist()}
+        run = s._running
         for r, t in zip(pre.rows.tolist(), pre.stop.tolist()):
-            if t > d.now:
-                self.stopping[r] = self.restarts[r]
+            if t <= d.now:
+                continue
+            self.stopping[r] = self.restarts[r]
+            ready = int(s._catalog.start[r])
+            if d.now < ready < t:       # CONFIGURING: ready before its grace end
+                # job_config_fini resets its end time to ready + limit, undoing the
+                # grace end: held until its grace end until then, its own end after, and
+                # never stopped (engine.preempt.Preemptor.preempt)
+                own = int(run.planned_end[np.flatnonzero(s._running_rows == r)[0]])
+                heapq.heappush(self.resets, (ready, r, int(self.restarts[r]), own))
+            else:
                 heapq.heappush(self.heap, (t, r, int(self.restarts[r])))
         later = pre.stop > d.now
         cut_ends(s, pre.rows[later], pre.stop[later])
@@ -336,6 +360,18 @@ def cut_ends(s, rows, stop) -> None:
     end[pos] = np.minimum(end[pos], [at[int(v)] for v in s._running_rows[pos].tolist()])
     if not np.array_equal(end, r.planned_end):
         s._running = replace(r, planned_end=end)
+
+
+def set_ends(s, rows, ends) -> None:
+    """Running ``rows`` are held until ``ends`` again (a CONFIGURING victim whose nodes
+    are ready: its own planned end, no longer its grace end)."""
+    if not len(rows):
+        return
+    r = s._running
+    end = r.planned_end.copy()
+    for row, e in zip(rows, ends):
+        end[np.flatnonzero(s._running_rows == row)] = e
+    s._running = replace(r, planned_end=end)
 
 
 class _View:

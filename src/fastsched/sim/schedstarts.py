@@ -17,7 +17,6 @@ import numpy as np
 
 from ..model.errors import InputError, UnsupportedError
 from .decisions import START, Decisions
-from .preemption import check_preemption_run
 from .schedimages import SchedulerImages
 from .schedpower import SchedulerPower
 
@@ -30,16 +29,16 @@ class StartCosts:
         self.images, self.power = images, power
 
     @classmethod
-    def of(cls, cluster, jobs, containers, power, engine: str, preemption=None,
+    def of(cls, cluster, jobs, containers, power, engine: str,
            **refused) -> "StartCosts | None":
         """The costs of ``containers`` and ``power`` (None when neither is given) for the
         jobs of ``jobs``; ``refused``: the Scheduler's options not modelled with them
-        (UnsupportedError naming the first given). ``preemption`` (active, or None) is
-        modelled with both as :func:`fastsched.simulate` models it: with power saving a
-        victim's GraceTime or PreemptExemptTime is refused
-        (:func:`fastsched.sim.preemption.power_refused`); a victim's nodes keep their
-        images, and a requeued victim's checkpoints count from the end of its pull
-        (:meth:`pulled`)."""
+        (UnsupportedError naming the first given). Preemption is modelled with both as
+        :func:`fastsched.simulate` models it: with power saving a victim CONFIGURING has
+        Slurm's start time (its allocation's) and end time (its grace end, reset to its
+        ready time plus its limit when its nodes are ready:
+        :mod:`fastsched.sim.schedpreempt`); a victim's nodes keep their images, and a
+        requeued victim's checkpoints count from the end of its pull (:meth:`pulled`)."""
         given = [name for name, value in (("containers", containers),
                                           ("power saving", power)) if value is not None]
         if not given:
@@ -52,8 +51,6 @@ class StartCosts:
         if containers is not None and jobs is None:
             raise InputError("containers describe the jobs of a table: pass it as jobs=",
                              field="containers")
-        if power is not None:
-            check_preemption_run(power, None, preemption)
         other = [name for name, value in refused.items() if value is not None]
         if other:
             raise UnsupportedError(f"{' and '.join(given)} with {other[0].replace('_', ' ')} "

@@ -140,7 +140,7 @@ class Scheduler:
         if preemption is not None and not preemption.active:
             preemption = None           # preempt/none, or nothing may preempt: unchanged
         self._costs = StartCosts.of(
-            cluster, jobs, containers, power, engine, preemption=preemption,
+            cluster, jobs, containers, power, engine,
             advance_reservations=self._reservations if containers is not None else None,
             jobs_in_reservations=None if self._members is None else True)
         if self._costs is not None:     # CLOUD nodes that never boot are DOWN for good
@@ -464,7 +464,8 @@ class Scheduler:
     def preempt_time(self) -> int:
         """With preemption: the next time a pass must run for it (a victim's grace end, a
         requeued job's begin, the end of a running job's PreemptExemptTime a waiting job
-        looked at); -1: none (:mod:`fastsched.sim.schedpreempt`)."""
+        looked at, the ready time of a victim CONFIGURING in its GraceTime); -1: none
+        (:mod:`fastsched.sim.schedpreempt`)."""
         return -1 if self._preempt is None else self._preempt.next_time()
 
     @property

@@ -196,7 +196,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         preemption = None               # preempt/none, or nothing may preempt: unchanged
     if preemption is not None:
         check_preemption(preemption, jobs, placement)
-        check_preemption_run(power, lifecycle, preemption)
+        check_preemption_run(lifecycle)
         if priority is None:        # Slurm's queue is PriorityTier-major: a preemptor first
             priority = tier_order(cluster, jobs)
     # with power saving a drain kills the jobs of a booting node

@@ -291,12 +291,17 @@ def _work(jid, a, k, left, limit, runtime, out):
 
 
 def _preempted(jobs, a, out):
-    """A preempted attempt ran at least its PreemptExemptTime (where known)."""
+    """A preempted attempt ran at least its PreemptExemptTime (where known), counted
+    from Slurm's start time: one stopped CONFIGURING (power saving: it never ran, start
+    = end, configure > 0) from its allocation (acct_policy.c
+    ``acct_policy_get_preemptable_time`` reads ``start_time``, which job_mgr.c
+    ``job_config_fini`` resets only when its nodes are ready)."""
     if a.exempt is None:
         return
     first = first_records(a)        # (a resized attempt: from its first shape's start)
     for k in np.flatnonzero(a.preempted & (a.start >= 0)).tolist():
-        ran = int(a.end[k] - a.start[first[k]])
+        booting = a.end[k] == a.start[k] and a.configure[k] > 0
+        ran = int(a.end[k] - a.start[first[k]] + (a.configure[k] if booting else 0))
         if ran < a.exempt[k]:
             jid = int(jobs.job_id[a.row[k]])
             out.append(Violation("preempt_exempt", jid, int(a.end[k]),

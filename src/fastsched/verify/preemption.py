@@ -4,7 +4,8 @@ that may preempt it, waiting for its nodes when it was preempted.
 What it GUARANTEES when it passes, for each attempt that ended PREEMPTED (of class c,
 the partition it ran in under preempt/partition_prio, its job's QOS under preempt/qos):
 c's ``PreemptMode`` is not OFF, and at its preemption instant p (its end less c's
-``GraceTime``; p is not before its attempt's start: a ``--no-kill`` attempt a failure
+``GraceTime``; p is not before its attempt's start, or its allocation for one stopped
+while CONFIGURING, power saving: a ``--no-kill`` attempt a failure
 shrank is one preemption over its shapes, the one it ran at p giving its nodes) some
 job J was pending: J had been
 submitted (or, requeued, its previous attempt had ended plus the requeue delay) by p
@@ -63,7 +64,7 @@ def check_preemptors(cluster, jobs, a, preemption, choices, delay: int, out) -> 
         nodes = a.alloc_nodes[a.alloc_offsets[live]:a.alloc_offsets[live + 1]]
         nodes = nodes[(nodes >= 0) & (nodes < cluster.num_nodes)]
         touched = member[:, nodes].any(axis=1)
-        found = mode[c] != OFF and at >= a.start[k0] and any(
+        found = mode[c] != OFF and at >= _allocated(a, k0, k) and any(
             may[jc, c] and touched[p] and _covers(begins, ends, at)
             for (jc, p), (begins, ends) in keys.items())
         if not found:
@@ -74,6 +75,14 @@ def check_preemptors(cluster, jobs, a, preemption, choices, delay: int, out) -> 
                 f"{int(a.end[k])}, GraceTime {int(grace[c])} s) when no job that may preempt "
                 "it was pending for a partition holding its nodes"
                 + (" (its PreemptMode is OFF)" if mode[c] == OFF else "")))
+
+
+def _allocated(a, k0: int, k: int) -> int:
+    """When attempt ``k`` (its first record ``k0``) got its nodes: its start, or for one
+    stopped CONFIGURING (power saving: it never ran, start = end, configure > 0; its
+    GraceTime may have begun while its nodes booted) its allocation, start - configure."""
+    booting = a.configure is not None and a.start[k] == a.end[k] and a.configure[k] > 0
+    return int(a.start[k0]) - (int(a.configure[k]) if booting else 0)
 
 
 def first_records(a) -> np.ndarray:
