@@ -13,20 +13,21 @@ not ready ``ResumeTimeout`` seconds after its resume goes DOWN.
 
 The model (fastsched's; Slurm has no key for how long a node boots): a node boots
 in ``boot`` seconds, or in its own time given by hostlist or partition (``boots``:
-``boot[cloud]=5m`` in the ``--power`` text). The nodes engine applies it when a job starts
-(:mod:`fastsched.engine.power`): a node of the job that is powered down then (idle
+``boot[cloud]=5m`` in the ``--power`` text). The nodes engine applies it when a job
+starts (:mod:`fastsched.engine.power`): a node of the job that is powered down then (idle
 longer than SuspendTime since its last job ended, as Slurm's ``last_busy < now -
 SuspendTime``, not excluded; or a CLOUD node never used)
 takes a resume token (one every 60000 / ResumeRate ms, first come first served; 0:
 no limit), waits for its power-down to finish (SuspendTimeout after it began), then
 boots; the job starts when its last node is ready. A node that is still booting for
 another job makes a job sharing it wait too. A node whose boot is over
-``ResumeTimeout`` never comes up once powered down: CLOUD nodes are DOWN for the whole run (other
-nodes are refused: their failures mid-run are not modelled). ``SuspendRate`` limits
-the power-downs as ResumeRate the power-ups: a node idle for SuspendTime takes a
-power-down token (one every 60000 / SuspendRate ms; 0: no limit), in the order the
-nodes became eligible (then by node index, the order Slurm's power thread scans
-them); with none left it stays up, and takes jobs without a boot, until its token.
+``ResumeTimeout`` never comes up once powered down: such CLOUD nodes are DOWN for the
+whole run (other such nodes are refused: their failures mid-run are not modelled).
+``SuspendRate`` limits the power-downs as ResumeRate the power-ups: a node idle for
+SuspendTime takes a power-down token (one every 60000 / SuspendRate ms; 0: no limit),
+in the order the nodes became eligible (then by node index, the order Slurm's power
+thread scans them); with none left it stays up, and takes jobs without a boot, until
+its token.
 Both rates are modelled as a stream of tokens handed out the instant they are due,
 not as Slurm's bucket of max(1, rate * power_save_interval / 60) tokens spent by a
 power thread every 10 s: the same nodes a minute, without the thread's bursts and
