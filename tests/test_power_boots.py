@@ -16,8 +16,8 @@ from fastsched.io.slurmconf import read_cluster
 from fastsched.io.slurmpower import node_boots, power_nodes
 from fastsched.model.errors import InputError, UnsupportedError
 from fastsched.sim.power import engine_power
-from fastsched.tools.testing import power_models
-from constrained_twin import run_both
+from fastsched.tools.testing import lifecycles, node_event_rows, power_models
+from constrained_twin import attempt_rows, run_both
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 from test_nodeplan import node_cases
 from test_power import FEW, _with_cpus
@@ -53,6 +53,27 @@ def test_per_node_boots_match_twin(data, policy):
     for i, j in enumerate(ids):
         assert run.configure[i] == twin.get("boot_out", {}).get(j, 0), j
     event(f"nodes with their own boot: {min(len(twin['boots']), 3)}")
+
+
+@FEW
+@given(data=st.data(), policy=st.sampled_from(["fcfs", "easy", "conservative"]))
+def test_per_node_boots_with_node_events_match_twin(data, policy):
+    """Drains of booting nodes and nodes coming back, each node booting in its own time:
+    the attempts with their boot waits as the twin's."""
+    case = data.draw(constrained_cases())
+    pm = data.draw(power_models(case[0], boots=True))
+    rows = data.draw(node_event_rows(case[0].num_nodes, max_events=8, max_time=60,
+                                     kinds=("down", "up", "drain", "drain", "resume")))
+    twin = _twin_power(pm, case[0])
+    run, ids, killed = run_both(case, policy, 1, rows=rows,
+                                lifecycle=data.draw(lifecycles(len(case[2]))),
+                                engine={"power": engine_power(pm, case[0])},
+                                twin={"power": twin})
+    assert attempt_rows(run, ids, "configure") == sorted(killed)
+    for i, j in enumerate(ids):
+        if run.start[i] >= 0:
+            assert run.configure[i] == twin.get("boot_out", {}).get(j, 0), j
+    event(f"killed attempts: {min(len(killed), 2)}")
 
 
 @FEW
