@@ -48,7 +48,8 @@ is free on node n at instant t?") is answered by summing over intervals.
   it ran ended more than SuspendTime before t. Each such node takes a resume token: the
   k-th power-up of the run at ms r_k = max(1000 t, r_{k-1} + period), in seconds
   ceil(r_k / 1000); it boots from then, but not before SuspendTimeout after its
-  power-down began, and is ready ``boot`` seconds later. Its power-down began at its
+  power-down began, and is ready ``boot`` seconds later (``boots[x]`` for a node x
+  given its own). Its power-down began at its
   last end + SuspendTime; with SuspendRate (``suspend_ms``) at its power-down token:
   at each instant, before anything changes then, the nodes idle (no job, not excluded,
   not a CLOUD node never used) whose idle period has no token yet take them in order
@@ -455,7 +456,8 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
     container pulls (see the module); ``attempts`` entries then get the attempt's
     pull as a sixth item, and each started job's pull is in ``images_out`` (a dict
     by job id, when given as a fourth item of ``images``). ``power``: dict with
-    ``suspend_time`` (None: never), ``suspend_timeout``, ``boot``, ``period_ms`` (0: no
+    ``suspend_time`` (None: never), ``suspend_timeout``, ``boot`` (``boots``: node ->
+    its own, optional), ``period_ms`` (0: no
     limit), ``suspend_ms`` (SuspendRate's period, absent or 0: no limit), ``cloud`` and
     ``excluded`` (sets of nodes): power saving (see the module);
     each started job's boot wait goes into ``power["boot_out"]`` (a dict by job id) when
@@ -564,7 +566,7 @@ def simulate(cluster, jobs, policy: str, reserve_depth: int = 1, available=None,
                 begin = -(-r_ms // 1000)
                 if not fresh:
                     begin = max(begin, down_at(x) + power["suspend_timeout"])
-                ready[x] = begin + power["boot"]
+                ready[x] = begin + power.get("boots", {}).get(x, power["boot"])
         return max([0] + [ready[x] - now for x in chosen])
     future = sorted(jobs, key=lambda j: (j.submit, j.job_id))
     arrived, rejected, eligible, never = [], {}, {}, set()

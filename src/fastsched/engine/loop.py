@@ -724,8 +724,9 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     image id, images a node caches)``: a start on nodes lacking its image runs the
     pull first (:mod:`fastsched.engine.images`); the run's ``pull`` has each job's
     last attempt's pull, ``images_pulled`` the pulls node by node. ``power``: power
-    saving, ``(SuspendTime or -1, SuspendTimeout, boot seconds, ms between power-ups,
-    cloud bool per node, excluded bool per node[, ms between power-downs])``
+    saving, ``(SuspendTime or -1, SuspendTimeout, boot seconds (one, or one per node),
+    ms between power-ups, cloud bool per node, excluded bool per node[, ms between
+    power-downs])``
     (:mod:`fastsched.engine.power`): a start on powered-down nodes waits for their
     boots, its start reset to when they are ready; the run's ``configure`` has each
     job's wait and ``power`` the nodes' powered and busy seconds and the power-ups (not

@@ -35,30 +35,33 @@ NEVER = np.int64(-(1 << 60))
 #: ``down`` of a node not powered down in its current idle period (or not yet)
 UNSET = np.int64(1 << 60)
 
-#: ``conf`` = [on (0/1), SuspendTime (-1: NONE), SuspendTimeout, boot seconds, ms between
-#: power-ups (0: no limit), ms between power-downs (0: no limit)]; per node ``excl``
-#: (never powered down), ``busy``, ``idle``, ``ready``, ``on_since`` (its last power-up
-#: or 0) and ``on_total`` (seconds powered in its closed on-periods), ``busy_since`` /
-#: ``busy_total`` (seconds with a job, from its allocation), ``down`` (with SuspendRate:
-#: when its power-down began in its current idle period, UNSET: not yet); per job
-#: ``configure`` (seconds its last start waited for boots) and ``pend`` (the jobs whose
-#: holds :func:`extend_holds` still has to lengthen); ``cnt`` = [next power-up's earliest
-#: ms, power-ups so far, jobs in ``pend``, nodes in ``heap``, next power-down's earliest
-#: ms]; ``heap`` / ``hpos``: the idle nodes waiting for a power-down token, a binary heap
-#: by (idle + SuspendTime, node), and each node's place in it (-1: none).
-PowerState = namedtuple("PowerState", ["conf", "excl", "busy", "idle", "ready", "on_since",
-                                       "on_total", "busy_since", "busy_total", "down",
-                                       "configure", "pend", "cnt", "heap", "hpos"])
+#: ``conf`` = [on (0/1), SuspendTime (-1: NONE), SuspendTimeout, the largest boot
+#: (seconds), ms between power-ups (0: no limit), ms between power-downs (0: no limit)];
+#: per node ``boot`` (seconds from its resume to ready), ``excl`` (never powered down),
+#: ``busy``, ``idle``, ``ready``, ``on_since`` (its last power-up or 0) and ``on_total``
+#: (seconds powered in its closed on-periods), ``busy_since`` / ``busy_total`` (seconds
+#: with a job, from its allocation), ``down`` (with SuspendRate: when its power-down began
+#: in its current idle period, UNSET: not yet); per job ``configure`` (seconds its last
+#: start waited for boots) and ``pend`` (the jobs whose holds :func:`extend_holds` still
+#: has to lengthen); ``cnt`` = [next power-up's earliest ms, power-ups so far, jobs in
+#: ``pend``, nodes in ``heap``, next power-down's earliest ms]; ``heap`` / ``hpos``: the
+#: idle nodes waiting for a power-down token, a binary heap by (idle + SuspendTime, node),
+#: and each node's place in it (-1: none).
+PowerState = namedtuple("PowerState", ["conf", "boot", "excl", "busy", "idle", "ready",
+                                       "on_since", "on_total", "busy_since", "busy_total",
+                                       "down", "configure", "pend", "cnt", "heap", "hpos"])
 
 
 def new_power_state(n: int, num_nodes: int, power=None) -> PowerState:
     """The state of a run of ``n`` jobs; ``power`` = (SuspendTime or -1, SuspendTimeout,
-    boot, ms between power-ups, cloud bool per node, excluded bool per node[, ms between
-    power-downs]), None: off (the hooks then do nothing). With SuspendRate every node
-    that may power down waits for a token from time 0 (in node order at a tie)."""
+    boot seconds (one for every node, or one per node), ms between power-ups, cloud bool
+    per node, excluded bool per node[, ms between power-downs]), None: off (the hooks
+    then do nothing). With SuspendRate every node that may power down waits for a token
+    from time 0 (in node order at a tie)."""
     X = num_nodes if power is not None else 0
     conf = np.zeros(6, dtype=np.int64)
     excl = np.zeros(X, dtype=np.bool_)
+    boots = np.zeros(X, dtype=np.int64)
     idle = np.zeros(X, dtype=np.int64)
     heap = np.zeros(X, dtype=np.int64)
     hpos = np.full(X, -1, dtype=np.int64)
@@ -66,7 +69,8 @@ def new_power_state(n: int, num_nodes: int, power=None) -> PowerState:
     if power is not None:
         st, sto, boot, period, cloud, excluded = power[:6]
         cloud = np.asarray(cloud, dtype=np.bool_)
-        conf[:] = (1, st, sto, boot, period, power[6] if len(power) > 6 else 0)
+        boots[:] = np.broadcast_to(np.asarray(boot, dtype=np.int64), (X,))
+        conf[:] = (1, st, sto, boots.max(initial=0), period, power[6] if len(power) > 6 else 0)
         excl[:] = excluded
         idle[cloud] = NEVER
         if conf[5] > 0 and st >= 0:
@@ -75,7 +79,7 @@ def new_power_state(n: int, num_nodes: int, power=None) -> PowerState:
             heap[:len(waiting)] = waiting
             hpos[waiting] = np.arange(len(waiting))
             cnt[3] = len(waiting)
-    return PowerState(conf, excl, np.zeros(X, dtype=np.int64), idle,
+    return PowerState(conf, boots, excl, np.zeros(X, dtype=np.int64), idle,
                       np.zeros(X, dtype=np.int64), np.zeros(X, dtype=np.int64),
                       np.zeros(X, dtype=np.int64), np.zeros(X, dtype=np.int64),
                       np.zeros(X, dtype=np.int64), np.full(X, UNSET, dtype=np.int64),
@@ -189,7 +193,7 @@ def _power_up(x, now, pw):
     """Resume node ``x`` for a job starting at ``now``: its token (first come first
     served, one per ``conf[4]`` ms), then its boot once its power-down is done.
     Closes its last on-period; the node is ready at the returned time."""
-    sto, boot, period = pw.conf[2], pw.conf[3], pw.conf[4]
+    sto, boot, period = pw.conf[2], pw.boot[x], pw.conf[4]
     r_ms = max(now * 1000, pw.cnt[0])
     pw.cnt[0] = r_ms + period
     pw.cnt[1] += 1

@@ -67,3 +67,38 @@ def power_nodes(cluster: Cluster, ps: PowerSaving) -> tuple[np.ndarray, np.ndarr
                              "of the cluster", field="power")
         excluded[np.asarray(parts[name].nodes, dtype=np.int64)] = True
     return cloud, excluded
+
+
+def node_boots(cluster: Cluster, ps: PowerSaving) -> np.ndarray:
+    """Each node's boot seconds (int64 per node of ``cluster``): ``ps.boot``, or the
+    time of the ``ps.boots`` entry naming it (a partition's name, else a hostlist of
+    node names). InputError for a name the cluster lacks, or a node two entries give
+    different times."""
+    out = np.full(cluster.num_nodes, ps.boot, dtype=np.int64)
+    if not ps.boots:
+        return out
+    index = {n: i for i, n in enumerate(cluster.node_names)}
+    parts = {p.name: p for p in cluster.partitions}
+    given: dict = {}                     # node -> the entry that set it
+    for name, seconds in ps.boots:
+        field = f"power.boot[{name}]"
+        if name in parts:
+            nodes = [int(x) for x in np.asarray(parts[name].nodes).tolist()]
+        else:
+            try:
+                names = expand(name)
+            except InputError as e:
+                raise InputError(f"power: boot[{name}]: {e.reason}", field=field) from None
+            missing = [n for n in names if n not in index]
+            if missing:
+                raise InputError(f"power: boot[{name}]: {missing[0]!r} is neither a partition "
+                                 "nor a node of the cluster", field=field)
+            nodes = [index[n] for n in names]
+        for x in nodes:
+            if x in given and out[x] != seconds:
+                raise InputError(f"power: node {cluster.node_names[x]!r} is given boot "
+                                 f"{int(out[x])} s by boot[{given[x]}] and {seconds} s by "
+                                 f"boot[{name}]", field=field)
+            given[x] = name
+            out[x] = seconds
+    return out

@@ -11,21 +11,23 @@ bucket refilled every 60000 / ResumeRate ms), and when every node of the job is
 ready its start (and so its end: the time limit counts from then) is reset. A node
 not ready ``ResumeTimeout`` seconds after its resume goes DOWN.
 
-The model (fastsched's; Slurm has no key for how long a node boots): every node
-boots in ``boot`` seconds. The nodes engine applies it when a job starts
-(:mod:`fastsched.engine.power`): a node of the job that is powered down then (idle
+The model (fastsched's; Slurm has no key for how long a node boots): a node boots
+in ``boot`` seconds, or in its own time given by hostlist or partition (``boots``:
+``boot[cloud]=5m`` in the ``--power`` text). The nodes engine applies it when a job
+starts (:mod:`fastsched.engine.power`): a node of the job that is powered down then (idle
 longer than SuspendTime since its last job ended, as Slurm's ``last_busy < now -
 SuspendTime``, not excluded; or a CLOUD node never used)
 takes a resume token (one every 60000 / ResumeRate ms, first come first served; 0:
 no limit), waits for its power-down to finish (SuspendTimeout after it began), then
 boots; the job starts when its last node is ready. A node that is still booting for
-another job makes a job sharing it wait too. With ``boot`` over ``ResumeTimeout`` a
-powered-down node never comes up: CLOUD nodes are DOWN for the whole run (other
-nodes are refused: their failures mid-run are not modelled). ``SuspendRate`` limits
-the power-downs as ResumeRate the power-ups: a node idle for SuspendTime takes a
-power-down token (one every 60000 / SuspendRate ms; 0: no limit), in the order the
-nodes became eligible (then by node index, the order Slurm's power thread scans
-them); with none left it stays up, and takes jobs without a boot, until its token.
+another job makes a job sharing it wait too. A node whose boot is over
+``ResumeTimeout`` never comes up once powered down: such CLOUD nodes are DOWN for the
+whole run (other such nodes are refused: their failures mid-run are not modelled).
+``SuspendRate`` limits the power-downs as ResumeRate the power-ups: a node idle for
+SuspendTime takes a power-down token (one every 60000 / SuspendRate ms; 0: no limit),
+in the order the nodes became eligible (then by node index, the order Slurm's power
+thread scans them); with none left it stays up, and takes jobs without a boot, until
+its token.
 Both rates are modelled as a stream of tokens handed out the instant they are due,
 not as Slurm's bucket of max(1, rate * power_save_interval / 60) tokens spent by a
 power thread every 10 s: the same nodes a minute, without the thread's bursts and
@@ -36,6 +38,7 @@ its last job or the end of the run).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Mapping
 
 from .errors import InputError
 
@@ -56,7 +59,11 @@ class PowerSaving:
     """Slurm's power saving keys (defaults: Slurm's) and fastsched's boot latency and
     prices. ``suspend_time`` None: SuspendTime=NONE (idle nodes stay up; CLOUD nodes
     still start powered down). ``exc_nodes`` / ``exc_parts`` / ``cloud_nodes``: node
-    and partition names (SuspendExcNodes, SuspendExcParts, State=CLOUD)."""
+    and partition names (SuspendExcNodes, SuspendExcParts, State=CLOUD). ``boots``: the
+    nodes that boot in their own time, ``((name, seconds), ...)`` or a dict, a name
+    being a partition or else a Slurm hostlist (``node[01-04]``); ``boot`` is every
+    other node's. A node named by two entries must be given one time
+    (:func:`fastsched.io.slurmpower.node_boots` resolves them on a cluster)."""
 
     suspend_time: int | None = None
     suspend_timeout: int = 30
@@ -69,8 +76,10 @@ class PowerSaving:
     exc_nodes: tuple = ()
     exc_parts: tuple = ()
     cloud_nodes: tuple = field(default=())
+    boots: tuple = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "boots", _boot_pairs(self.boots))
         for name in ("suspend_timeout", "resume_timeout", "resume_rate", "suspend_rate",
                      "boot") + (("suspend_time",) if self.suspend_time is not None else ()):
             value = getattr(self, name)
@@ -101,13 +110,26 @@ class PowerSaving:
 
     def with_text(self, text: str | None) -> "PowerSaving":
         """This model with the ``--power`` text's keys: ``boot=5m,cost=3.2/node-hour,
-        cloud-cost=4.1`` and Slurm's numeric keys (``SuspendTime=600``,
+        cloud-cost=4.1``, a boot by partition or hostlist (``boot[cloud]=5m``,
+        ``boot[n[01-04,7]]=30s``: over this model's ``boots``, a name given again
+        replaces its time) and Slurm's numeric keys (``SuspendTime=600``,
         ``suspend-time=10m``, ``ResumeRate=20``...; SuspendTime=NONE)."""
         if text is None or not str(text).strip():
             return self
         out: dict = {}
-        for item in str(text).split(","):
+        boots: dict = {}
+        for item in _split_items(str(text)):
             key, sep, value = item.strip().partition("=")
+            target = _boot_target(key.strip())
+            if target is not None and sep:
+                if target in boots:
+                    raise InputError(f"power: {key.strip()} given twice",
+                                     field=f"power.boot[{target}]")
+                try:
+                    boots[target] = _value("boot", value.strip(), key.strip())
+                except InputError as e:
+                    raise InputError(e.reason, field=f"power.boot[{target}]") from None
+                continue
             name = _OPTION_KEYS.get(key.strip().lower())
             if not sep or name is None:
                 raise InputError(f"power: {item.strip()!r} is not one of "
@@ -116,12 +138,60 @@ class PowerSaving:
             if name in out:
                 raise InputError(f"power: {key.strip()} given twice", field="power")
             out[name] = _value(name, value.strip(), key.strip())
+        if boots:
+            out["boots"] = tuple({**dict(self.boots), **boots}.items())
         return replace(self, **out)
 
     @classmethod
     def parse(cls, text: str) -> "PowerSaving":
         """From the ``--power`` text alone (every other key at Slurm's default)."""
         return cls().with_text(text)
+
+
+def _split_items(text: str) -> list:
+    """The ``--power`` text's items: split at the commas outside brackets (a hostlist
+    ``n[1-4,7]`` keeps its own)."""
+    items, depth, begin = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            items.append(text[begin:i])
+            begin = i + 1
+    items.append(text[begin:])
+    return items
+
+
+def _boot_target(key: str) -> str | None:
+    """The partition or hostlist of a ``boot[NAME]`` key (None: another key)."""
+    if key[:5].lower() != "boot[" or not key.endswith("]"):
+        return None
+    target = key[5:-1].strip()
+    if not target:
+        raise InputError(f"power: {key!r} names no partition or nodes", field="power.boot")
+    return target
+
+
+def _boot_pairs(boots) -> tuple:
+    """``boots`` as ((name, seconds), ...), checked."""
+    items = boots.items() if isinstance(boots, Mapping) else boots
+    try:
+        pairs = tuple((name, value) for name, value in items)
+    except (TypeError, ValueError):
+        raise InputError(f"power: boots={boots!r} must be (name, seconds) pairs or a dict",
+                         field="power.boots") from None
+    seen = set()
+    for name, value in pairs:
+        if not isinstance(name, str) or not name.strip():
+            raise InputError(f"power: boots name {name!r} must be a partition or a hostlist",
+                             field="power.boots")
+        if name in seen:
+            raise InputError(f"power: boot[{name}] given twice", field=f"power.boot[{name}]")
+        seen.add(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or int(value) != value or not 0 <= value <= 2**40:
+            raise InputError(f"power: boot[{name}]={value!r} must be a whole number of "
+                             "seconds >= 0", field=f"power.boot[{name}]")
+    return tuple((name, int(value)) for name, value in pairs)
 
 
 def _value(name: str, text: str, key: str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..io.slurmpower import power_nodes, power_saving
+from ..io.slurmpower import node_boots, power_nodes, power_saving
 from ..model.cluster import Cluster
 from ..model.errors import InputError, UnsupportedError
 from ..model.power import PowerSaving
@@ -15,7 +15,7 @@ def check_power(power, cluster: Cluster, *, events=None, advance_reservations=No
     """The run's power saving model (``power``: a PowerSaving, or the ``--power`` text
     over the cluster's slurm.conf keys; None: off), refusing what it does not model:
     with node ``events``, elastic (--no-kill) jobs and node ranges of ``lifecycle``, and
-    CLOUD nodes that never boot (a boot over ResumeTimeout); with
+    CLOUD nodes that never boot (a node's boot over ResumeTimeout); with
     ``advance_reservations``, a slurm.conf ``SuspendExcStates`` keeping reserved nodes up
     (:func:`reserved_exempt`)."""
     if power is None:
@@ -32,16 +32,21 @@ def check_power(power, cluster: Cluster, *, events=None, advance_reservations=No
         other.append("--exclusive=topo jobs")
     if events is not None and lifecycle is not None and (lifecycle.elastic or lifecycle.ranged):
         other.append("node events and elastic (--no-kill) jobs or node ranges")
-    if events is not None and power.boot > power.resume_timeout:
-        other.append(f"node events and a boot ({power.boot} s) over ResumeTimeout "
+    boots = node_boots(cluster, power)
+    late = boots > power.resume_timeout
+    if events is not None and late.any():
+        other.append(f"node events and a boot ({int(boots.max())} s) over ResumeTimeout "
                      f"({power.resume_timeout} s)")
     if other:
         raise UnsupportedError(f"power saving with {' and '.join(other)} is not modelled yet")
     cloud, excluded = power_nodes(cluster, power)
-    if power.boot > power.resume_timeout and power.suspend_time is not None \
-            and not excluded[~cloud].all():
-        raise UnsupportedError(f"power: boot {power.boot} s is over ResumeTimeout "
-                               f"{power.resume_timeout} s: every node powered down would go "
+    refused = np.flatnonzero(late & ~cloud & ~excluded) if power.suspend_time is not None \
+        else []
+    if len(refused):
+        x = int(refused[0])
+        raise UnsupportedError(f"power: node {cluster.node_names[x]!r} boots in "
+                               f"{int(boots[x])} s, over ResumeTimeout "
+                               f"{power.resume_timeout} s: a node powered down would go "
                                "DOWN at its resume, which is not modelled for non-CLOUD nodes "
                                "(exclude them with SuspendExcNodes / SuspendExcParts)")
     return power
@@ -76,19 +81,21 @@ def _state_flag(word: str) -> str:
 
 
 def down_cloud(power: PowerSaving, cluster: Cluster):
-    """Per node whether it is usable (None: all): with a boot over ResumeTimeout a CLOUD
-    node never comes up, so it is DOWN for the whole run."""
-    if power.boot <= power.resume_timeout:
+    """Per node whether it is usable (None: all): a CLOUD node whose boot is over
+    ResumeTimeout never comes up, so it is DOWN for the whole run."""
+    late = node_boots(cluster, power) > power.resume_timeout
+    if not late.any():
         return None
     cloud, _ = power_nodes(cluster, power)
-    return ~cloud
+    return ~(cloud & late)
 
 
 def engine_power(power: PowerSaving, cluster: Cluster) -> tuple:
     """The ``power`` argument of :func:`fastsched.engine.loop.run_nodes`."""
     cloud, excluded = power_nodes(cluster, power)
     st = -1 if power.suspend_time is None else int(power.suspend_time)
-    return (st, int(power.suspend_timeout), int(power.boot), power.resume_period_ms(),
+    boot = node_boots(cluster, power) if power.boots else int(power.boot)
+    return (st, int(power.suspend_timeout), boot, power.resume_period_ms(),
             cloud, excluded, power.suspend_period_ms())
 
 
@@ -114,6 +121,7 @@ def power_summary(power: PowerSaving, cluster: Cluster, run, wait: np.ndarray) -
             "cloud_cost_per_node_hour": power.price(True),
             "mean_wait_seconds": float(wait.mean()) if len(wait) else 0.0,
             "suspend_time": power.suspend_time, "boot": int(power.boot),
+            **({"boots": dict(power.boots)} if power.boots else {}),
             "resume_rate": int(power.resume_rate),
             "suspend_rate": int(power.suspend_rate), "horizon": int(run.power["horizon"])}
 
@@ -122,7 +130,9 @@ def power_line(summary: dict) -> str:
     """One line on cost vs wait (a summary's ``power``)."""
     pw = summary["power"]
     st = "NONE" if pw["suspend_time"] is None else f"{pw['suspend_time']} s"
-    return (f"power saving (SuspendTime {st}, boot {pw['boot']} s): {pw['node_hours_on']:,.1f} "
+    own = "".join(f", {name} {seconds} s" for name, seconds in pw.get("boots", {}).items())
+    return (f"power saving (SuspendTime {st}, boot {pw['boot']} s{own}): "
+            f"{pw['node_hours_on']:,.1f} "
             f"node-h powered ({pw['node_hours_idle_on']:,.1f} idle, "
             f"{pw['cloud_node_hours_on']:,.1f} cloud), {pw['power_ups']:,} power-ups, "
             f"cost {pw['cost']:,.2f} vs mean wait {pw['mean_wait_seconds']:,.0f} s")

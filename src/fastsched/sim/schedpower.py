@@ -28,6 +28,7 @@ import numpy as np
 
 from ..engine.power import NEVER
 from ..model.cluster import Cluster
+from ..io.slurmpower import node_boots
 from .power import check_power, down_cloud, engine_power
 
 #: a node's power state, as sinfo's STATE suffixes name them (on: "")
@@ -39,8 +40,9 @@ class SchedulerPower:
 
     def __init__(self, power, cluster: Cluster):
         self.model = check_power(power, cluster)
-        st, self.suspend_timeout, self.boot, self.period, cloud, self.excluded, \
+        st, self.suspend_timeout, _, self.period, cloud, self.excluded, \
             self.suspend_period = engine_power(self.model, cluster)
+        self.boot = node_boots(cluster, self.model)     # seconds per node
         self.suspend_time = None if st < 0 else st
         X = cluster.num_nodes
         self.busy = np.zeros(X, dtype=np.int64)
@@ -129,7 +131,7 @@ class SchedulerPower:
                         r = (r_ms + 999) // 1000
                         if self.idle[x] != NEVER:
                             r = max(r, pw._down_at(x) + self.suspend_timeout)
-                        ready[x] = r + self.boot
+                        ready[x] = r + int(self.boot[x])
                 busy[x] += 1
                 last = max(last, ready.get(x, int(self.ready[x])))
             out[k] = last - now

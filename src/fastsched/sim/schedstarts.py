@@ -131,7 +131,8 @@ def check_node_event(costs: StartCosts | None, requeue, what: str, now) -> None:
     model = costs.power.model
     other = []
     if costs.power.up is not None:
-        other.append(f"a boot ({model.boot} s) over ResumeTimeout ({model.resume_timeout} s)")
+        other.append(f"a boot ({int(costs.power.boot.max())} s) over ResumeTimeout "
+                     f"({model.resume_timeout} s)")
     if requeue is not None and requeue.no_kill.any():
         other.append("elastic (--no-kill) jobs")
     if other:

@@ -159,14 +159,26 @@ def containers(draw, n: int, max_images: int = 3, max_pull: int = 12, max_cache:
 
 
 @st.composite
-def power_models(draw, cluster: Cluster, max_time: int = 30, max_boot: int = 15):
+def power_models(draw, cluster: Cluster, max_time: int = 30, max_boot: int = 15,
+                 boots: bool = False):
     """A :class:`fastsched.model.power.PowerSaving` for ``cluster``: SuspendTime NONE or
     0..``max_time`` s (0: a node powers down the instant it is idle), SuspendTimeout and
     boot of 0..``max_boot`` s (boot within ResumeTimeout), ResumeRate and SuspendRate
     unlimited or 1..120 a minute (tokens that queue power-ups and power-downs for
-    seconds), some CLOUD nodes and some excluded nodes (SuspendExcNodes)."""
+    seconds), some CLOUD nodes and some excluded nodes (SuspendExcNodes). ``boots``:
+    also a boot per node for some nodes, by partition (one, maybe) and by node name."""
     names = list(cluster.node_names)
     boot = draw(st.integers(0, max_boot))
+    own: tuple = ()
+    if boots:
+        parts = [p for p in cluster.partitions if len(p.nodes)]
+        named: set = set()
+        if parts and draw(st.booleans()):
+            part = draw(st.sampled_from(parts))
+            own = ((part.name, draw(st.integers(0, max_boot))),)
+            named = {names[x] for x in np.asarray(part.nodes).tolist()}
+        own += tuple((n, draw(st.integers(0, max_boot))) for n in names
+                     if n not in named and draw(st.booleans()))
     return PowerSaving(
         suspend_time=draw(st.none() | st.integers(0, max_time)),
         suspend_timeout=draw(st.integers(0, max_boot)), resume_timeout=max_boot,
@@ -174,4 +186,4 @@ def power_models(draw, cluster: Cluster, max_time: int = 30, max_boot: int = 15)
         suspend_rate=draw(st.sampled_from([0, 1, 7, 60, 120])),
         cost=draw(st.sampled_from([0.0, 1.5])), cloud_cost=draw(st.none() | st.just(4.0)),
         cloud_nodes=tuple(n for n in names if draw(st.booleans())),
-        exc_nodes=tuple(n for n in names if draw(st.integers(0, 3)) == 0))
+        exc_nodes=tuple(n for n in names if draw(st.integers(0, 3)) == 0), boots=own)

@@ -83,7 +83,7 @@ from . import constraints as vc
 from . import counts_policy, nodes_policy
 from .frames import check_frame, schedule_from_frame
 from .power import allocation_view, check_power
-from ..io.slurmpower import power_nodes
+from ..io.slurmpower import node_boots, power_nodes
 from .report import POLICIES, VIOLATION_KINDS, ScheduleError, VerifyReport, Violation
 from .reservations import check_reservations, pending_explained
 from .resources import allocation, basic, check_inputs, overcommit
@@ -169,7 +169,8 @@ def verify(cluster: Cluster, jobs: JobTable, schedule: Schedule, *, policy: str 
     a_job, a_node = allocation(cluster, jobs, schedule, start, out)
     if power is not None:
         cloud, excluded = power_nodes(cluster, power)
-        check_power(jobs, booted, configure, power, cloud, excluded, Violation, out)
+        check_power(jobs, booted, configure, power, cloud, excluded, Violation, out,
+                    boots=node_boots(cluster, power))
         checks += ["not_booted", "needless_configure", "resume_rate", "suspend_rate"]
     overcommit(cluster, jobs, start, end, a_job, a_node, out)
     if placement is not None and placement.levels.shape[0] and placement.exclusive_topo.any():

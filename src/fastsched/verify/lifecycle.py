@@ -172,14 +172,15 @@ def verify_attempts(cluster: Cluster, jobs: JobTable, attempts: Attempts,
     base = verify(cluster, expanded, schedule)
     out += base.violations
     if power is not None:
-        from ..io.slurmpower import power_nodes
+        from ..io.slurmpower import node_boots, power_nodes
         from .power import check_power
         cloud, excluded = power_nodes(cluster, power)
         ran = replace(schedule, start_time=a.start)
         found: list[Violation] = []
         # killed CONFIGURING: never ran (preempted at its allocation: 0 s CONFIGURING)
         check_power(expanded, ran, conf, power, cloud, excluded, Violation, found, backs,
-                    a.killed & (a.start == a.end) & ((conf > 0) | a.preempted))
+                    a.killed & (a.start == a.end) & ((conf > 0) | a.preempted),
+                    boots=node_boots(cluster, power))
         # needless_configure is not judged under events: a boot an attempt killed
         # CONFIGURING waited for may outlast what the records show
         out += [v for v in found if v.kind != "needless_configure"]

@@ -6,7 +6,8 @@ start being when they were all ready. Walking each node's jobs by allocation, a 
 with no job running at an allocation ``a`` is powered down when it is CLOUD and never
 ran a job, or was idle longer than SuspendTime since its last job ended ``e`` (and is not
 excluded); it then boots no sooner than ``max(a, e + SuspendTime + SuspendTimeout)``
-(``a`` for a fresh CLOUD node) and is ready ``boot`` seconds later. Checks:
+(``a`` for a fresh CLOUD node) and is ready its boot (``boot``, or its own from
+``boots``) seconds later. Checks:
 
 ``not_booted``
     a job started before one of its nodes could be ready (powered down at its
@@ -49,11 +50,14 @@ from ..model.power import PowerSaving
 
 
 def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
-                violation, out: list, backs=None, never_ran=None) -> None:
+                violation, out: list, backs=None, never_ran=None, boots=None) -> None:
     """Append the violations of ``schedule`` (rows in the order of ``jobs``; ``configure``:
     seconds per job) under ``power`` to ``out``; ``cloud`` / ``excluded``: bool per node.
     ``backs``: node -> the times it came back (node events); ``never_ran``: bool per
-    row, killed while CONFIGURING."""
+    row, killed while CONFIGURING; ``boots``: seconds per node (None: ``power.boot``
+    for every node)."""
+    boots = np.full(len(cloud), power.boot, dtype=np.int64) if boots is None \
+        else np.asarray(boots, dtype=np.int64)
     start = np.asarray(schedule.start_time, dtype=np.int64)
     conf = np.asarray(configure, dtype=np.int64)
     alloc = start - conf
@@ -102,17 +106,17 @@ def check_power(jobs, schedule, configure, power: PowerSaving, cloud, excluded,
                 spans.append((idle, a, x))
             if limited and not fresh and not excluded[x] and a > idle + st:
                 # a token or none: up (the job did not wait for a boot) or maybe down
-                if conf[j] == 0 and power.boot > 0:
+                if conf[j] == 0 and boots[x] > 0:
                     ups_kept.append((idle, a, x, j))
                 elif conf[j] > 0:
                     booting[j] = True
                     booted = max(booted, int(start[j]))
             elif fresh or (st is not None and not excluded[x] and a > idle + st):
                 boot_at = a if fresh else max(a, idle + st + power.suspend_timeout)
-                ready = boot_at + power.boot
+                ready = boot_at + int(boots[x])
                 booted = ready if never_ran[j] else int(start[j])
                 ups.append((a, np.iinfo(np.int64).max if never_ran[j]
-                            else int(start[j]) - power.boot, j))
+                            else int(start[j]) - int(boots[x]), j))
         # with tokens, the boot an attempt killed CONFIGURING waited for may end later
         # than its lower bound: the node's next state is not known
         lost = lost or bool(never_ran[j]) and period > 0
