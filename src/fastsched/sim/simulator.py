@@ -222,8 +222,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     members = members_of(advance_reservations)
     if members is not None:
         members.check_jobs(len(jobs))
-        refuse_with_members(placement=placement, power=power,
-                            containers=containers, preemption=preemption,
+        refuse_with_members(placement=placement, power=power, preemption=preemption,
                             node_ranges=lifecycle if lifecycle is not None and lifecycle.ranged
                             else None, no_kill=lifecycle if lifecycle is not None and
                             lifecycle.elastic else None)
@@ -255,7 +254,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
             from ..engine.preempt import Preemptor
             constraints["preemption"] = partial(Preemptor, preemption)
         if containers is not None:
-            constraints["images"] = engine_images(containers)
+            constraints["images"] = engine_images(   # a twin shares its node's cache
+                containers, None if layout is None else layout.node_of)
         if power is not None:
             constraints["power"] = engine_power(power, cluster)
             up = down_cloud(power, cluster)
