@@ -224,8 +224,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
         members.check_jobs(len(jobs))
         refuse_with_members(placement=placement, power=power, preemption=preemption,
                             node_ranges=lifecycle if lifecycle is not None and lifecycle.ranged
-                            else None, no_kill=lifecycle if lifecycle is not None and
-                            lifecycle.elastic else None)
+                            else None, regrow=lifecycle if lifecycle is not None and
+                            lifecycle.regrow else None)
         if time_min is not None and flex_used(members):
             raise UnsupportedError("time_min with jobs running in a FLEX reservation is not "
                                    "modelled")
