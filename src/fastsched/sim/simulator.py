@@ -222,7 +222,7 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     members = members_of(advance_reservations)
     if members is not None:
         members.check_jobs(len(jobs))
-        refuse_with_members(placement=placement, power=power, preemption=preemption,
+        refuse_with_members(power=power, preemption=preemption,
                             node_ranges=lifecycle if lifecycle is not None and lifecycle.ranged
                             else None, regrow=lifecycle if lifecycle is not None and
                             lifecycle.regrow else None)
