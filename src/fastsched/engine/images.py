@@ -6,8 +6,8 @@ there): per node ``capacity`` slots of image ids (``ids``, -1: empty) with the s
 of their last use (``used``: a counter over all uses, so that least recently used is
 a strict order). A node's cache is row ``row[node]``: a twin node of an advance
 reservation's member jobs (:mod:`fastsched.sim.resvlayout`) is the same physical node,
-whose disk holds one cache for both. :func:`start_pull` runs once per start, after the pass that started
-the job: O(the job's nodes x capacity).
+whose disk holds one cache for both. :func:`start_pull` runs once per start, after the
+pass that started the job: O(the job's nodes x capacity).
 """
 from __future__ import annotations
 

@@ -144,6 +144,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     :class:`fastsched.model.resvjobs.JobReservations` also says which jobs run in a
     reservation (``--reservation``): those run only on its nodes, inside its windows
     (:mod:`fastsched.sim.resvlayout`); one that no window can take stays pending.
+    Member jobs run with ``containers`` (a twin uses its node's image cache), topology
+    ``placement`` and ``--no-kill`` jobs that shrink; not with power saving, preemption,
+    node ranges or regrowth (UnsupportedError naming it).
 
     ``containers`` (:class:`fastsched.model.images.Containers`): each job's container
     image (pyxis ``--container-image``) and the pull model (seconds per image, images
