@@ -160,10 +160,15 @@ def test_a_member_whose_window_is_lost_to_a_failure_stays_pending():
 
 
 def test_what_it_refuses_with_member_jobs_and_events():
+    # --no-kill jobs shrink with members (tests/test_resv_elastic.py); they do not regrow
     lc = Lifecycle.of(4, no_kill=[True] * 4)
-    with pytest.raises(UnsupportedError, match="not modelled with no_kill"):
-        simulate(_cluster(), _jobs(), "easy", advance_reservations=_members(),
+    r = simulate(_cluster(), _jobs(), "easy", advance_reservations=_members(),
                  events=NodeEvents.from_rows(_DOWN, 4), lifecycle=lc)
+    assert r.verify().ok
+    with pytest.raises(UnsupportedError, match="not modelled with regrow"):
+        simulate(_cluster(), _jobs(), "easy", advance_reservations=_members(),
+                 events=NodeEvents.from_rows(_DOWN, 4),
+                 lifecycle=Lifecycle.of(4, no_kill=[True] * 4, regrow=True))
 
 
 def test_cli_members_with_events_and_the_check(tmp_path, capsys):

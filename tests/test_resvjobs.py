@@ -370,10 +370,20 @@ def test_a_magnetic_reservation_draws_the_jobs_that_may_use_it():
         simulate(_cluster(), jobs, "easy", advance_reservations=magnetic)
 
 
-def test_member_jobs_with_node_ranges_are_refused_by_name():
+def test_member_jobs_with_node_ranges_power_saving_or_preemption_are_refused_by_name():
     from fastsched.model.lifecycle import Lifecycle
+    from fastsched.model.power import PowerSaving
     ranged = Lifecycle.of(4, nodes_min=[0, 0, 0, 0])
     simulate(_cluster(), _jobs(), "easy", advance_reservations=_members(), lifecycle=ranged)
     with pytest.raises(UnsupportedError, match="node_ranges"):
         simulate(_cluster(), _jobs(), "easy", advance_reservations=_members(),
                  lifecycle=Lifecycle.of(4, nodes_min=[2, 0, 0, 0]))
+    with pytest.raises(UnsupportedError, match="power"):
+        simulate(_cluster(), _jobs(), "easy", advance_reservations=_members(),
+                 power=PowerSaving())
+    from test_scheduler_preempt import _two_tiers
+    cluster, jobs, pre = _two_tiers()
+    members = JobReservations.of(Reservations((Reservation("maint", 50, 80, (0, 1)),), 2),
+                                 ["maint", ""])
+    with pytest.raises(UnsupportedError, match="preemption"):
+        simulate(cluster, jobs, "easy", advance_reservations=members, preemption=pre)

@@ -190,9 +190,9 @@ def test_what_it_refuses_with_member_jobs():
     magnetic = Reservations((Reservation("m", 0, 9, (0,), flags=("MAGNETIC",)),), 4)
     with pytest.raises(UnsupportedError, match="MAGNETIC: give the jobs"):
         Scheduler(_cluster(), "easy", jobs=_jobs(), advance_reservations=magnetic)
-    with pytest.raises(UnsupportedError, match="not modelled with placement"):
-        Scheduler(_cluster(), "easy", jobs=_jobs(), advance_reservations=_members(),
-                  placement=Placement.topology(np.zeros((1, 4), dtype=np.int64), 4))
+    # placement runs with members (tests/test_resv_placement.py), preemption does not
+    Scheduler(_cluster(), "easy", jobs=_jobs(), advance_reservations=_members(),
+              placement=Placement.topology(np.zeros((1, 4), dtype=np.int64), 4))
     # no member: as with the plain reservations
     s = Scheduler(_cluster(), "easy", advance_reservations=_members(("",) * 4))
     s.submit(_jobs().take(np.array([0, 1])))

@@ -4,8 +4,10 @@ costs (:mod:`fastsched.model.images` says what pyxis does).
 The cache lives where starts happen, in the compiled loop (node ids are known only
 there): per node ``capacity`` slots of image ids (``ids``, -1: empty) with the stamp
 of their last use (``used``: a counter over all uses, so that least recently used is
-a strict order). :func:`start_pull` runs once per start, after the pass that started
-the job: O(the job's nodes x capacity).
+a strict order). A node's cache is row ``row[node]``: a twin node of an advance
+reservation's member jobs (:mod:`fastsched.sim.resvlayout`) is the same physical node,
+whose disk holds one cache for both. :func:`start_pull` runs once per start, after the
+pass that started the job: O(the job's nodes x capacity).
 """
 from __future__ import annotations
 
@@ -19,28 +21,32 @@ from .leafkernel import leaf_kernel
 #: per job (submit order) its image id (``image``, -1: none) and the pull its last
 #: attempt paid (``pull``, seconds; 0 too before it starts); per image id its pull seconds;
 #: per node its cache slots ``ids``/``used`` [nodes, capacity]; ``count`` = [uses so
-#: far, node pulls so far]
-ImageCache = namedtuple("ImageCache", ["image", "pull", "seconds", "ids", "used", "count"])
+#: far, node pulls so far]; per node the row of the cache it uses (``row``)
+ImageCache = namedtuple("ImageCache", ["image", "pull", "seconds", "ids", "used", "count",
+                                       "row"])
 
 
 def new_image_cache(n: int, num_nodes: int, image=None, seconds=None,
-                    capacity: int = 0) -> ImageCache:
+                    capacity: int = 0, row=None) -> ImageCache:
     """The cache of a run of ``n`` jobs (``image`` per job in submit order; None: no
-    job has one, and starts cost nothing) on ``num_nodes`` empty nodes."""
+    job has one, and starts cost nothing) on ``num_nodes`` empty nodes; ``row``: per
+    node the node whose cache it shares (None: its own)."""
     image = np.full(n, -1, dtype=np.int64) if image is None else \
         np.ascontiguousarray(image, dtype=np.int64)
     seconds = np.zeros(0, dtype=np.int64) if seconds is None else \
         np.ascontiguousarray(seconds, dtype=np.int64)
     shape = (num_nodes, int(capacity))
+    row = np.arange(num_nodes, dtype=np.int64) if row is None else \
+        np.ascontiguousarray(row, dtype=np.int64)
     return ImageCache(image, np.zeros(n, dtype=np.int64), seconds,
                       np.full(shape, -1, dtype=np.int64), np.zeros(shape, dtype=np.int64),
-                      np.zeros(2, dtype=np.int64))
+                      np.zeros(2, dtype=np.int64), row)
 
 
 @leaf_kernel
 def start_pull(j, jobs, out, im):
     """Job ``j`` just started on its nodes (``out.alloc_nodes`` at ``jobs.offsets[j]``):
-    its pull is its image's pull seconds if any of its nodes lacks the image, else 0;
+    its pull is its image's pull seconds if any of its nodes' caches lacks the image, else 0;
     every node of the job then holds the image (the least recently used evicted
     beyond capacity). The job's end becomes start + min(pull + runtime, limit).
     Returns the pull."""
@@ -53,7 +59,7 @@ def start_pull(j, jobs, out, im):
     cap = im.ids.shape[1]
     missing = False
     for q in range(lo, hi):
-        x = out.alloc_nodes[q]
+        x = im.row[out.alloc_nodes[q]]
         slot = _slot_of(x, im_j, im.ids, cap)
         if slot < 0:
             missing = True

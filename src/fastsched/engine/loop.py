@@ -320,7 +320,7 @@ class _EventLoop:
         self.with_images = images is not None
         self.images = new_image_cache(n, cluster.num_nodes) if images is None else \
             new_image_cache(n, cluster.num_nodes, np.asarray(images[0])[order], images[1],
-                            images[2])
+                            images[2], images[3] if len(images) > 3 else None)
         self.with_power = power is not None
         self.power = new_power_state(n, cluster.num_nodes, power)
         self.planning = no_preempting() if self.preemptor is None else \
@@ -721,8 +721,9 @@ def run_nodes(cluster: Cluster, jobs: JobTable, policy: str, reserve_depth: int 
     reservations: :meth:`fastsched.model.reservations.Reservations.windows`); no job
     starts there if it would still run when one opens, and none is planned across one.
     ``images``: ``(image id per job in the caller's order (-1: none), pull seconds per
-    image id, images a node caches)``: a start on nodes lacking its image runs the
-    pull first (:mod:`fastsched.engine.images`); the run's ``pull`` has each job's
+    image id, images a node caches[, per node the node whose cache it shares])``: a
+    start on nodes lacking its image runs the pull first
+    (:mod:`fastsched.engine.images`); the run's ``pull`` has each job's
     last attempt's pull, ``images_pulled`` the pulls node by node. ``power``: power
     saving, ``(SuspendTime or -1, SuspendTimeout, boot seconds (one, or one per node),
     ms between power-ups, cloud bool per node, excluded bool per node[, ms between

@@ -21,11 +21,13 @@ def check_containers(containers: Containers | None, jobs: JobTable) -> None:
                          f"{len(jobs)}", field="containers")
 
 
-def engine_images(containers: Containers) -> tuple:
-    """(image id per job, pull seconds per image id, images a node caches): the
-    ``images`` argument of :func:`fastsched.engine.loop.run_nodes`."""
+def engine_images(containers: Containers, cache_of=None) -> tuple:
+    """(image id per job, pull seconds per image id, images a node caches[, per node
+    the node whose cache it uses: ``cache_of``, e.g. the twin layout's ``node_of``]):
+    the ``images`` argument of :func:`fastsched.engine.loop.run_nodes`."""
     ids, seconds = containers.codes()
-    return ids, seconds, int(containers.pull.capacity)
+    out = ids, seconds, int(containers.pull.capacity)
+    return out if cache_of is None else out + (np.asarray(cache_of, dtype=np.int64),)
 
 
 def images_summary(jobs: JobTable, run, attempts: dict | None,

@@ -21,9 +21,16 @@ A member job that fits no window (its time limit longer than every window left, 
 submitted after the last) could only start after the twins' last hold, at
 :data:`TAIL`: such a start is dropped, and the job stays pending, as Slurm holds it.
 Two reservations sharing a node cannot both have members (their twins would not
-exclude each other); neither can power saving, topology placement, containers,
-preemption, node ranges or elastic (``--no-kill``) jobs run with member jobs (each
-keeps per-node state the twins would split, or, regrowing, places a running job anew).
+exclude each other); neither can power saving, preemption, node ranges or regrowing
+``--no-kill`` jobs run with member jobs (each keeps per-node state the twins would
+split, or, regrowing, places a running job anew). Container images can: a twin uses
+its node's image cache (the engine's ``images`` input maps each node to the cache it
+uses, ``node_of``), one disk for both sides. So can ``--no-kill`` jobs that shrink: a
+node and its twins go down together and are never busy at the same instant, so a job's
+nodes on the layout are distinct physical nodes, and its widths count them; the shapes
+a shrink ended (``resizes``) map back as the runs do. So can topology placement
+(:func:`layout_placement`: a twin sits in its node's leaf, switch or block at every
+level; GPU groups are every node's alike).
 
 Node events (drain, resume, down, up) apply to a node and its twins at once
 (:func:`layout_events`): a reserved node that fails is down for everyone, its members
@@ -119,8 +126,17 @@ def layout_run(cluster: Cluster, resv: JobReservations, constraints: dict, horiz
     events = layout_events(constraints.get("events"), layout)
     constraints.update(blocked=layout.blocked, events=events, partitions=check_node_jobs(
         layout.cluster, jobs, ever_available(layout.cluster, None, events),
-        layout.partitions))
+        layout.partitions), placement=layout_placement(constraints.get("placement"), layout))
     return layout
+
+
+def layout_placement(placement, layout: MemberLayout):
+    """``placement`` on the layout's nodes: a twin in its node's group at every level
+    (leaf switch or block, and up), so that a member's leaves, switches and segments are
+    its physical nodes'; the GPU groups are every node's alike (None: None)."""
+    if placement is None:
+        return None
+    return replace(placement, levels=placement.levels[:, layout.node_of])
 
 
 def layout_events(events: NodeEvents | None, layout: MemberLayout) -> NodeEvents | None:
@@ -249,8 +265,11 @@ def mapped_back(run, layout: MemberLayout):
     if a is not None:
         a = replace(a, alloc_nodes=layout.node_of[a.alloc_nodes],
                     partition=layout.partition_of[a.partition].astype(a.partition.dtype))
+    z = run.resizes             # the shapes shrinks ended (each started, on its nodes)
+    if z is not None:
+        z = replace(z, alloc_nodes=layout.node_of[z.alloc_nodes])
     return replace(run, start=start, end=end, alloc_nodes=nodes, partition=partition,
-                   attempts=a)
+                   attempts=a, resizes=z)
 
 
 def ran_in(run, layout: MemberLayout, resv: JobReservations) -> np.ndarray:

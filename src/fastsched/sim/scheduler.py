@@ -40,6 +40,7 @@ from .schedmemo import PassMemo
 from .schedpreempt import SchedulerPreemption, scheduler_priority
 from .schedrequeue import SchedulerRequeue
 from .schedtimemin import pass_limits, scheduler_time_min
+from .resvlayout import layout_placement
 from .schedresv import SchedulerMembers, occupied_reservations
 from .schedrunning import checked_running, whole_node_jobs, whole_nodes
 from .schedstarts import StartCosts, booting_jobs, check_node_event
@@ -126,12 +127,12 @@ class Scheduler:
         self._reservations = _checked_reservations(advance_reservations, cluster, engine)
         # member jobs: scheduled on the reservations' twin nodes, shown on the cluster's
         self._members = SchedulerMembers.of(
-            cluster, jobs, self._reservations, partitions, placement=placement,
-            containers=containers,
+            cluster, jobs, self._reservations, partitions, containers=containers,
             preemption=preemption if preemption is not None and preemption.active else None)
         if self._members is not None:
             cluster, partitions = self._members.layout.cluster, self._members.layout.partitions
             available = self._members.available(available)
+            placement = layout_placement(placement, self._members.layout)
         self.cluster = cluster
         self.available = node_availability(cluster, available)
         self._configured = self.available.copy()     # what submitted jobs are checked against

@@ -144,6 +144,9 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     :class:`fastsched.model.resvjobs.JobReservations` also says which jobs run in a
     reservation (``--reservation``): those run only on its nodes, inside its windows
     (:mod:`fastsched.sim.resvlayout`); one that no window can take stays pending.
+    Member jobs run with ``containers`` (a twin uses its node's image cache), topology
+    ``placement`` and ``--no-kill`` jobs that shrink; not with power saving, preemption,
+    node ranges or regrowth (UnsupportedError naming it).
 
     ``containers`` (:class:`fastsched.model.images.Containers`): each job's container
     image (pyxis ``--container-image``) and the pull model (seconds per image, images
@@ -223,11 +226,10 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
     members = members_of(advance_reservations)
     if members is not None:
         members.check_jobs(len(jobs))
-        refuse_with_members(placement=placement, power=power,
-                            containers=containers, preemption=preemption,
+        refuse_with_members(power=power, preemption=preemption,
                             node_ranges=lifecycle if lifecycle is not None and lifecycle.ranged
-                            else None, no_kill=lifecycle if lifecycle is not None and
-                            lifecycle.elastic else None)
+                            else None, regrow=lifecycle if lifecycle is not None and
+                            lifecycle.regrow else None)
         if time_min is not None and flex_used(members):
             raise UnsupportedError("time_min with jobs running in a FLEX reservation is not "
                                    "modelled")
@@ -256,7 +258,8 @@ def simulate(cluster: Cluster, jobs: JobTable, policy: str = "easy", *,
             from ..engine.preempt import Preemptor
             constraints["preemption"] = partial(Preemptor, preemption)
         if containers is not None:
-            constraints["images"] = engine_images(containers)
+            constraints["images"] = engine_images(   # a twin shares its node's cache
+                containers, None if layout is None else layout.node_of)
         if power is not None:
             constraints["power"] = engine_power(power, cluster)
             up = down_cloud(power, cluster)
