@@ -9,15 +9,17 @@ from functools import partial
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
 from fastsched import JobTable, NodeEvents, simulate
+from fastsched.engine import run_nodes
+from fastsched.engine.interrupt import Interrupted
 from fastsched.engine.preempt import Preemptor
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.preemption import CANCEL, REQUEUE, Preemption
-from constrained_twin import attempt_rows, run_both
+from constrained_twin import _bounded, attempt_rows, run_both
 from test_lifecycle import tampered
 from test_preempt import _twin_rules, tiered, tiered_case
 
@@ -146,9 +148,15 @@ def test_runs_with_shrunk_victims_pass_the_checks(data):
     checkpoint kept)."""
     case, pre, lc, events = data.draw(elastic_preempt_cases())
     cluster, jobs = case[0], case[2]
-    r = simulate(cluster, jobs, data.draw(st.sampled_from(["fcfs", "easy", "conservative"])),
-                 events=NodeEvents.from_rows(events, cluster.num_nodes), lifecycle=lc,
-                 preemption=pre, reservations="nodes")
+    policy = data.draw(st.sampled_from(["fcfs", "easy", "conservative"]))
+    ev = NodeEvents.from_rows(events, cluster.num_nodes)
+    try:            # (a run that never ends, preemption ping-pong, is discarded first)
+        run_nodes(cluster, jobs, policy, events=ev, lifecycle=lc,
+                  preemption=partial(Preemptor, pre), tick=_bounded(jobs))
+    except Interrupted:
+        reject()
+    r = simulate(cluster, jobs, policy, events=ev, lifecycle=lc, preemption=pre,
+                 reservations="nodes")
     report = r.verify()
     assert report.ok, report
     assert {"preemptor", "resumed_work"} <= set(report.checks)
