@@ -12,17 +12,16 @@ from hypothesis import strategies as st
 import naive_nodes
 from naive_resv import TAIL
 from fastsched import Cluster, JobTable, NodeEvents, simulate
-from fastsched.engine import run_nodes
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.reservations import Reservation, Reservations
 from fastsched.model.resvjobs import JobReservations
-from fastsched.sim.resvlayout import layout_events, mapped_back, member_layout
+from fastsched.sim.resvlayout import layout_events
 from constrained_twin import attempt_rows
 from test_constraints import SETTINGS, engine_inputs
 from test_elastic import _rows
 from test_resv_events import FEW, _case
-from test_resvjobs import twin_members
+from test_resvjobs import engine_run, twin_members
 
 
 def _elastic(data, jobs, lc, resv):
@@ -44,15 +43,11 @@ def test_elastic_member_jobs_match_twin(data, policy, depth):
     lc = _elastic(data, jobs, lc, resv)
     pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
     ids = [int(j) for j in jobs.job_id]
-    horizon = int(jobs.submit_time.max()) + int(jobs.time_limit.max())
-    layout = member_layout(cluster, resv, pc, resv.windows(horizon), horizon, jobs)
-    avail = None if available is None else np.asarray(available)[layout.node_of]
     events = NodeEvents.from_rows(rows, cluster.num_nodes)
-    run = mapped_back(run_nodes(
-        layout.cluster, jobs, policy, depth, avail, partitions=layout.partitions,
-        blocked=layout.blocked, dependencies=dp, limits=lg, lifecycle=lc,
-        events=layout_events(events, layout),
-        rank=None if rank is None else np.array([rank[j] for j in ids])), layout)
+    run = engine_run(cluster, jobs, policy, depth, available, resv, pc, dependencies=dp,
+                     limits=lg, lifecycle=lc,
+                     rank=None if rank is None else np.array([rank[j] for j in ids]),
+                     on_layout=lambda layout: {"events": layout_events(events, layout)})
     killed, resized = [], []
     out, _ = naive_nodes.simulate(
         cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,

@@ -13,16 +13,15 @@ import naive_nodes
 from naive_resv import TAIL
 from fastsched import NodeEvents, Scheduler, simulate
 from fastsched.cli import main
-from fastsched.engine import run_nodes
 from fastsched.model.errors import UnsupportedError
 from fastsched.model.lifecycle import Lifecycle
-from fastsched.sim.resvlayout import layout_events, mapped_back, member_layout
+from fastsched.sim.resvlayout import layout_events
 from fastsched.tools.testing import lifecycles, node_event_rows
 from fastsched.verify.lifecycle import Attempts, verify_attempts
 from constrained_twin import attempt_rows
 from scheddrive import drive, simulated
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
-from test_resvjobs import _cluster, _jobs, _members, _reservations, twin_members
+from test_resvjobs import _cluster, _jobs, _members, _reservations, engine_run, twin_members
 from test_scheduler_resv import _instants
 
 #: few examples: each runs the engine and the twin with events (the suite's budget)
@@ -59,15 +58,11 @@ def test_member_jobs_with_node_events_match_twin(data, policy, depth):
     cluster, available, jobs, parts, deps, groups, caps, rank = case
     pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
     ids = [int(j) for j in jobs.job_id]
-    horizon = int(jobs.submit_time.max()) + int(jobs.time_limit.max())
-    layout = member_layout(cluster, resv, pc, resv.windows(horizon), horizon, jobs)
-    avail = None if available is None else np.asarray(available)[layout.node_of]
     events = NodeEvents.from_rows(rows, cluster.num_nodes)
-    run = mapped_back(run_nodes(
-        layout.cluster, jobs, policy, depth, avail, partitions=layout.partitions,
-        blocked=layout.blocked, dependencies=dp, limits=lg, lifecycle=lc,
-        events=layout_events(events, layout),
-        rank=None if rank is None else np.array([rank[j] for j in ids])), layout)
+    run = engine_run(cluster, jobs, policy, depth, available, resv, pc, dependencies=dp,
+                     limits=lg, lifecycle=lc,
+                     rank=None if rank is None else np.array([rank[j] for j in ids]),
+                     on_layout=lambda layout: {"events": layout_events(events, layout)})
     killed = []
     out, _ = naive_nodes.simulate(
         cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,

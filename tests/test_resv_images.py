@@ -11,15 +11,13 @@ import naive_nodes
 from naive_resv import TAIL
 from fastsched import Containers, ImagePull, JobTable, simulate, verify
 from fastsched.cli import main
-from fastsched.engine import run_nodes
 from fastsched.model.reservations import Reservation, Reservations
 from fastsched.model.resvjobs import JobReservations
 from fastsched.sim.images import engine_images, pull_workload
-from fastsched.sim.resvlayout import mapped_back, member_layout
 from fastsched.tools.testing import containers
 from test_constraints import SETTINGS, constrained_cases, engine_inputs
 from test_containers import _twin_images
-from test_resvjobs import _reservations, twin_members
+from test_resvjobs import _reservations, engine_run, twin_members
 
 
 @pytest.mark.parametrize("policy,depth", [("fcfs", 1), ("easy", 1), ("conservative", 1)])
@@ -33,14 +31,10 @@ def test_member_jobs_with_images_match_twin(data, policy, depth):
     c = data.draw(containers(len(jobs)))
     pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
     ids = [int(j) for j in jobs.job_id]
-    horizon = int(jobs.submit_time.max()) + int(jobs.time_limit.max())
-    layout = member_layout(cluster, resv, pc, resv.windows(horizon), horizon, jobs)
-    avail = None if available is None else np.asarray(available)[layout.node_of]
-    run = mapped_back(run_nodes(
-        layout.cluster, jobs, policy, depth, avail, partitions=layout.partitions,
-        blocked=layout.blocked, dependencies=dp, limits=lg,
-        images=engine_images(c, layout.node_of),
-        rank=None if rank is None else np.array([rank[j] for j in ids])), layout)
+    run = engine_run(cluster, jobs, policy, depth, available, resv, pc, dependencies=dp,
+                     limits=lg,
+                     rank=None if rank is None else np.array([rank[j] for j in ids]),
+                     on_layout=lambda layout: {"images": engine_images(c, layout.node_of)})
     twin = _twin_images(ids, c)
     out, _ = naive_nodes.simulate(
         cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,

@@ -11,13 +11,12 @@ from hypothesis import strategies as st
 import naive_nodes
 from naive_resv import TAIL
 from fastsched import Cluster, JobTable, Scheduler, simulate, verify
-from fastsched.engine import run_nodes
 from fastsched.model.constraints import Placement
 from fastsched.model.reservations import Reservation, Reservations
 from fastsched.model.resvjobs import JobReservations
-from fastsched.sim.resvlayout import layout_placement, mapped_back, member_layout
+from fastsched.sim.resvlayout import layout_placement
 from test_constraints import SETTINGS, constrained_cases, engine_inputs, placements
-from test_resvjobs import _reservations, twin_members
+from test_resvjobs import _reservations, engine_run, twin_members
 from test_scheduler_resv import _driven, _started
 
 
@@ -35,14 +34,10 @@ def test_member_jobs_with_placement_match_twin(data, policy, depth):
                           [pl["max_leaves"][j] for j in ids], [pl["leaf_wait"][j] for j in ids],
                           pl["gpu_groups"])
     pc, dp, lg = engine_inputs(jobs, parts, deps, groups, caps)
-    horizon = int(jobs.submit_time.max()) + int(jobs.time_limit.max())
-    layout = member_layout(cluster, resv, pc, resv.windows(horizon), horizon, jobs)
-    avail = None if available is None else np.asarray(available)[layout.node_of]
-    run = mapped_back(run_nodes(
-        layout.cluster, jobs, policy, depth, avail, partitions=layout.partitions,
-        blocked=layout.blocked, dependencies=dp, limits=lg,
-        placement=layout_placement(engine_pl, layout),
-        rank=None if rank is None else np.array([rank[j] for j in ids])), layout)
+    run = engine_run(cluster, jobs, policy, depth, available, resv, pc, dependencies=dp,
+                     limits=lg,
+                     rank=None if rank is None else np.array([rank[j] for j in ids]),
+                     on_layout=lambda layout: {"placement": layout_placement(engine_pl, layout)})
     out, _ = naive_nodes.simulate(
         cluster, naive_nodes.jobs_from_table(jobs), policy, depth, available, partitions=parts,
         deps=deps, groups=groups, caps=caps, rank=rank,

@@ -72,11 +72,13 @@ def _reservations(draw, cluster, available, jobs, parts):
     return JobReservations.of(Reservations(tuple(items), N), names, users)
 
 
-def engine_run(cluster, jobs, policy, depth, available, resv, pc, **kw):
-    """The simulator's way: the layout, the node engine on it, the run mapped back."""
+def engine_run(cluster, jobs, policy, depth, available, resv, pc, on_layout=None, **kw):
+    """The simulator's way: the layout, the node engine on it (``kw``, and the keyword
+    arguments ``on_layout(layout)`` gives), the run mapped back."""
     horizon = int(jobs.submit_time.max()) + int(jobs.time_limit.max())
     layout = member_layout(cluster, resv, pc, resv.windows(horizon), horizon, jobs)
     avail = None if available is None else np.asarray(available)[layout.node_of]
+    kw.update(on_layout(layout) if on_layout else {})
     run = run_nodes(layout.cluster, jobs, policy, depth, avail, partitions=layout.partitions,
                     blocked=layout.blocked, **kw)
     return mapped_back(run, layout)
