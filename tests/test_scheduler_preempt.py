@@ -14,9 +14,11 @@ from fastsched.model.errors import InputError, UnsupportedError
 from fastsched.model.constraints import Placement
 from fastsched.model.lifecycle import Lifecycle
 from fastsched.model.preemption import CANCEL, REQUEUE, Preemption
+from fastsched.model.reservations import Reservations
 from scheddrive import drive_or_discard, simulated
 from test_nodeplan import node_clusters, node_workloads
 from test_preempt import preemptions
+from test_resvjobs import disjoint_reservations
 
 
 def _tiered(draw, cluster):
@@ -68,6 +70,26 @@ def test_scheduler_preempts_as_the_simulator(policy, case):
     s = Scheduler(cluster, policy, jobs=jobs, preemption=pre, lifecycle=lc)
     got = drive_or_discard(s, jobs, lc).attempts
     r = simulate(cluster, jobs, policy, preemption=pre, lifecycle=lc)
+    assert got == simulated(r)
+    event(f"preempted attempts: {min(sum(a[4] for a in got), 3)}")
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=preempt_cases(), data=st.data())
+def test_scheduler_preempts_around_advance_reservations_as_the_simulator(policy, case, data):
+    """A preemptor neither fits on nor preempts on nodes a reservation's window holds
+    during its run, in the Scheduler as in simulate (driven at the windows' edges too)."""
+    cluster, jobs, pre, lc = case
+    jobs.cpus_per_node = np.maximum(jobs.cpus_per_node, 1).astype(jobs.cpus_per_node.dtype)
+    items = disjoint_reservations(data.draw, cluster.num_nodes, [()], [()])
+    resv = Reservations(tuple(items), cluster.num_nodes)
+    edges = {int(t) for r in items for t in (r.start, r.end)}
+    s = Scheduler(cluster, policy, jobs=jobs, preemption=pre, lifecycle=lc,
+                  advance_reservations=resv or None)
+    got = drive_or_discard(s, jobs, lc, instants=edges).attempts
+    r = simulate(cluster, jobs, policy, preemption=pre, lifecycle=lc,
+                 advance_reservations=resv or None)
     assert got == simulated(r)
     event(f"preempted attempts: {min(sum(a[4] for a in got), 3)}")
 

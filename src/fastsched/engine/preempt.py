@@ -55,6 +55,29 @@ __all__ = ["Preemptor"]
 _SPAN = 1 << 41
 
 
+def window_keys(start, end, start_node, end_node):
+    """The windows (openings ``start`` on ``start_node``, closings ``end`` on
+    ``end_node``) as the sorted keys :func:`clear_of_windows` searches."""
+    return tuple(np.sort(np.asarray(x, dtype=np.int64) * _SPAN + np.asarray(t, dtype=np.int64))
+                 for x, t in ((start_node, start), (end_node, end)))
+
+
+def clear_of_windows(keys, nodes, t: int, limit: int) -> np.ndarray:
+    """Per node of ``nodes``, whether no advance reservation window (``keys``:
+    :func:`window_keys`) held on it meets [t, t + limit): Slurm's job_test_resv takes
+    the nodes of every reservation the job's run would overlap out of its node set
+    before select_nodes looks for preemptees, so a preemptor neither preempts for nor
+    counts a node it may not use. A window meets the run when it opens before t + limit
+    and has not closed by t: per node, (openings before t + limit) - (closings by t)."""
+    opens, shuts = keys
+    if not len(opens):
+        return np.ones(len(nodes), dtype=bool)
+    base = np.asarray(nodes, dtype=np.int64) * _SPAN
+    opened = np.searchsorted(opens, base + t + limit) - np.searchsorted(opens, base)
+    shut = np.searchsorted(shuts, base + t, side="right") - np.searchsorted(shuts, base)
+    return opened == shut
+
+
 def victims_needed(free, fits, ask, nodes, cand, holds):
     """How many of the candidate victims ``cand`` (in the victims' order) must stop for
     a job asking ``ask`` = (GPUs, CPUs, MB per node, nodes) to fit on ``nodes``, where
@@ -209,22 +232,12 @@ class Preemptor:
         return None
 
     def _clear_of_windows(self, loop, nodes, t: int, limit: int) -> np.ndarray:
-        """Per node of ``nodes``, whether no advance reservation window held on it (the
-        loop's ``blocked``) meets [t, t + limit): Slurm's job_test_resv takes the nodes
-        of every reservation the job's run would overlap out of its node set before
-        select_nodes looks for preemptees, so a preemptor neither preempts for nor counts
-        a node it may not use. A window meets the run when it opens before t + limit and
-        has not closed by t: per node, (openings before t + limit) - (closings by t)."""
+        """:func:`clear_of_windows` of the loop's ``blocked`` windows."""
         if self._windows is None:
             times, on, closes = loop.window_edges
-            self._windows = tuple(np.sort(on[c] * _SPAN + times[c]) for c in (~closes, closes))
-        opens, shuts = self._windows
-        if not len(opens):
-            return np.ones(len(nodes), dtype=bool)
-        base = nodes.astype(np.int64) * _SPAN
-        opened = np.searchsorted(opens, base + t + limit) - np.searchsorted(opens, base)
-        shut = np.searchsorted(shuts, base + t, side="right") - np.searchsorted(shuts, base)
-        return opened == shut
+            self._windows = window_keys(times[~closes], times[closes], on[~closes],
+                                        on[closes])
+        return clear_of_windows(self._windows, nodes, t, limit)
 
     def candidates(self, loop, j: int, p: int, t: int, nodes) -> np.ndarray:
         """The running jobs on ``nodes`` job ``j`` (in partition ``p``) may preempt at

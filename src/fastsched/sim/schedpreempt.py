@@ -45,7 +45,7 @@ import numpy as np
 from ..model.errors import InputError, UnsupportedError
 from ..model.lifecycle import Lifecycle
 from ..engine.passpreempt import PassPreempting
-from ..engine.preempt import victims_needed
+from ..engine.preempt import clear_of_windows, victims_needed, window_keys
 from ..model.preemption import OFF, REQUEUE
 from .decisions import START
 from .preemption import check_preemption, tier_order
@@ -249,6 +249,9 @@ class SchedulerPreemption:
             return _NONE
         queue = queue[~limit_held(s, d.rows[started], queue)]
         view = _View(s, d, started, now, self)
+        w = s._windows(now, view.jobs.take(queue))      # (those the pass held)
+        self.keys = window_keys(*(np.zeros(0, dtype=np.int64),) * 4) if w is None else \
+            window_keys(w[0], w[1], w[2], w[2])
         alive = {(r, a) for r, a in zip(view.rows.tolist(),
                                         self.restarts[view.rows].tolist())}
         for j in list(self.waits):
@@ -276,6 +279,8 @@ class SchedulerPreemption:
         low = int(self.low[j])
         for p in self.parts[self.poff[j]:self.poff[j + 1]].tolist():
             nodes = np.flatnonzero(self.member[p] & view.available)
+            nodes = nodes[clear_of_windows(self.keys, nodes, now,
+                                           int(view.jobs.time_limit[j]))]
             FG, FC, FM = view.fg[nodes].copy(), view.fc[nodes].copy(), view.fm[nodes].copy()
             fits = (FG >= g) & (FC >= c) & (FM >= m)
             if fits.sum() >= low:
