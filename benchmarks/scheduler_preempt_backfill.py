@@ -1,7 +1,7 @@
 """What planning with preemptable capacity costs the embeddable Scheduler, and that it
 decides as the simulator: benchmarks/preempt_backfill.py's inputs (ai-8k with a
 scavenger partition) driven through a Scheduler at the simulator's instants
-(tests/test_scheduler_preempt.py's drive), with ``Preemption.backfill`` off and on:
+(tests/scheddrive.py's drive), with ``Preemption.backfill`` off and on:
 passes, CPU seconds in ``schedule`` (per pass), preempted attempts, and whether every
 attempt equals ``simulate``'s. A warm-up run (easy) loads the kernels first.
 
@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from fastsched import Scheduler, simulate  # noqa: E402
 from fastsched.model.preemption import REQUEUE, Preemption  # noqa: E402
 from preempt_backfill import inputs  # noqa: E402
-import test_scheduler_preempt as driven  # noqa: E402
+import scheddrive  # noqa: E402
 
 
 def run(c, jobs, lc, policy: str, backfill: bool) -> str:
@@ -33,8 +33,8 @@ def run(c, jobs, lc, policy: str, backfill: bool) -> str:
         passes[0] += 1
         return d
     s.schedule = timed
-    got = driven.drive(s, jobs, lc)
-    same = got == driven.simulated(simulate(c, jobs, policy, preemption=pre, lifecycle=lc))
+    got = scheddrive.drive(s, jobs, lc).attempts
+    same = got == scheddrive.simulated(simulate(c, jobs, policy, preemption=pre, lifecycle=lc))
     return (f"{policy:12s} backfill={backfill!s:5s}: {passes[0]} passes, {spent[0]:.2f} s CPU "
             f"in schedule ({1000 * spent[0] / max(passes[0], 1):.2f} ms/pass); preempted "
             f"attempts {sum(a[4] for a in got)}; equal to simulate: {same}")
